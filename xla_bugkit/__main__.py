@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from xla_bugkit.main import main
+
+raise SystemExit(main())
