@@ -1,0 +1,298 @@
+"""Classify how a run failed and reduce it to a stable, comparable signature.
+
+The same engine reads the user's rerun (``collect``) and each replay child (``replay``),
+so "the replay failed the same way" is a comparison of two ``Failure`` records.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, replace
+from enum import Enum
+
+
+class Kind(str, Enum):
+    """What kind of failure a run ended in. The values appear in manifests and JSON."""
+
+    COMPILE_CRASH = "compile crash"  # the process died (abort, CHECK, signal) while compiling
+    COMPILE_ERROR = "compile error"  # compilation returned an error status
+    RUNTIME_ERROR = "runtime error"  # execution returned an error status
+    CRASH = "process crash"  # the process died on a signal outside compilation
+    HANG = "hang"  # killed after the timeout
+    INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C, SIGTERM)
+    EXIT = "non-XLA failure"  # non-zero exit with no sign of XLA in the output
+    SUCCESS = "success"
+
+    @property
+    def is_failure(self) -> bool:
+        return self is not Kind.SUCCESS
+
+
+class Phase(str, Enum):
+    """Where the process was when it stopped, as far as the output tells."""
+
+    COMPILE = "compile"
+    RUN = "run"
+    UNKNOWN = "unknown"
+
+
+# XLA's canonical status codes (absl::StatusCode names), as printed before the message.
+STATUS_CODES = (
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
+_STATUS = "|".join(STATUS_CODES)
+
+# glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
+_CHECK_RE = re.compile(r"^F\d{4} [\d:.]+\s+\d+ (?P<site>[\w./-]+:\d+)\] (?P<msg>.*)$", re.M)
+_RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
+# "jax.errors.JaxRuntimeError: INTERNAL: message" (older jaxlib: "...XlaRuntimeError: ...").
+_STATUS_RE = re.compile(
+    rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{_STATUS}))?: (?P<msg>.*)$", re.M
+)
+_BARE_STATUS_RE = re.compile(rf"^(?P<code>{_STATUS}): (?P<msg>.*)$", re.M)
+_TERMINATE_RE = re.compile(
+    r"^terminate called after throwing an instance of '(?P<what>[^']+)'", re.M
+)
+_LLVM_OPTION_RE = re.compile(r"^xla: (?P<msg>Unknown command line argument [^\n]*)$", re.M)
+_FATAL_PY_RE = re.compile(r"^Fatal Python error: (?P<msg>[^\n]*)$", re.M)
+_XLA_HINTS = re.compile(
+    r"xla|XlaRuntimeError|JaxRuntimeError|jaxlib|HloModule|Check failed|RET_CHECK|StreamExecutor|"
+    r"pjrt|PjRt",
+    re.I,
+)
+# JAX_LOG_COMPILES=1 output; the names are the jitted functions' names.
+COMPILING_RE = re.compile(r"Compiling (?P<kind>jit|pmap|xla_pmap)\((?P<name>[^)]*)\)")
+FINISHED_RE = re.compile(
+    r"Finished XLA compilation of (?P<kind>jit|pmap|xla_pmap)\((?P<name>[^)]*)\)"
+)
+_COMPILE_EVENT_RE = re.compile(
+    r"(?P<event>Compiling|Finished XLA compilation of) (?:jit|pmap|xla_pmap)\((?P<name>[^)]*)\)"
+)
+# Frames in a fatal error's stack trace that only appear while compiling.
+_COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPasses|RunBackend")
+# Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
+_COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
+
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_TMP_PATH = re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s'\":,)]+")
+_INSTR_ID = re.compile(r"(%?[A-Za-z_][\w-]*)\.\d+\b")
+_LONG_NUMBER = re.compile(r"\b\d{5,}\b")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How one run ended, with the single line a maintainer would search for."""
+
+    kind: Kind
+    phase: Phase
+    headline: str  # the key line as printed, e.g. "buffer_assignment_util.cc:46] Check failed: ..."
+    signature: str  # headline normalised: stable across two runs of the same bug
+    exit_status: int | None = None  # the exit code; negative for a signal
+    signal: str | None = None  # e.g. "SIGABRT"
+    status_code: str | None = None  # e.g. "INTERNAL"
+    site: str | None = None  # "file.cc:123" of a CHECK / RET_CHECK
+    exception: str | None = None  # the Python exception type, e.g. "jax.errors.JaxRuntimeError"
+    compiling: str | None = None  # the function JAX was compiling when the run stopped
+
+    @property
+    def describe(self) -> str:
+        """One line for humans: "compile crash (SIGABRT): <headline>"."""
+        extra = f" ({self.signal})" if self.signal else ""
+        return f"{self.kind.value}{extra}: {self.headline}" if self.headline else self.kind.value
+
+    def same_bug(self, other: Failure) -> bool:
+        """Whether ``other`` shows this failure: same family and same normalised key line.
+
+        Compile crash and compile error count as one family, since the same XLA bug can abort
+        in one build and return a status in another; the signature must still match.
+        """
+        return _family(self.kind) == _family(other.kind) and self.signature == other.signature
+
+
+def _family(kind: Kind) -> str:
+    if kind in (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR, Kind.CRASH):
+        return "xla"
+    return kind.value
+
+
+def normalise(line: str) -> str:
+    """Strip what differs between two runs of the same bug: addresses, temp paths, ids."""
+    line = _HEX.sub("0x?", line)
+    line = _TMP_PATH.sub("<tmp>", line)
+    line = _INSTR_ID.sub(r"\1.N", line)
+    line = _LONG_NUMBER.sub("N", line)
+    # Source paths differ by checkout ("external/xla/xla/..." vs "xla/..."): keep the file name.
+    line = re.sub(r"(?:[\w.-]+/)+([\w.-]+\.(?:cc|h|cpp|py):\d+)", r"\1", line)
+    return str(_SPACES.sub(" ", line).strip()[:300])
+
+
+def compile_open(output: str) -> str | None:
+    """The function JAX started compiling and never finished, from JAX_LOG_COMPILES output."""
+    open_names: list[str] = []
+    for m in _COMPILE_EVENT_RE.finditer(output):
+        name = str(m.group("name"))
+        if m.group("event") == "Compiling":
+            open_names.append(name)
+        elif name in open_names:
+            open_names.remove(name)
+    return open_names[-1] if open_names else None
+
+
+def classify(
+    output: str,
+    *,
+    exit_status: int | None,
+    timed_out: bool = False,
+    interrupted: bool = False,
+    phase: Phase | None = None,
+) -> Failure:
+    """Classify a finished process from its exit status and combined output.
+
+    ``exit_status`` is the return code (negative for a signal, None if unknown). ``phase``
+    overrides what the output says about compiling versus running (the replay child knows).
+    """
+    compiling = compile_open(output)
+    if phase is None:
+        phase = _phase_from_output(output, compiling)
+    base = Failure(
+        Kind.SUCCESS, phase, "", "", exit_status, _signal_name(exit_status), compiling=compiling
+    )
+    if timed_out:
+        return replace(base, kind=Kind.HANG, headline="killed after the timeout", signature="hang")
+    if interrupted:
+        return replace(
+            base, kind=Kind.INTERRUPTED, headline="stopped by the user", signature="interrupted"
+        )
+    if exit_status == 0:
+        return base
+    return _classify_failure(output, base)
+
+
+def _classify_failure(output: str, base: Failure) -> Failure:
+    fatal = _first_fatal(output)
+    status = _last_status(output)
+    if base.signal is not None or fatal is not None:
+        headline, site = fatal if fatal else (f"killed by {base.signal}", None)
+        kind = Kind.COMPILE_CRASH if base.phase is Phase.COMPILE else Kind.CRASH
+        return replace(
+            base,
+            kind=kind,
+            headline=headline,
+            signature=normalise(headline),
+            site=site,
+            status_code=status[1] if status else None,
+        )
+    if status is not None:
+        exc, code, msg = status
+        site_m = _RET_CHECK_RE.search(msg)
+        headline = f"{code}: {msg}" if code else f"{exc}: {msg}"
+        if code is None and not _XLA_HINTS.search(f"{exc} {msg}"):
+            kind = Kind.EXIT
+        elif base.phase is Phase.COMPILE:
+            kind = Kind.COMPILE_ERROR
+        else:
+            kind = Kind.RUNTIME_ERROR
+        return replace(
+            base,
+            kind=kind,
+            headline=headline,
+            signature=normalise(headline),
+            site=site_m.group("site").rsplit("/", 1)[-1] if site_m else None,
+            status_code=code,
+            exception=exc or None,
+        )
+    tail = _last_nonempty_line(output)
+    return replace(
+        base,
+        kind=Kind.EXIT,
+        headline=tail or f"exit status {base.exit_status}",
+        signature=normalise(tail),
+    )
+
+
+def _phase_from_output(output: str, compiling: str | None) -> Phase:
+    if compiling is not None:
+        return Phase.COMPILE
+    fatal_at = _CHECK_RE.search(output)
+    if fatal_at and _COMPILE_FRAMES.search(output, fatal_at.end()):
+        return Phase.COMPILE
+    if _LLVM_OPTION_RE.search(output):
+        return Phase.COMPILE
+    last_traceback = output.rfind("Traceback (most recent call last)")
+    if last_traceback >= 0 and _COMPILE_PY_FRAMES.search(output, last_traceback):
+        return Phase.COMPILE
+    if FINISHED_RE.search(output) or COMPILING_RE.search(output):
+        return Phase.RUN
+    return Phase.UNKNOWN
+
+
+def _first_fatal(output: str) -> tuple[str, str | None] | None:
+    """The line that killed the process: a CHECK, an uncaught C++ exception, LLVM's exit."""
+    m = _CHECK_RE.search(output)
+    if m:
+        site = m.group("site").rsplit("/", 1)[-1]
+        return f"{site}] {m.group('msg')}", site
+    m = _TERMINATE_RE.search(output)
+    if m:
+        what = _first_line_after(output, m.end(), prefix="  what():")
+        return f"terminate called after throwing an instance of '{m.group('what')}'{what}", None
+    m = _LLVM_OPTION_RE.search(output)
+    if m:
+        return f"xla: {m.group('msg')}", None
+    m = _FATAL_PY_RE.search(output)
+    if m:
+        return f"Fatal Python error: {m.group('msg')}", None
+    return None
+
+
+def _first_line_after(output: str, pos: int, *, prefix: str) -> str:
+    rest = output[pos:].lstrip("\n").split("\n", 1)[0]
+    return f" ({rest.strip()})" if rest.startswith(prefix) else ""
+
+
+def _last_status(output: str) -> tuple[str, str | None, str] | None:
+    """The last Python exception line, as (type, status code or None, message)."""
+    found: tuple[str, str | None, str] | None = None
+    for m in _STATUS_RE.finditer(output):
+        found = (m.group("exc"), m.group("code"), m.group("msg").strip())
+    if found is None:
+        for m in _BARE_STATUS_RE.finditer(output):
+            found = ("", m.group("code"), m.group("msg").strip())
+    return found
+
+
+def _signal_name(exit_status: int | None) -> str | None:
+    if exit_status is None:
+        return None
+    # A shell reports a child's death by signal N as exit status 128 + N.
+    number = -exit_status if exit_status < 0 else exit_status - 128 if exit_status > 128 else 0
+    if number <= 0:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_nonempty_line(output: str) -> str:
+    for line in reversed(output.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""
