@@ -1,0 +1,188 @@
+"""The one way xla-bugkit runs a child process.
+
+Every child gets its own process group, so a timeout or Ctrl-C stops everything it started
+(a shell script's grandchildren included). ``stream`` tees the output live to the terminal and
+to a log file for ``collect``; ``run_captured`` keeps it in memory for replay children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from xla_bugkit.errors import ProcessError
+
+# Seconds a child gets to exit after SIGINT/SIGTERM before it is killed.
+GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied in the child with setrlimit (None = inherit)."""
+
+    memory_bytes: int | None = None
+    file_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Completed:
+    """How a child ended. ``returncode`` is negative for a signal, None if it never started."""
+
+    returncode: int | None
+    output: str
+    timed_out: bool
+    duration: float
+    interrupted: bool = False
+
+
+def _preexec(limits: Limits | None) -> Callable[[], None] | None:
+    if limits is None:
+        return None
+
+    def apply() -> None:
+        if limits.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        if limits.file_size_bytes is not None:
+            size = limits.file_size_bytes
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return apply
+
+
+def _start(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    limits: Limits | None,
+    stdin: int | None,
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_preexec(limits),
+        )
+    except FileNotFoundError as e:
+        raise ProcessError(f"cannot run {argv[0]!r}: command not found") from e
+    except PermissionError as e:
+        raise ProcessError(f"cannot run {argv[0]!r}: permission denied") from e
+
+
+def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIGTERM) -> None:
+    """Stop the child's whole process group: ``first``, then SIGKILL after a grace period."""
+    for sig in (first, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=GRACE_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # Grandchildren may outlive the leader; the group must not linger.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _pump(
+    source: BinaryIO, sinks: Sequence[BinaryIO], keep: list[bytes], lock: threading.Lock
+) -> None:
+    # os.read returns as soon as anything is there: output reaches the terminal live.
+    fd = source.fileno()
+    while chunk := os.read(fd, 65536):
+        with lock:
+            keep.append(chunk)
+            for sink in sinks:
+                with contextlib.suppress(OSError, ValueError):
+                    sink.write(chunk)
+                    sink.flush()
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[bool, bool]:
+    """Wait for the child; returns (timed_out, interrupted). Ctrl-C stops the child too."""
+    try:
+        proc.wait(timeout=timeout)
+        return False, False
+    except subprocess.TimeoutExpired:
+        stop_group(proc, signal.SIGTERM)
+        return True, False
+    except KeyboardInterrupt:
+        # The child runs in its own session, so the terminal's SIGINT reached only us.
+        stop_group(proc, signal.SIGINT)
+        return False, True
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float | None = None,
+    limits: Limits | None = None,
+    echo: bool = False,
+    log: BinaryIO | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> Completed:
+    """Run ``argv`` to completion in its own process group, keeping its combined output.
+
+    With ``echo`` the output also goes live to our stdout; with ``log`` to that file as it
+    arrives, so a crash of this process still leaves the log on disk.
+    """
+    started = time.monotonic()
+    proc = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin)
+    keep: list[bytes] = []
+    lock = threading.Lock()
+    readers = []
+    for pipe, terminal in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+        assert pipe is not None
+        sinks = [s for s in (terminal.buffer if echo else None, log) if s is not None]
+        reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
+        reader.start()
+        readers.append((reader, pipe))
+    timed_out, interrupted = _wait(proc, timeout)
+    for reader, pipe in readers:
+        reader.join(timeout=GRACE_SECONDS)
+        pipe.close()
+    output = b"".join(keep).decode("utf-8", errors="replace")
+    return Completed(proc.returncode, output, timed_out, time.monotonic() - started, interrupted)
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    cwd: Path | None = None,
+    limits: Limits | None = None,
+) -> Completed:
+    """Run a child quietly (a replay, a probe), returning its output and status."""
+    return run(argv, env=env, cwd=cwd, timeout=timeout, limits=limits)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while the block runs, so both stop the child the same way."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
