@@ -129,7 +129,7 @@ class Failure:
 def _family(kind: Kind) -> str:
     if kind in (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR, Kind.CRASH):
         return "xla"
-    return kind.value
+    return str(kind.value)
 
 
 def normalise(line: str) -> str:

@@ -1,0 +1,188 @@
+"""Index an XLA dump directory into modules, from file names alone.
+
+Dump trees of real programs hold thousands of modules; indexing lists names and sizes
+(one ``scandir`` pass) and never opens a file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class Role(str, Enum):
+    """What a dump file is, for a bug report."""
+
+    BEFORE_TEXT = "before_optimizations.txt"
+    BEFORE_PROTO = "before_optimizations.hlo.pb"
+    AFTER_TEXT = "after_optimizations.txt"
+    AFTER_PROTO = "after_optimizations.hlo.pb"
+    BUFFER_ASSIGNMENT = "buffer-assignment"
+    BUFFER_VALUES = "buffer-assignment-values"
+    LIVE_RANGE = "live-range"
+    MEMORY_REPORT = "memory-usage-report"
+    DEBUG_OPTIONS = "debug_options"
+    SNAPSHOT = "snapshot"
+    PASS_DUMP = "pass dump"
+    BACKEND = "backend"  # LLVM IR, object files, PTX, cubin, autotuning
+    PJRT_MLIR = "module.mlir"
+    COMPILE_OPTIONS = "compile_options.pb"
+    TOPOLOGY = "topology.pb"
+    OTHER = "other"
+
+
+# The module prefix: optional microsecond timestamp, then module_NNNN.
+_PREFIX = re.compile(r"^(?:(?P<ts>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
+_AFTER = r"(?P<platform>(?:[\w.]+_)?)after_optimizations"
+# Suffix patterns, most specific first; each leaves the module name in front of it.
+_SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
+    (role, re.compile(rf"^(?P<name>.+?)\.{pattern}$"))
+    for role, pattern in (
+        (Role.BEFORE_TEXT, r"before_optimizations\.txt"),
+        (Role.BEFORE_PROTO, r"before_optimizations\.hlo\.pb(?:\.gz)?"),
+        (Role.BUFFER_VALUES, rf"{_AFTER}-buffer-assignment-values\.txt"),
+        (Role.BUFFER_ASSIGNMENT, rf"{_AFTER}-buffer-assignment\.txt"),
+        (Role.LIVE_RANGE, rf"{_AFTER}-live-range\.txt"),
+        (Role.MEMORY_REPORT, rf"{_AFTER}-memory-usage-report\.(?:txt|pb)"),
+        (Role.AFTER_TEXT, rf"{_AFTER}\.txt"),
+        (Role.AFTER_PROTO, rf"{_AFTER}\.hlo\.pb(?:\.gz)?"),
+        (Role.DEBUG_OPTIONS, r"debug_options"),
+        (Role.SNAPSHOT, r"(?:snapshot\.-?\d+\.pb|execution_\d+\.hlo_snapshot\.pb)"),
+        (Role.PASS_DUMP, r"\d{4}\.[\w.-]+\.(?:before|after)_[\w.-]+\.txt"),
+    )
+)
+_BACKEND = re.compile(r"\.(?:ll|o|ptx|cubin|s|asm|mlir)$|autotun|obj-file|\.thunk_sequence", re.I)
+_PJRT_FILES = {
+    "module.mlir": Role.PJRT_MLIR,
+    "compile_options.pb": Role.COMPILE_OPTIONS,
+    "topology.pb": Role.TOPOLOGY,
+}
+
+
+@dataclass(frozen=True)
+class DumpFile:
+    path: Path  # relative to the dump root
+    role: Role
+    size: int
+    platform: str = ""  # "cpu", "gpu", "sm_9.0_gpu", "" (generic) for after-optimizations files
+
+
+@dataclass(frozen=True)
+class DumpModule:
+    """All files XLA wrote for one module; one jitted function may span two ids."""
+
+    id: int
+    name: str
+    files: tuple[DumpFile, ...]
+
+    @property
+    def label(self) -> str:
+        return f"module_{self.id:04d}.{self.name}"
+
+    def first(self, role: Role) -> DumpFile | None:
+        return next((f for f in self.files if f.role is role), None)
+
+    def all(self, role: Role) -> list[DumpFile]:
+        return [f for f in self.files if f.role is role]
+
+    @property
+    def compiled(self) -> bool:
+        """XLA finished optimising it (a compile that dies part-way leaves no after files)."""
+        return any(f.role in (Role.AFTER_TEXT, Role.AFTER_PROTO) for f in self.files)
+
+    @property
+    def platform(self) -> str:
+        return next((f.platform for f in self.files if f.platform), "")
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True)
+class DumpIndex:
+    root: Path
+    modules: tuple[DumpModule, ...]  # in id order, which is compile order
+    stray: tuple[DumpFile, ...]  # files outside any module (Mosaic dumps, unknown names)
+
+    def by_label(self, label: str) -> DumpModule | None:
+        return next((m for m in self.modules if m.label == label), None)
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(m.files) for m in self.modules) + len(self.stray)
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, int]]:
+    """Every regular file under ``root`` as (relative path, size); symlinks are not followed."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    rel = Path(entry.path).relative_to(root)
+                    yield rel, entry.stat(follow_symlinks=False).st_size
+
+
+def _classify(rest: str) -> tuple[Role, str, str] | None:
+    """(role, module name, platform) for a file name after ``module_NNNN.``."""
+    for role, pattern in _SUFFIXES:
+        m = pattern.match(rest)
+        if m:
+            platform = (m.groupdict().get("platform") or "").rstrip("_")
+            return role, m.group("name"), platform
+    return None
+
+
+def index(root: Path) -> DumpIndex:
+    """Group every file under ``root`` into modules keyed by (id, name)."""
+    known: dict[tuple[int, str], list[DumpFile]] = defaultdict(list)
+    pending: list[tuple[int, str, DumpFile]] = []  # names we can only resolve at the end
+    stray: list[DumpFile] = []
+    for rel, size in _walk(root):
+        owner = rel.parts[0] if len(rel.parts) == 2 else rel.name
+        m = _PREFIX.match(owner)
+        if m is None or len(rel.parts) > 2:
+            stray.append(DumpFile(rel, Role.OTHER, size))
+            continue
+        mod_id, rest = int(m.group("id")), m.group("rest")
+        if len(rel.parts) == 2:  # the PJRT folder module_NNNN.NAME/ names the module exactly
+            role = _PJRT_FILES.get(rel.name, Role.OTHER)
+            known[(mod_id, rest)].append(DumpFile(rel, role, size))
+            continue
+        found = _classify(rest)
+        if found is None:
+            pending.append((mod_id, rest, DumpFile(rel, Role.OTHER, size)))
+            continue
+        role, name, platform = found
+        known[(mod_id, name)].append(DumpFile(rel, role, size, platform))
+    names_by_id: dict[int, list[str]] = defaultdict(list)
+    for mod_id, name in known:
+        names_by_id[mod_id].append(name)
+    for mod_id, rest, file in pending:
+        known[(mod_id, _owner_name(rest, names_by_id[mod_id]))].append(_backend_role(file))
+    modules = tuple(
+        DumpModule(mod_id, name, tuple(sorted(files, key=lambda f: str(f.path))))
+        for (mod_id, name), files in sorted(known.items())
+    )
+    return DumpIndex(root, modules, tuple(stray))
+
+
+def _owner_name(rest: str, names: list[str]) -> str:
+    """The longest known module name that prefixes ``rest``; else its first dotted part."""
+    fits = [n for n in names if rest.startswith(n + ".")]
+    return max(fits, key=len) if fits else rest.split(".", 1)[0]
+
+
+def _backend_role(file: DumpFile) -> DumpFile:
+    if _BACKEND.search(file.path.name):
+        return DumpFile(file.path, Role.BACKEND, file.size)
+    return file

@@ -1,0 +1,225 @@
+"""The environment report: what ``jax.print_environment_info()`` shows, redacted.
+
+Collecting it never initialises a jax backend in this process: a backend reads XLA_FLAGS
+once and may grab a GPU, so devices are probed in a child process, and only on request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit import __version__, proc
+from xla_bugkit.errors import ProcessError
+from xla_bugkit.redact import HOST, Redactor
+
+PROBE_TIMEOUT_S = 60.0
+NVIDIA_SMI_TIMEOUT_S = 10.0
+
+# Shown in this order; jax plugins only when installed, since most users have none.
+_CORE_DISTS = ("jax", "jaxlib", "numpy", "ml_dtypes", "protobuf", "py7zr")
+_PLUGIN_DISTS = (
+    "jax-cuda12-plugin",
+    "jax-cuda12-pjrt",
+    "jax-cuda13-plugin",
+    "jax-cuda13-pjrt",
+    "jax-rocm7-plugin",
+    "jax-rocm7-pjrt",
+    "libtpu",
+)
+NOT_INSTALLED = "not installed"
+
+# Runs in the child; prints one JSON line so that jax's own log lines cannot confuse us.
+_PROBE = """\
+import json, jax
+devs = jax.devices()
+print("XLA_BUGKIT_PROBE " + json.dumps({
+    "backend": jax.default_backend(),
+    "device_kind": devs[0].device_kind,
+    "device_count": jax.device_count(),
+    "process_count": jax.process_count(),
+    "local_device_count": jax.local_device_count(),
+    "devices": [f"{d!r} {d} kind={d.device_kind!r}" for d in devs],
+}))
+"""
+
+
+@dataclass(frozen=True)
+class EnvReport:
+    """Versions, platform, devices and environment of this machine, already redacted."""
+
+    versions: tuple[tuple[str, str], ...]  # (distribution, version or NOT_INSTALLED)
+    python: str
+    python_executable: str
+    uname: tuple[tuple[str, str], ...]  # platform.uname() fields, node replaced by <HOST>
+    cpu_model: str
+    cpu_count: int | None
+    memory_total_bytes: int | None
+    devices: tuple[str, ...]  # empty when not probed or the probe failed
+    device_summary: str  # "cpu-1, 1 local devices" or why there is no device list
+    environment: tuple[tuple[str, str], ...]  # allowlisted, redacted variables
+    nvidia_smi: str | None
+
+    def version(self, dist: str) -> str:
+        """The installed version of ``dist`` (e.g. ``"jaxlib"``), or ``NOT_INSTALLED``."""
+        return dict(self.versions).get(dist, NOT_INSTALLED)
+
+    def to_text(self) -> str:
+        """The report in the layout of ``jax.print_environment_info()``, plus extras."""
+        width = max(len(name) for name, _ in self.versions) + 1
+        lines = [f"{name + ':':<{width}} {ver}" for name, ver in self.versions]
+        lines += [
+            f"python: {self.python}",
+            f"python executable: {self.python_executable}",
+            f"device info: {self.device_summary}",
+            *(f"  {d}" for d in self.devices),
+            "platform: uname_result(" + ", ".join(f"{k}={v!r}" for k, v in self.uname) + ")",
+            f"cpu: {self.cpu_model} ({self.cpu_count} logical cpus)",
+            f"memory: {_gib(self.memory_total_bytes)}",
+            *(f"{name}={value}" for name, value in self.environment),
+        ]
+        if self.nvidia_smi:
+            lines += ["", "$ nvidia-smi", self.nvidia_smi.rstrip("\n")]
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; pairs become objects."""
+        d = asdict(self)
+        for key in ("versions", "uname", "environment"):
+            d[key] = dict(d[key])
+        d["devices"] = list(self.devices)
+        return d
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON text."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+def collect_env(
+    redactor: Redactor,
+    *,
+    probe_devices: bool = False,
+    environ: dict[str, str] | None = None,
+) -> EnvReport:
+    """Collect the report; with ``probe_devices`` a child ``python -c`` lists jax's devices.
+
+    ``environ`` (default ``os.environ``) is both what the report shows and what the probe
+    runs with, so JAX_PLATFORMS and friends apply to the probe as they would to the program.
+    """
+    env = dict(os.environ if environ is None else environ)
+    devices, summary = _probe_devices(env, redactor) if probe_devices else ((), "not probed")
+    return EnvReport(
+        versions=_versions(),
+        python=sys.version.replace("\n", " "),
+        python_executable=redactor.text(sys.executable),
+        uname=_uname(redactor),
+        cpu_model=redactor.text(_cpu_model()),
+        cpu_count=os.cpu_count(),
+        memory_total_bytes=_memory_total(),
+        devices=devices,
+        device_summary=summary,
+        environment=tuple(redactor.env(env).items()),
+        nvidia_smi=_nvidia_smi(redactor),
+    )
+
+
+def _versions() -> tuple[tuple[str, str], ...]:
+    pairs = [("xla-bugkit", __version__)]
+    pairs += [(d, _dist_version(d)) for d in _CORE_DISTS]
+    pairs += [(d, v) for d in _PLUGIN_DISTS if (v := _dist_version(d)) != NOT_INSTALLED]
+    return tuple(pairs)
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return NOT_INSTALLED
+
+
+def _uname(redactor: Redactor) -> tuple[tuple[str, str], ...]:
+    u = platform.uname()
+    # The node is the host name whatever the redactor knows; other fields may embed it too.
+    return (
+        ("system", u.system),
+        ("node", HOST),
+        ("release", redactor.text(u.release)),
+        ("version", redactor.text(u.version)),
+        ("machine", u.machine),
+    )
+
+
+def _probe_devices(env: dict[str, str], redactor: Redactor) -> tuple[tuple[str, ...], str]:
+    code, out = _capture([sys.executable, "-c", _PROBE], env, PROBE_TIMEOUT_S)
+    for line in out.splitlines():
+        if line.startswith("XLA_BUGKIT_PROBE "):
+            info = json.loads(line.split(" ", 1)[1])
+            devices = tuple(redactor.text(d) for d in info["devices"])
+            # jax's own layout: "<device_kind>-<device_count>, <n> local devices".
+            summary = (
+                f"{info['device_kind']}-{info['device_count']}, "
+                f"{info['local_device_count']} local devices, "
+                f"backend {info['backend']}, process_count {info['process_count']}"
+            )
+            return devices, summary
+    last = out.strip().splitlines()[-1:] or ["no output"]
+    why = "timed out" if code is None else f"exited with status {code}"
+    return (), redactor.text(f"device probe failed ({why}): {last[0]}")
+
+
+def _nvidia_smi(redactor: Redactor) -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    code, out = _capture([exe], None, NVIDIA_SMI_TIMEOUT_S)
+    if code != 0:
+        why = "timed out" if code is None else f"exited with status {code}"
+        return redactor.text(f"(nvidia-smi {why})\n{out}")
+    return redactor.text(out)
+
+
+def _capture(cmd: list[str], env: dict[str, str] | None, timeout: float) -> tuple[int | None, str]:
+    """Run ``cmd`` through proc; (status, or None on timeout, and the combined output)."""
+    try:
+        done = proc.run_captured(cmd, env=env, timeout=timeout)
+    except ProcessError as e:
+        return 127, str(e)
+    return (None if done.timed_out else done.returncode), done.output
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass  # not Linux
+    if sys.platform == "darwin":
+        _, out = _capture(["sysctl", "-n", "machdep.cpu.brand_string"], None, 5)
+        if out.strip():
+            return out.strip()
+    return platform.processor() or "unknown"
+
+
+def _memory_total() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass  # not Linux, or an unexpected format
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _gib(n: int | None) -> str:
+    return "unknown" if n is None else f"{n / 2**30:.1f} GiB"

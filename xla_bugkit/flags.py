@@ -1,0 +1,89 @@
+"""XLA_FLAGS handling: keep the user's flags, add the dump flags, report every conflict."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# What collect asks XLA to write. Large constants matter: without them a text dump elides
+# big literals and cannot be replayed.
+DUMP_FORMAT_FLAGS = (
+    "--xla_dump_hlo_as_text",
+    "--xla_dump_hlo_as_proto",
+    "--xla_dump_hlo_snapshots",
+    "--xla_dump_large_constants",
+)
+# Flags that only steer dumping; a replay drops them (it must not dump into the bundle).
+_DUMP_PREFIXES = ("--xla_dump_",)
+
+
+def split(value: str | None) -> list[str]:
+    """Split an XLA_FLAGS value the way XLA does: on whitespace, honouring quotes."""
+    if not value:
+        return []
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def join(flags: Sequence[str]) -> str:
+    return " ".join(shlex.quote(f) if " " in f else f for f in flags)
+
+
+def name_of(flag: str) -> str:
+    """``--xla_dump_to=/x`` -> ``--xla_dump_to``; ``--noxla_foo`` stays as it is."""
+    return flag.split("=", 1)[0]
+
+
+def value_of(flag: str) -> str | None:
+    return flag.split("=", 1)[1] if "=" in flag else None
+
+
+@dataclass(frozen=True)
+class MergedFlags:
+    """The child's XLA_FLAGS, and what happened to the user's own flags on the way."""
+
+    flags: tuple[str, ...]
+    user_flags: tuple[str, ...]
+    notes: tuple[str, ...]  # one line each, shown to the user and kept in the manifest
+
+    @property
+    def value(self) -> str:
+        return join(self.flags)
+
+
+def merge(user_value: str | None, dump_dir: Path) -> MergedFlags:
+    """The user's flags kept, in order, followed by the dump flags for ``dump_dir``.
+
+    A user's own ``--xla_dump_to`` is replaced for this run only (their environment is not
+    changed) and reported; a module filter they set is kept, with a warning that it can hide
+    the failing module.
+    """
+    user = split(user_value)
+    ours = [f"--xla_dump_to={dump_dir}", *DUMP_FORMAT_FLAGS]
+    forced = {name_of(f) for f in ours}
+    kept: list[str] = []
+    notes: list[str] = []
+    for flag in user:
+        name = name_of(flag)
+        if name == "--xla_dump_to":
+            notes.append(
+                f"your {flag} is replaced by the bundle's work dir for this run "
+                "(your environment is unchanged)"
+            )
+        elif name in forced:
+            if value_of(flag) not in (None, "true", "1"):
+                notes.append(f"your {flag} is overridden: collect needs {name}=true")
+        else:
+            if name == "--xla_dump_hlo_module_re":
+                notes.append(f"your {flag} is kept: it may keep the failing module out of the dump")
+            kept.append(flag)
+    return MergedFlags(tuple(kept + ours), tuple(user), tuple(notes))
+
+
+def without_dump_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """The flags a replay should use: everything but the dump flags."""
+    return tuple(f for f in flags if not name_of(f).startswith(_DUMP_PREFIXES))

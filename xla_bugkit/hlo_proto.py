@@ -1,0 +1,246 @@
+"""A wire-compatible subset of XLA's protos, built at import time without protoc.
+
+jaxlib ships no Python bindings for ``HloSnapshot``/``HloProto``/``LiteralProto``, and
+TensorFlow is too heavy a dependency, so the few messages xla-bugkit reads are declared here
+from a ``FileDescriptorProto`` in a private pool and package (``xla_bugkit.xla``), which
+cannot clash with a real ``xla`` package that another library may have registered.
+
+Fields that are not declared survive parsing as unknown fields and are written back
+verbatim, so a module read here and serialized again is still a whole HloModuleProto.
+"""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import os
+import zlib
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+from xla_bugkit.errors import BugkitError
+
+# Classes made by GetMessageClass carry no static types; this alias names what they are.
+ProtoMessage = Any
+
+_PACKAGE = "xla_bugkit.xla"
+_F = descriptor_pb2.FieldDescriptorProto
+
+# Why fields are declared as they are: protobuf writes known fields in number order and then
+# the unknown ones as they were read. C++ writes all fields in number order, so a message
+# whose known fields form a prefix of its numbers (only higher numbers left unknown)
+# re-serializes byte for byte, which lets a bundle carry XLA's bytes unchanged.
+
+
+class PrimitiveType(enum.IntEnum):
+    """XLA element types (xla_data.proto ``PrimitiveType``)."""
+
+    PRIMITIVE_TYPE_INVALID = 0
+    PRED = 1
+    S8 = 2
+    S16 = 3
+    S32 = 4
+    S64 = 5
+    U8 = 6
+    U16 = 7
+    U32 = 8
+    U64 = 9
+    F16 = 10
+    F32 = 11
+    F64 = 12
+    TUPLE = 13
+    OPAQUE_TYPE = 14
+    C64 = 15
+    BF16 = 16
+    TOKEN = 17
+    C128 = 18
+    F8E5M2 = 19
+    F8E4M3FN = 20
+    S4 = 21
+    U4 = 22
+    F8E4M3B11FNUZ = 23
+    F8E5M2FNUZ = 24
+    F8E4M3FNUZ = 25
+    S2 = 26
+    U2 = 27
+    F8E4M3 = 28
+    F8E3M4 = 29
+    S1 = 30
+    U1 = 31
+    F4E2M1FN = 32
+    F8E8M0FNU = 33
+
+
+# (name, number, type, label, message or enum type name) per field.
+_Field = tuple[str, int, int, int, str]
+_OPT = _F.LABEL_OPTIONAL
+_REP = _F.LABEL_REPEATED
+
+# LiteralProto's fields other than shape(1) and tuple_literals(10): (name, number, type).
+_LITERAL_VALUES: list[tuple[str, int, int]] = [
+    ("preds", 2, _F.TYPE_BOOL),
+    ("u8s", 3, _F.TYPE_BYTES),
+    ("s32s", 4, _F.TYPE_INT32),
+    ("s64s", 5, _F.TYPE_INT64),
+    ("u32s", 6, _F.TYPE_UINT32),
+    ("u64s", 7, _F.TYPE_UINT64),
+    ("f32s", 8, _F.TYPE_FLOAT),
+    ("f64s", 9, _F.TYPE_DOUBLE),
+    ("f16s", 11, _F.TYPE_BYTES),
+    ("c64s", 12, _F.TYPE_FLOAT),
+    ("bf16s", 13, _F.TYPE_BYTES),
+    ("s8s", 15, _F.TYPE_BYTES),
+    ("u16s", 16, _F.TYPE_BYTES),
+    ("s16s", 17, _F.TYPE_BYTES),
+    ("sparse_indices", 14, _F.TYPE_INT64),  # obsolete; declared to keep numbers contiguous
+    ("c128s", 18, _F.TYPE_DOUBLE),
+    ("f8e5m2s", 19, _F.TYPE_BYTES),
+    ("f8e4m3fns", 20, _F.TYPE_BYTES),
+    ("s4s", 21, _F.TYPE_BYTES),
+    ("u4s", 22, _F.TYPE_BYTES),
+    ("f8e4m3b11fnuzs", 23, _F.TYPE_BYTES),
+    ("f8e5m2fnuzs", 24, _F.TYPE_BYTES),
+    ("f8e4m3fnuzs", 25, _F.TYPE_BYTES),
+    ("s2s", 26, _F.TYPE_BYTES),
+    ("u2s", 27, _F.TYPE_BYTES),
+    ("f8e4m3s", 28, _F.TYPE_BYTES),
+    ("f8e3m4s", 29, _F.TYPE_BYTES),
+    ("s1s", 30, _F.TYPE_BYTES),
+    ("u1s", 31, _F.TYPE_BYTES),
+    ("f4e2m1fns", 32, _F.TYPE_BYTES),
+    ("f8e8m0fnus", 33, _F.TYPE_BYTES),
+]
+
+
+def _literal_fields() -> list[_Field]:
+    fields: list[_Field] = [("shape", 1, _F.TYPE_MESSAGE, _OPT, "ShapeProto")]
+    for name, number, ftype in _LITERAL_VALUES:
+        label = _OPT if ftype == _F.TYPE_BYTES else _REP
+        fields.append((name, number, ftype, label, ""))
+    fields.append(("tuple_literals", 10, _F.TYPE_MESSAGE, _REP, "LiteralProto"))
+    return sorted(fields, key=lambda field: field[1])
+
+
+_MESSAGES: dict[str, list[_Field]] = {
+    "LayoutProto": [("minor_to_major", 1, _F.TYPE_INT64, _REP, "")],
+    "ShapeProto": [
+        ("element_type", 2, _F.TYPE_ENUM, _OPT, "PrimitiveType"),
+        ("dimensions", 3, _F.TYPE_INT64, _REP, ""),
+        ("tuple_shapes", 4, _F.TYPE_MESSAGE, _REP, "ShapeProto"),
+        ("layout", 5, _F.TYPE_MESSAGE, _OPT, "LayoutProto"),
+        ("is_dynamic_dimension", 6, _F.TYPE_BOOL, _REP, ""),
+    ],
+    "LiteralProto": _literal_fields(),
+    "HloModuleProto": [
+        ("name", 1, _F.TYPE_STRING, _OPT, ""),
+        ("entry_computation_name", 2, _F.TYPE_STRING, _OPT, ""),
+        # Raw bytes (same wire type as the real messages): declared only to keep fields
+        # 1-6 a prefix, so re-serialization stays byte-exact (see above).
+        ("computations", 3, _F.TYPE_BYTES, _REP, ""),
+        ("host_program_shape", 4, _F.TYPE_BYTES, _OPT, ""),
+        ("id", 5, _F.TYPE_INT64, _OPT, ""),
+        ("entry_computation_id", 6, _F.TYPE_INT64, _OPT, ""),
+    ],
+    "HloProto": [("hlo_module", 1, _F.TYPE_MESSAGE, _OPT, "HloModuleProto")],
+    "HloSnapshot": [
+        ("hlo", 1, _F.TYPE_MESSAGE, _OPT, "HloProto"),
+        ("arguments", 2, _F.TYPE_MESSAGE, _REP, "LiteralProto"),
+        ("result", 3, _F.TYPE_MESSAGE, _OPT, "LiteralProto"),
+        ("execution_platform", 4, _F.TYPE_STRING, _OPT, ""),
+    ],
+}
+
+
+def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
+    # proto3, like xla_data.proto/hlo.proto: open enums and packed repeated scalars.
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="xla_bugkit/xla_subset.proto", package=_PACKAGE, syntax="proto3"
+    )
+    enum_proto = fdp.enum_type.add(name="PrimitiveType")
+    for member in PrimitiveType:
+        enum_proto.value.add(name=member.name, number=member.value)
+    for message_name, fields in _MESSAGES.items():
+        message = fdp.message_type.add(name=message_name)
+        for name, number, ftype, label, type_name in fields:
+            field = message.field.add(name=name, number=number, type=ftype, label=label)
+            if type_name:
+                field.type_name = f".{_PACKAGE}.{type_name}"
+    return fdp
+
+
+_POOL = descriptor_pool.DescriptorPool()
+_POOL.Add(_file_descriptor())
+
+
+def _message_class(name: str) -> ProtoMessage:
+    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
+
+
+LayoutProto: ProtoMessage = _message_class("LayoutProto")
+ShapeProto: ProtoMessage = _message_class("ShapeProto")
+LiteralProto: ProtoMessage = _message_class("LiteralProto")
+HloModuleProto: ProtoMessage = _message_class("HloModuleProto")
+HloProto: ProtoMessage = _message_class("HloProto")
+HloSnapshot: ProtoMessage = _message_class("HloSnapshot")
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise BugkitError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from e
+    # By content, not suffix: 0x1f cannot start a protobuf (wire type 7 does not exist).
+    if not data.startswith(_GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise BugkitError(f"{os.fspath(path)}: corrupt gzip data ({e})") from e
+
+
+def _parse(path: str | os.PathLike[str], cls: ProtoMessage) -> ProtoMessage:
+    message = cls()
+    try:
+        message.ParseFromString(_read_bytes(path))
+    except DecodeError as e:
+        raise BugkitError(f"{os.fspath(path)}: not a valid {cls.__name__} ({e})") from e
+    return message
+
+
+def _require_module(path: str | os.PathLike[str], hlo: ProtoMessage, what: str) -> None:
+    # Garbage (or an empty file) can parse as a message of unknown fields; a real dump
+    # always names its module, so that is the check that it is what it claims to be.
+    if not hlo.HasField("hlo_module") or not hlo.hlo_module.name:
+        raise BugkitError(f"{os.fspath(path)}: not a valid {what} (no named HLO module)")
+
+
+def read_snapshot(path: str | os.PathLike[str]) -> ProtoMessage:
+    """Read an ``HloSnapshot`` (``*.snapshot.*.pb``, optionally gzip-compressed).
+
+    Raises ``BugkitError`` naming the file when it cannot be read or is not a snapshot.
+    """
+    snapshot = _parse(path, HloSnapshot)
+    _require_module(path, snapshot.hlo, "HloSnapshot")
+    return snapshot
+
+
+def read_hlo_proto(path: str | os.PathLike[str]) -> ProtoMessage:
+    """Read an ``HloProto`` (``*.hlo.pb`` or ``*.hlo.pb.gz``).
+
+    Raises ``BugkitError`` naming the file when it cannot be read or is not an HloProto.
+    """
+    hlo = _parse(path, HloProto)
+    _require_module(path, hlo, "HloProto")
+    return hlo
+
+
+def module_bytes(hlo_proto: ProtoMessage) -> bytes:
+    """The serialized ``HloModuleProto`` of an ``HloProto``: what jaxlib's
+    ``hlo_to_stablehlo`` takes. Byte-identical to the field as XLA wrote it."""
+    data: bytes = hlo_proto.hlo_module.SerializeToString()
+    return data

@@ -1,0 +1,280 @@
+"""Redaction of home paths, user and host names, and secrets before anything goes public.
+
+A bug bundle is attached to a public GitHub issue, so every text that enters it (logs, HLO
+text dumps, the environment report, the command line) passes through a :class:`Redactor`.
+Binary protos are never rewritten (a changed length corrupts them); the caller asks
+:meth:`Redactor.find_in_bytes` and warns instead.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import re
+import socket
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOME = "~"
+USER = "<USER>"
+HOST = "<HOST>"
+REDACTED = "<REDACTED>"
+
+# Counter keys of text_with_report(); summarize() turns them into "2 home paths, 1 secret".
+HOME_PATH = "home path"
+USER_NAME = "user name"
+HOST_NAME = "host name"
+SECRET = "secret"
+
+# Environment variables worth showing in a bug report; everything else is dropped.
+_ENV_PREFIXES = (
+    *("JAX_", "XLA_", "NVIDIA_", "CUDA_", "TPU_", "LIBTPU_", "PJRT_", "NCCL_"),
+    # TensorFlow's, not all of TF_*: Terraform uses TF_VAR_* and TF_CLI_* for its own settings.
+    *("TF_CPP_", "TF_XLA_", "TF_GPU_", "TF_FORCE_", "TF_ENABLE_"),
+)
+_ENV_NAMES = frozenset(
+    {
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "LD_LIBRARY_PATH",  # CUDA library mix-ups are a common cause of GPU failures
+        "ENABLE_PJRT_COMPATIBILITY",
+    }
+)
+_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE"
+_SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)
+
+# Names that are also ordinary words (or identify nobody): replacing them everywhere would
+# turn "import jax" into "import <USER>", so they are only replaced in telling contexts.
+_COMMON_WORDS = (
+    "root admin administrator user users jax xla test tests home guest dev data main default "
+    "worker python docker build jenkins runner app nobody local node server host gpu cpu tpu "
+    "linux ubuntu debian centos colab kaggle ec2-user opt tmp work"
+)
+_COMMON_NAMES = frozenset(_COMMON_WORDS.split())
+# Host names that identify nobody; not worth redacting at all.
+_TRIVIAL_HOSTS = frozenset({"", "localhost", "localhost.localdomain", "(none)", "ip6-localhost"})
+# Homes that are shared system directories: rewriting them to ~ would mislead, not protect.
+_SYSTEM_DIRS = frozenset({"/", "/tmp", "/var", "/usr", "/opt", "/nonexistent", "/home"})
+
+# Well-known token shapes. Each is specific enough that a false positive is unlikely.
+_TOKEN_PATTERNS = (
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bglpat-[A-Za-z0-9_-]{20,}",
+    r"\bhf_[A-Za-z0-9]{20,}",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"\bsk-[A-Za-z0-9_-]{20,}",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"\bya29\.[A-Za-z0-9_-]{20,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+)
+_VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)"""
+# NAME=value (shell, env dumps, flags) and "name": "value" (JSON) where NAME looks secret.
+# No spaces around "=": HLO text has "%token.1 = token[] after-all()", which is no secret.
+_ASSIGN = rf"(?i)(\b[\w.-]*(?:{_SECRET_WORDS})[\w.-]*=)(?!{REDACTED}){_VALUE}"
+_JSON = rf"""(?i)("[\w.-]*(?:{_SECRET_WORDS})[\w.-]*"\s*:\s*)"[^"\n]*\""""
+_BEARER = r"(?i)(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"
+_URL_CREDENTIALS = r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+(@)"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    replace: Callable[[re.Match[str]], str]
+
+
+@dataclass(frozen=True, init=False)
+class Redactor:
+    """Replaces this machine's home paths, user and host names, and secrets in text.
+
+    Build one with :meth:`for_this_machine`; tests pass explicit values.
+    """
+
+    home: tuple[str, ...]
+    user: tuple[str, ...]
+    host: tuple[str, ...]
+    _rules: tuple[_Rule, ...] = field(repr=False, compare=False)
+
+    def __init__(
+        self,
+        *,
+        home: str | Iterable[str] = (),
+        user: str | Iterable[str] = (),
+        host: str | Iterable[str] = (),
+    ) -> None:
+        homes = _clean(home, lambda h: h.rstrip("/\\") or h, _is_private_home)
+        users = _clean(user, str.strip, bool)
+        hosts = _clean(host, lambda h: h.strip().rstrip("."), lambda h: h not in _TRIVIAL_HOSTS)
+        object.__setattr__(self, "home", homes)
+        object.__setattr__(self, "user", users)
+        object.__setattr__(self, "host", hosts)
+        object.__setattr__(self, "_rules", _build_rules(homes, users, hosts))
+
+    @classmethod
+    def for_this_machine(cls) -> Redactor:
+        """A redactor for the current user's home, user names and host names."""
+        homes: list[str] = []
+        for candidate in (lambda: str(Path.home()), lambda: str(Path.home().resolve())):
+            homes.extend(_quietly(candidate))
+        homes.extend(os.environ.get(n, "") for n in ("HOME", "USERPROFILE"))
+        users = [*_quietly(getpass.getuser)]
+        users.extend(os.environ.get(n, "") for n in ("USER", "LOGNAME", "USERNAME"))
+        hosts = [*_quietly(socket.gethostname), *_quietly(platform.node)]
+        hosts.extend(_quietly(socket.getfqdn))
+        # Short and fully qualified forms both leak; "box.corp.example" also as "box".
+        hosts.extend(h.split(".", 1)[0] for h in list(hosts))
+        return cls(home=homes, user=users, host=hosts)
+
+    def text(self, s: str) -> str:
+        """``s`` with home paths, user and host names, and secrets replaced."""
+        return self.text_with_report(s)[0]
+
+    def text_with_report(self, s: str) -> tuple[str, Counter[str]]:
+        """Redacted ``s`` and how many of each kind (HOME_PATH, USER_NAME, ...) were replaced."""
+        counts: Counter[str] = Counter()
+        s = _apply(self._rules, s, lambda kind, hit: counts.update((kind,)))
+        return s, counts
+
+    def text_bytes(self, b: bytes) -> bytes:
+        """Redact a UTF-8 text file handled as bytes; never use this on binary protos."""
+        return self.text(b.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+    def find_in_bytes(self, b: bytes) -> list[str]:
+        """The sensitive strings found in binary ``b``, sorted; secrets shown masked.
+
+        Meant for a local warning ("model.hlo.pb contains /home/alice"), not for the bundle.
+        """
+        # latin-1 maps each byte to one character, so the text rules scan binary data as is;
+        # the needles are converted the same way so that non-ASCII names still match.
+        found: set[str] = set()
+
+        def note(kind: str, hit: str) -> None:
+            hit = hit.encode("latin-1").decode("utf-8", "replace")
+            found.add(hit[:4] + "…" if kind == SECRET else hit)
+
+        # Rules run in turn on the rewritten copy, as in text(), so "/home/alice" is reported
+        # once as a home path and not again as the user name inside it.
+        _apply(_latin1_twin(self)._rules, b.decode("latin-1"), note)
+        return sorted(found)
+
+    def env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""
+        return {
+            name: self.text(value)
+            for name, value in sorted(environ.items())
+            if is_reportable_env_name(name)
+        }
+
+
+def is_reportable_env_name(name: str) -> bool:
+    """True for variables a bug report should show (JAX_*, XLA_*, ...) unless they look secret."""
+    allowed = name.startswith(_ENV_PREFIXES) or name in _ENV_NAMES
+    return allowed and not _SECRET_NAME.search(name)
+
+
+def summarize(counts: Counter[str]) -> str:
+    """Say what was redacted: ``"3 home paths, 1 host name, 1 secret"``; ``""`` for nothing."""
+    order = (HOME_PATH, USER_NAME, HOST_NAME, SECRET)
+    kinds = [*order, *sorted(k for k in counts if k not in order)]
+    return ", ".join(f"{counts[k]} {k}{'' if counts[k] == 1 else 's'}" for k in kinds if counts[k])
+
+
+def _apply(rules: Iterable[_Rule], s: str, on_hit: Callable[[str, str], None]) -> str:
+    for rule in rules:
+
+        def replace(m: re.Match[str], rule: _Rule = rule) -> str:
+            on_hit(rule.kind, m[0])
+            return rule.replace(m)
+
+        s = rule.pattern.sub(replace, s)
+    return s
+
+
+def _quietly(get: Callable[[], str]) -> list[str]:
+    # Each source can fail in containers (no passwd entry, no DNS); missing ones are skipped.
+    try:
+        return [get()]
+    except (OSError, KeyError, RuntimeError):
+        return []
+
+
+def _clean(
+    values: str | Iterable[str], norm: Callable[[str], str], keep: Callable[[str], bool]
+) -> tuple[str, ...]:
+    items = [values] if isinstance(values, str) else list(values)
+    out = {norm(v) for v in items if v}
+    # Longest first, so "/home/alice/work" wins over "/home/alice" and "box.corp" over "box".
+    return tuple(sorted((v for v in out if keep(v)), key=lambda v: (-len(v), v)))
+
+
+def _is_private_home(home: str) -> bool:
+    return bool(home) and os.path.normpath(home) not in _SYSTEM_DIRS
+
+
+def _is_distinctive(name: str) -> bool:
+    return len(name) >= 4 and name.lower() not in _COMMON_NAMES
+
+
+def _build_rules(
+    homes: tuple[str, ...], users: tuple[str, ...], hosts: tuple[str, ...]
+) -> tuple[_Rule, ...]:
+    # Secrets first: a token may contain a user name and must vanish whole.
+    rules = [_secret_rule(p) for p in _TOKEN_PATTERNS]
+    rules += [_keep_prefix_rule(p) for p in (_ASSIGN, _JSON, _BEARER)]
+    rules.append(_Rule(SECRET, re.compile(_URL_CREDENTIALS), lambda m: m[1] + REDACTED + m[2]))
+    # A path may not continue into a longer name ("/home/alice2", "/home/alice.bak").
+    end = r"(?![\w-]|\.\w)"
+    for home in homes:
+        pattern = re.compile(rf"(?<![\w.~-]){re.escape(home)}{end}")
+        rules.append(_Rule(HOME_PATH, pattern, _constant(HOME)))
+    names = [(h, HOST_NAME, HOST) for h in hosts] + [(u, USER_NAME, USER) for u in users]
+    for name, kind, placeholder in sorted(names, key=lambda t: -len(t[0])):
+        rules.append(_Rule(kind, _name_pattern(name), _constant(placeholder)))
+    return tuple(rules)
+
+
+def _secret_rule(pattern: str) -> _Rule:
+    return _Rule(SECRET, re.compile(pattern), _constant(REDACTED))
+
+
+def _keep_prefix_rule(pattern: str) -> _Rule:
+    def replace(m: re.Match[str]) -> str:
+        quote = '"' if m[0].endswith('"') and pattern == _JSON else ""
+        return m[1] + quote + REDACTED + quote
+
+    return _Rule(SECRET, re.compile(pattern), replace)
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A user or host name, at word boundaries; common words only in telling contexts."""
+    n = re.escape(name)
+    if _is_distinctive(name):
+        return re.compile(rf"(?<![\w-]){n}(?![\w-]|\.\w)")
+    # Only where it can only be a name: a home directory, user@host, an assignment, or a
+    # quoted value such as platform.uname()'s node='jax'.
+    contexts = (
+        rf"(?:(?<=/home/)|(?<=/Users/)|(?<=\\Users\\)){n}(?![\w.-])",
+        rf"(?<![\w.-]){n}(?=@)",
+        rf"(?<=@){n}(?![\w-]|\.\w)",
+        rf"(?i:(?<=\buser=)|(?<=\blogname=)|(?<=\bnode=)|(?<=\bhost=)|(?<=\bhostname=)){n}\b",
+        rf"""(?<=(?P<q>['"])){n}(?=(?P=q))""",
+    )
+    return re.compile("|".join(f"(?:{c})" for c in contexts))
+
+
+def _constant(placeholder: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: placeholder
+
+
+def _latin1_twin(r: Redactor) -> Redactor:
+    def conv(values: tuple[str, ...]) -> list[str]:
+        return [v.encode("utf-8").decode("latin-1") for v in values]
+
+    return Redactor(home=conv(r.home), user=conv(r.user), host=conv(r.host))
