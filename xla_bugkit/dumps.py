@@ -70,6 +70,7 @@ class DumpFile:
     role: Role
     size: int
     platform: str = ""  # "cpu", "gpu", "sm_9.0_gpu", "" (generic) for after-optimizations files
+    mtime: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,8 @@ class DumpIndex:
         return sum(len(m.files) for m in self.modules) + len(self.stray)
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, int]]:
-    """Every regular file under ``root`` as (relative path, size); symlinks are not followed."""
+def _walk(root: Path) -> Iterator[tuple[Path, int, float]]:
+    """Every regular file under ``root`` as (relative path, size, mtime); no symlinks followed."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -129,7 +130,8 @@ def _walk(root: Path) -> Iterator[tuple[Path, int]]:
                     stack.append(Path(entry.path))
                 elif entry.is_file(follow_symlinks=False):
                     rel = Path(entry.path).relative_to(root)
-                    yield rel, entry.stat(follow_symlinks=False).st_size
+                    st = entry.stat(follow_symlinks=False)
+                    yield rel, st.st_size, st.st_mtime
 
 
 def _classify(rest: str) -> tuple[Role, str, str] | None:
@@ -147,23 +149,23 @@ def index(root: Path) -> DumpIndex:
     known: dict[tuple[int, str], list[DumpFile]] = defaultdict(list)
     pending: list[tuple[int, str, DumpFile]] = []  # names we can only resolve at the end
     stray: list[DumpFile] = []
-    for rel, size in _walk(root):
+    for rel, size, mtime in _walk(root):
         owner = rel.parts[0] if len(rel.parts) == 2 else rel.name
         m = _PREFIX.match(owner)
         if m is None or len(rel.parts) > 2:
-            stray.append(DumpFile(rel, Role.OTHER, size))
+            stray.append(DumpFile(rel, Role.OTHER, size, mtime=mtime))
             continue
         mod_id, rest = int(m.group("id")), m.group("rest")
         if len(rel.parts) == 2:  # the PJRT folder module_NNNN.NAME/ names the module exactly
             role = _PJRT_FILES.get(rel.name, Role.OTHER)
-            known[(mod_id, rest)].append(DumpFile(rel, role, size))
+            known[(mod_id, rest)].append(DumpFile(rel, role, size, mtime=mtime))
             continue
         found = _classify(rest)
         if found is None:
-            pending.append((mod_id, rest, DumpFile(rel, Role.OTHER, size)))
+            pending.append((mod_id, rest, DumpFile(rel, Role.OTHER, size, mtime=mtime)))
             continue
         role, name, platform = found
-        known[(mod_id, name)].append(DumpFile(rel, role, size, platform))
+        known[(mod_id, name)].append(DumpFile(rel, role, size, platform, mtime))
     names_by_id: dict[int, list[str]] = defaultdict(list)
     for mod_id, name in known:
         names_by_id[mod_id].append(name)
@@ -184,5 +186,5 @@ def _owner_name(rest: str, names: list[str]) -> str:
 
 def _backend_role(file: DumpFile) -> DumpFile:
     if _BACKEND.search(file.path.name):
-        return DumpFile(file.path, Role.BACKEND, file.size)
+        return DumpFile(file.path, Role.BACKEND, file.size, mtime=file.mtime)
     return file

@@ -91,10 +91,10 @@ _LITERAL_VALUES: list[tuple[str, int, int]] = [
     ("f16s", 11, _F.TYPE_BYTES),
     ("c64s", 12, _F.TYPE_FLOAT),
     ("bf16s", 13, _F.TYPE_BYTES),
+    ("sparse_indices", 14, _F.TYPE_INT64),  # obsolete; declared to keep numbers contiguous
     ("s8s", 15, _F.TYPE_BYTES),
     ("u16s", 16, _F.TYPE_BYTES),
     ("s16s", 17, _F.TYPE_BYTES),
-    ("sparse_indices", 14, _F.TYPE_INT64),  # obsolete; declared to keep numbers contiguous
     ("c128s", 18, _F.TYPE_DOUBLE),
     ("f8e5m2s", 19, _F.TYPE_BYTES),
     ("f8e4m3fns", 20, _F.TYPE_BYTES),
@@ -208,7 +208,9 @@ def _parse(path: str | os.PathLike[str], cls: ProtoMessage) -> ProtoMessage:
     try:
         message.ParseFromString(_read_bytes(path))
     except DecodeError as e:
-        raise BugkitError(f"{os.fspath(path)}: not a valid {cls.__name__} ({e})") from e
+        # protobuf's own text names our private package; the user needs only the fact.
+        what = f"not a valid {cls.__name__} (corrupt protobuf data)"
+        raise BugkitError(f"{os.fspath(path)}: {what}") from e
     return message
 
 

@@ -165,6 +165,14 @@ def literal_to_numpy(lit: ProtoMessage) -> Value:
     return _array(lit)
 
 
+def literal_to_array(lit: ProtoMessage) -> np.ndarray:
+    """Decode a ``LiteralProto`` that must hold an array (not a tuple)."""
+    value = literal_to_numpy(lit)
+    if isinstance(value, tuple):
+        raise BugkitError(f"expected an array literal, got {shape_of(lit)}")
+    return value
+
+
 def _element_type(array: np.ndarray) -> PrimitiveType:
     try:
         return _BY_DTYPE[array.dtype.newbyteorder("=")]

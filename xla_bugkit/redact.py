@@ -161,7 +161,7 @@ class Redactor:
 
         # Rules run in turn on the rewritten copy, as in text(), so "/home/alice" is reported
         # once as a home path and not again as the user name inside it.
-        _apply(_latin1_twin(self)._rules, b.decode("latin-1"), note)
+        _apply(_binary_rules(self), b.decode("latin-1"), note)
         return sorted(found)
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -273,8 +273,17 @@ def _constant(placeholder: str) -> Callable[[re.Match[str]], str]:
     return lambda m: placeholder
 
 
-def _latin1_twin(r: Redactor) -> Redactor:
+def _binary_rules(r: Redactor) -> list[_Rule]:
     def conv(values: tuple[str, ...]) -> list[str]:
         return [v.encode("utf-8").decode("latin-1") for v in values]
 
-    return Redactor(home=conv(r.home), user=conv(r.user), host=conv(r.host))
+    twin = Redactor(home=conv(r.home), user=conv(r.user), host=conv(r.host))
+    # In binary data a byte like 0xff is no letter: word boundaries must be ASCII ones.
+    return [
+        _Rule(rule.kind, re.compile(rule.pattern.pattern, _ascii(rule.pattern.flags)), rule.replace)
+        for rule in twin._rules
+    ]
+
+
+def _ascii(flags: int) -> int:
+    return (flags & ~re.UNICODE) | re.ASCII

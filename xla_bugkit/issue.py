@@ -1,0 +1,168 @@
+"""ISSUE.md: a GitHub issue body in the shape of jax-ml/jax's bug form.
+
+The form has two sections, "Description" and "System info (python version, jaxlib version,
+accelerator, etc.)"; the body keeps those headings verbatim so it can be pasted into the form
+(or sent with ``gh issue create --body-file``). Everything that comes from the failing program
+lands in code spans or fenced blocks sized so that its content cannot close them.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from xla_bugkit import __version__
+
+TEMPLATE = "issue.md"
+LOG_TAIL_LINES = 60
+TITLE_MAX = 99  # GitHub allows 256; long titles are cut off in issue lists anyway
+_LINE_MAX = 400  # one minified HLO line can be megabytes long
+
+_GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ")
+_SITE_FIRST = re.compile(r"^(?P<site>[\w./-]+\.\w+:\d+)\]?\s+(?P<msg>.+)$")
+_SITE_LAST = re.compile(r"^(?P<msg>.+?)\s+\((?P<site>[\w./-]+\.\w+:\d+)\)$")
+
+
+@dataclass(frozen=True)
+class IssueContext:
+    """What ISSUE.md says. All text must already be redacted (see ``redact.Redactor``).
+
+    ``description`` is Markdown written by the tool; every other field is shown as text.
+    """
+
+    title: str
+    failure_kind: str  # "compile-time crash"
+    signature: str  # "buffer_assignment_util.cc:46 Check failed: const_instr == nullptr"
+    description: str
+    command: str
+    exit_status: str  # "killed by SIGABRT", "exit status 1"
+    verify_command: str  # "xla-bugkit verify bundle.zip"
+    system_info: str  # EnvReport.to_text()
+    log_tail: str
+    jax_version: str
+    jaxlib_version: str
+    bundle_name: str
+    selected_modules: Sequence[tuple[str, str]] = ()  # (module, why it is in the bundle)
+    replay_verdicts: Sequence[tuple[str, str, str]] = ()  # (module, verdict, evidence)
+
+
+def render_issue(ctx: IssueContext) -> str:
+    """The issue body, rendered from ``templates/issue.md``."""
+    log_tail, log_lines = _tail(ctx.log_tail, LOG_TAIL_LINES)
+    values = {
+        "title_comment": _for_comment(ctx.title),
+        "bundle_comment": _for_comment(ctx.bundle_name),
+        "description": ctx.description.strip(),
+        "failure_kind": _plain(ctx.failure_kind),
+        "exit_status": _plain(ctx.exit_status),
+        "signature": code_span(ctx.signature),
+        "command": fenced(ctx.command, "shell"),
+        "bundle": code_span(ctx.bundle_name),
+        "jax_version": _plain(ctx.jax_version),
+        "jaxlib_version": _plain(ctx.jaxlib_version),
+        "reproduce": fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell"),
+        "modules_table": _table(
+            ("Module", "Why it is included"),
+            [(code_span(m), _plain(why)) for m, why in ctx.selected_modules],
+        ),
+        "verdicts_table": _table(
+            ("Module", "Verdict", "Evidence"),
+            [(code_span(m), f"**{_plain(v)}**", _plain(e)) for m, v, e in ctx.replay_verdicts],
+        ),
+        "log_line_count": str(log_lines),
+        "log_tail": fenced(log_tail, "text"),
+        "system_info": fenced(ctx.system_info, "text"),
+        "bugkit_version": __version__,
+    }
+    return _load_template(TEMPLATE).substitute(values)
+
+
+def title_for(failure_kind: str, signature: str, *, platform: str | None = None) -> str:
+    """A concise issue title (at most ``TITLE_MAX`` characters).
+
+    ``title_for("compile-time crash", "buffer_assignment_util.cc:46 Check failed: x",
+    platform="cpu")`` gives ``"XLA CPU compile-time crash: Check failed: x
+    (buffer_assignment_util.cc:46)"``.
+    """
+    kind = " ".join(failure_kind.split())
+    if not kind.upper().startswith(("XLA", "JAX")):
+        kind = " ".join(p for p in ("XLA", (platform or "").upper(), kind) if p)
+    msg, site = _split_site(" ".join(_GLOG_PREFIX.sub("", signature.strip()).split()))
+    suffix = f" ({site})" if site else ""
+    room = TITLE_MAX - len(kind) - len(": ") - len(suffix)
+    if not msg:
+        return kind[:TITLE_MAX]
+    if len(msg) > room:
+        msg = msg[: max(room - 1, 0)].rstrip() + "…"
+    return f"{kind}: {msg}{suffix}"[:TITLE_MAX]
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """A fenced code block that ``text`` cannot close, whatever backticks it holds."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{fence}{lang}\n{body}{fence}"
+
+
+def code_span(text: str) -> str:
+    """An inline code span for one line of ``text``; safe inside a table cell."""
+    one_line = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", one_line)), default=0)
+    ticks = "`" * (longest + 1)
+    # A span that starts or ends with a backtick needs a space, which GitHub strips again.
+    pad = " " if one_line.startswith("`") or one_line.endswith("`") else ""
+    # GFM splits table cells at "|" even inside code spans unless it is escaped.
+    return f"{ticks}{pad}{one_line.replace('|', chr(92) + '|')}{pad}{ticks}"
+
+
+def _plain(text: str) -> str:
+    # Shown as text: no HTML, no table breaks, and no @-mentions that would notify strangers.
+    one_line = " ".join(text.split())
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
+        one_line = one_line.replace(raw, safe)
+    return one_line.replace("@", "@<!-- -->")
+
+
+def _for_comment(text: str) -> str:
+    # "--" could end the HTML comment the text sits in ("-->", "--!>").
+    one_line = " ".join(text.split())
+    while "--" in one_line:
+        one_line = one_line.replace("--", "- -")
+    return one_line
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
+        return "_None._"
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _tail(text: str, n: int) -> tuple[str, int]:
+    lines = text.rstrip("\n").splitlines()[-n:]
+    lines = [line if len(line) <= _LINE_MAX else line[:_LINE_MAX] + " …" for line in lines]
+    return "\n".join(lines), len(lines)
+
+
+def _split_site(sig: str) -> tuple[str, str]:
+    """("Check failed: x", "file.cc:46") from either "file.cc:46 msg" or "msg (file.cc:46)"."""
+    for pattern in (_SITE_FIRST, _SITE_LAST):
+        m = pattern.match(sig)
+        if m:
+            return m["msg"].strip(), m["site"].rsplit("/", 1)[-1]
+    return sig, ""
+
+
+def _load_template(name: str) -> string.Template:
+    try:
+        text = resources.files("xla_bugkit.templates").joinpath(name).read_text("utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        # Running from a source checkout: templates/ is only mapped to the package on install.
+        text = (Path(__file__).resolve().parent.parent / "templates" / name).read_text("utf-8")
+    return string.Template(text)
