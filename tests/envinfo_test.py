@@ -1,0 +1,104 @@
+"""Tests for xla_bugkit.envinfo; the device probe runs a real jax child process on CPU."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from xla_bugkit import __version__
+from xla_bugkit.envinfo import NOT_INSTALLED, collect_env
+from xla_bugkit.redact import Redactor
+
+COMMON_WORDS = {"localhost", "vm", "box", "ubuntu", "debian", "linux", "host", "root", "user"}
+
+
+def _cpu_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    return {**env, "JAX_PLATFORMS": "cpu", **extra}
+
+
+def test_versions_without_probing() -> None:
+    report = collect_env(Redactor(), environ=_cpu_env())
+    assert report.version("xla-bugkit") == __version__
+    for dist in ("jax", "jaxlib", "numpy", "ml_dtypes", "protobuf", "py7zr"):
+        assert report.version(dist) != NOT_INSTALLED
+    assert report.version("no-such-dist") == NOT_INSTALLED
+    assert report.devices == () and report.device_summary == "not probed"
+    text = report.to_text()
+    assert text.splitlines()[1].startswith("jax:")
+    assert f"python: {sys.version.split()[0]}" in text
+    assert "device info: not probed" in text
+
+
+def test_collecting_does_not_import_jax_backends() -> None:
+    # A backend initialised here would fix XLA_FLAGS for the rest of the process.
+    code = (
+        "import sys\n"
+        "from xla_bugkit.envinfo import collect_env\n"
+        "from xla_bugkit.redact import Redactor\n"
+        "collect_env(Redactor())\n"
+        "print('jax' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_probe_lists_cpu_devices_from_a_real_jax_child() -> None:
+    report = collect_env(Redactor(), probe_devices=True, environ=_cpu_env())
+    assert report.device_summary.startswith("cpu-1, 1 local devices"), report.device_summary
+    assert any("CpuDevice(id=0)" in d for d in report.devices)
+    assert "CpuDevice(id=0)" in report.to_text()
+
+
+def test_probe_failure_is_a_note_not_an_error() -> None:
+    report = collect_env(Redactor(), probe_devices=True, environ=_cpu_env(JAX_PLATFORMS="nope"))
+    assert report.devices == ()
+    assert report.device_summary.startswith("device probe failed (exited with status 1)")
+
+
+def test_environment_is_allowlisted_and_redacted() -> None:
+    r = Redactor(home="/home/alice", user="alice", host="alice-box")
+    env = _cpu_env(
+        XLA_FLAGS="--xla_dump_to=/home/alice/dumps",
+        JAX_API_TOKEN="s3cr3t",
+        GITHUB_TOKEN="s3cr3t",
+        MY_VAR="x",
+    )
+    report = collect_env(r, environ=env)
+    shown = dict(report.environment)
+    assert shown["XLA_FLAGS"] == "--xla_dump_to=~/dumps"
+    assert shown["JAX_PLATFORMS"] == "cpu"
+    assert not {"JAX_API_TOKEN", "GITHUB_TOKEN", "MY_VAR", "HOME", "PATH"} & shown.keys()
+    text = report.to_text()
+    assert "XLA_FLAGS=--xla_dump_to=~/dumps" in text
+    assert "s3cr3t" not in text and "s3cr3t" not in report.to_json()
+    assert "MY_VAR" not in text
+
+
+def test_json_shape() -> None:
+    d = json.loads(collect_env(Redactor(), environ=_cpu_env()).to_json())
+    assert d["uname"]["node"] == "<HOST>"
+    assert d["versions"]["xla-bugkit"] == __version__
+    assert d["environment"]["JAX_PLATFORMS"] == "cpu"
+    assert isinstance(d["cpu_count"], int)
+
+
+def test_report_has_no_name_of_this_machine() -> None:
+    report = collect_env(Redactor.for_this_machine(), probe_devices=True, environ=_cpu_env())
+    outputs = (report.to_text(), report.to_json())
+    assert "node='<HOST>'" in outputs[0]
+    user = getpass.getuser()
+    if len(user) >= 4 and user.lower() not in COMMON_WORDS:
+        assert all(user not in out for out in outputs)
+    host = socket.gethostname()
+    if len(host) < 4 or host.lower() in COMMON_WORDS:
+        pytest.skip(f"host name {host!r} is a common word; cannot check for leaks")
+    for out in outputs:
+        assert host not in out
+        assert host.split(".")[0] not in out
