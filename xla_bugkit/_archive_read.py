@@ -8,6 +8,7 @@ library raises about the archive's bytes becomes one ``BadBundleError`` line.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import lzma
 import re
 import stat
@@ -18,7 +19,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, BinaryIO, Protocol
 
 import py7zr
 import py7zr.exceptions
@@ -118,12 +119,15 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+OpenSink = Callable[[Member], Sink]
+
+
 class Reader(Protocol):
     members: list[Member]
     current: str | None  # the member being streamed, to name it in a CRC error
 
     def stream(
-        self, wanted: Sequence[Member], open_sink: Callable[[Member], Sink], root: Path | None = None
+        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
     ) -> None:
         """Stream ``wanted`` members into sinks; ``root``: where they will land, if on disk."""
 
@@ -153,8 +157,10 @@ def open_archive(path: Path, max_entries: int | None = None) -> Iterator[Reader]
 def _detail(e: BaseException, member: str | None) -> str:
     if isinstance(e, py7zr.exceptions.CrcError):
         return f"CRC mismatch in {e.filename or member or 'a data block'}"
-    text = " ".join(str(e).split()) or type(e).__name__
-    return f"{text[:200]}, in {member}" if member else text[:200]
+    text = " ".join(str(e).split())[:200] or type(e).__name__
+    if "CRC" in text:  # zipfile and gzip name the check, not always the member
+        return f"CRC mismatch in {member or 'the compressed stream'}"
+    return f"{text}, in {member}" if member else text
 
 
 class _ZipReader:
@@ -168,7 +174,7 @@ class _ZipReader:
                 raise BadBundleError(f"{path}: {info.filename!r} is encrypted")
 
     def stream(
-        self, wanted: Sequence[Member], open_sink: Callable[[Member], Sink], root: Path | None = None
+        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
     ) -> None:
         for m in wanted:
             self.current = m.name
@@ -193,18 +199,24 @@ class _TarReader:
     def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None) -> None:
         self.current: str | None = None
         self._path = path
-        self.members = [_tar_member(i, ti) for i, ti in _tar_infos(fp, max_entries)]
+        with _tar_pass(fp) as tf:
+            infos: list[tarfile.TarInfo] = []
+            for ti in tf:
+                infos.append(ti)
+                if max_entries is not None and len(infos) > max_entries:
+                    break  # enough for the caller to refuse; skip the end-of-archive check
+            else:
+                _check_tar_end(path, tf)
+        self.members = [_tar_member(i, ti) for i, ti in enumerate(infos)]
 
     def stream(
-        self, wanted: Sequence[Member], open_sink: Callable[[Member], Sink], root: Path | None = None
+        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
     ) -> None:
         # A second, forward-only pass: seeking back in a gzip stream decompresses it again
         # from the start, once per member.
         by_index = {m.index: m for m in wanted}
-        with self._path.open("rb") as fp, _open_tar(fp) as tf:
+        with self._path.open("rb") as fp, _tar_pass(fp) as tf:
             for i, ti in enumerate(tf):
-                if i > max(by_index, default=-1):
-                    break
                 m = by_index.get(i)
                 if m is None:
                     continue
@@ -215,18 +227,31 @@ class _TarReader:
                 if src is None:
                     raise BadBundleError(f"{self._path}: {m.name!r} has no data")
                 _copy(src, open_sink(m))
+            self.current = None  # a gzip CRC error at the end is not the last member's fault
+            _check_tar_end(self._path, tf)
 
 
-def _open_tar(fp: BinaryIO) -> tarfile.TarFile:
-    return tarfile.open(fileobj=fp, mode="r:gz")
+@contextlib.contextmanager
+def _tar_pass(fp: BinaryIO) -> Iterator[tarfile.TarFile]:
+    # Our own GzipFile, so that _check_tar_end can read it to its end.
+    with gzip.GzipFile(fileobj=fp, mode="rb") as gz, tarfile.open(fileobj=gz, mode="r:") as tf:
+        yield tf
 
 
-def _tar_infos(fp: BinaryIO, max_entries: int | None) -> Iterator[tuple[int, tarfile.TarInfo]]:
-    with _open_tar(fp) as tf:
-        for i, ti in enumerate(tf):
-            yield i, ti
-            if max_entries is not None and i >= max_entries:
-                return
+def _check_tar_end(path: Path, tf: tarfile.TarFile) -> None:
+    """Refuse a tar that ended early, and verify the gzip CRC, which tarfile never does.
+
+    tarfile stops at the first header it cannot parse as if the archive ended there, and
+    stops reading before the gzip trailer. Everything after the last entry must be zeros.
+    """
+    gz = tf.fileobj
+    assert gz is not None, "tarfile keeps its fileobj while open"
+    gz.seek(tf.offset)
+    while block := gz.read(CHUNK):
+        if block.count(0) != len(block):
+            raise BadBundleError(
+                f"{path} is truncated or corrupt (unreadable tar header at byte {tf.offset})"
+            )
 
 
 def _tar_member(index: int, ti: tarfile.TarInfo) -> Member:
@@ -248,11 +273,12 @@ class _SevenZipReader:
         self.current: str | None = None
         # A file object, not a path: py7zr then decompresses in this thread, so our sinks'
         # exceptions reach us directly instead of through its worker threads.
+        # max_entries does not apply: py7zr parses the whole header, bounded by the file size.
         self._sz = py7zr.SevenZipFile(fp, "r")
         self.members = [_7z_member(i, f) for i, f in enumerate(self._sz.files)]
 
     def stream(
-        self, wanted: Sequence[Member], open_sink: Callable[[Member], Sink], root: Path | None = None
+        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
     ) -> None:
         # py7zr checks names against a real directory even when a factory takes the bytes.
         # Without a destination, "/" passes that check for every name, exists (so py7zr
@@ -282,12 +308,9 @@ class _SinkFactory(WriterFactory):
     """Hands py7zr a sink per member it decompresses: py7zr 1.x's streaming interface."""
 
     def __init__(
-        self,
-        reader: _SevenZipReader,
-        wanted: dict[str, Member],
-        open_sink: Callable[[Member], Sink],
+        self, reader: _SevenZipReader, root: Path, wanted: dict[str, Member], open_sink: OpenSink
     ) -> None:
-        self._reader, self._wanted, self._open_sink = reader, wanted, open_sink
+        self._reader, self._root, self._wanted, self._open_sink = reader, root, wanted, open_sink
         self._sinks: list[Sink] = []
 
     def create(self, filename: str) -> Py7zIO:
@@ -296,7 +319,7 @@ class _SinkFactory(WriterFactory):
         with contextlib.suppress(ValueError):
             rel = rel.relative_to(self._root)
         member = self._wanted.get(normalize(rel.as_posix()))
-        if member is None or rel.is_absolute():  # py7zr named it differently than we did: fail closed
+        if member is None or rel.is_absolute():  # py7zr named it unlike us: fail closed
             raise BadBundleError(f"unexpected member {filename!r}")
         self._reader.current = member.name
         sink = self._open_sink(member)
@@ -334,7 +357,7 @@ class _SinkIO(Py7zIO):
         self._sink.close()
 
 
-def _copy(src: BinaryIO | zipfile.ZipExtFile, sink: Sink) -> None:
+def _copy(src: IO[bytes], sink: Sink) -> None:
     try:
         while chunk := src.read(CHUNK):
             sink.write(chunk)
