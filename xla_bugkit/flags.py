@@ -87,3 +87,28 @@ def merge(user_value: str | None, dump_dir: Path) -> MergedFlags:
 def without_dump_flags(flags: Sequence[str]) -> tuple[str, ...]:
     """The flags a replay should use: everything but the dump flags."""
     return tuple(f for f in flags if not name_of(f).startswith(_DUMP_PREFIXES))
+
+
+# DebugOptions fields that JAX sets per compilation and that have no command-line flag;
+# passing them back through XLA_FLAGS would stop the replay with "unknown flag".
+_NOT_FLAGS = frozenset({"xla_detailed_logging", "xla_enable_dumping"})
+
+
+def from_debug_options(text: str) -> tuple[str, ...]:
+    """Flags equivalent to a dumped ``debug_options`` file (text DebugOptions in force).
+
+    This is how a replay learns the flags a program added to XLA_FLAGS itself. Dump flags are
+    left out; repeated fields and sub-messages have no single flag and are skipped.
+    """
+    values: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(": ")
+        name = name.strip()
+        if not sep or not name.startswith("xla_") or name in _NOT_FLAGS:
+            continue
+        value = value.strip()
+        if value.startswith('"') and value.endswith('"'):
+            value = value[1:-1]
+        values.setdefault(name, []).append(value)
+    # A repeated field is printed once per element; its flag takes a comma-separated list.
+    return without_dump_flags([f"--{name}={','.join(v)}" for name, v in values.items()])

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from enum import Enum
+from typing import Any
 
 
 class Kind(str, Enum):
@@ -89,6 +91,7 @@ _COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPa
 # Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
 _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
 
+_CHECK_TAIL = re.compile(r"(?P<keep>.*?Check failed: .*?)(?: \(|\s+%|\s+<|$)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _TMP_PATH = re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s'\":,)]+")
 _INSTR_ID = re.compile(r"(%?[A-Za-z_][\w-]*)\.\d+\b")
@@ -117,6 +120,21 @@ class Failure:
         extra = f" ({self.signal})" if self.signal else ""
         return f"{self.kind.value}{extra}: {self.headline}" if self.headline else self.kind.value
 
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "kind": self.kind.value,
+            "phase": self.phase.value,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Failure:
+        """The inverse of ``to_json``; unknown keys (from newer versions) are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["kind"] = Kind(values["kind"])
+        values["phase"] = Phase(values.get("phase", Phase.UNKNOWN.value))
+        return cls(**values)
+
     def same_bug(self, other: Failure) -> bool:
         """Whether ``other`` shows this failure: same family and same normalised key line.
 
@@ -133,7 +151,14 @@ def _family(kind: Kind) -> str:
 
 
 def normalise(line: str) -> str:
-    """Strip what differs between two runs of the same bug: addresses, temp paths, ids."""
+    """Strip what differs between two runs of the same bug: addresses, temp paths, ids.
+
+    A CHECK's condition is its identity; the operands and the instruction it prints after
+    it (" (0x.. vs. ..) %constant.47 = ...") change from run to run and are dropped.
+    """
+    check = _CHECK_TAIL.match(line)
+    if check:
+        line = check.group("keep")
     line = _HEX.sub("0x?", line)
     line = _TMP_PATH.sub("<tmp>", line)
     line = _INSTR_ID.sub(r"\1.N", line)

@@ -15,12 +15,12 @@ import os
 # Appending keeps any flags already set, the collector's dump flags included.
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_disable_all_hlo_passes=true"
 
-import jax  # noqa: E402  (XLA_FLAGS must be set before jax initialises its backend)
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
 
 @jax.jit
-def add_noise(x):
+def add_noise(x: jax.Array) -> jax.Array:
     return x + jax.random.normal(jax.random.key(0), x.shape)
 
 

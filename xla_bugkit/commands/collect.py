@@ -1,0 +1,165 @@
+"""``xla-bugkit collect -- CMD``: rerun a failing program and turn it into a bundle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from xla_bugkit import archive, bundle, dumps, replay, report
+from xla_bugkit.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NO_FAILURE,
+    EXIT_NOT_REPRODUCED,
+    EXIT_OK,
+    BugkitError,
+)
+from xla_bugkit.redact import Redactor
+from xla_bugkit.run import RunRecord, rerun
+from xla_bugkit.select import Selection, select
+from xla_bugkit.ui import Ui
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    output: Path = Path("bundle.7z")
+    fmt: str | None = None  # from the output's suffix when None
+    timeout: float | None = None
+    replay_timeout: float = 300.0
+    module_re: str | None = None
+    symbol: str | None = None
+    workdir: Path | None = None
+    keep_workdir: bool = False
+    always: bool = False  # bundle even when the program succeeds
+    replay: bool = True
+    data: bool = True  # ship snapshots (real inputs)
+    limit: int = 3
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """What ``collect`` did. ``exit_code`` is what the CLI returns."""
+
+    exit_code: int
+    run: RunRecord
+    selection: Selection | None = None
+    verdicts: tuple[replay.Verdict, ...] = ()
+    bundle: Path | None = None
+    size: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+def default_workdir() -> Path:
+    base = Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+
+
+def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = None) -> CollectResult:
+    """Rerun ``command`` with dumps on and write a bundle of the modules that matter."""
+    ui = ui or Ui()
+    if not command:
+        raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
+    fmt = archive.output_format(options.output, options.fmt)
+    work = options.workdir or default_workdir()
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _collect_in(work, command, options, fmt, ui)
+    finally:
+        if options.keep_workdir:
+            ui.say(f"work dir kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _collect_in(
+    work: Path, command: Sequence[str], options: CollectOptions, fmt: str, ui: Ui
+) -> CollectResult:
+    dump_dir, stage_dir = work / "dump", work / "bundle"
+    ui.say(f"running {' '.join(command)} with XLA dumps on")
+    run = rerun(
+        command, dump_dir=dump_dir, log_path=work / "run.log",
+        timeout=options.timeout, echo=ui.verbosity >= 0,
+    )  # fmt: skip
+    for note in run.xla_flags.notes:
+        ui.warn(note)
+    ui.say(f"the program ended: {run.failure.describe}")
+    if not run.failure.kind.is_failure and not options.always:
+        ui.summary("xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)")
+        return CollectResult(EXIT_NO_FAILURE, run)
+    with ui.phase("indexing dumps"):
+        index = dumps.index(dump_dir)
+    if not index.modules:
+        raise BugkitError(_no_dumps_message(run))
+    selection = select(
+        index, run.failure, run.output,
+        module_re=options.module_re, symbol=options.symbol, limit=options.limit,
+    )  # fmt: skip
+    verdicts = _replay_all(dump_dir, selection, run, options, ui) if options.replay else ()
+    redactor = Redactor.for_this_machine()
+    with ui.phase("writing the bundle"):
+        manifest = report.build(
+            stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
+            redactor=redactor, data=options.data, bundle_name=options.output.name,
+        )  # fmt: skip
+        files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
+        size = archive.write_archive(
+            files, options.output, fmt, progress=ui.progress("compressing")
+        )
+    result = CollectResult(
+        _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
+        tuple(manifest["notes"]),
+    )  # fmt: skip
+    ui.summary(report.summary(result.bundle, size, selection, verdicts, run, fmt))
+    return result
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def _replay_all(
+    root: Path, selection: Selection, run: RunRecord, options: CollectOptions, ui: Ui
+) -> tuple[replay.Verdict, ...]:
+    # Each module replays with the flags XLA really used for it (its dumped debug options),
+    # which include what the program appended to XLA_FLAGS itself.
+    verdicts = []
+    for chosen in selection.chosen:
+        m = chosen.module
+        inp = bundle.replay_input(m.label, bundle.module_files(root, m), m.platform)
+        if inp is None:
+            ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
+            continue
+        with ui.phase(f"replaying {m.label}"):
+            verdict = replay.replay(
+                inp, expected=run.failure, timeout=options.replay_timeout, use_data=options.data
+            )
+        ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
+        verdicts.append(verdict)
+    return tuple(verdicts)
+
+
+def _exit_code(run: RunRecord, verdicts: Sequence[replay.Verdict]) -> int:
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    if not run.failure.kind.is_failure:
+        return EXIT_NO_FAILURE
+    if any(v.reproduced for v in verdicts):
+        return EXIT_OK
+    return EXIT_NOT_REPRODUCED
+
+
+def _no_dumps_message(run: RunRecord) -> str:
+    if "XLA_FLAGS" in os.environ or run.failure.kind.is_failure:
+        return (
+            "the program wrote no XLA dumps: it may replace XLA_FLAGS instead of appending to it "
+            "(use os.environ['XLA_FLAGS'] += ' --flag'), fail before JAX compiles anything, or "
+            "not use XLA at all"
+        )
+    return "the program wrote no XLA dumps"

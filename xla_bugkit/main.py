@@ -1,0 +1,197 @@
+"""Command line: argparse wiring and dispatch; the work is in ``xla_bugkit.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from xla_bugkit import __version__
+from xla_bugkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, BugkitError
+from xla_bugkit.ui import Ui
+
+DESCRIPTION = """\
+Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
+
+examples:
+  xla-bugkit collect -- python train.py
+  xla-bugkit collect -o bug.zip --timeout 600 -- python train.py --steps 10
+  xla-bugkit verify bundle.7z
+  xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
+"""
+
+COLLECT_EPILOG = """\
+examples:
+  xla-bugkit collect -- python train.py
+      rerun train.py with XLA dumps on; write bundle.7z
+  xla-bugkit collect -o bug.zip -- python train.py
+      a .zip, which GitHub accepts as an attachment
+  xla-bugkit collect --module 'jit_train_step' --timeout 900 -- bash run.sh
+      choose the module yourself; stop the run (and bundle what exists) after 15 minutes
+  xla-bugkit collect --symbol 'custom_call_target="my_kernel"' -- python train.py
+      choose the modules whose HLO contains the text
+
+exit codes: 0 bundle written and the failure reproduced by replay; 3 bundle written, not
+reproduced; 5 no failure seen; 1 error; 130 interrupted.
+"""
+
+VERIFY_EPILOG = """\
+examples:
+  xla-bugkit verify bundle.7z
+  xla-bugkit verify --json bug.zip > verdicts.json
+
+exit codes: 0 the recorded failure reproduces here; 3 it does not; 4 the bundle is corrupt,
+hostile or fails its integrity check; 1 other errors.
+"""
+
+REPLAY_EPILOG = """\
+examples:
+  xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
+  xla-bugkit replay dump/ --module jit_train_step --flags=--xla_cpu_enable_fast_math=true
+  xla-bugkit replay m.before_optimizations.hlo.pb --snapshot m.snapshot.123.pb
+
+exit codes: 0 the module failed (crash, error, hang or wrong result); 3 it ran and matched
+its references; 1 other errors.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="xla-bugkit",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"xla-bugkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_collect(sub)
+    _add_verify(sub)
+    _add_replay(sub)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
+
+
+def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "collect",
+        help="rerun a failing program with XLA dumps on and write a bug bundle",
+        description="Rerun CMD with XLA dumps on, pick the modules that matter, prove by "
+        "replay that they reproduce the failure, and write a bundle.",
+        epilog=COLLECT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-o", "--output", type=Path, default=Path("bundle.7z"),
+                   help="the bundle to write: .7z (default), .zip or .tar.gz")  # fmt: skip
+    p.add_argument("--format", choices=("7z", "zip", "tar.gz"), help="archive format")
+    p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
+    p.add_argument("--replay-timeout", type=float, default=300.0,
+                   help="seconds one module's replay may take (default 300)")  # fmt: skip
+    p.add_argument("--module", dest="module_re", metavar="REGEX",
+                   help="bundle the modules whose name matches")  # fmt: skip
+    p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
+    p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
+    p.add_argument("--keep-workdir", action="store_true", help="keep the dumps afterwards")
+    p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
+    p.add_argument("--no-data", dest="data", action="store_false",
+                   help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                   help="the program to run, after --")  # fmt: skip
+    _common(p)
+
+
+def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="check a bundle's integrity and replay it here",
+        description="Unpack a bundle safely, check every file against the manifest, replay "
+        "its modules, and say whether the recorded failure reproduces on this machine.",
+        epilog=VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per module replay")
+    _common(p)
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay one dumped module (run_hlo_module without Bazel)",
+        description="Compile and run a dumped HLO module in a child process, compare it with "
+        "an op-by-op reference and its recorded result, and print the verdict.",
+        epilog=REPLAY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
+    p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
+    p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
+    p.add_argument("--flags", default="", help="XLA flags for the replay (quote them)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds the replay may take")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    _common(p)
+
+
+def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
+    if args.command == "collect":
+        from xla_bugkit.commands.collect import CollectOptions, collect
+
+        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        options = CollectOptions(
+            output=args.output, fmt=args.format, timeout=args.timeout,
+            replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
+            workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
+            replay=args.replay, data=args.data,
+        )  # fmt: skip
+        return collect(cmd, options, ui).exit_code
+    if args.command == "verify":
+        from xla_bugkit.commands.verify import verify
+
+        return verify(args.bundle, json_output=args.json, timeout=args.timeout, ui=ui)
+    from xla_bugkit.commands.replay import replay_command
+
+    return replay_command(
+        args.target, module_re=args.module_re, snapshot=args.snapshot, flags=args.flags,
+        timeout=args.timeout, json_output=args.json, ui=ui,
+    )  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (listed in the README)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help and on usage errors
+        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    ui = Ui(verbosity=args.verbose - args.quiet)
+    try:
+        return _dispatch(args, ui)
+    except BugkitError as e:
+        print(f"xla-bugkit: error: {e}", file=sys.stderr)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        print("xla-bugkit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    """A bug in xla-bugkit: a short message, and the traceback in a file to attach."""
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="xla-bugkit-crash-", suffix=".log", delete=False
+    ) as f:
+        traceback.print_exc(file=f)
+    print(
+        f"xla-bugkit: internal error (a bug in xla-bugkit, not in your program); "
+        f"details in {f.name}",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL

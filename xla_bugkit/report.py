@@ -1,0 +1,165 @@
+"""Fill a bundle's staging folder: module files, manifest, ISSUE.md, environment, log tail."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit import bundle, envinfo, issue
+from xla_bugkit.dumps import DumpIndex
+from xla_bugkit.redact import Redactor, summarize
+from xla_bugkit.replay import Verdict
+from xla_bugkit.run import RunRecord
+from xla_bugkit.select import Selection
+
+LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
+GITHUB_LIMIT = 25 * 1000 * 1000
+
+
+def build(
+    stage: Path,
+    *,
+    index: DumpIndex,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    redactor: Redactor,
+    data: bool,
+    bundle_name: str,
+) -> bundle.Manifest:
+    """Write everything that goes into the archive under ``stage``; return the manifest."""
+    planned = bundle.plan(index, selection.chosen, data=data)
+    counts = bundle.stage(planned, stage, redactor)
+    text = redactor.text
+    log_tail, found = redactor.text_with_report(_tail(run.output, LOG_TAIL_BYTES))
+    counts.update(found)
+    bundle.write_text(stage, "log.txt", log_tail)
+    others = "\n".join(selection.others)
+    bundle.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")
+    env = envinfo.collect_env(redactor, probe_devices=False)
+    bundle.write_text(stage, "environment.txt", env.to_text())
+    modules = [bundle.module_entry(c, planned) for c in selection.chosen]
+    by_name = {v.module: v for v in verdicts}
+    for m in modules:
+        v = by_name.get(m["label"])
+        m["replay"] = v.to_json() if v else None
+    notes = [text(n) for n in run.xla_flags.notes]
+    if not data:
+        notes.append("no input data shipped (--no-data): replay uses generated inputs")
+    if counts:
+        notes.append(f"redacted: {summarize(counts)}")
+    bundle.write_text(stage, "ISSUE.md", render(run, selection, verdicts, env, text, bundle_name))
+    manifest: bundle.Manifest = {
+        "schema": bundle.SCHEMA_VERSION,
+        "tool": bundle.tool_name(),
+        "created": bundle.now(),
+        "versions": dict(env.versions),
+        "command": [text(a) for a in run.command],
+        "xla_flags": [text(f) for f in run.xla_flags.user_flags],
+        "exit_status": run.exit_status,
+        "failure": {
+            k: text(v) if isinstance(v, str) else v for k, v in run.failure.to_json().items()
+        },
+        "guess": selection.guess,
+        "modules": modules,
+        "other_modules": len(selection.others),
+        "data": "real inputs (snapshots)" if data else "no input data (--no-data)",
+        "notes": notes,
+        "files": bundle.file_entries(stage),
+    }
+    bundle.write_manifest(stage, manifest)
+    return manifest
+
+
+def _tail(output: str, limit: int) -> str:
+    if len(output) <= limit:
+        return output
+    cut = output[-limit:]
+    first_full_line = cut[cut.find("\n") + 1 :]
+    return f"[... {len(output) - limit} earlier characters not kept ...]\n{first_full_line}"
+
+
+def render(
+    run: RunRecord,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    env: envinfo.EnvReport,
+    text: Any,
+    bundle_name: str,
+) -> str:
+    f = run.failure
+    platform = next((c.module.platform for c in selection.chosen if c.module.platform), None)
+    title = issue.title_for(f.kind.value, text(f.signature or f.headline), platform=platform)
+    verdict_rows = [(v.module, v.outcome.value, text(v.evidence)) for v in verdicts]
+    reproduced = any(v.reproduced for v in verdicts)
+    replay_line = (
+        "The bundle's replay reproduces the failure without the original program."
+        if reproduced
+        else "The bundle's replay did not reproduce the failure on the reporter's machine."
+    )
+    description = (
+        f"Running the program below ends in a **{f.kind.value}**. {replay_line}\n\n"
+        f"xla-bugkit chose {len(selection.chosen)} of "
+        f"{len(selection.chosen) + len(selection.others)} dumped modules"
+        + (" (a guess: nothing in the failure named a module)." if selection.guess else ".")
+    )
+    ctx = issue.IssueContext(
+        title=title,
+        failure_kind=f.kind.value,
+        signature=text(f.headline),
+        description=description,
+        command=text(shlex.join(run.command)),
+        exit_status=_exit_text(run),
+        verify_command=f"xla-bugkit verify {bundle_name}",
+        system_info=env.to_text(),
+        log_tail=text(_tail(run.output, 64 * 1024)),
+        jax_version=env.version("jax"),
+        jaxlib_version=env.version("jaxlib"),
+        bundle_name=bundle_name,
+        selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
+        replay_verdicts=verdict_rows,
+    )
+    return issue.render_issue(ctx)
+
+
+def _exit_text(run: RunRecord) -> str:
+    if run.timed_out:
+        return "killed after the timeout"
+    if run.failure.signal:
+        return f"killed by {run.failure.signal}"
+    return f"exit status {run.exit_status}"
+
+
+def summary(
+    path: Path | None,
+    size: int,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    run: RunRecord,
+    fmt: str,
+) -> str:
+    """The closing lines of ``collect``: what was chosen and why, the verdict, what next."""
+    lines = [f"\nxla-bugkit: {run.failure.describe}"]
+    for c in selection.chosen:
+        lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
+    for v in verdicts:
+        lines.append(f"  replay {v.module}: {v.outcome.value} ({v.inputs}): {v.evidence}")
+    if not verdicts:
+        lines.append("  replay: not run")
+    lines.append(f"  bundle: {path} ({_mb(size)})")
+    if size > GITHUB_LIMIT:
+        lines.append("  note: over GitHub's 25 MB attachment limit")
+    if fmt == "7z":
+        zipped = path.with_suffix(".zip").name if path else "bundle.zip"
+        lines.append(
+            f"  note: GitHub does not accept .7z attachments; for GitHub run: "
+            f"xla-bugkit collect -o {zipped} -- {shlex.join(run.command)}"
+        )
+    lines.append("  next: read ISSUE.md in the bundle, then attach the bundle to a new issue")
+    return "\n".join(lines)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"

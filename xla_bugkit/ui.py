@@ -1,0 +1,75 @@
+"""What xla-bugkit says while it works: progress on a terminal, quiet in logs and CI."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class Ui:
+    """Messages go to stderr (stdout belongs to the user's program and to ``--json``).
+
+    ``verbosity``: -1 quiet (errors and the final summary only), 0 normal, 1 verbose.
+    Progress lines appear only on a terminal, or with -v.
+    """
+
+    verbosity: int = 0
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+
+    @property
+    def tty(self) -> bool:
+        return bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def say(self, message: str) -> None:
+        if self.verbosity >= 0:
+            print(f"xla-bugkit: {message}", file=self.stream, flush=True)
+
+    def warn(self, message: str) -> None:
+        print(f"xla-bugkit: warning: {message}", file=self.stream, flush=True)
+
+    def detail(self, message: str) -> None:
+        if self.verbosity > 0:
+            print(f"xla-bugkit:   {message}", file=self.stream, flush=True)
+
+    def summary(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Announce a long phase and how long it took (terminal or -v only)."""
+        show = self.verbosity > 0 or (self.verbosity == 0 and self.tty)
+        if show:
+            print(f"xla-bugkit: {name} ...", file=self.stream, flush=True)
+        started = time.monotonic()
+        yield
+        if show:
+            took = time.monotonic() - started
+            print(f"xla-bugkit: {name}: done in {took:.1f} s", file=self.stream, flush=True)
+
+    def progress(self, name: str) -> ProgressLine:
+        return ProgressLine(self, name)
+
+
+@dataclass
+class ProgressLine:
+    """A "name: done/total" line rewritten in place on a terminal; silent elsewhere."""
+
+    ui: Ui
+    name: str
+    _last: float = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.ui.tty or self.ui.verbosity < 0:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < 0.2:
+            return
+        self._last = now
+        pct = 100 * done // total if total else 100
+        end = "\n" if done >= total else ""
+        print(f"\rxla-bugkit: {self.name}: {pct}%", end=end, file=self.ui.stream, flush=True)
