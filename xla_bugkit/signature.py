@@ -196,6 +196,11 @@ def classify(
     compiling = compile_open(output)
     if phase is None:
         phase = _phase_from_output(output, compiling)
+    if compiling is None and phase is Phase.COMPILE:
+        # JAX logs "Finished XLA compilation" even when the compilation raised; then the
+        # last compilation to start is the one that failed.
+        started = list(COMPILING_RE.finditer(output))
+        compiling = started[-1].group("name") if started else None
     base = Failure(
         Kind.SUCCESS, phase, "", "", exit_status, _signal_name(exit_status), compiling=compiling
     )

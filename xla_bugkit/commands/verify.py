@@ -111,11 +111,11 @@ def verify_bundle(path: Path, *, timeout: float = 300.0, ui: Ui | None = None) -
     dest = Path(tempfile.mkdtemp(prefix="xla-bugkit-verify-"))
     try:
         with ui.phase("unpacking"):
-            extracted = archive.extract_safely(path, dest / "b")
-        check_integrity(dest / "b", manifest, extracted)
+            extracted = archive.extract_safely(path, dest)
+        check_integrity(dest, manifest, extracted)
         ui.say(f"{path.name}: integrity ok ({len(manifest['files'])} files)")
         checks = tuple(
-            _replay_module(dest / "b", m, failure, timeout, ui) for m in manifest["modules"]
+            _replay_module(dest, m, failure, timeout, ui) for m in manifest["modules"]
         )
     finally:
         shutil.rmtree(dest, ignore_errors=True)

@@ -1,0 +1,246 @@
+"""Replay of real dumps: small real jax programs run with dumps on, then replayed.
+
+Each program runs once per module (module-scoped fixtures); every replay is a real child.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit import proc
+from xla_bugkit.hlo_proto import HloProto
+from xla_bugkit.replay import Outcome, ReplayInput, Verdict, replay
+from xla_bugkit.signature import Failure, Kind, classify
+
+DUMP_FLAGS = (
+    "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto --xla_dump_hlo_snapshots "
+    "--xla_dump_large_constants"
+)
+FAST_MATH = (
+    "--xla_cpu_enable_fast_math=true",
+    "--xla_cpu_fast_math_honor_nans=false",
+    "--xla_cpu_fast_math_honor_infs=false",
+)
+
+PROGRAMS = {
+    "normal": """
+        @jax.jit
+        def f(x, y):
+            def body(i, c):
+                a, b = c
+                return a * 0.5 + jnp.tanh(b), b + i
+            a, b = jax.lax.fori_loop(0, 3, body, (x, jnp.float32(1.0)))
+            return jnp.sin(a) @ y + jnp.sum(x), b
+        x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        print(f(x, np.arange(8, dtype=np.float32).reshape(4, 2)))
+    """,
+    "crash": """
+        print(jax.jit(lambda x: jax.random.normal(jax.random.key(0), (4,)) + x)(jnp.ones(4)))
+    """,
+    "split": "print(jax.jit(lambda x: x * 2)(np.ones(4, np.float32)))",
+    "oom": """
+        f = jax.jit(lambda x: jnp.broadcast_to(x, (1 << 20, 1 << 20)) * 2)
+        print(f(np.float32(1)))
+    """,
+    "hang": """
+        f = jax.jit(lambda x: jax.lax.while_loop(lambda c: c >= 0, lambda c: (c + 1) % 1000, x))
+        print(f(np.int32(1)))
+    """,
+    "callback": """
+        f = jax.jit(lambda x: jax.pure_callback(
+            np.sin, jax.ShapeDtypeStruct((4,), jnp.float32), x) * 2)
+        print(f(np.ones(4, np.float32)))
+    """,
+    "pmap": "print(jax.pmap(lambda x: x * 2)(np.ones((2, 3), np.float32)))",
+    "nan": """
+        x = np.array([1.0, np.nan, -2.0, np.inf, np.nan, 3.0], np.float32)
+        print(jax.jit(lambda x: jnp.where(jnp.isnan(x), 0.0, x))(x))
+    """,
+}
+
+
+@dataclass(frozen=True)
+class Dumped:
+    dump: Path
+    failure: Failure  # how the program ended, as collect would record it
+    flags: tuple[str, ...]
+
+    def module(self, name: str) -> ReplayInput:
+        """The last module of that name, as collect would select it."""
+        hlo = sorted(self.dump.glob(f"module_*.{name}.before_optimizations.hlo.pb"))[-1]
+        prefix = hlo.name.split(".before_optimizations")[0]
+        snapshots = sorted(self.dump.glob(f"{prefix}.snapshot.*.pb"))
+        return ReplayInput(name, hlo, snapshots[0] if snapshots else None, xla_flags=self.flags)
+
+
+def _dump(root: Path, program: str, flags: tuple[str, ...] = (), timeout: float = 60) -> Dumped:
+    script = root / f"{program}.py"
+    body = textwrap.dedent(PROGRAMS[program])
+    script.write_text(f"import jax, jax.numpy as jnp, numpy as np\n{body}\n")
+    dump = root / f"dump_{program}"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = " ".join((f"--xla_dump_to={dump}", DUMP_FLAGS, *flags))
+    done = proc.run_captured([sys.executable, str(script)], env=env, timeout=timeout)
+    failure = classify(done.output, exit_status=done.returncode, timed_out=done.timed_out)
+    return Dumped(dump, failure, flags)
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dumped]:
+    root = tmp_path_factory.mktemp("programs")
+    runs: dict[str, tuple[tuple[str, ...], float]] = {
+        "hang": ((), 4),  # first: it spends its whole timeout waiting
+        "normal": ((), 60),
+        "crash": (("--xla_disable_all_hlo_passes=true",), 60),
+        "split": (("--xla_cpu_parallel_codegen_split_count=0",), 60),
+        "oom": ((), 60),
+        "callback": ((), 60),
+        "nan": (FAST_MATH, 60),
+        "pmap": (("--xla_force_host_platform_device_count=2",), 60),
+    }
+    # Each is its own process; running them side by side keeps the suite fast.
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {
+            name: pool.submit(_dump, root, name, flags, timeout)
+            for name, (flags, timeout) in runs.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+def test_normal_function_is_not_reproduced_and_matches_its_snapshot(
+    dumps: dict[str, Dumped],
+) -> None:
+    normal = dumps["normal"]
+    assert normal.failure.kind is Kind.SUCCESS
+    verdict = replay(normal.module("jit_f"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "snapshot"
+    assert verdict.matches_recorded is True
+    assert verdict.evidence.startswith("ran to completion; result agrees with op-by-op")
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+    assert not verdict.reproduced
+
+
+def test_generated_inputs_say_so(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["normal"].module("jit_f"), expected=None, use_data=False, seed=7)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "generated (seed 7)"
+    assert verdict.matches_recorded is None
+
+
+def test_compile_crash_reproduces_with_its_site(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    assert crash.failure.kind is Kind.COMPILE_CRASH
+    assert crash.failure.site == "buffer_assignment_util.cc:46"
+    verdict = replay(crash.module("jit__lambda"), expected=crash.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
+    assert verdict.failure is not None and verdict.failure.signal == "SIGABRT"
+    assert verdict.failure.site == "buffer_assignment_util.cc:46"
+    assert "Check failed: const_instr == nullptr" in verdict.evidence
+
+
+def test_compile_crash_needs_its_flags(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    inp = ReplayInput("jit__lambda", crash.module("jit__lambda").hlo)
+    verdict = replay(inp, expected=crash.failure, reference=False)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+
+
+def test_compile_error_reproduces(dumps: dict[str, Dumped]) -> None:
+    split = dumps["split"]
+    assert split.failure.status_code == "INTERNAL"
+    verdict = replay(split.module("jit__lambda"), expected=split.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_ERROR, verdict.evidence
+    assert verdict.evidence.startswith("compile error: INTERNAL: Too many extra compilation parts")
+
+
+def test_runtime_error_reproduces(dumps: dict[str, Dumped]) -> None:
+    oom = dumps["oom"]
+    assert oom.failure.status_code == "RESOURCE_EXHAUSTED"
+    verdict = replay(oom.module("jit__lambda"), expected=oom.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_ERROR, verdict.evidence
+    assert verdict.failure is not None and verdict.failure.kind is Kind.RUNTIME_ERROR
+    assert "RESOURCE_EXHAUSTED: Out of memory allocating" in verdict.evidence
+
+
+def test_hang_reproduces_when_a_hang_is_expected(dumps: dict[str, Dumped]) -> None:
+    hang = dumps["hang"]
+    assert hang.failure.kind is Kind.HANG
+    verdict = replay(hang.module("jit__lambda"), expected=hang.failure, timeout=4)
+    assert verdict.outcome is Outcome.REPRODUCED_HANG, verdict.evidence
+    assert verdict.evidence == "no result after 4 s while running"
+
+
+def test_host_callback_is_not_replayable(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["callback"].module("jit__lambda"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "xla_ffi_python_cpu_callback" in verdict.evidence
+
+
+def test_fast_math_nan_loss_is_a_wrong_result(dumps: dict[str, Dumped]) -> None:
+    nan = dumps["nan"]
+    assert nan.failure.kind is Kind.SUCCESS
+    verdict = replay(nan.module("jit__lambda"), expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    # The replay reproduces the user's own (fast-math) result; op by op, isnan is honoured.
+    assert verdict.matches_recorded is True
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.numbers["mismatches"] == 2 and verdict.numbers["nans"] == 2
+    assert verdict.numbers["first_indices"] == [[0, 1], [0, 4]]
+
+
+def test_without_fast_math_the_same_module_is_fine(dumps: dict[str, Dumped]) -> None:
+    inp = ReplayInput("jit__lambda", dumps["nan"].module("jit__lambda").hlo)
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+
+
+def test_shardy_partitioned_module_is_refused_with_the_reason(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["pmap"].module("jit__fun"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert verdict.evidence.startswith(
+        "the module is partitioned with Shardy (custom-call xla.sdy."
+    )
+    assert verdict.evidence.endswith("multi-device replay is not supported yet")
+
+
+def test_unloadable_hlo_is_not_replayable(tmp_path: Path) -> None:
+    proto = HloProto()
+    proto.hlo_module.name = "jit_broken"
+    proto.hlo_module.computations.append(b"\x0a\x03abc\x1a\x02\xff\xff")
+    path = tmp_path / "broken.hlo.pb"
+    path.write_bytes(proto.SerializeToString())
+    verdict = replay(ReplayInput("jit_broken", path), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "cannot load the HLO" in verdict.evidence
+
+
+def test_absent_platform_is_not_replayable(dumps: dict[str, Dumped]) -> None:
+    inp = ReplayInput("jit_f", dumps["normal"].module("jit_f").hlo, platform="cuda")
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "'cuda' is not available" in verdict.evidence
+
+
+def test_verdict_json_round_trip(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    verdict = Verdict(
+        "jit__lambda",
+        Outcome.REPRODUCED_CRASH,
+        crash.failure.describe,
+        "snapshot",
+        crash.failure,
+        {"max_abs": 1.0},
+        True,
+    )
+    data = verdict.to_json()
+    assert data["outcome"] == "reproduced: crash"
+    assert data["failure"]["kind"] == "compile crash"
+    assert Verdict.from_json(data) == verdict

@@ -1,0 +1,209 @@
+"""The only module that touches private jaxlib APIs.
+
+Everything here was checked against jaxlib 0.10.2. These APIs move between releases, so each
+one is looked up by name at use, and a missing one becomes a ``BugkitError`` that names the
+jaxlib version and the feature, never an ``AttributeError`` traceback. Importing this module
+does not import jax: the parent process of a replay must stay free of XLA state.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit.errors import BugkitError
+
+# The oldest jaxlib whose private APIs match what this module calls.
+MIN_JAXLIB = "0.6"
+
+# Private jaxlib objects carry no usable stubs.
+Executable = Any
+
+
+def jaxlib_version() -> str:
+    """The installed jaxlib version, or "not installed"."""
+    try:
+        module = importlib.import_module("jaxlib.version")
+    except ImportError:
+        return "not installed"
+    return str(getattr(module, "__version__", "unknown"))
+
+
+def _lacks(feature: str) -> BugkitError:
+    return BugkitError(
+        f"this jaxlib ({jaxlib_version()}) lacks {feature}; "
+        f"xla-bugkit supports jaxlib >= {MIN_JAXLIB}"
+    )
+
+
+def _module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise _lacks(f"the module {name}") from e
+
+
+def _attr(owner: Any, path: str, feature: str) -> Any:
+    value = owner
+    for part in path.split("."):
+        if not hasattr(value, part):
+            raise _lacks(feature)
+        value = getattr(value, part)
+    return value
+
+
+def _lib() -> Any:
+    return _module("jax._src.lib")
+
+
+def _xla_client() -> Any:
+    return _attr(_lib(), "xla_client", "xla_client")
+
+
+def _hlo() -> Any:
+    return _attr(_lib(), "hlo", "the HLO module bindings (jax._src.lib.hlo)")
+
+
+def _backends() -> dict[str, Any]:
+    backends = _attr(_module("jax._src.xla_bridge"), "backends", "xla_bridge.backends")
+    try:
+        return dict(backends())
+    except (RuntimeError, AssertionError):
+        # No backend initialised at all: JAX_PLATFORMS names only absent platforms (jaxlib
+        # 0.10.2 fails an internal assert there rather than raising RuntimeError).
+        return {}
+
+
+def available_platforms() -> list[str]:
+    """Platforms with a working backend in this process ("cpu", "cuda", ...)."""
+    return sorted(_backends())
+
+
+def _client(platform: str) -> Any:
+    backends = _backends()
+    if platform not in backends:
+        raise BugkitError(f"platform {platform!r} is not available here")
+    return backends[platform]
+
+
+def device_count(platform: str) -> int:
+    """How many devices ``platform`` has in this process (0 when it is absent)."""
+    backends = _backends()
+    return len(backends[platform].devices()) if platform in backends else 0
+
+
+def _parsable_print_options() -> Any:
+    options_cls = _attr(_hlo(), "HloPrintOptions", "HloPrintOptions")
+    options = _attr(options_cls, "short_parsable", "HloPrintOptions.short_parsable")()
+    # Elided constants and references to absent instructions would not parse back.
+    options.print_large_constants = True
+    options.print_control_dependencies = False
+    return options
+
+
+def module_text(module_bytes: bytes) -> str:
+    """Parsable HLO text (no metadata) of a serialized HloModuleProto.
+
+    Raises ``BugkitError`` when this jaxlib cannot load the proto: ``hlo_to_stablehlo``
+    ignores such errors, so this doubles as the validation step.
+    """
+    module_cls = _attr(_hlo(), "HloModule", "HloModule")
+    load = _attr(module_cls, "from_serialized_hlo_module_proto", "HloModule deserialization")
+    try:
+        module = load(module_bytes)
+    except Exception as e:  # jaxlib raises its own status exception types
+        raise BugkitError(f"this jaxlib ({jaxlib_version()}) cannot load the HLO: {e}") from e
+    return str(module.to_string(_parsable_print_options()))
+
+
+def hlo_text_to_module_bytes(text: str) -> bytes:
+    """Parse HLO text into a serialized HloModuleProto."""
+    parse = _attr(_hlo(), "hlo_module_from_text", "hlo_module_from_text")
+    try:
+        module = parse(text)
+    except Exception as e:  # jaxlib raises its own status exception types
+        raise BugkitError(f"this jaxlib ({jaxlib_version()}) cannot parse the HLO: {e}") from e
+    return bytes(module.as_serialized_hlo_module_proto())
+
+
+def hlo_proto_to_stablehlo(module_bytes: bytes) -> bytes:
+    """StableHLO bytecode for a serialized HloModuleProto (validate it with ``module_text``)."""
+    convert = _attr(_lib(), "_jax.mlir.hlo_to_stablehlo", "mlir.hlo_to_stablehlo")
+    return bytes(convert(module_bytes))
+
+
+def parameter_types(module_bytes: bytes) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
+    """(dtype, dimensions) of each entry parameter; tuple parameters are refused."""
+    computation_cls = _attr(_xla_client(), "XlaComputation", "XlaComputation")
+    shapes = computation_cls(module_bytes).program_shape().parameter_shapes()
+    result: list[tuple[np.dtype[Any], tuple[int, ...]]] = []
+    for shape in shapes:
+        if shape.is_tuple():
+            raise BugkitError("the module takes a tuple parameter; cannot generate inputs for it")
+        result.append((np.dtype(shape.numpy_dtype()), tuple(shape.dimensions())))
+    return result
+
+
+def custom_call_targets(platform: str) -> set[str]:
+    """Custom-call targets registered with XLA for ``platform`` in this process."""
+    targets = _attr(_xla_client(), "custom_call_targets", "xla_client.custom_call_targets")
+    try:
+        return set(targets(platform))
+    except Exception:  # an unknown platform name: nothing is registered for it
+        return set()
+
+
+def _compile_options(serialized: bytes | None, num_replicas: int, num_partitions: int) -> Any:
+    options = _attr(_xla_client(), "CompileOptions", "CompileOptions")()
+    if serialized is not None:
+        _attr(options, "ParseFromString", "CompileOptions.ParseFromString")(serialized)
+    else:
+        options.num_replicas = num_replicas
+        options.num_partitions = num_partitions
+    return options
+
+
+def compile_options_layout(serialized: bytes) -> tuple[int, int]:
+    """(num_replicas, num_partitions) recorded in a serialized CompileOptionsProto."""
+    options = _compile_options(serialized, 1, 1)
+    return max(1, int(options.num_replicas)), max(1, int(options.num_partitions))
+
+
+def compile(
+    mlir: bytes,
+    *,
+    platform: str,
+    compile_options: bytes | None = None,
+    num_replicas: int = 1,
+    num_partitions: int = 1,
+) -> Executable:
+    """Compile StableHLO (bytecode or text) for ``platform`` and load it on its devices.
+
+    XLA errors propagate as jaxlib's own exception, whose message carries the status code
+    the caller classifies.
+    """
+    client = _client(platform)
+    options = _compile_options(compile_options, num_replicas, num_partitions)
+    count = max(1, int(options.num_replicas) * int(options.num_partitions))
+    devices = client.devices()
+    if len(devices) < count:
+        raise BugkitError(f"the module needs {count} {platform} devices; {len(devices)} here")
+    device_list = _attr(_xla_client(), "DeviceList", "DeviceList")(tuple(devices[:count]))
+    compile_and_load = _attr(client, "compile_and_load", "Client.compile_and_load")
+    return compile_and_load(mlir, device_list, options)
+
+
+def execute(executable: Executable, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run a single-device executable on host arrays; the outputs come back as arrays."""
+    jax = _module("jax")
+    devices = _attr(executable, "local_devices", "LoadedExecutable.local_devices")()
+    if len(devices) != 1:
+        raise BugkitError(f"running on {len(devices)} devices is not supported yet")
+    placed = [jax.device_put(np.asarray(a), devices[0]) for a in args]
+    run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
+    results = run(placed)
+    outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
+    return [np.asarray(shards[0]) for shards in outputs]

@@ -1,0 +1,167 @@
+"""Compare a replay's outputs with a reference, by run_hlo_module's rule.
+
+An element mismatches when its absolute error exceeds ``abs_bound`` *and* its relative error
+exceeds ``rel_bound`` (1e-3 each by default), so tiny values and large values are both judged
+fairly. A NaN where the reference has none (or the reverse) always mismatches, as does an
+infinity that the reference does not have. Integers, booleans and shapes must match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+ABS_BOUND = 1e-3
+REL_BOUND = 1e-3
+# How many differing positions a report lists.
+MAX_INDICES = 5
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of comparing outputs; indices are (output number, *array index)."""
+
+    mismatches: int = 0
+    total: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    nans: int = 0  # NaNs in the actual outputs
+    first_indices: tuple[tuple[int, ...], ...] = ()
+    notes: tuple[str, ...] = field(default=())  # structural differences (count, shape, dtype)
+
+    @property
+    def close(self) -> bool:
+        return self.mismatches == 0 and not self.notes
+
+    def numbers(self) -> dict[str, object]:
+        """The numbers a verdict records (JSON-ready)."""
+        return {
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "mismatches": self.mismatches,
+            "elements": self.total,
+            "nans": self.nans,
+            "first_indices": [list(i) for i in self.first_indices],
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        """One line: what differs and by how much."""
+        if self.notes:
+            return "; ".join(self.notes)
+        return (
+            f"{self.mismatches}/{self.total} elements differ (max abs error {self.max_abs:.3g}, "
+            f"max rel error {self.max_rel:.3g}, {self.nans} NaN), first at "
+            f"{', '.join(str(list(i)) for i in self.first_indices) or '-'}"
+        )
+
+
+def _as_float(a: np.ndarray) -> np.ndarray:
+    # float64 holds every narrower float exactly (bf16, f8 via ml_dtypes); complex stays complex.
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
+def _errors(actual: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, e = _as_float(actual), _as_float(expected)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        abs_err = np.abs(a - e).astype(np.float64)
+        rel_err = abs_err / np.abs(e)
+    both_nan = np.isnan(a) & np.isnan(e)
+    same_inf = np.isinf(a) & (a == e)
+    exact = (a == e) | both_nan | same_inf
+    abs_err = np.where(exact, 0.0, abs_err)
+    rel_err = np.where(exact, 0.0, rel_err)
+    # A lone NaN or infinity is an infinite error, so it always counts.
+    abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)
+    rel_err = np.where(np.isnan(rel_err), np.inf, rel_err)
+    return abs_err, rel_err
+
+
+def _is_floating(a: np.ndarray) -> bool:
+    if a.dtype.kind in "biu":
+        return False
+    try:
+        # ml_dtypes' narrow integers (int4, uint2, ...) have kind "V" like its floats.
+        ml_dtypes.iinfo(a.dtype)  # type: ignore[no-untyped-call]
+    except ValueError:
+        return True
+    return False
+
+
+def compare_arrays(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    *,
+    abs_bound: float = ABS_BOUND,
+    rel_bound: float = REL_BOUND,
+    output: int = 0,
+) -> Comparison:
+    """Compare one output array with its reference; ``output`` prefixes reported indices."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
+    if _is_floating(actual) != _is_floating(expected):
+        return Comparison(notes=(f"output {output}: dtype {actual.dtype} vs {expected.dtype}",))
+    if _is_floating(actual):
+        abs_err, rel_err = _errors(actual, expected)
+        bad = (abs_err > abs_bound) & (rel_err > rel_bound)
+        nans = int(np.count_nonzero(np.isnan(_as_float(actual))))
+    else:
+        # Exact types: any difference counts; errors are reported as plain magnitudes.
+        diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        abs_err = diff
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel_err = np.where(diff == 0, 0.0, diff / np.abs(expected.astype(np.float64)))
+        bad = actual != expected
+        nans = 0
+    indices = tuple((output, *map(int, i)) for i in np.argwhere(bad)[:MAX_INDICES])
+    return Comparison(
+        mismatches=int(np.count_nonzero(bad)),
+        total=int(actual.size),
+        max_abs=_max(abs_err),
+        max_rel=_max(rel_err),
+        nans=nans,
+        first_indices=indices,
+    )
+
+
+def _max(errors: np.ndarray) -> float:
+    return float(np.max(errors)) if errors.size else 0.0
+
+
+def compare_outputs(
+    actual: Sequence[np.ndarray],
+    expected: Sequence[np.ndarray],
+    *,
+    abs_bound: float = ABS_BOUND,
+    rel_bound: float = REL_BOUND,
+) -> Comparison:
+    """Compare every output with its reference and combine the results."""
+    if len(actual) != len(expected):
+        return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
+    parts = [
+        compare_arrays(a, e, abs_bound=abs_bound, rel_bound=rel_bound, output=i)
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True))
+    ]
+    return _combine(parts)
+
+
+def _combine(parts: Sequence[Comparison]) -> Comparison:
+    first: list[tuple[int, ...]] = []
+    for part in parts:
+        first.extend(part.first_indices)
+    notes: list[str] = []
+    for part in parts:
+        notes.extend(part.notes)
+    return Comparison(
+        mismatches=sum(p.mismatches for p in parts),
+        total=sum(p.total for p in parts),
+        max_abs=max((p.max_abs for p in parts), default=0.0),
+        max_rel=max((p.max_rel for p in parts), default=0.0),
+        nans=sum(p.nans for p in parts),
+        first_indices=tuple(first[:MAX_INDICES]),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,330 @@
+"""Replay one dumped HLO module in a child process and say whether the bug shows.
+
+The child (``replay_worker``) compiles the before-optimizations module with the recorded XLA
+flags and runs it on the snapshot's arguments. A crash, error or hang in the child is compared
+with the failure recorded when the bundle was made; a clean run is compared with independent
+references (op by op, and the module under conservative flags) to catch wrong results. The
+parent never loads XLA, so an abort, a segfault or a hang cannot take it down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit import flags, proc, replay_worker
+from xla_bugkit.compare import Comparison, compare_outputs
+from xla_bugkit.signature import Failure, Kind, Phase, classify
+
+# Reference flags: exact IEEE semantics, little optimization (run_hlo_module's reference clone
+# likewise turns off fast math and fast min/max). All exist in jaxlib 0.10.2; one an older
+# jaxlib does not know is dropped (see ``_run_reference``).
+CONSERVATIVE_FLAGS = (
+    "--xla_cpu_enable_fast_math=false",
+    "--xla_cpu_fast_math_honor_nans=true",
+    "--xla_cpu_fast_math_honor_infs=true",
+    "--xla_cpu_fast_math_honor_division=true",
+    "--xla_cpu_fast_math_honor_functions=true",
+    "--xla_cpu_enable_fast_min_max=false",
+    "--xla_gpu_enable_fast_min_max=false",
+    "--xla_backend_optimization_level=0",
+)
+_UNKNOWN_FLAG = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """One module to replay, as found in a dump or a bundle."""
+
+    name: str  # module name, e.g. "jit_train_step"
+    hlo: Path  # before-optimizations HloProto (.hlo.pb)
+    snapshot: Path | None = None  # HloSnapshot with the real arguments (+ recorded result)
+    mlir: Path | None = None  # the PJRT folder's module.mlir
+    compile_options: Path | None = None  # the PJRT folder's compile_options.pb
+    xla_flags: tuple[str, ...] = ()  # recorded XLA flags, dump flags already removed
+    platform: str = "cpu"
+
+
+class Outcome(str, Enum):
+    REPRODUCED_CRASH = "reproduced: crash"
+    REPRODUCED_ERROR = "reproduced: error"
+    REPRODUCED_HANG = "reproduced: hang"
+    REPRODUCED_WRONG = "reproduced: wrong result"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_REPLAYABLE = "not replayable"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one replay showed. ``evidence`` is one line: the signature line, or the numbers."""
+
+    module: str
+    outcome: Outcome
+    evidence: str
+    inputs: str  # "snapshot" or "generated (seed 42)"
+    failure: Failure | None = None  # how the replay child ended, when it failed
+    numbers: Mapping[str, object] = field(default_factory=dict)
+    matches_recorded: bool | None = None  # result equal to the snapshot's recorded result
+
+    @property
+    def reproduced(self) -> bool:
+        return self.outcome.name.startswith("REPRODUCED")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``from_json`` reads it back."""
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["numbers"] = dict(self.numbers)
+        if self.failure is not None:
+            data["failure"] = {**data["failure"], "kind": self.failure.kind.value}
+            data["failure"]["phase"] = self.failure.phase.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        failure = data.get("failure")
+        if failure is not None:
+            failure = Failure(
+                **{**failure, "kind": Kind(failure["kind"]), "phase": Phase(failure["phase"])}
+            )
+        return cls(
+            module=data["module"],
+            outcome=Outcome(data["outcome"]),
+            evidence=data["evidence"],
+            inputs=data["inputs"],
+            failure=failure,
+            numbers=dict(data.get("numbers", {})),
+            matches_recorded=data.get("matches_recorded"),
+        )
+
+
+@dataclass(frozen=True)
+class _Child:
+    """What a replay child left: its status and markers, and its output folder."""
+
+    done: proc.Completed
+    out: Path
+    phase: Phase | None
+    inputs: str
+    refusal: str | None  # the NOT_REPLAYABLE reason
+
+
+def _marker(output: str, prefix: str) -> str | None:
+    found = None
+    for line in output.splitlines():
+        if line.startswith(prefix):
+            found = line[len(prefix) :].strip()
+    return found
+
+
+def _child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = flags.join(xla_flags)
+    env["JAX_PLATFORMS"] = platform
+    # The child imports this package from wherever the parent found it.
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _spawn(
+    inp: ReplayInput, spec: dict[str, Any], xla_flags: tuple[str, ...], limits: dict[str, Any]
+) -> _Child:
+    out = Path(spec["out"])
+    spec_path = out / f"{spec['mode']}.json"
+    spec_path.write_text(json.dumps(spec))
+    argv = [sys.executable, "-m", "xla_bugkit.replay_worker", str(spec_path)]
+    done = proc.run_captured(argv, env=_child_env(xla_flags, inp.platform), **limits)
+    phase = _marker(done.output, replay_worker.PHASE)
+    return _Child(
+        done=done,
+        out=out,
+        phase={"compile": Phase.COMPILE, None: None}.get(phase, Phase.RUN),
+        inputs=_marker(done.output, replay_worker.INPUTS) or "",
+        refusal=_marker(done.output, replay_worker.NOT_REPLAYABLE),
+    )
+
+
+def _run(
+    inp: ReplayInput, spec: dict[str, Any], xla_flags: tuple[str, ...], limits: dict[str, Any]
+) -> _Child:
+    child = _spawn(inp, spec, xla_flags, limits)
+    needs = _marker(child.done.output, replay_worker.NEEDS_DEVICES)
+    if needs is None:
+        return child
+    if inp.platform != "cpu":
+        return _Child(child.done, child.out, None, "", f"the module needs {needs} devices")
+    # XLA's CPU client can pretend to have as many devices as the module wants.
+    forced = (*xla_flags, f"--xla_force_host_platform_device_count={needs}")
+    return _spawn(inp, spec, forced, limits)
+
+
+def _run_reference(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
+    chosen = list(CONSERVATIVE_FLAGS)
+    while True:
+        child = _run(inp, {**spec, "mode": "reference"}, tuple(chosen), limits)
+        unknown = _UNKNOWN_FLAG.search(child.done.output)
+        if unknown is None or unknown.group(1) not in chosen:
+            return child
+        chosen.remove(unknown.group(1))  # an older jaxlib without this flag aborts on it
+
+
+def replay(
+    inp: ReplayInput,
+    *,
+    expected: Failure | None,
+    timeout: float = 300,
+    memory_limit: int | None = None,
+    use_data: bool = True,
+    seed: int = 42,
+    reference: bool = True,
+) -> Verdict:
+    """Replay ``inp`` in a child process and judge the result against ``expected``.
+
+    ``expected`` is the failure recorded when the bundle was made; None (or a success) means
+    the program finished and a wrong result is suspected. ``use_data=False`` (or a missing
+    snapshot) runs on inputs generated from ``seed``. ``reference=False`` skips the
+    wrong-result check. Each child gets ``timeout`` seconds and ``memory_limit`` bytes.
+    """
+    limits: dict[str, Any] = {
+        "timeout": timeout,
+        "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
+    }
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
+        spec = {
+            "mode": "test",
+            "hlo": str(inp.hlo),
+            "snapshot": str(inp.snapshot) if inp.snapshot else None,
+            "mlir": str(inp.mlir) if inp.mlir else None,
+            "compile_options": str(inp.compile_options) if inp.compile_options else None,
+            "platform": inp.platform,
+            "use_data": use_data,
+            "seed": seed,
+            "out": tmp,
+        }
+        test = _run(inp, spec, flags.without_dump_flags(inp.xla_flags), limits)
+        verdict = _judge_failure(inp, test, expected, timeout)
+        if verdict is not None:
+            return verdict
+        ref = _run_reference(inp, spec, limits) if reference else None
+        return _judge_result(inp, test, ref, expected)
+
+
+def _expected_kind(expected: Failure | None) -> Kind:
+    return Kind.SUCCESS if expected is None else expected.kind
+
+
+def _check_condition(failure: Failure) -> str | None:
+    """ "file.cc:46] Check failed: a == b" of a CHECK failure, without what it quotes."""
+    if failure.site is None or "Check failed: " not in failure.headline:
+        return None
+    condition = failure.headline.split("Check failed: ", 1)[1].split(" (", 1)[0]
+    return f"{failure.site}] {condition}"
+
+
+def _same_bug(expected: Failure, failure: Failure) -> bool:
+    if expected.same_bug(failure):
+        return True
+    # A CHECK message quotes the offending instruction, whose name, value number and even
+    # identity change once the module has gone through the StableHLO round trip; the site
+    # and the checked condition are what identify the bug.
+    condition = _check_condition(failure)
+    return condition is not None and condition == _check_condition(expected)
+
+
+def _judge_failure(
+    inp: ReplayInput, child: _Child, expected: Failure | None, timeout: float
+) -> Verdict | None:
+    """The verdict when the test child did not run to the end; None when it did."""
+    base = Verdict(inp.name, Outcome.NOT_REPRODUCED, "", child.inputs)
+    done = child.done
+    if child.refusal is not None:
+        return Verdict(inp.name, Outcome.NOT_REPLAYABLE, child.refusal, child.inputs)
+    failure = classify(
+        done.output, exit_status=done.returncode, timed_out=done.timed_out, phase=child.phase
+    )
+    where = "compiling" if child.phase is Phase.COMPILE else "running"
+    if done.timed_out:
+        hang = _expected_kind(expected) is Kind.HANG
+        outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
+        evidence = f"no result after {timeout:g} s while {where}"
+        if not hang:
+            evidence += f" (a hang, though {_expected_kind(expected).value} was expected)"
+        return Verdict(inp.name, outcome, evidence, child.inputs, failure)
+    if not failure.kind.is_failure:
+        return None
+    if expected is not None and expected.kind.is_failure and _same_bug(expected, failure):
+        crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+        outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
+        return Verdict(inp.name, outcome, failure.describe, child.inputs, failure)
+    differently = "differently" if expected is not None and expected.kind.is_failure else ""
+    evidence = f"the replay failed {differently} while {where}: {failure.describe}"
+    return Verdict(inp.name, base.outcome, " ".join(evidence.split()), child.inputs, failure)
+
+
+def _load(path: Path) -> list[np.ndarray] | None:
+    return replay_worker.load_arrays(path) if path.exists() else None
+
+
+def _references(ref: _Child | None) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """The reference results that exist, and why the others are missing."""
+    found: dict[str, list[np.ndarray]] = {}
+    missing: list[str] = []
+    if ref is None:
+        return found, missing
+    for label, stem in (("op-by-op", "opbyop"), ("conservative flags", "conservative")):
+        arrays = _load(ref.out / f"{stem}.npz")
+        if arrays is not None:
+            found[label] = arrays
+        elif (ref.out / f"{stem}.error").exists():
+            missing.append(f"{label}: {(ref.out / f'{stem}.error').read_text()[:200]}")
+        else:
+            missing.append(f"{label}: {ref.refusal or ref.done.output.strip()[-200:]}")
+    return found, missing
+
+
+def _judge_result(
+    inp: ReplayInput, test: _Child, ref: _Child | None, expected: Failure | None
+) -> Verdict:
+    outputs = _load(test.out / "test.npz") or []
+    recorded = _load(test.out / "recorded.npz")
+    matches = None if recorded is None else compare_outputs(outputs, recorded).close
+    found, missing = _references(ref)
+    wrong: tuple[str, Comparison] | None = None
+    for label, arrays in found.items():
+        comparison = compare_outputs(outputs, arrays)
+        if not comparison.close:
+            wrong = (label, comparison)
+            break
+    suspected = not _expected_kind(expected).is_failure
+    if wrong is not None:
+        label, comparison = wrong
+        numbers = {**comparison.numbers(), "reference": label}
+        evidence = f"result differs from the {label} reference: {comparison.summary()}"
+        outcome = Outcome.REPRODUCED_WRONG if suspected else Outcome.NOT_REPRODUCED
+        if not suspected:
+            evidence = f"ran without the expected {_expected_kind(expected).value}; {evidence}"
+        return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
+    agreed = ", ".join(found) or "no reference"
+    evidence = f"ran to completion; result agrees with {agreed}"
+    if missing:
+        evidence += f" (missing: {'; '.join(missing)})"
+    return Verdict(
+        inp.name,
+        Outcome.NOT_REPRODUCED,
+        evidence,
+        test.inputs,
+        None,
+        {"reference": agreed},
+        matches,
+    )
