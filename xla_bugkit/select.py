@@ -159,9 +159,10 @@ def _rank(
         # A helper keeps its place only when explicit or named evidence points at it.
         return best - 30 if is_helper(m) and best < _NAMED else best
 
-    ranked = sorted(
-        (m for m in index.modules if reasons[m.label]), key=lambda m: (-score(m), -m.id)
-    )
+    candidates = [m for m in index.modules if reasons[m.label]]
+    # What the user chose (--module, --symbol) is what they get; other evidence only ranks.
+    explicit = [m for m in candidates if score(m) >= _EXPLICIT]
+    ranked = sorted(explicit or candidates, key=lambda m: (-score(m), -m.id))
     chosen = [Chosen(m, tuple(r for _, r in reasons[m.label]), score(m)) for m in ranked[:limit]]
     guess = not chosen
     if guess and index.modules:

@@ -1,0 +1,189 @@
+"""End to end: the installed ``xla-bugkit`` command on real failing programs.
+
+Each program fails inside XLA for real (see tests/programs/); each collect runs once per
+session and several tests read its bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
+FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+@dataclass(frozen=True)
+class Collected:
+    returncode: int
+    stderr: str
+    bundle: Path
+
+    def manifest(self) -> dict:  # type: ignore[type-arg]
+        with zipfile.ZipFile(self.bundle) as z:
+            return json.loads(z.read("manifest.json"))  # type: ignore[no-any-return]
+
+    def names(self) -> list[str]:
+        with zipfile.ZipFile(self.bundle) as z:
+            return z.namelist()
+
+    def text(self, name: str) -> str:
+        with zipfile.ZipFile(self.bundle) as z:
+            return z.read(name).decode()
+
+
+def collect(
+    tmp: Path, program: str, *extra: str, env: dict[str, str] | None = None, name: str = ""
+) -> Collected:
+    out = tmp / (name or f"{program}.zip")
+    argv = [XLA_BUGKIT, "collect", "-o", str(out), *extra, "--",
+            sys.executable, str(PROGRAMS / f"{program}.py")]  # fmt: skip
+    full_env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
+    done = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=600)
+    return Collected(done.returncode, done.stderr, out)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("collect")
+
+
+@pytest.fixture(scope="module")
+def compile_crash(tmp: Path) -> Collected:
+    # A fake secret in the environment and on the command line must not reach the bundle.
+    env = {"MY_API_TOKEN": FAKE_TOKEN, "XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    return collect(tmp, "compile_crash", env=env)
+
+
+@pytest.fixture(scope="module")
+def runtime_error(tmp: Path) -> Collected:
+    return collect(tmp, "runtime_error")
+
+
+@pytest.fixture(scope="module")
+def compile_error(tmp: Path) -> Collected:
+    return collect(tmp, "compile_error")
+
+
+@pytest.fixture(scope="module")
+def hang(tmp: Path) -> Collected:
+    return collect(tmp, "hang", "--timeout", "8", "--replay-timeout", "8")
+
+
+def module_files(c: Collected, label_end: str) -> list[str]:
+    (module,) = [m for m in c.manifest()["modules"] if m["label"].endswith(label_end)]
+    return [n for n in c.names() if n.startswith(f"modules/{module['label']}/")]
+
+
+def assert_report_files(c: Collected, name: str) -> None:
+    files = module_files(c, name)
+    assert any(f.endswith(".before_optimizations.txt") for f in files)
+    assert any(f.endswith(".before_optimizations.hlo.pb") for f in files)
+    assert any(f.endswith("after_optimizations-buffer-assignment.txt") for f in files)
+    assert {"ISSUE.md", "manifest.json", "log.txt", "environment.txt"} <= set(c.names())
+
+
+def test_compile_crash_bundle(compile_crash: Collected) -> None:
+    assert compile_crash.returncode == 0, compile_crash.stderr
+    m = compile_crash.manifest()
+    assert m["failure"]["kind"] == "compile crash"
+    assert m["failure"]["signal"] == "SIGABRT"
+    assert m["failure"]["site"] == "buffer_assignment_util.cc:46"
+    (module,) = m["modules"]
+    assert module["name"] == "jit_add_noise"
+    assert module["reasons"] == ["JAX was compiling jit(add_noise) when the run stopped"]
+    assert module["replay"]["outcome"] == "reproduced: crash"
+    assert_report_files(compile_crash, "jit_add_noise")
+    assert "selected module_" in compile_crash.stderr and "reproduced: crash" in compile_crash.stderr
+
+
+def test_issue_text_follows_the_jax_bug_form(compile_crash: Collected) -> None:
+    issue = compile_crash.text("ISSUE.md")
+    assert "### Description" in issue
+    assert "### System info (python version, jaxlib version, accelerator, etc.)" in issue
+    assert "xla-bugkit verify compile_crash.zip" in issue
+    assert "buffer_assignment_util.cc:46" in issue
+    assert "reproduced: crash" in issue
+
+
+def test_manifest_hashes_every_file(compile_crash: Collected) -> None:
+    listed = {f["path"] for f in compile_crash.manifest()["files"]}
+    assert listed == set(compile_crash.names()) - {"manifest.json"}
+
+
+def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:
+    assert compile_crash.manifest()["xla_flags"] == ["--xla_cpu_enable_fast_math=false"]
+    with zipfile.ZipFile(compile_crash.bundle) as z:
+        for name in z.namelist():
+            assert FAKE_TOKEN.encode() not in z.read(name), name
+    assert "MY_API_TOKEN" not in compile_crash.text("environment.txt")
+
+
+def test_compile_error_bundle(compile_error: Collected) -> None:
+    assert compile_error.returncode == 0, compile_error.stderr
+    m = compile_error.manifest()
+    assert m["failure"]["kind"] == "compile error"
+    assert m["failure"]["status_code"] == "INTERNAL"
+    assert [x["name"] for x in m["modules"]] == ["jit_train_step"]
+    assert m["modules"][0]["replay"]["outcome"] == "reproduced: error"
+
+
+def test_runtime_error_bundle(runtime_error: Collected) -> None:
+    assert runtime_error.returncode == 0, runtime_error.stderr
+    m = runtime_error.manifest()
+    assert m["failure"]["kind"] == "runtime error"
+    assert m["failure"]["status_code"] == "RESOURCE_EXHAUSTED"
+    (module,) = m["modules"]
+    assert module["name"] == "jit_make_buffer"
+    assert module["replay"]["outcome"] == "reproduced: error"
+    assert module["replay"]["inputs"] == "snapshot"
+    assert_report_files(runtime_error, "jit_make_buffer")
+    assert any(".snapshot." in f for f in module_files(runtime_error, "jit_make_buffer"))
+
+
+def test_hang_bundle(hang: Collected) -> None:
+    assert hang.returncode == 0, hang.stderr
+    m = hang.manifest()
+    assert m["failure"]["kind"] == "hang"
+    (module,) = m["modules"]
+    assert module["name"] == "jit_spin"
+    assert module["replay"]["outcome"] == "reproduced: hang"
+
+
+def test_success_says_no_failure(tmp: Path) -> None:
+    c = collect(tmp, "success")
+    assert c.returncode == 5
+    assert "no failure seen" in c.stderr
+    assert not c.bundle.exists()
+
+
+def test_success_bundles_with_always(tmp: Path) -> None:
+    c = collect(tmp, "success", "--always", "--no-replay")
+    assert c.returncode == 5
+    (module,) = c.manifest()["modules"]
+    assert module["name"] == "jit_train_step"
+    assert "no failure seen" in module["reasons"][0]
+
+
+def test_no_data_leaves_snapshots_out(tmp: Path) -> None:
+    c = collect(tmp, "runtime_error", "--no-data", name="nodata.zip")
+    assert not any(".snapshot." in n for n in c.names())
+    assert c.manifest()["data"] == "no input data (--no-data)"
+    assert c.manifest()["modules"][0]["replay"]["inputs"].startswith("generated")
+
+
+def test_default_output_is_7z_and_says_github_needs_zip(tmp: Path) -> None:
+    argv = [XLA_BUGKIT, "collect", "--no-replay", "--",
+            sys.executable, str(PROGRAMS / "compile_error.py")]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=600)
+    assert done.returncode == 3, done.stderr  # bundle written, no replay to prove it
+    assert (tmp / "bundle.7z").stat().st_size > 0
+    assert "GitHub does not accept .7z" in done.stderr
