@@ -102,7 +102,9 @@ def test_compile_crash_bundle(compile_crash: Collected) -> None:
     assert module["reasons"] == ["JAX was compiling jit(add_noise) when the run stopped"]
     assert module["replay"]["outcome"] == "reproduced: crash"
     assert_report_files(compile_crash, "jit_add_noise")
-    assert "selected module_" in compile_crash.stderr and "reproduced: crash" in compile_crash.stderr
+    assert (
+        "selected module_" in compile_crash.stderr and "reproduced: crash" in compile_crash.stderr
+    )
 
 
 def test_issue_text_follows_the_jax_bug_form(compile_crash: Collected) -> None:

@@ -68,12 +68,19 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
     fmt = archive.output_format(options.output, options.fmt)
     work = options.workdir or default_workdir()
+    ours = [work / "dump", work / "bundle", work / "run.log"]
+    if options.workdir is not None and any(p.exists() for p in ours):
+        raise BugkitError(f"{work} already holds a collect run: give an empty or new --workdir")
     work.mkdir(parents=True, exist_ok=True)
     try:
         return _collect_in(work, command, options, fmt, ui)
     finally:
         if options.keep_workdir:
             ui.say(f"work dir kept: {work}")
+        elif options.workdir is not None:
+            # The folder is the user's: remove only what this run put there.
+            for p in ours:
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -1,0 +1,116 @@
+"""``verify`` on real bundles from ``collect``, and on broken and hostile ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit.main import main
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of a compile error (the quickest real failure to collect and replay)."""
+    out = tmp_path_factory.mktemp("verify") / "bug.zip"
+    argv = [XLA_BUGKIT, "collect", "-q", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "compile_error.py")]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def rewrite(src: Path, dest: Path, change: dict[str, bytes | None]) -> Path:
+    """A copy of the zip ``src`` with members replaced (bytes) or removed (None)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for name in zin.namelist():
+            data = change.get(name, zin.read(name))
+            if data is not None:
+                zout.writestr(name, data)
+        for name, data in change.items():
+            if name not in zin.namelist() and data is not None:
+                zout.writestr(name, data)
+    return dest
+
+
+def test_verify_reproduces_the_recorded_failure(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert "reproduced: error (same as the reporter's)" in out
+    assert "the recorded failure reproduces here" in out
+
+
+def test_verify_json(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--json", "-q", str(bundle)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["reproduced"] is True
+    assert result["failure"]["status_code"] == "INTERNAL"
+    (module,) = result["modules"]
+    assert module["verdict"]["outcome"] == "reproduced: error"
+    assert module["same_as_reporter"] is True
+
+
+def test_installed_command_exit_code(bundle: Path) -> None:
+    done = subprocess.run([XLA_BUGKIT, "verify", "-q", str(bundle)], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_tampered_file_is_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with zipfile.ZipFile(bundle) as z:
+        name = next(n for n in z.namelist() if n.endswith("before_optimizations.txt"))
+    bad = rewrite(bundle, tmp_path / "bad.zip", {name: b"HloModule evil\n"})
+    assert main(["verify", str(bad)]) == 4
+    err = capsys.readouterr().err
+    assert err.strip() == f"xla-bugkit: error: {name} does not match its sha256 in the manifest"
+
+
+def test_unlisted_file_is_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = rewrite(bundle, tmp_path / "extra.zip", {"modules/extra.txt": b"surprise"})
+    assert main(["verify", str(bad)]) == 4
+    assert "files its manifest does not list" in capsys.readouterr().err
+
+
+def test_archive_without_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "plain.zip"
+    with zipfile.ZipFile(plain, "w") as z:
+        z.writestr("notes.txt", "hello")
+    assert main(["verify", str(plain)]) == 4
+    assert "has no manifest.json: not an xla-bugkit bundle" in capsys.readouterr().err
+
+
+def test_truncated_bundle(bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(bundle.read_bytes()[: bundle.stat().st_size // 2])
+    assert main(["verify", str(cut)]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("xla-bugkit: error: ") and "Traceback" not in err
+
+
+def test_traversal_entry_is_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evil = rewrite(bundle, tmp_path / "evil.zip", {"../evil.txt": b"x"})
+    assert main(["verify", str(evil)]) == 4
+    assert not (tmp_path.parent / "evil.txt").exists()
+    assert "xla-bugkit: error:" in capsys.readouterr().err
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path / "nope.zip")]) == 1
+    assert "nope.zip" in capsys.readouterr().err
