@@ -16,6 +16,8 @@ from xla_bugkit.select import Selection
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
 GITHUB_LIMIT = 25 * 1000 * 1000
+# jax-ml/jax's bug form (blank issues are disabled there).
+NEW_JAX_ISSUE = "https://github.com/jax-ml/jax/issues/new?template=bug-report.yml"
 
 
 def build(
@@ -157,7 +159,10 @@ def summary(
             f"  note: GitHub does not accept .7z attachments; for GitHub run: "
             f"xla-bugkit collect -o {zipped} -- {shlex.join(run.command)}"
         )
-    lines.append("  next: read ISSUE.md in the bundle, then attach the bundle to a new issue")
+    lines.append(
+        "  next: read ISSUE.md in the bundle, then open a new issue with its text and attach "
+        f"the bundle: {NEW_JAX_ISSUE}"
+    )
     return "\n".join(lines)
 
 

@@ -118,7 +118,8 @@ class Failure:
     def describe(self) -> str:
         """One line for humans: "compile crash (SIGABRT): <headline>"."""
         extra = f" ({self.signal})" if self.signal else ""
-        return f"{self.kind.value}{extra}: {self.headline}" if self.headline else self.kind.value
+        line = self.headline if len(self.headline) <= 160 else self.headline[:159] + "…"
+        return f"{self.kind.value}{extra}: {line}" if line else self.kind.value
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {
