@@ -22,6 +22,7 @@ examples:
   xla-bugkit collect -o bug.zip --timeout 600 -- python train.py --steps 10
   xla-bugkit verify bundle.7z
   xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
+  xla-bugkit show bundle.7z
 """
 
 COLLECT_EPILOG = """\
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_collect(sub)
     _add_verify(sub)
     _add_replay(sub)
+    _add_show(sub)
     return p
 
 
@@ -140,6 +142,20 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _common(p)
 
 
+def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "show",
+        help="list what a bundle shares, without extracting it",
+        description="Print a bundle's failure, modules, notes and every file with its size, "
+        "reading the archive in place.",
+        epilog="examples:\n  xla-bugkit show bundle.7z\n  xla-bugkit show --json bug.zip",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    _common(p)
+
+
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
         from xla_bugkit.commands.collect import CollectOptions, collect
@@ -156,6 +172,10 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.verify import verify
 
         return verify(args.bundle, json_output=args.json, timeout=args.timeout, ui=ui)
+    if args.command == "show":
+        from xla_bugkit.commands.show import show
+
+        return show(args.bundle, json_output=args.json)
     from xla_bugkit.commands.replay import replay_command
 
     return replay_command(

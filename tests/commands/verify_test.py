@@ -114,3 +114,18 @@ def test_traversal_entry_is_refused(
 def test_missing_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", str(tmp_path / "nope.zip")]) == 1
     assert "nope.zip" in capsys.readouterr().err
+
+
+def test_show_lists_without_extracting(
+    bundle: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert "failure: compile error: INTERNAL: Too many extra compilation parts" in out
+    assert "module module_0000.jit_train_step: reproduced: error" in out
+    assert "manifest.json" in out and "ISSUE.md" in out
+    assert list(tmp_path.iterdir()) == []

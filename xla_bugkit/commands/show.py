@@ -1,0 +1,46 @@
+"""``xla-bugkit show BUNDLE``: what a bundle shares, read without extracting it to disk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from xla_bugkit import archive
+from xla_bugkit.commands.verify import load_manifest
+from xla_bugkit.errors import EXIT_OK
+
+
+def _printable(name: str) -> str:
+    # Entry names come from an untrusted archive: never let them drive the terminal.
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
+
+
+def render(path: Path) -> str:
+    """The bundle's failure, modules, notes and every file with its size."""
+    manifest = load_manifest(path)
+    entries = archive.list_entries(path)
+    failure = manifest.get("failure", {})
+    lines = [
+        f"{path.name}: made by {manifest.get('tool', '?')} on {manifest.get('created', '?')}",
+        f"failure: {failure.get('kind', '?')}: {failure.get('headline', '')}",
+        f"inputs: {manifest.get('data', '?')}",
+    ]
+    for m in manifest.get("modules", []):
+        verdict = (m.get("replay") or {}).get("outcome", "not replayed")
+        lines.append(f"module {m['label']}: {verdict}; chosen because {'; '.join(m['reasons'])}")
+    lines += [f"note: {n}" for n in manifest.get("notes", [])]
+    total = sum(e.size for e in entries if e.is_file)
+    lines.append(f"{len(entries)} files, {total / 1e6:.2f} MB uncompressed:")
+    lines += [f"  {e.size:>12,}  {_printable(e.name)}" for e in entries if e.is_file]
+    return "\n".join(lines)
+
+
+def show(bundle: Path, *, json_output: bool = False) -> int:
+    """CLI: print what ``bundle`` holds (``--json``: its manifest)."""
+    if json_output:
+        json.dump(load_manifest(bundle), sys.stdout, indent=2)
+        print()
+    else:
+        print(render(bundle))
+    return EXIT_OK
