@@ -96,6 +96,29 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
     return planned
 
 
+# What goes first when a bundle is over its size budget: what a maintainer misses least.
+_EXTRA_ROLES = (Role.MEMORY_REPORT, Role.AFTER_PROTO, Role.TOPOLOGY, Role.COMPILE_OPTIONS)
+
+
+def drop_order(planned: Sequence[Planned]) -> list[Planned]:
+    """Planned files in the order they are dropped to meet a size budget.
+
+    First the extra files of every module but the first chosen, then snapshots (the real
+    inputs) largest first, then the extra files of the first module, then whole modules
+    other than the first. The first module's before/after text and buffer assignment stay.
+    """
+    if not planned:
+        return []
+    first = planned[0].module
+    extra = [p for p in planned if p.role in _EXTRA_ROLES]
+    order = [p for p in extra if p.module != first]
+    order += sorted((p for p in planned if p.role is Role.SNAPSHOT),
+                    key=lambda p: -p.source.stat().st_size)  # fmt: skip
+    order += [p for p in extra if p.module == first]
+    order += [p for p in planned if p.module != first and p not in order]
+    return order
+
+
 def _best_snapshot(module: DumpModule) -> DumpFile | None:
     # The newest execution is the one closest to the failure.
     snaps = module.all(Role.SNAPSHOT)

@@ -75,6 +75,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _size(text: str) -> int:
+    """ "25MB", "500kB", "1GB" or a number of bytes."""
+    units = {"gb": 10**9, "mb": 10**6, "kb": 10**3, "b": 1}
+    lowered = text.strip().lower()
+    for unit, factor in units.items():
+        if lowered.endswith(unit):
+            try:
+                return int(float(lowered[: -len(unit)]) * factor)
+            except ValueError:
+                break
+    if lowered.isdigit():
+        return int(lowered)
+    raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 25MB)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
     p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
@@ -101,6 +116,13 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
     p.add_argument("--keep-workdir", action="store_true", help="keep the dumps afterwards")
     p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument(
+        "--max-size",
+        type=_size,
+        default=25 * 1000 * 1000,
+        metavar="SIZE",
+        help="size budget of the bundle, e.g. 10MB (default 25MB, GitHub's limit)",
+    )
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
     p.add_argument("--no-data", dest="data", action="store_false",
                    help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
@@ -165,7 +187,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             output=args.output, fmt=args.format, timeout=args.timeout,
             replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
             workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
-            replay=args.replay, data=args.data,
+            replay=args.replay, data=args.data, max_size=args.max_size,
         )  # fmt: skip
         return collect(cmd, options, ui).exit_code
     if args.command == "verify":

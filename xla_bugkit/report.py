@@ -30,9 +30,11 @@ def build(
     redactor: Redactor,
     data: bool,
     bundle_name: str,
+    dropped: Sequence[str] = (),
 ) -> bundle.Manifest:
     """Write everything that goes into the archive under ``stage``; return the manifest."""
-    planned = bundle.plan(index, selection.chosen, data=data)
+    planned = [p for p in bundle.plan(index, selection.chosen, data=data)
+               if p.arcname not in dropped]  # fmt: skip
     counts = bundle.stage(planned, stage, redactor)
     text = redactor.text
     log_tail, found = redactor.text_with_report(_tail(run.output, LOG_TAIL_BYTES))
@@ -50,6 +52,7 @@ def build(
     notes = [text(n) for n in run.xla_flags.notes]
     if not data:
         notes.append("no input data shipped (--no-data): replay uses generated inputs")
+    notes += [f"left out to fit the size budget: {name}" for name in dropped]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
     bundle.write_text(stage, "ISSUE.md", render(run, selection, verdicts, env, text, bundle_name))

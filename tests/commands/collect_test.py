@@ -189,3 +189,16 @@ def test_default_output_is_7z_and_says_github_needs_zip(tmp: Path) -> None:
     assert done.returncode == 3, done.stderr  # bundle written, no replay to prove it
     assert (tmp / "bundle.7z").stat().st_size > 0
     assert "GitHub does not accept .7z" in done.stderr
+
+
+def test_size_budget_drops_in_the_documented_order(tmp: Path) -> None:
+    c = collect(tmp, "runtime_error", "--no-replay", "--max-size", "9kB", name="small.zip")
+    m = c.manifest()
+    left_out = [n.split(": ", 1)[1] for n in m["notes"] if n.startswith("left out to fit")]
+    assert left_out, m["notes"]
+    # The snapshot (real inputs) goes before the first module's extra files.
+    assert ".snapshot." in left_out[0]
+    assert c.bundle.stat().st_size <= 9000 or "nothing left to drop" in c.stderr
+    assert set(left_out).isdisjoint(c.names())
+    assert_report_files(c, "jit_make_buffer")
+    assert "over the size budget: leaving out" in c.stderr

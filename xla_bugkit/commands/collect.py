@@ -40,6 +40,7 @@ class CollectOptions:
     replay: bool = True
     data: bool = True  # ship snapshots (real inputs)
     limit: int = 3
+    max_size: int | None = 25 * 1000 * 1000  # GitHub's attachment limit
 
 
 @dataclass(frozen=True)
@@ -109,22 +110,53 @@ def _collect_in(
         module_re=options.module_re, symbol=options.symbol, limit=options.limit,
     )  # fmt: skip
     verdicts = _replay_all(dump_dir, selection, run, options, ui) if options.replay else ()
-    redactor = Redactor.for_this_machine()
     with ui.phase("writing the bundle"):
-        manifest = report.build(
-            stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
-            redactor=redactor, data=options.data, bundle_name=options.output.name,
-        )  # fmt: skip
-        files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
-        size = archive.write_archive(
-            files, options.output, fmt, progress=ui.progress("compressing")
-        )
+        manifest, size = _write_within_budget(stage_dir, index, selection, run, verdicts,
+                                              options, fmt, ui)  # fmt: skip
     result = CollectResult(
         _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
         tuple(manifest["notes"]),
     )  # fmt: skip
     ui.summary(report.summary(result.bundle, size, selection, verdicts, run, fmt))
     return result
+
+
+def _write_within_budget(
+    stage_dir: Path,
+    index: dumps.DumpIndex,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: tuple[replay.Verdict, ...],
+    options: CollectOptions,
+    fmt: str,
+    ui: Ui,
+) -> tuple[bundle.Manifest, int]:
+    """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
+
+    The compressed size is only known after compressing, so each drop rewrites the archive;
+    bundles are small and drops are rare, which keeps this simpler than estimating.
+    """
+    redactor = Redactor.for_this_machine()
+    order = bundle.drop_order(bundle.plan(index, selection.chosen, data=options.data))
+    dropped: list[str] = []
+    while True:
+        shutil.rmtree(stage_dir, ignore_errors=True)
+        manifest = report.build(
+            stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
+            redactor=redactor, data=options.data, bundle_name=options.output.name,
+            dropped=dropped,
+        )  # fmt: skip
+        files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
+        size = archive.write_archive(
+            files, options.output, fmt, progress=ui.progress("compressing")
+        )
+        if options.max_size is None or size <= options.max_size:
+            return manifest, size
+        if len(dropped) == len(order):
+            ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
+            return manifest, size
+        dropped.append(order[len(dropped)].arcname)
+        ui.say(f"over the size budget: leaving out {dropped[-1]}")
 
 
 def _files(root: Path) -> list[Path]:
