@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,3 +204,21 @@ def test_size_budget_drops_in_the_documented_order(tmp: Path) -> None:
     assert set(left_out).isdisjoint(c.names())
     assert_report_files(c, "jit_make_buffer")
     assert "over the size budget: leaving out" in c.stderr
+
+
+def test_sigterm_mid_run_stops_the_program_and_still_bundles(tmp: Path) -> None:
+    out = tmp / "interrupted.zip"
+    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "5", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "hang.py")]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "starting"  # the program is about to spin
+    time.sleep(3)  # let JAX compile and start the loop
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode == 130, stderr
+    assert "the program ended: interrupted" in stderr
+    c = Collected(child.returncode, stderr, out)
+    assert c.manifest()["failure"]["kind"] == "interrupted"
+    assert [m["name"] for m in c.manifest()["modules"]] == ["jit_spin"]
