@@ -114,9 +114,7 @@ def verify_bundle(path: Path, *, timeout: float = 300.0, ui: Ui | None = None) -
             extracted = archive.extract_safely(path, dest)
         check_integrity(dest, manifest, extracted)
         ui.say(f"{path.name}: integrity ok ({len(manifest['files'])} files)")
-        checks = tuple(
-            _replay_module(dest, m, failure, timeout, ui) for m in manifest["modules"]
-        )
+        checks = tuple(_replay_module(dest, m, failure, timeout, ui) for m in manifest["modules"])
     finally:
         shutil.rmtree(dest, ignore_errors=True)
     return VerifyResult(path, failure, checks)
