@@ -6,18 +6,20 @@ Each program runs once per module (module-scoped fixtures); every replay is a re
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from xla_bugkit import proc
+from xla_bugkit import proc, replay_worker
 from xla_bugkit.hlo_proto import HloProto
-from xla_bugkit.replay import Outcome, ReplayInput, Verdict, replay
-from xla_bugkit.signature import Failure, Kind, classify
+from xla_bugkit.replay import Outcome, ReplayInput, Verdict, _Child, _judge_result, replay
+from xla_bugkit.signature import Failure, Kind, Phase, classify
 
 DUMP_FLAGS = (
     "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto --xla_dump_hlo_snapshots "
@@ -28,6 +30,8 @@ FAST_MATH = (
     "--xla_cpu_fast_math_honor_nans=false",
     "--xla_cpu_fast_math_honor_infs=false",
 )
+
+PROGRAM_FILES = Path(__file__).resolve().parent / "programs"  # run as they are
 
 PROGRAMS = {
     "normal": """
@@ -75,15 +79,31 @@ class Dumped:
     def module(self, name: str) -> ReplayInput:
         """The last module of that name, as collect would select it."""
         hlo = sorted(self.dump.glob(f"module_*.{name}.before_optimizations.hlo.pb"))[-1]
+        return self._input(name, hlo)
+
+    def first_module(self, name: str, parameter_type: str) -> ReplayInput:
+        """The first module of that name whose entry parameters are all ``parameter_type``."""
+        for hlo in sorted(self.dump.glob(f"module_*.{name}.before_optimizations.hlo.pb")):
+            text = hlo.with_suffix("").with_suffix(".txt").read_text()
+            layout = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
+            types = re.findall(r"\b([a-z]+\d*)\[", layout.group(1)) if layout else []
+            if types and set(types) == {parameter_type}:
+                return self._input(name, hlo)
+        raise AssertionError(f"no {name} module with {parameter_type} parameters in {self.dump}")
+
+    def _input(self, name: str, hlo: Path) -> ReplayInput:
         prefix = hlo.name.split(".before_optimizations")[0]
         snapshots = sorted(self.dump.glob(f"{prefix}.snapshot.*.pb"))
         return ReplayInput(name, hlo, snapshots[0] if snapshots else None, xla_flags=self.flags)
 
 
 def _dump(root: Path, program: str, flags: tuple[str, ...] = (), timeout: float = 60) -> Dumped:
-    script = root / f"{program}.py"
-    body = textwrap.dedent(PROGRAMS[program])
-    script.write_text(f"import jax, jax.numpy as jnp, numpy as np\n{body}\n")
+    if program in PROGRAMS:
+        script = root / f"{program}.py"
+        body = textwrap.dedent(PROGRAMS[program])
+        script.write_text(f"import jax, jax.numpy as jnp, numpy as np\n{body}\n")
+    else:
+        script = PROGRAM_FILES / f"{program}.py"
     dump = root / f"dump_{program}"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = " ".join((f"--xla_dump_to={dump}", DUMP_FLAGS, *flags))
@@ -104,6 +124,8 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dumped]:
         "callback": ((), 60),
         "nan": (FAST_MATH, 60),
         "pmap": (("--xla_force_host_platform_device_count=2",), 60),
+        # tests/programs/wrong_result.py (jax#39103); last: it is the heaviest run.
+        "wrong_result": ((), 120),
     }
     # Each is its own process; running them side by side keeps the suite fast.
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
@@ -194,6 +216,61 @@ def test_fast_math_nan_loss_is_a_wrong_result(dumps: dict[str, Dumped]) -> None:
     assert verdict.numbers["reference"] == "op-by-op"
     assert verdict.numbers["mismatches"] == 2 and verdict.numbers["nans"] == 2
     assert verdict.numbers["first_indices"] == [[0, 1], [0, 4]]
+
+
+def test_ynn_fusion_wrong_result_reproduces_against_op_by_op(dumps: dict[str, Dumped]) -> None:
+    # jax#39103: XLA:CPU's YNN fusion puts another row's value at index 16384. The module
+    # takes f64, so the replay must not canonicalise its arguments to f32 (it once failed
+    # with "INVALID_ARGUMENT: E0102: RuntimeProgramInputMismatch").
+    wrong = dumps["wrong_result"]
+    assert wrong.failure.kind is Kind.EXIT  # the program's own check exits 1
+    inp = wrong.first_module("jit_f", "f64")
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.inputs == "snapshot"
+    assert verdict.matches_recorded is True  # the user's wrong result, replayed
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.numbers["elements"] == 16385
+    mismatches = verdict.numbers["mismatches"]
+    assert isinstance(mismatches, int) and mismatches >= 1
+    first = verdict.numbers["first_indices"]
+    assert isinstance(first, list) and first[0] == [0, 16384]
+
+    # Without the YNN fusion the result is right, and the conservative-flags reference (which
+    # turns the fusion off as well) agrees with it.
+    no_ynn = replace(inp, xla_flags=("--xla_cpu_experimental_ynn_fusion_type=",))
+    verdict = replay(no_ynn, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+
+
+def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -> None:
+    # A whole-module reference can carry a miscompile of its own (jax#39103's YNN fusion did,
+    # before the conservative flags turned it off); op by op, no fusion touches the result.
+    right, wrong = np.arange(4.0), np.array([0.0, 1.0, 2.0, 9.0])
+    test_out, ref_out = tmp_path / "test", tmp_path / "ref"
+    for folder, arrays in ((test_out, {"test": right}), (ref_out, {"opbyop": right})):
+        folder.mkdir()
+        for stem, array in arrays.items():
+            replay_worker.save_arrays(folder / f"{stem}.npz", [array])
+    replay_worker.save_arrays(ref_out / "conservative.npz", [wrong])
+    done = proc.Completed(0, "", False, 0.0)
+    test = _Child(done, test_out, Phase.RUN, "snapshot", None)
+    ref = _Child(done, ref_out, Phase.RUN, "snapshot", None)
+    inp = ReplayInput("jit_f", tmp_path / "m.hlo.pb")
+    verdict = _judge_result(inp, test, ref, None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.evidence.startswith(
+        "ran to completion; result agrees with op-by-op (the conservative flags reference "
+        "differs: 1/4 elements differ"
+    )
+    # Without the op-by-op reference, the conservative one alone still decides.
+    (ref_out / "opbyop.npz").unlink()
+    (ref_out / "opbyop.error").write_text("no op-by-op here")
+    verdict = _judge_result(inp, test, ref, None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.numbers["reference"] == "conservative flags"
 
 
 def test_without_fast_math_the_same_module_is_fine(dumps: dict[str, Dumped]) -> None:

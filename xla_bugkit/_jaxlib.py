@@ -196,14 +196,42 @@ def compile(
     return compile_and_load(mlir, device_list, options)
 
 
+def _exact_dtypes() -> Any:
+    """A context in which ``jax.device_put`` keeps 64-bit dtypes.
+
+    With ``jax_enable_x64`` off (JAX's default, and so the replay child's), ``device_put``
+    canonicalises f64/s64/u64/c128 host arrays to their 32-bit types. A module that takes
+    f64 then rejects them (``INVALID_ARGUMENT: E0102: RuntimeProgramInputMismatch``), and
+    the op-by-op reference would silently compute in the wrong precision.
+    """
+    jax = _module("jax")
+    context = getattr(jax, "enable_x64", None)  # public since jax 0.6-ish
+    if context is None:
+        experimental = _module("jax.experimental")
+        context = _attr(experimental, "enable_x64", "the enable_x64 context manager")
+        return context()
+    return context(True)
+
+
 def execute(executable: Executable, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run a single-device executable on host arrays; the outputs come back as arrays."""
+    """Run a single-device executable on host arrays; the outputs come back as arrays.
+
+    Arguments reach the device with exactly their own dtypes: a module's parameter types
+    are fixed, and JAX's dtype canonicalisation must not touch them.
+    """
     jax = _module("jax")
     devices = _attr(executable, "local_devices", "LoadedExecutable.local_devices")()
     if len(devices) != 1:
         raise BugkitError(f"running on {len(devices)} devices is not supported yet")
-    placed = [jax.device_put(np.asarray(a), devices[0]) for a in args]
-    run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
-    results = run(placed)
-    outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
-    return [np.asarray(shards[0]) for shards in outputs]
+    host = [np.asarray(a) for a in args]
+    with _exact_dtypes():
+        placed = [jax.device_put(a, devices[0]) for a in host]
+        for i, (a, p) in enumerate(zip(host, placed, strict=True)):
+            if np.dtype(p.dtype) != a.dtype:
+                raise BugkitError(
+                    f"argument {i} ({a.dtype}) reached the device as {np.dtype(p.dtype)}"
+                )
+        run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
+        results = run(placed)
+        outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
+        return [np.asarray(shards[0]) for shards in outputs]
