@@ -222,3 +222,16 @@ def test_sigterm_mid_run_stops_the_program_and_still_bundles(tmp: Path) -> None:
     c = Collected(child.returncode, stderr, out)
     assert c.manifest()["failure"]["kind"] == "interrupted"
     assert [m["name"] for m in c.manifest()["modules"]] == ["jit_spin"]
+
+
+def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
+    """jax-ml/jax#39103: XLA CPU's YNN fusion gives a wrong element; op-by-op is right."""
+    c = collect(tmp, "wrong_result", "--module", r"\.jit_f$")
+    assert c.returncode == 0, c.stderr
+    m = c.manifest()
+    assert m["failure"]["kind"] == "non-XLA failure"  # the program's own check exits 1
+    outcomes = {x["replay"]["outcome"] for x in m["modules"]}
+    assert "reproduced: wrong result" in outcomes
+    wrong = next(x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: wrong result")
+    assert wrong["replay"]["numbers"]["reference"] == "op-by-op"
+    assert "op-by-op reference" in wrong["replay"]["evidence"]
