@@ -38,7 +38,8 @@ class Role(str, Enum):
 
 # The module prefix: optional microsecond timestamp, then module_NNNN.
 _PREFIX = re.compile(r"^(?:(?P<ts>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
-_AFTER = r"(?P<platform>(?:[\w.]+_)?)after_optimizations"
+# "cpu_", "gpu_", "sm_9.0_gpu_" or nothing; a dotted module name must not be taken for it.
+_AFTER = r"(?P<platform>(?:(?:sm_\d+\.\d+_)?[A-Za-z]\w*_)?)after_optimizations"
 # Suffix patterns, most specific first; each leaves the module name in front of it.
 _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
     (role, re.compile(rf"^(?P<name>.+?)\.{pattern}$"))
@@ -53,7 +54,7 @@ _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
         (Role.AFTER_PROTO, rf"{_AFTER}\.hlo\.pb(?:\.gz)?"),
         (Role.DEBUG_OPTIONS, r"debug_options"),
         (Role.SNAPSHOT, r"(?:snapshot\.-?\d+\.pb|execution_\d+\.hlo_snapshot\.pb)"),
-        (Role.PASS_DUMP, r"\d{4}\.[\w.-]+\.(?:before|after)_[\w.-]+\.txt"),
+        (Role.PASS_DUMP, r"\d{4}\.[\w.-]+\.(?:before|after)_[\w.-]+\.(?:txt|hlo\.pb(?:\.gz)?)"),
     )
 )
 _BACKEND = re.compile(r"\.(?:ll|o|ptx|cubin|s|asm|mlir)$|autotun|obj-file|\.thunk_sequence", re.I)

@@ -30,7 +30,13 @@ def split(value: str | None) -> list[str]:
 
 
 def join(flags: Sequence[str]) -> str:
-    return " ".join(shlex.quote(f) if " " in f else f for f in flags)
+    # XLA reads quotes only after the "=": --xla_dump_to='/a b', not '--xla_dump_to=/a b'.
+    return " ".join(_quote_value(f) for f in flags)
+
+
+def _quote_value(flag: str) -> str:
+    name, sep, value = flag.partition("=")
+    return f"{name}={shlex.quote(value)}" if sep and " " in value else flag
 
 
 def name_of(flag: str) -> str:

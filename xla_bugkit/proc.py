@@ -66,6 +66,7 @@ def _start(
     cwd: Path | None,
     limits: Limits | None,
     stdin: int | None,
+    echo: bool,
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
@@ -74,7 +75,9 @@ def _start(
             cwd=cwd,
             stdin=stdin,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            # One pipe keeps the order of a quiet child's output exactly (the last line is
+            # the one that names the failure); a streamed child keeps its two streams apart.
+            stderr=subprocess.PIPE if echo else subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_preexec(limits),
         )
@@ -144,12 +147,13 @@ def run(
     arrives, so a crash of this process still leaves the log on disk.
     """
     started = time.monotonic()
-    proc = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin)
+    proc = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
     keep: list[bytes] = []
     lock = threading.Lock()
     readers = []
     for pipe, terminal in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
-        assert pipe is not None
+        if pipe is None:  # stderr merged into stdout
+            continue
         sinks = [s for s in (terminal.buffer if echo else None, log) if s is not None]
         reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
         reader.start()

@@ -40,7 +40,7 @@ def child_env(base: Mapping[str, str], dump_dir: Path) -> tuple[dict[str, str], 
     # Full tracebacks show whether the error came from compiling or from running.
     env.setdefault("JAX_TRACEBACK_FILTERING", "off")
     # Pallas/Mosaic TPU kernels dump through libtpu's own flags.
-    mosaic = f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"
+    mosaic = flags.join([f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"])
     env["LIBTPU_INIT_ARGS"] = f"{base.get('LIBTPU_INIT_ARGS', '')} {mosaic}".strip()
     env["PYTHONUNBUFFERED"] = "1"
     return env, merged

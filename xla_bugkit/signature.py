@@ -313,7 +313,8 @@ def _signal_name(exit_status: int | None) -> str | None:
     if exit_status is None:
         return None
     # A shell reports a child's death by signal N as exit status 128 + N.
-    number = -exit_status if exit_status < 0 else exit_status - 128 if exit_status > 128 else 0
+    shell_signal = 128 < exit_status <= 128 + 64  # 255 is exit(-1), not a signal
+    number = -exit_status if exit_status < 0 else exit_status - 128 if shell_signal else 0
     if number <= 0:
         return None
     try:

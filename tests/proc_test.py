@@ -1,0 +1,216 @@
+"""proc: real child processes, their output, their process groups, limits and signals."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit import proc
+from xla_bugkit.errors import ProcessError
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is dead for our purpose.
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_output_is_captured_from_stdout_and_stderr() -> None:
+    done = proc.run(
+        python("import sys; print('to out', flush=True); print('to err', file=sys.stderr)")
+    )
+    assert done.returncode == 0
+    assert "to out\n" in done.output and "to err\n" in done.output
+    assert not done.timed_out and not done.interrupted
+    assert done.duration > 0
+
+
+def test_run_captured_is_quiet(capfd: pytest.CaptureFixture[str]) -> None:
+    done = proc.run_captured(python("print('hidden')"))
+    assert done.output == "hidden\n"
+    out, err = capfd.readouterr()
+    assert "hidden" not in out and "hidden" not in err
+
+
+def test_echo_streams_to_our_stdout_and_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    code = "import sys; print('live out', flush=True); print('live err', file=sys.stderr)"
+    done = proc.run(python(code), echo=True)
+    out, err = capfd.readouterr()
+    assert out == "live out\n"
+    assert err == "live err\n"
+    assert "live out" in done.output and "live err" in done.output
+
+
+def test_log_gets_the_output_as_it_arrives(tmp_path: Path) -> None:
+    log_path = tmp_path / "run.log"
+    marker = tmp_path / "marker"
+    # The child waits until the first line is in the log: proof it was written live.
+    code = (
+        "import pathlib, sys, time\n"
+        "print('first', flush=True)\n"
+        f"log = pathlib.Path({str(log_path)!r}); deadline = time.time() + 20\n"
+        "while b'first' not in log.read_bytes() and time.time() < deadline: time.sleep(0.02)\n"
+        f"pathlib.Path({str(marker)!r}).write_text(str(b'first' in log.read_bytes()))\n"
+        "print('second')\n"
+    )
+    with log_path.open("wb") as log:
+        done = proc.run(python(code), log=log, timeout=60)
+    assert done.returncode == 0
+    assert marker.read_text() == "True"
+    assert log_path.read_text() == "first\nsecond\n" == done.output
+
+
+def test_log_to_a_file_like_object() -> None:
+    sink = io.BytesIO()
+    done = proc.run(["bash", "-c", "echo one; echo two >&2"], log=sink)
+    assert sorted(sink.getvalue().decode().splitlines()) == ["one", "two"]
+    assert sorted(done.output.splitlines()) == ["one", "two"]
+
+
+def test_binary_garbage_is_decoded_with_replacement() -> None:
+    done = proc.run(python("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe end')"))
+    assert done.output == "ok \ufffd\ufffd end"
+
+
+def test_env_and_cwd_reach_the_child(tmp_path: Path) -> None:
+    code = "import os; print(os.environ['BUGKIT_PROBE'], os.getcwd())"
+    done = proc.run(python(code), env={**os.environ, "BUGKIT_PROBE": "yes"}, cwd=tmp_path)
+    assert done.output.split() == ["yes", str(tmp_path)]
+
+
+def test_exit_status_is_kept() -> None:
+    assert proc.run(python("raise SystemExit(7)")).returncode == 7
+
+
+def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 100 & echo $! > {pid_file}; echo started; sleep 100"
+    started = time.monotonic()
+    done = proc.run(["bash", "-c", script], timeout=1)
+    assert time.monotonic() - started < proc.GRACE_SECONDS + 10
+    assert done.timed_out and not done.interrupted
+    assert done.returncode == -signal.SIGTERM
+    assert "started" in done.output
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+
+
+def test_a_child_that_ignores_sigterm_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proc, "GRACE_SECONDS", 0.5)  # the wait before SIGKILL
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(100)\n"
+    )
+    done = proc.run(python(code), timeout=1)
+    assert done.timed_out
+    assert done.returncode == -signal.SIGKILL
+    assert 1.5 <= done.duration < 10
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT])
+def test_death_by_signal_is_a_negative_returncode(sig: signal.Signals) -> None:
+    done = proc.run(python(f"import os; os.kill(os.getpid(), {int(sig)})"))
+    assert done.returncode == -sig
+    assert not done.timed_out
+
+
+def test_a_real_segfault() -> None:
+    done = proc.run(python("import ctypes; ctypes.string_at(0)"))
+    assert done.returncode == -signal.SIGSEGV
+
+
+def test_file_size_limit_kills_a_child_writing_a_big_file(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    argv = ["dd", "if=/dev/zero", f"of={big}", "bs=1000000", "count=4"]
+    done = proc.run(argv, limits=proc.Limits(file_size_bytes=1_000_000))
+    assert done.returncode == -signal.SIGXFSZ
+    assert big.stat().st_size == 1_000_000
+
+
+def test_file_size_limit_in_a_python_child_is_an_error(tmp_path: Path) -> None:
+    # CPython ignores SIGXFSZ, so its write fails with EFBIG instead of killing it.
+    big = tmp_path / "big.bin"
+    code = f"open({str(big)!r}, 'wb').write(b'x' * 4_000_000)"
+    done = proc.run(python(code), limits=proc.Limits(file_size_bytes=1_000_000))
+    assert done.returncode == 1
+    assert "OSError: [Errno 27] File too large" in done.output
+    assert big.stat().st_size <= 1_000_000
+
+
+def test_limits_do_not_apply_to_us(tmp_path: Path) -> None:
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_FSIZE)
+    proc.run(python("pass"), limits=proc.Limits(file_size_bytes=1000))
+    assert resource.getrlimit(resource.RLIMIT_FSIZE) == before
+
+
+def test_memory_limit_makes_a_big_allocation_fail() -> None:
+    code = "b = bytearray(2_000_000_000)"
+    done = proc.run(python(code), limits=proc.Limits(memory_bytes=500_000_000))
+    assert done.returncode == 1
+    assert "MemoryError" in done.output
+
+
+def test_command_not_found_is_a_process_error(tmp_path: Path) -> None:
+    with pytest.raises(ProcessError) as raised:
+        proc.run(["no-such-command-for-bugkit"])
+    assert str(raised.value) == "cannot run 'no-such-command-for-bugkit': command not found"
+    assert raised.value.exit_code == 1
+
+
+def test_a_file_that_is_not_executable_is_a_process_error(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    with pytest.raises(ProcessError, match="permission denied"):
+        proc.run([str(script)])
+
+
+def test_sigterm_as_interrupt_raises_keyboard_interrupt() -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), proc.sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler runs at the next bytecode; never reached
+    assert signal.getsignal(signal.SIGTERM) == previous
+
+
+def test_sigterm_during_a_run_stops_the_child_as_interrupted(tmp_path: Path) -> None:
+    # The child's own subshell sends us (its parent) SIGTERM while proc.run waits on it.
+    pid_file = tmp_path / "child.pid"
+    script = f"echo $$ > {pid_file}; (sleep 0.5; kill -TERM $PPID) & sleep 100"
+    with proc.sigterm_as_interrupt():
+        done = proc.run(["bash", "-c", script], timeout=30)
+    assert done.interrupted and not done.timed_out
+    # The child got SIGINT, as from Ctrl-C.
+    assert done.returncode == -signal.SIGINT
+    assert done.duration < 10
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_combined_output_keeps_the_childs_order() -> None:
+    code = "for i in range(200): print('progress', i)\nraise SystemExit('the real message')\n"
+    for _ in range(20):  # the race is lost ~40% of runs here; 20 runs make it certain
+        done = proc.run([sys.executable, "-u", "-c", code])
+        assert done.output.splitlines()[-1] == "the real message"
