@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import Any, TypedDict
 
 from xla_bugkit import __version__, flags
 from xla_bugkit.dumps import DumpFile, DumpIndex, DumpModule, Role
-from xla_bugkit.redact import Redactor
+from xla_bugkit.redact import HOME_PATH, Redactor
 from xla_bugkit.replay import ReplayInput
 from xla_bugkit.select import Chosen
 
@@ -126,7 +125,7 @@ def _best_snapshot(module: DumpModule) -> DumpFile | None:
 
 
 def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter[str]:
-    """Copy planned files into ``dest``: text redacted, binaries as they are.
+    """Copy planned files into ``dest``: text redacted; in binaries, home paths rewritten.
 
     Returns the redaction counts (home paths, user names, ...) for the summary.
     """
@@ -139,7 +138,9 @@ def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter
             target.write_text(text, "utf-8")
             counts.update(found)
         else:
-            shutil.copyfile(p.source, target)
+            found_paths = redactor.copy_binary(p.source, target)
+            if found_paths:
+                counts[HOME_PATH] += found_paths
     return counts
 
 

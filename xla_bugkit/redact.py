@@ -12,6 +12,7 @@ import getpass
 import os
 import platform
 import re
+import shutil
 import socket
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -163,6 +164,32 @@ class Redactor:
         # once as a home path and not again as the user name inside it.
         _apply(_binary_rules(self), b.decode("latin-1"), note)
         return sorted(found)
+
+    def copy_binary(self, src: Path, dst: Path, *, chunk: int = 8 << 20) -> int:
+        """Copy a binary proto, rewriting home paths in place; returns how many were rewritten.
+
+        ``/home/alice/proj/x.py`` becomes ``~//////////proj/x.py``: the same length, so every
+        protobuf length prefix stays valid, and still the same path once read (repeated
+        slashes are one). Streams, so a large snapshot is never held in memory.
+        """
+        needles = [(h + "/").encode() for h in self.home]
+        if not needles:
+            shutil.copyfile(src, dst)
+            return 0
+        carry_len = max(len(n) for n in needles) - 1
+        count = 0
+        with src.open("rb") as fin, dst.open("wb") as fout:
+            carry = b""
+            while block := fin.read(chunk):
+                buf = carry + block
+                for needle in needles:
+                    count += buf.count(needle)
+                    buf = buf.replace(needle, b"~" + b"/" * (len(needle) - 1))
+                cut = max(len(buf) - carry_len, 0)
+                fout.write(buf[:cut])
+                carry = buf[cut:]
+            fout.write(carry)
+        return count
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""

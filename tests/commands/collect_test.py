@@ -235,3 +235,28 @@ def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
     wrong = next(x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: wrong result")
     assert wrong["replay"]["numbers"]["reference"] == "op-by-op"
     assert "op-by-op reference" in wrong["replay"]["evidence"]
+
+
+def test_home_paths_never_leave_the_machine(tmp: Path) -> None:
+    """The program lives under the home dir, so HLO metadata (text and protos) names it."""
+    home = tmp / "home" / "alice-bugkit"
+    project = home / "proj"
+    project.mkdir(parents=True)
+    program = project / "crash.py"
+    program.write_text((PROGRAMS / "compile_error.py").read_text())
+    out = tmp / "home.zip"
+    argv = [XLA_BUGKIT, "collect", "-q", "-o", str(out), "--", sys.executable, str(program)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HOME": str(home), "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    c = Collected(done.returncode, done.stderr, out)
+    with zipfile.ZipFile(out) as z:
+        for name in z.namelist():
+            assert str(home).encode() not in z.read(name), name
+            assert b"alice-bugkit" not in z.read(name), name
+    assert "~/proj/crash.py" in c.text("log.txt") or "~/proj/crash.py" in c.text("ISSUE.md")
+    assert any(n.startswith("redacted: ") and "home path" in n for n in c.manifest()["notes"])
+    # The rewritten protos still replay: the maintainer sees the same failure.
+    verify = subprocess.run([XLA_BUGKIT, "verify", "-q", str(out)], capture_output=True,
+                            text=True, timeout=600)  # fmt: skip
+    assert verify.returncode == 0, verify.stdout + verify.stderr
