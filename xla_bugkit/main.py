@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_verify(sub)
     _add_replay(sub)
     _add_show(sub)
+    _add_repack(sub)
     return p
 
 
@@ -178,6 +179,20 @@ def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(p)
 
 
+def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "repack",
+        help="write a bundle again in another format (GitHub accepts .zip, not .7z)",
+        description="Unpack a bundle safely, check it against its manifest, and write it "
+        "again in the format OUT's name asks for.",
+        epilog="examples:\n  xla-bugkit repack bundle.7z bundle.zip",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bundle", type=Path, help="the bundle to read")
+    p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
+    _common(p)
+
+
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
         from xla_bugkit.commands.collect import CollectOptions, collect
@@ -194,6 +209,10 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.verify import verify
 
         return verify(args.bundle, json_output=args.json, timeout=args.timeout, ui=ui)
+    if args.command == "repack":
+        from xla_bugkit.commands.repack import repack
+
+        return repack(args.bundle, args.out, ui=ui)
     if args.command == "show":
         from xla_bugkit.commands.show import show
 

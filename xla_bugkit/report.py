@@ -156,11 +156,11 @@ def summary(
     lines.append(f"  bundle: {path} ({_mb(size)})")
     if size > GITHUB_LIMIT:
         lines.append("  note: over GitHub's 25 MB attachment limit")
-    if fmt == "7z":
-        zipped = path.with_suffix(".zip").name if path else "bundle.zip"
+    if fmt == "7z" and path is not None:
+        zipped = shlex.quote(str(path.with_suffix(".zip")))
         lines.append(
-            f"  note: GitHub does not accept .7z attachments; for GitHub run: "
-            f"xla-bugkit collect -o {zipped} -- {shlex.join(run.command)}"
+            "  note: GitHub does not accept .7z attachments; to attach it there run: "
+            f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
     lines.append(
         "  next: read ISSUE.md in the bundle, then open a new issue with its text and attach "

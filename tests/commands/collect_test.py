@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit.main import main
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -191,6 +193,9 @@ def test_default_output_is_7z_and_says_github_needs_zip(tmp: Path) -> None:
     assert done.returncode == 3, done.stderr  # bundle written, no replay to prove it
     assert (tmp / "bundle.7z").stat().st_size > 0
     assert "GitHub does not accept .7z" in done.stderr
+    assert "xla-bugkit repack bundle.7z bundle.zip" in done.stderr
+    assert main(["repack", str(tmp / "bundle.7z"), str(tmp / "repacked.zip")]) == 0
+    assert zipfile.is_zipfile(tmp / "repacked.zip")
 
 
 def test_size_budget_drops_in_the_documented_order(tmp: Path) -> None:
@@ -246,8 +251,8 @@ def test_home_paths_never_leave_the_machine(tmp: Path) -> None:
     program.write_text((PROGRAMS / "compile_error.py").read_text())
     out = tmp / "home.zip"
     argv = [XLA_BUGKIT, "collect", "-q", "-o", str(out), "--", sys.executable, str(program)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HOME": str(home), "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    env = {**os.environ, "HOME": str(home), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr
     c = Collected(done.returncode, done.stderr, out)
     with zipfile.ZipFile(out) as z:
