@@ -69,3 +69,25 @@ def test_a_users_workdir_keeps_their_files(tmp_path: Path) -> None:
     assert main(["collect", "-q", "--workdir", str(tmp_path), "--", "no-such-program-xyz"]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     assert mine.read_text() == "mine"
+
+
+def test_config_file_makes_zip_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xla_bugkit import config
+
+    (tmp_path / "xla-bugkit").mkdir()
+    (tmp_path / "xla-bugkit" / "config.toml").write_text('format = "zip"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert config.load() == config.Config(format="zip", max_size="25MB")
+
+
+def test_a_bad_config_file_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "xla-bugkit").mkdir()
+    (tmp_path / "xla-bugkit" / "config.toml").write_text('format = "rar"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(["collect", "--", "true"]) == 1
+    path = tmp_path / "xla-bugkit" / "config.toml"
+    assert capsys.readouterr().err.strip() == (
+        f"xla-bugkit: error: {path}: format must be one of 7z, zip, tar.gz, not 'rar'"
+    )

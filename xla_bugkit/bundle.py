@@ -182,7 +182,7 @@ def module_entry(c: Chosen, planned: Sequence[Planned]) -> ModuleEntry:
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 def write_manifest(root: Path, manifest: Manifest) -> Path:

@@ -11,11 +11,11 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """What a dump file is, for a bug report."""
 
     BEFORE_TEXT = "before_optimizations.txt"

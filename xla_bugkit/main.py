@@ -105,8 +105,9 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         epilog=COLLECT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-o", "--output", type=Path, default=Path("bundle.7z"),
-                   help="the bundle to write: .7z (default), .zip or .tar.gz")  # fmt: skip
+    p.add_argument("-o", "--output", type=Path,
+                   help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
+                   "the format set in the user config file)")  # fmt: skip
     p.add_argument("--format", choices=("7z", "zip", "tar.gz"), help="archive format")
     p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
     p.add_argument("--replay-timeout", type=float, default=300.0,
@@ -120,7 +121,6 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--max-size",
         type=_size,
-        default=25 * 1000 * 1000,
         metavar="SIZE",
         help="size budget of the bundle, e.g. 10MB (default 25MB, GitHub's limit)",
     )
@@ -195,14 +195,19 @@ def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
+        from xla_bugkit import config
         from xla_bugkit.commands.collect import CollectOptions, collect
 
+        defaults = config.load()
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        fmt = args.format or (None if args.output else defaults.format)
         options = CollectOptions(
-            output=args.output, fmt=args.format, timeout=args.timeout,
+            output=args.output or Path(f"bundle.{args.format or defaults.format}"),
+            fmt=fmt, timeout=args.timeout,
             replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
             workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
-            replay=args.replay, data=args.data, max_size=args.max_size,
+            replay=args.replay, data=args.data,
+            max_size=args.max_size if args.max_size is not None else _size(defaults.max_size),
         )  # fmt: skip
         return collect(cmd, options, ui).exit_code
     if args.command == "verify":

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ class ReplayInput:
     platform: str = "cpu"
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     REPRODUCED_CRASH = "reproduced: crash"
     REPRODUCED_ERROR = "reproduced: error"
     REPRODUCED_HANG = "reproduced: hang"

@@ -10,11 +10,11 @@ import re
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """What kind of failure a run ended in. The values appear in manifests and JSON."""
 
     COMPILE_CRASH = "compile crash"  # the process died (abort, CHECK, signal) while compiling
@@ -31,7 +31,7 @@ class Kind(str, Enum):
         return self is not Kind.SUCCESS
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Where the process was when it stopped, as far as the output tells."""
 
     COMPILE = "compile"

@@ -18,6 +18,7 @@ the right value. Passing XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=
 
 Exit status: 0 if the jitted result matches the reference, 1 (SystemExit) if not.
 """
+
 import jax
 
 jax.config.update("jax_platforms", "cpu")
@@ -61,16 +62,22 @@ def check(dtype, n, x_np, label):
     rel_err = abs_err / np.maximum(np.abs(reference), 1.0)
     name = f"{np.dtype(dtype).name} n={n} {label}"
     k = bad[0] if bad.size else n - 1
-    print(f"{name}: [{k}] jit={float(jitted[k])!r} eager={float(eager[k])!r} "
-          f"numpy={float(reference[k])!r}")
-    print(f"{name}: eager matches numpy: "
-          f"{bool(np.allclose(eager, reference, rtol=1e-5, atol=0.0))}; "
-          f"jit mismatches: {bad.size}/{n} "
-          f"(first index {bad[0] if bad.size else None}); "
-          f"max abs err {abs_err.max():.6g}, max rel err {rel_err.max():.6g}")
+    print(
+        f"{name}: [{k}] jit={float(jitted[k])!r} eager={float(eager[k])!r} "
+        f"numpy={float(reference[k])!r}"
+    )
+    print(
+        f"{name}: eager matches numpy: "
+        f"{bool(np.allclose(eager, reference, rtol=1e-5, atol=0.0))}; "
+        f"jit mismatches: {bad.size}/{n} "
+        f"(first index {bad[0] if bad.size else None}); "
+        f"max abs err {abs_err.max():.6g}, max rel err {rel_err.max():.6g}"
+    )
     if bad.size:
-        return (f"{name}: {bad.size} wrong elements, max abs err "
-                f"{abs_err.max():.6g}, max rel err {rel_err.max():.6g}")
+        return (
+            f"{name}: {bad.size} wrong elements, max abs err "
+            f"{abs_err.max():.6g}, max rel err {rel_err.max():.6g}"
+        )
     return None
 
 
@@ -79,14 +86,12 @@ def main():
     failures = []
     # Sizes from the issue: one element past 128 KiB of output.
     for dtype, n in ((np.float64, 16_385), (np.float32, 32_769)):
-        for make, label in ((issue_input, "issue-input"),
-                            (random_input, "seeded-normal")):
+        for make, label in ((issue_input, "issue-input"), (random_input, "seeded-normal")):
             failure = check(dtype, n, make(dtype, n), label)
             if failure:
                 failures.append(failure)
     if failures:
-        raise SystemExit("wrong result: jax.jit differs from eager/numpy: "
-                         + "; ".join(failures))
+        raise SystemExit("wrong result: jax.jit differs from eager/numpy: " + "; ".join(failures))
     print("ok: jitted result matches the reference")
 
 
