@@ -59,6 +59,7 @@ class ModuleEntry(TypedDict):
 class Manifest(TypedDict):
     schema: int
     tool: str
+    title: str  # the suggested issue title
     created: str
     versions: dict[str, str]
     command: list[str]

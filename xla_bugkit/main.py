@@ -124,6 +124,8 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         metavar="SIZE",
         help="size budget of the bundle, e.g. 10MB (default 25MB, GitHub's limit)",
     )
+    p.add_argument("--repo", default="jax-ml/jax",
+                   help="where to file: jax-ml/jax (default) or openxla/xla")  # fmt: skip
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
     p.add_argument("--no-data", dest="data", action="store_false",
                    help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
@@ -176,6 +178,7 @@ def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
     _common(p)
 
 
@@ -206,7 +209,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             fmt=fmt, timeout=args.timeout,
             replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
             workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
-            replay=args.replay, data=args.data,
+            replay=args.replay, data=args.data, repo=args.repo,
             max_size=args.max_size if args.max_size is not None else _size(defaults.max_size),
         )  # fmt: skip
         return collect(cmd, options, ui).exit_code
@@ -221,7 +224,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "show":
         from xla_bugkit.commands.show import show
 
-        return show(args.bundle, json_output=args.json)
+        return show(args.bundle, json_output=args.json, issue=args.issue)
     from xla_bugkit.commands.replay import replay_command
 
     return replay_command(

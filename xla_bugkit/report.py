@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import bundle, envinfo, issue
+from xla_bugkit import bundle, envinfo, github, issue
 from xla_bugkit.dumps import DumpIndex
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay import Verdict
@@ -15,9 +15,8 @@ from xla_bugkit.run import RunRecord
 from xla_bugkit.select import Selection
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
+ISSUE = "ISSUE.md"
 GITHUB_LIMIT = 25 * 1000 * 1000
-# jax-ml/jax's bug form (blank issues are disabled there).
-NEW_JAX_ISSUE = "https://github.com/jax-ml/jax/issues/new?template=bug-report.yml"
 
 
 def build(
@@ -55,10 +54,12 @@ def build(
     notes += [f"left out to fit the size budget: {name}" for name in dropped]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
-    bundle.write_text(stage, "ISSUE.md", render(run, selection, verdicts, env, text, bundle_name))
+    title, body = render(run, selection, verdicts, env, text, bundle_name)
+    bundle.write_text(stage, ISSUE, body)
     manifest: bundle.Manifest = {
         "schema": bundle.SCHEMA_VERSION,
         "tool": bundle.tool_name(),
+        "title": title,
         "created": bundle.now(),
         "versions": dict(env.versions),
         "command": [text(a) for a in run.command],
@@ -93,7 +94,8 @@ def render(
     env: envinfo.EnvReport,
     text: Any,
     bundle_name: str,
-) -> str:
+) -> tuple[str, str]:
+    """The issue's suggested title and its body (ISSUE.md)."""
     f = run.failure
     platform = next((c.module.platform for c in selection.chosen if c.module.platform), None)
     title = issue.title_for(f.kind.value, text(f.signature or f.headline), platform=platform)
@@ -126,7 +128,7 @@ def render(
         selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
         replay_verdicts=verdict_rows,
     )
-    return issue.render_issue(ctx)
+    return title, issue.render_issue(ctx)
 
 
 def _exit_text(run: RunRecord) -> str:
@@ -144,6 +146,10 @@ def summary(
     verdicts: Sequence[Verdict],
     run: RunRecord,
     fmt: str,
+    *,
+    repo: str,
+    title: str,
+    body: str,
 ) -> str:
     """The closing lines of ``collect``: what was chosen and why, the verdict, what next."""
     lines = [f"\nxla-bugkit: {run.failure.describe}"]
@@ -162,10 +168,14 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
-    lines.append(
-        "  next: read ISSUE.md in the bundle, then open a new issue with its text and attach "
-        f"the bundle: {NEW_JAX_ISSUE}"
-    )
+    link = github.new_issue_url(repo, title, body)
+    shown = shlex.quote(str(path)) if path else "BUNDLE"
+    lines.append(f"  next: read ISSUE.md in the bundle (xla-bugkit show --issue {shown}), then")
+    lines.append(f"    open a prefilled issue on {repo} and attach the bundle: {link.url}")
+    if not link.body_included:
+        lines.append("    (ISSUE.md is too long for a link: paste it into the issue)")
+    gh = github.gh_command(repo, title, "-")
+    lines.append(f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}")
     return "\n".join(lines)
 
 

@@ -129,3 +129,10 @@ def test_show_lists_without_extracting(
     assert "module module_0000.jit_train_step: reproduced: error" in out
     assert "manifest.json" in out and "ISSUE.md" in out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_show_issue_prints_the_issue_text(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "--issue", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("<!--\nSuggested title: XLA CPU compile error")
+    assert "### System info (python version, jaxlib version, accelerator, etc.)" in out

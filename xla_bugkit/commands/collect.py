@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from xla_bugkit import archive, bundle, dumps, replay, report
+from xla_bugkit import archive, bundle, dumps, github, replay, report
 from xla_bugkit.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_FAILURE,
@@ -40,6 +40,7 @@ class CollectOptions:
     replay: bool = True
     data: bool = True  # ship snapshots (real inputs)
     limit: int = 3
+    repo: str = "jax-ml/jax"  # where the summary's new-issue link points
     max_size: int | None = 25 * 1000 * 1000  # GitHub's attachment limit
 
 
@@ -68,6 +69,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     if not command:
         raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
     fmt = archive.output_format(options.output, options.fmt)
+    github.check_repo(options.repo)
     work = options.workdir or default_workdir()
     ours = [work / "dump", work / "bundle", work / "run.log"]
     if options.workdir is not None and any(p.exists() for p in ours):
@@ -117,7 +119,11 @@ def _collect_in(
         _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
         tuple(manifest["notes"]),
     )  # fmt: skip
-    ui.summary(report.summary(result.bundle, size, selection, verdicts, run, fmt))
+    body = (stage_dir / report.ISSUE).read_text("utf-8")
+    ui.summary(
+        report.summary(result.bundle, size, selection, verdicts, run, fmt,
+                       repo=options.repo, title=manifest["title"], body=body)
+    )  # fmt: skip
     return result
 
 

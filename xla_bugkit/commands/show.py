@@ -10,6 +10,8 @@ from xla_bugkit import archive
 from xla_bugkit.commands.verify import load_manifest
 from xla_bugkit.errors import EXIT_OK
 
+ISSUE_LIMIT = 4 << 20
+
 
 def _printable(name: str) -> str:
     # Entry names come from an untrusted archive: never let them drive the terminal.
@@ -36,9 +38,13 @@ def render(path: Path) -> str:
     return "\n".join(lines)
 
 
-def show(bundle: Path, *, json_output: bool = False) -> int:
-    """CLI: print what ``bundle`` holds (``--json``: its manifest)."""
-    if json_output:
+def show(bundle: Path, *, json_output: bool = False, issue: bool = False) -> int:
+    """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md)."""
+    if issue:
+        load_manifest(bundle)  # an xla-bugkit bundle, not any archive with an ISSUE.md
+        text = archive.read_member(bundle, "ISSUE.md", ISSUE_LIMIT).decode("utf-8", "replace")
+        sys.stdout.write(text)
+    elif json_output:
         json.dump(load_manifest(bundle), sys.stdout, indent=2)
         print()
     else:
