@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -189,3 +189,34 @@ def _backend_role(file: DumpFile) -> DumpFile:
     if _BACKEND.search(file.path.name):
         return DumpFile(file.path, Role.BACKEND, file.size, mtime=file.mtime)
     return file
+
+
+# XLA reports a dump it could not write, then goes on: the file on disk is cut short.
+_WRITE_FAILED = re.compile(
+    r"(?:Could not write XLA debug data to (?P<a>\S+?)|Failed to dump compile inputs: "
+    r"[A-Z_]+: (?P<b>\S+?));? .*?(?P<why>[^;:\n]+)$",
+    re.M,
+)
+
+
+def failed_writes(output: str) -> dict[Path, str]:
+    """Dump files XLA says it could not write (disk full, file-size limit), with the reason."""
+    found: dict[Path, str] = {}
+    for m in _WRITE_FAILED.finditer(output):
+        path = (m.group("a") or m.group("b")).rstrip(":;")
+        found[Path(path)] = m.group("why").strip()
+    return found
+
+
+def without(index: DumpIndex, broken: Iterable[Path]) -> DumpIndex:
+    """``index`` less the files in ``broken`` (absolute paths): half-written files mislead."""
+    drop = {p.resolve() for p in broken}
+    if not drop:
+        return index
+    modules = []
+    for m in index.modules:
+        files = tuple(f for f in m.files if (index.root / f.path).resolve() not in drop)
+        if files:
+            modules.append(DumpModule(m.id, m.name, files))
+    stray = tuple(f for f in index.stray if (index.root / f.path).resolve() not in drop)
+    return DumpIndex(index.root, tuple(modules), stray)

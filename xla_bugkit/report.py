@@ -30,6 +30,7 @@ def build(
     data: bool,
     bundle_name: str,
     dropped: Sequence[str] = (),
+    problems: Sequence[str] = (),
 ) -> bundle.Manifest:
     """Write everything that goes into the archive under ``stage``; return the manifest."""
     planned = [p for p in bundle.plan(index, selection.chosen, data=data)
@@ -48,7 +49,7 @@ def build(
     for m in modules:
         v = by_name.get(m["label"])
         m["replay"] = v.to_json() if v else None
-    notes = [text(n) for n in run.xla_flags.notes]
+    notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
     if not data:
         notes.append("no input data shipped (--no-data): replay uses generated inputs")
     notes += [f"left out to fit the size budget: {name}" for name in dropped]

@@ -270,3 +270,20 @@ def test_home_paths_never_leave_the_machine(tmp: Path) -> None:
     verify = subprocess.run([XLA_BUGKIT, "verify", "-q", str(out)], capture_output=True,
                             text=True, timeout=600)  # fmt: skip
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_dump_files_cut_short_by_a_file_size_limit(tmp: Path) -> None:
+    """XLA goes on after a dump write fails; the cut-short files must not reach the bundle."""
+    limited = f"ulimit -f 4; exec {sys.executable} {PROGRAMS / 'compile_crash.py'}"
+    out = tmp / "limited.zip"
+    argv = [XLA_BUGKIT, "collect", "-o", str(out), "--", "bash", "-c", limited]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode in (0, 3), done.stderr
+    assert "dump files (File too large); they are left out" in done.stderr
+    c = Collected(done.returncode, done.stderr, out)
+    m = c.manifest()
+    assert m["failure"]["kind"] == "compile crash"
+    assert any("could not write" in n for n in m["notes"])
+    with zipfile.ZipFile(out) as z:
+        assert z.testzip() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from xla_bugkit.errors import (
     EXIT_NOT_REPRODUCED,
     EXIT_OK,
     BugkitError,
+    DiskFullError,
 )
 from xla_bugkit.redact import Redactor
 from xla_bugkit.run import RunRecord, rerun
@@ -77,6 +79,13 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     work.mkdir(parents=True, exist_ok=True)
     try:
         return _collect_in(work, command, options, fmt, ui)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(
+                f"no space left on the disk of {work} ({e.filename or 'work dir'}): "
+                "free some, or give --workdir on a disk with room"
+            ) from None
+        raise
     finally:
         if options.keep_workdir:
             ui.say(f"work dir kept: {work}")
@@ -105,6 +114,13 @@ def _collect_in(
         return CollectResult(EXIT_NO_FAILURE, run)
     with ui.phase("indexing dumps"):
         index = dumps.index(dump_dir)
+    broken = dumps.failed_writes(run.output)
+    problems: tuple[str, ...] = ()
+    if broken:
+        index = dumps.without(index, broken)
+        why = ", ".join(sorted(set(broken.values())))
+        problems = (f"XLA could not write {len(broken)} dump files ({why}); they are left out",)
+        ui.warn(f"{problems[0]}: free disk space or raise the file-size limit, then run again")
     if not index.modules:
         raise BugkitError(_no_dumps_message(run))
     selection = select(
@@ -114,7 +130,7 @@ def _collect_in(
     verdicts = _replay_all(dump_dir, selection, run, options, ui) if options.replay else ()
     with ui.phase("writing the bundle"):
         manifest, size = _write_within_budget(stage_dir, index, selection, run, verdicts,
-                                              options, fmt, ui)  # fmt: skip
+                                              options, fmt, ui, problems)  # fmt: skip
     result = CollectResult(
         _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
         tuple(manifest["notes"]),
@@ -136,6 +152,7 @@ def _write_within_budget(
     options: CollectOptions,
     fmt: str,
     ui: Ui,
+    problems: tuple[str, ...],
 ) -> tuple[bundle.Manifest, int]:
     """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
 
@@ -150,7 +167,7 @@ def _write_within_budget(
         manifest = report.build(
             stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
             redactor=redactor, data=options.data, bundle_name=options.output.name,
-            dropped=dropped,
+            dropped=dropped, problems=problems,
         )  # fmt: skip
         files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
         size = archive.write_archive(
