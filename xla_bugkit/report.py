@@ -150,7 +150,6 @@ def summary(
     *,
     repo: str,
     title: str,
-    body: str,
 ) -> str:
     """The closing lines of ``collect``: what was chosen and why, the verdict, what next."""
     lines = [f"\nxla-bugkit: {run.failure.describe}"]
@@ -169,12 +168,11 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
-    link = github.new_issue_url(repo, title, body)
+    # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
+    link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
     shown = shlex.quote(str(path)) if path else "BUNDLE"
-    lines.append(f"  next: read ISSUE.md in the bundle (xla-bugkit show --issue {shown}), then")
-    lines.append(f"    open a prefilled issue on {repo} and attach the bundle: {link.url}")
-    if not link.body_included:
-        lines.append("    (ISSUE.md is too long for a link: paste it into the issue)")
+    lines.append(f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue")
+    lines.append(f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}")
     gh = github.gh_command(repo, title, "-")
     lines.append(f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}")
     return "\n".join(lines)

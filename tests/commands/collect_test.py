@@ -110,9 +110,7 @@ def test_compile_crash_bundle(compile_crash: Collected) -> None:
         "selected module_" in compile_crash.stderr and "reproduced: crash" in compile_crash.stderr
     )
     link = "https://github.com/jax-ml/jax/issues/new?template=none&title="
-    assert f"open a prefilled issue on jax-ml/jax and attach the bundle: {link}" in (
-        compile_crash.stderr
-    )
+    assert f"on jax-ml/jax, paste ISSUE.md and attach the bundle: {link}" in compile_crash.stderr
     assert "| gh issue create --repo jax-ml/jax --title " in compile_crash.stderr
 
 

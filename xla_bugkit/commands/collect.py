@@ -135,10 +135,9 @@ def _collect_in(
         _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
         tuple(manifest["notes"]),
     )  # fmt: skip
-    body = (stage_dir / report.ISSUE).read_text("utf-8")
     ui.summary(
         report.summary(result.bundle, size, selection, verdicts, run, fmt,
-                       repo=options.repo, title=manifest["title"], body=body)
+                       repo=options.repo, title=manifest["title"])
     )  # fmt: skip
     return result
 
