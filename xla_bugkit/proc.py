@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -45,18 +44,28 @@ class Completed:
     interrupted: bool = False
 
 
-def _preexec(limits: Limits | None) -> Callable[[], None] | None:
-    if limits is None:
-        return None
+# Limits are set by a tiny launcher that then execs the command, not by preexec_fn: that
+# would force a plain fork(), unsafe in a process whose threads (JAX's, say) hold locks.
+_LAUNCHER = """
+import os, resource, signal, sys
+memory, size = (int(v) if v != "-" else None for v in sys.argv[1:3])
+if memory is not None:
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+if size is not None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+# Python ignores these; an exec'd command must get them as usual (subprocess does the same).
+for name in ("SIGPIPE", "SIGXFSZ"):
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
 
-    def apply() -> None:
-        if limits.memory_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        if limits.file_size_bytes is not None:
-            size = limits.file_size_bytes
-            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
-    return apply
+def _with_limits(argv: Sequence[str], limits: Limits | None) -> list[str]:
+    if limits is None or (limits.memory_bytes is None and limits.file_size_bytes is None):
+        return list(argv)
+    values = [str(v) if v is not None else "-" for v in (limits.memory_bytes,
+                                                          limits.file_size_bytes)]  # fmt: skip
+    return [sys.executable, "-c", _LAUNCHER, *values, *argv]
 
 
 def _start(
@@ -70,7 +79,7 @@ def _start(
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            list(argv),
+            _with_limits(argv, limits),
             env=dict(env) if env is not None else None,
             cwd=cwd,
             stdin=stdin,
@@ -79,7 +88,6 @@ def _start(
             # the one that names the failure); a streamed child keeps its two streams apart.
             stderr=subprocess.PIPE if echo else subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_preexec(limits),
         )
     except FileNotFoundError as e:
         raise ProcessError(f"cannot run {argv[0]!r}: command not found") from e
