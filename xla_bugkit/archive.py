@@ -53,7 +53,8 @@ _Source = tuple[str, Path]
 # carries the time the bundle was made and two runs give identical bytes.
 _FIXED_MTIME = 315532800
 # What `7z a -mx=9` uses for non-executables: LZMA2 with a 64 MiB dictionary, bt4, fb 64.
-_7Z_FILTERS = [{"id": py7zr.FILTER_LZMA2, "preset": 9}]
+_7Z_MAX_DICT = 64 << 20  # preset 9's dictionary, as `7z a -mx=9`
+_7Z_MIN_DICT = 1 << 20
 _ZIP64_FROM = 1 << 30  # zip64 headers only where a member could pass 2 GiB: smaller bundles
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -249,8 +250,22 @@ def _open_source(src: Path, counter: _Counter) -> Iterator[tuple[_CountingReader
         yield reader, st.st_size
 
 
+def _7z_filters(sources: Sequence[_Source]) -> list[dict[str, int]]:
+    """LZMA2 at preset 9, with a dictionary no larger than the input.
+
+    The encoder needs about 11x its dictionary in memory (~700 MB at 64 MiB); a dictionary
+    larger than everything it will see compresses no better, so a small bundle gets a small
+    one and collect's memory stays flat.
+    """
+    total = sum(src.stat().st_size for _, src in sources)
+    dict_size = _7Z_MIN_DICT
+    while dict_size < min(total, _7Z_MAX_DICT):
+        dict_size *= 2
+    return [{"id": py7zr.FILTER_LZMA2, "preset": 9, "dict_size": dict_size}]
+
+
 def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> None:
-    sz = py7zr.SevenZipFile(f, "w", filters=_7Z_FILTERS)
+    sz = py7zr.SevenZipFile(f, "w", filters=_7z_filters(sources))
     for arcname, src in sources:
         with _open_source(src, counter) as (reader, _):
             # writef on our open file, not write(path): write() would store a symlink as one.
