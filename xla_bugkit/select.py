@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -74,9 +75,15 @@ def search_symbol(index: DumpIndex, modules: Iterable[DumpModule], text: str) ->
     return found
 
 
+_MMAP_FROM = 1 << 20  # below this, one read() is cheaper than setting up a mapping
+
+
 def _file_contains(path: Path, needle: bytes) -> bool:
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        return m.find(needle) >= 0
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size < _MMAP_FROM:
+            return needle in f.read()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(needle) >= 0
 
 
 def select(
