@@ -91,3 +91,23 @@ def test_a_bad_config_file_is_one_clear_line(
     assert capsys.readouterr().err.strip() == (
         f"xla-bugkit: error: {path}: format must be one of 7z, zip, tar.gz, not 'rar'"
     )
+
+
+def test_a_program_that_replaces_xla_flags_is_explained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "overwrites.py"
+    program.write_text(
+        "import os\n"
+        "os.environ['XLA_FLAGS'] = '--xla_cpu_enable_fast_math=false'\n"
+        "import jax.numpy as jnp\n"
+        "print(jnp.ones(3).sum())\n"
+        "raise SystemExit('failing after the flags were replaced')\n"
+    )
+    code = main(
+        ["collect", "-q", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(program)]
+    )
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "the program wrote no XLA dumps (non-XLA failure: failing after the flags" in err
+    assert "instead of appending to it" in err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 import tempfile
 import time
@@ -92,7 +91,10 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         elif options.workdir is not None:
             # The folder is the user's: remove only what this run put there.
             for p in ours:
-                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -217,10 +219,8 @@ def _exit_code(run: RunRecord, verdicts: Sequence[replay.Verdict]) -> int:
 
 
 def _no_dumps_message(run: RunRecord) -> str:
-    if "XLA_FLAGS" in os.environ or run.failure.kind.is_failure:
-        return (
-            "the program wrote no XLA dumps: it may replace XLA_FLAGS instead of appending to it "
-            "(use os.environ['XLA_FLAGS'] += ' --flag'), fail before JAX compiles anything, or "
-            "not use XLA at all"
-        )
-    return "the program wrote no XLA dumps"
+    return (
+        f"the program wrote no XLA dumps ({run.failure.describe}): it may replace XLA_FLAGS "
+        "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
+        "before JAX compiles anything, or not use XLA at all"
+    )
