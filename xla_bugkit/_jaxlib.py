@@ -21,6 +21,9 @@ MIN_JAXLIB = "0.6"
 
 # Private jaxlib objects carry no usable stubs.
 Executable = Any
+# One per-compile DebugOptions setting (CompileOptions.env_option_overrides): a bool field
+# takes only a bool; numbers, enums and strings parse from their text.
+Override = tuple[str, bool | str]
 
 
 def jaxlib_version() -> str:
@@ -156,13 +159,24 @@ def custom_call_targets(platform: str) -> set[str]:
         return set()
 
 
-def _compile_options(serialized: bytes | None, num_replicas: int, num_partitions: int) -> Any:
+def _compile_options(
+    serialized: bytes | None,
+    num_replicas: int,
+    num_partitions: int,
+    overrides: Sequence[Override] = (),
+) -> Any:
     options = _attr(_xla_client(), "CompileOptions", "CompileOptions")()
     if serialized is not None:
         _attr(options, "ParseFromString", "CompileOptions.ParseFromString")(serialized)
     else:
         options.num_replicas = num_replicas
         options.num_partitions = num_partitions
+    if overrides:
+        # Applied over the process's XLA_FLAGS for this compile only (seen with 0.10.2: a
+        # fast-math override flips a NaN-sensitive result either way), which lets one process
+        # compile under the recorded flags and under the conservative ones.
+        recorded = list(_attr(options, "env_option_overrides", "env_option_overrides"))
+        options.env_option_overrides = [*recorded, *overrides]
     return options
 
 
@@ -179,14 +193,16 @@ def compile(
     compile_options: bytes | None = None,
     num_replicas: int = 1,
     num_partitions: int = 1,
+    overrides: Sequence[Override] = (),
 ) -> Executable:
     """Compile StableHLO (bytecode or text) for ``platform`` and load it on its devices.
 
-    XLA errors propagate as jaxlib's own exception, whose message carries the status code
-    the caller classifies.
+    ``overrides`` set DebugOptions fields for this compile only. XLA errors (an unknown
+    override among them) propagate as jaxlib's own exception, whose message carries the
+    status code the caller classifies.
     """
     client = _client(platform)
-    options = _compile_options(compile_options, num_replicas, num_partitions)
+    options = _compile_options(compile_options, num_replicas, num_partitions, overrides)
     count = max(1, int(options.num_replicas) * int(options.num_partitions))
     devices = client.devices()
     if len(devices) < count:

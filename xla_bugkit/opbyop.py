@@ -197,14 +197,17 @@ def _rebuild(tree: ShapeTree, flat: list[np.ndarray]) -> Value:
 Runner = Callable[[str, list[np.ndarray]], list[np.ndarray]]
 
 
-def compile_and_run(platform: str) -> Runner:
-    """A runner that compiles HLO text with jaxlib (cached by text) and executes it."""
+def compile_and_run(platform: str, overrides: Sequence[_jaxlib.Override] = ()) -> Runner:
+    """A runner that compiles HLO text with jaxlib (cached by text) and executes it.
+
+    ``overrides`` are per-compile DebugOptions settings (see ``_jaxlib.compile``).
+    """
     cache: dict[str, _jaxlib.Executable] = {}
 
     def run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
         if text not in cache:
             mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
-            cache[text] = _jaxlib.compile(mlir, platform=platform)
+            cache[text] = _jaxlib.compile(mlir, platform=platform, overrides=overrides)
         return _jaxlib.execute(cache[text], args)
 
     return run

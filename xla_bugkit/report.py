@@ -149,9 +149,12 @@ def summary(
     fmt: str,
     *,
     repo: str,
-    title: str,
+    manifest: bundle.Manifest,
+    verbose: bool = False,
 ) -> str:
-    """The closing lines of ``collect``: what was chosen and why, the verdict, what next."""
+    """The closing lines of ``collect``: what was chosen and why, the verdict, what it
+    shares, what next."""
+    title = manifest["title"]
     lines = [f"\nxla-bugkit: {run.failure.describe}"]
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
@@ -160,6 +163,7 @@ def summary(
     if not verdicts:
         lines.append("  replay: not run")
     lines.append(f"  bundle: {path} ({_mb(size)})")
+    lines += _shared(manifest, verbose)
     if size > GITHUB_LIMIT:
         lines.append("  note: over GitHub's 25 MB attachment limit")
     if fmt == "7z" and path is not None:
@@ -180,3 +184,20 @@ def summary(
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def _shared(manifest: bundle.Manifest, verbose: bool) -> list[str]:
+    """What leaves the machine: the files (all of them with -v), redactions and drops."""
+    files = manifest["files"]
+    total = sum(f["size"] for f in files)
+    top = [f["path"] for f in files if "/" not in f["path"]]
+    modules = len(files) - len(top)
+    lines = [
+        f"  shares: {len(files) + 1} files, {_mb(total)} before compression: "
+        f"{', '.join([*top, 'manifest.json'])} and {modules} module files"
+    ]
+    if verbose:
+        lines += [f"    {f['size']:>10,}  {f['path']}" for f in files]
+    lines += [f"  {note}" for note in manifest["notes"]]
+    lines.append(f"  inputs: {manifest['data']}")
+    return lines

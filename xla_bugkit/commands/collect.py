@@ -139,7 +139,7 @@ def _collect_in(
     )  # fmt: skip
     ui.summary(
         report.summary(result.bundle, size, selection, verdicts, run, fmt,
-                       repo=options.repo, title=manifest["title"])
+                       repo=options.repo, manifest=manifest, verbose=ui.verbosity > 0)
     )  # fmt: skip
     return result
 
