@@ -156,6 +156,11 @@ def render_table(result: VerifyResult) -> str:
                 None: "no recorded verdict"}[c.same_as_reporter]  # fmt: skip
         lines.append(f"{c.label}: {c.verdict.outcome.value} ({same})")
         lines.append(f"    inputs: {c.verdict.inputs}; evidence: {c.verdict.evidence}")
+        recorded = {True: "the same as the reporter's recorded result (deterministic)",
+                    False: "different from the reporter's recorded result",
+                    None: None}[c.verdict.matches_recorded]  # fmt: skip
+        if recorded:
+            lines.append(f"    output: {recorded}")
     lines.append("")
     lines.append(
         "the recorded failure reproduces here"
