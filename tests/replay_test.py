@@ -63,6 +63,14 @@ PROGRAMS = {
         print(f(np.ones(4, np.float32)))
     """,
     "pmap": "print(jax.pmap(lambda x: x * 2)(np.ones((2, 3), np.float32)))",
+    "sharded": """
+        mesh = jax.make_mesh((2,), ("x",))
+        x = jax.device_put(
+            np.arange(8, dtype=np.float32).reshape(4, 2),
+            jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x")),
+        )
+        print(jax.jit(lambda x: jnp.sin(x) * 2 + x.sum())(x))
+    """,
     "nan": """
         x = np.array([1.0, np.nan, -2.0, np.inf, np.nan, 3.0], np.float32)
         print(jax.jit(lambda x: jnp.where(jnp.isnan(x), 0.0, x))(x))
@@ -90,6 +98,14 @@ class Dumped:
             if types and set(types) == {parameter_type}:
                 return self._input(name, hlo)
         raise AssertionError(f"no {name} module with {parameter_type} parameters in {self.dump}")
+
+    def with_pjrt(self, name: str) -> ReplayInput:
+        """The last module of that name with its PJRT folder (module.mlir, compile options)."""
+        inp = self.module(name)
+        folder = self.dump / inp.hlo.name.split(".before_optimizations")[0]
+        return replace(
+            inp, mlir=folder / "module.mlir", compile_options=folder / "compile_options.pb"
+        )
 
     def _input(self, name: str, hlo: Path) -> ReplayInput:
         prefix = hlo.name.split(".before_optimizations")[0]
@@ -124,6 +140,7 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dumped]:
         "callback": ((), 60),
         "nan": (FAST_MATH, 60),
         "pmap": (("--xla_force_host_platform_device_count=2",), 60),
+        "sharded": (("--xla_force_host_platform_device_count=2",), 60),
         # tests/programs/wrong_result.py (jax#39103); last: it is the heaviest run.
         "wrong_result": ((), 120),
     }
@@ -218,6 +235,17 @@ def test_fast_math_nan_loss_is_a_wrong_result(dumps: dict[str, Dumped]) -> None:
     assert verdict.numbers["first_indices"] == [[0, 1], [0, 4]]
 
 
+def test_flags_an_override_cannot_take_go_by_xla_flags(dumps: dict[str, Dumped]) -> None:
+    # XLA_FLAGS reads "1" as true; a per-compile override of a bool takes only a bool, so
+    # XLA refuses these and the replay moves them to the child's XLA_FLAGS. The references
+    # still compile under their own (conservative) overrides and catch the lost NaNs.
+    flags = ("--xla_cpu_enable_fast_math=1", "--xla_cpu_fast_math_honor_nans=0")
+    inp = replace(dumps["nan"].module("jit__lambda"), xla_flags=flags)
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op"
+
+
 def test_ynn_fusion_wrong_result_reproduces_against_op_by_op(dumps: dict[str, Dumped]) -> None:
     # jax#39103: XLA:CPU's YNN fusion puts another row's value at index 16384. The module
     # takes f64, so the replay must not canonicalise its arguments to f32 (it once failed
@@ -248,17 +276,12 @@ def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -
     # A whole-module reference can carry a miscompile of its own (jax#39103's YNN fusion did,
     # before the conservative flags turned it off); op by op, no fusion touches the result.
     right, wrong = np.arange(4.0), np.array([0.0, 1.0, 2.0, 9.0])
-    test_out, ref_out = tmp_path / "test", tmp_path / "ref"
-    for folder, arrays in ((test_out, {"test": right}), (ref_out, {"opbyop": right})):
-        folder.mkdir()
-        for stem, array in arrays.items():
-            replay_worker.save_arrays(folder / f"{stem}.npz", [array])
-    replay_worker.save_arrays(ref_out / "conservative.npz", [wrong])
+    for stem, array in (("test", right), ("opbyop", right), ("conservative", wrong)):
+        replay_worker.save_arrays(tmp_path / f"{stem}.npz", [array])
     done = proc.Completed(0, "", False, 0.0)
-    test = _Child(done, test_out, Phase.RUN, "snapshot", None)
-    ref = _Child(done, ref_out, Phase.RUN, "snapshot", None)
+    child = _Child(done, tmp_path, Phase.RUN, "snapshot", None, tested=True)
     inp = ReplayInput("jit_f", tmp_path / "m.hlo.pb")
-    verdict = _judge_result(inp, test, ref, None)
+    verdict = _judge_result(inp, child, None, 300)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["reference"] == "op-by-op"
     assert verdict.evidence.startswith(
@@ -266,9 +289,9 @@ def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -
         "differs: 1/4 elements differ"
     )
     # Without the op-by-op reference, the conservative one alone still decides.
-    (ref_out / "opbyop.npz").unlink()
-    (ref_out / "opbyop.error").write_text("no op-by-op here")
-    verdict = _judge_result(inp, test, ref, None)
+    (tmp_path / "opbyop.npz").unlink()
+    (tmp_path / "opbyop.error").write_text("no op-by-op here")
+    verdict = _judge_result(inp, child, None, 300)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert verdict.numbers["reference"] == "conservative flags"
 
@@ -279,13 +302,40 @@ def test_without_fast_math_the_same_module_is_fine(dumps: dict[str, Dumped]) -> 
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
 
 
-def test_shardy_partitioned_module_is_refused_with_the_reason(dumps: dict[str, Dumped]) -> None:
+def test_sharded_jit_replays_on_two_devices(dumps: dict[str, Dumped]) -> None:
+    # A jit over a 2-device mesh: compiled from the PJRT folder on 2 forced CPU devices, each
+    # argument split by its sharding, the result put back together. XLA writes no snapshot
+    # for a multi-device execution, so the inputs are generated; both one-device references
+    # (the unpartitioned module) agree with the partitioned result.
+    sharded = dumps["sharded"]
+    assert sharded.failure.kind is Kind.SUCCESS
+    inp = sharded.with_pjrt("jit__lambda")
+    assert inp.snapshot is None
+    # Without the recorded device-count flag: the replay must ask for the devices itself.
+    verdict = replay(replace(inp, xla_flags=()), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "generated (seed 42)"
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+
+
+def test_shard_map_replays_without_one_device_references(dumps: dict[str, Dumped]) -> None:
+    # pmap lowers to a Shardy manual computation: it runs partitioned from the PJRT folder,
+    # but the one-device references have nothing to run, and the verdict says why.
+    verdict = replay(dumps["pmap"].with_pjrt("jit__fun"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.evidence.startswith("ran to completion; result agrees with no reference")
+    assert "Shardy manual computation (custom-call xla.sdy." in verdict.evidence
+
+
+def test_shardy_module_without_its_pjrt_folder_is_refused(dumps: dict[str, Dumped]) -> None:
     verdict = replay(dumps["pmap"].module("jit__fun"), expected=None)
     assert verdict.outcome is Outcome.NOT_REPLAYABLE
     assert verdict.evidence.startswith(
         "the module is partitioned with Shardy (custom-call xla.sdy."
     )
-    assert verdict.evidence.endswith("multi-device replay is not supported yet")
+    assert verdict.evidence.endswith(
+        "(module.mlir, compile_options.pb) replays that; it is missing"
+    )
 
 
 def test_unloadable_hlo_is_not_replayable(tmp_path: Path) -> None:

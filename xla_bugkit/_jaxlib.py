@@ -138,15 +138,33 @@ def hlo_proto_to_stablehlo(module_bytes: bytes) -> bytes:
     return bytes(convert(module_bytes))
 
 
-def parameter_types(module_bytes: bytes) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
-    """(dtype, dimensions) of each entry parameter; tuple parameters are refused."""
+ArrayType = tuple[np.dtype[Any], tuple[int, ...]]
+
+
+def _program_shape(module_bytes: bytes) -> Any:
     computation_cls = _attr(_xla_client(), "XlaComputation", "XlaComputation")
-    shapes = computation_cls(module_bytes).program_shape().parameter_shapes()
-    result: list[tuple[np.dtype[Any], tuple[int, ...]]] = []
-    for shape in shapes:
+    return computation_cls(module_bytes).program_shape()
+
+
+def parameter_types(module_bytes: bytes) -> list[ArrayType]:
+    """(dtype, dimensions) of each entry parameter; tuple parameters are refused."""
+    result: list[ArrayType] = []
+    for shape in _program_shape(module_bytes).parameter_shapes():
         if shape.is_tuple():
             raise BugkitError("the module takes a tuple parameter; cannot generate inputs for it")
         result.append((np.dtype(shape.numpy_dtype()), tuple(shape.dimensions())))
+    return result
+
+
+def result_types(module_bytes: bytes) -> list[ArrayType]:
+    """(dtype, dimensions) of each array of the entry's result, tuples flattened."""
+    todo, result = [_program_shape(module_bytes).result_shape()], []
+    while todo:
+        shape = todo.pop(0)
+        if shape.is_tuple():
+            todo[:0] = list(shape.tuple_shapes())
+        else:
+            result.append((np.dtype(shape.numpy_dtype()), tuple(shape.dimensions())))
     return result
 
 
@@ -165,10 +183,14 @@ def _compile_options(
     num_partitions: int,
     overrides: Sequence[Override] = (),
 ) -> Any:
-    options = _attr(_xla_client(), "CompileOptions", "CompileOptions")()
+    options_cls = _attr(_xla_client(), "CompileOptions", "CompileOptions")
     if serialized is not None:
-        _attr(options, "ParseFromString", "CompileOptions.ParseFromString")(serialized)
+        # A static constructor in jaxlib 0.10.2: it returns the options, leaving ``self`` be.
+        options = _attr(options_cls, "ParseFromString", "CompileOptions.ParseFromString")(
+            serialized
+        )
     else:
+        options = options_cls()
         options.num_replicas = num_replicas
         options.num_partitions = num_partitions
     if overrides:
@@ -229,19 +251,44 @@ def _exact_dtypes() -> Any:
     return context(True)
 
 
-def execute(executable: Executable, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run a single-device executable on host arrays; the outputs come back as arrays.
+def _sharding(devices: Sequence[Any], op_sharding: Any) -> Any:
+    cls = _attr(_module("jax._src.sharding_impls"), "GSPMDSharding", "GSPMDSharding")
+    return cls(tuple(devices), op_sharding)
 
-    Arguments reach the device with exactly their own dtypes: a module's parameter types
-    are fixed, and JAX's dtype canonicalisation must not touch them.
+
+def _shardings(executable: Executable, which: str, count: int) -> list[Any]:
+    shardings = _attr(executable, f"get_{which}_shardings", f"get_{which}_shardings")()
+    if shardings is None or len(shardings) != count:
+        raise BugkitError(f"the executable does not say how its {which}s are sharded")
+    return list(shardings)
+
+
+def execute(
+    executable: Executable,
+    args: Sequence[np.ndarray],
+    result_types: Sequence[ArrayType] | None = None,
+) -> list[np.ndarray]:
+    """Run an executable on host arrays; the outputs come back as host arrays.
+
+    On several devices each argument is split by the executable's parameter sharding and
+    each output assembled by its output sharding into ``result_types`` (the unpartitioned
+    module's result). Arguments reach the device with exactly their own dtypes: a module's
+    parameter types are fixed, and JAX's dtype canonicalisation must not touch them.
     """
     jax = _module("jax")
-    devices = _attr(executable, "local_devices", "LoadedExecutable.local_devices")()
-    if len(devices) != 1:
-        raise BugkitError(f"running on {len(devices)} devices is not supported yet")
+    devices = list(_attr(executable, "local_devices", "LoadedExecutable.local_devices")())
     host = [np.asarray(a) for a in args]
+    if len(devices) > 1 and result_types is None:
+        raise BugkitError(f"running on {len(devices)} devices needs the result types")
     with _exact_dtypes():
-        placed = [jax.device_put(a, devices[0]) for a in host]
+        if len(devices) == 1:
+            placed = [jax.device_put(a, devices[0]) for a in host]
+        else:
+            shardings = _shardings(executable, "parameter", len(host))
+            placed = [
+                jax.device_put(a, _sharding(devices, s))
+                for a, s in zip(host, shardings, strict=True)
+            ]
         for i, (a, p) in enumerate(zip(host, placed, strict=True)):
             if np.dtype(p.dtype) != a.dtype:
                 raise BugkitError(
@@ -250,4 +297,28 @@ def execute(executable: Executable, args: Sequence[np.ndarray]) -> list[np.ndarr
         run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
         results = run(placed)
         outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
-        return [np.asarray(shards[0]) for shards in outputs]
+        if len(devices) == 1:
+            return [np.asarray(shards[0]) for shards in outputs]
+        assert result_types is not None
+        return _assemble(executable, devices, outputs, result_types)
+
+
+def _assemble(
+    executable: Executable,
+    devices: Sequence[Any],
+    outputs: Sequence[Sequence[Any]],
+    result_types: Sequence[ArrayType],
+) -> list[np.ndarray]:
+    """Each output's per-device shards put back together into one array."""
+    if len(outputs) != len(result_types):
+        raise BugkitError(f"{len(outputs)} outputs, but the module returns {len(result_types)}")
+    assembled = []
+    shardings = _shardings(executable, "output", len(outputs))
+    for shards, sharding, (dtype, dims) in zip(outputs, shardings, result_types, strict=True):
+        where = _sharding(devices, sharding).devices_indices_map(dims)
+        full = np.empty(dims, dtype)
+        for shard in shards:
+            (device,) = shard.devices()
+            full[where[device]] = np.asarray(shard)
+        assembled.append(full)
+    return assembled

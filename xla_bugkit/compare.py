@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 ABS_BOUND = 1e-3
@@ -81,8 +80,12 @@ def _errors(actual: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def _is_floating(a: np.ndarray) -> bool:
-    if a.dtype.kind in "biu":
-        return False
+    if a.dtype.kind in "biufc":
+        return a.dtype.kind in "fc"
+    # Imported only here: ml_dtypes takes most of a second to import, and a parent that
+    # compares plain arrays should not pay for it (an ml_dtypes array means it is loaded).
+    import ml_dtypes
+
     try:
         # ml_dtypes' narrow integers (int4, uint2, ...) have kind "V" like its floats.
         ml_dtypes.iinfo(a.dtype)  # type: ignore[no-untyped-call]

@@ -34,6 +34,11 @@ _CALLED = re.compile(
     r"branch_computations)=(?P<names>\{[^}]*\}|[\w.\-]+)"
 )
 _INDEX = re.compile(r"\bindex=(\d+)")
+# Partitioning annotations: meaningless on one device, and Shardy's frontend attributes
+# name a mesh that only the whole module declares (XLA aborts on "Mesh not found").
+_PARTITIONING = re.compile(r", (?:sharding|frontend_attributes)=\{")
+# Custom calls that only annotate a value for the partitioners: op by op, the value passes.
+_ANNOTATION = re.compile(r'custom_call_target="(?:Sharding|xla\.sdy\.FuncResultSharding)"')
 
 
 class OpByOpError(BugkitError):
@@ -168,16 +173,22 @@ def _shape_text(tree: ShapeTree) -> str:
     return tree if isinstance(tree, str) else f"({', '.join(_shape_text(t) for t in tree)})"
 
 
+def _unpartitioned(line: str) -> str:
+    while (m := _PARTITIONING.search(line)) is not None:
+        line = line[: m.start()] + line[_closing(line, m.end() - 1) + 1 :]
+    return line
+
+
 def tiny_module(module: Module, instruction: Instruction, shapes: dict[str, str]) -> str:
     """HLO text of a module that runs ``instruction`` alone on its operands as parameters."""
     lines = ["HloModule bugkit_op", ""]
     for name in _callees(module, instruction):
-        lines.extend([*module.computations[name], ""])
+        lines.extend([*map(_unpartitioned, module.computations[name]), ""])
     lines.append("ENTRY bugkit_entry {")
     counter = [0]
     for operand in dict.fromkeys(instruction.operands):
         lines.extend(_parameter_lines(operand, parse_shape(shapes[operand]), counter))
-    lines.extend([f"  ROOT {instruction.line}", "}", ""])
+    lines.extend([f"  ROOT {_unpartitioned(instruction.line)}", "}", ""])
     return "\n".join(lines)
 
 
@@ -244,6 +255,8 @@ def _evaluate(
         return args[number]
     if instruction.opcode == "tuple":
         return tuple(values[o] for o in instruction.operands)
+    if instruction.opcode == "custom-call" and _ANNOTATION.search(instruction.line):
+        return values[instruction.operands[0]]
     if instruction.opcode == "get-tuple-element":
         index = _INDEX.search(instruction.line)
         tup = values[instruction.operands[0]]

@@ -3,15 +3,15 @@
 The child (``replay_worker``) compiles the before-optimizations module with the recorded XLA
 flags and runs it on the snapshot's arguments. A crash, error or hang in the child is compared
 with the failure recorded when the bundle was made; a clean run is compared with independent
-references (op by op, and the module under conservative flags) to catch wrong results. The
-parent never loads XLA, so an abort, a segfault or a hang cannot take it down.
+references (op by op, and the module under conservative flags), which the same child computes
+after saving the test's outputs, to catch wrong results. The parent never loads XLA, so an
+abort, a segfault or a hang cannot take it down.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -28,7 +28,7 @@ from xla_bugkit.signature import Failure, Kind, Phase, classify
 
 # Reference flags: exact IEEE semantics, little optimization (run_hlo_module's reference clone
 # likewise turns off fast math and fast min/max). All exist in jaxlib 0.10.2; one an older
-# jaxlib does not know is dropped (see ``_run_reference``).
+# jaxlib does not know is dropped (the worker's ``_conservative``).
 CONSERVATIVE_FLAGS = (
     "--xla_cpu_enable_fast_math=false",
     "--xla_cpu_fast_math_honor_nans=true",
@@ -45,7 +45,8 @@ CONSERVATIVE_FLAGS = (
     "--xla_cpu_experimental_xnn_fusion_type=",
     "--xla_cpu_experimental_onednn_fusion_type=",
 )
-_UNKNOWN_FLAG = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
+# Flags the client reads once, when the backend starts: no per-compile override can set them.
+PROCESS_FLAGS = frozenset({"--xla_force_host_platform_device_count"})
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class _Child:
     phase: Phase | None
     inputs: str
     refusal: str | None  # the NOT_REPLAYABLE reason
+    tested: bool = False  # the test ran to the end and its outputs are saved
 
 
 def _marker(output: str, prefix: str) -> str | None:
@@ -144,13 +146,13 @@ def _child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
 
 
 def _spawn(
-    inp: ReplayInput, spec: dict[str, Any], xla_flags: tuple[str, ...], limits: dict[str, Any]
+    inp: ReplayInput, spec: dict[str, Any], env_flags: list[str], limits: dict[str, Any]
 ) -> _Child:
     out = Path(spec["out"])
-    spec_path = out / f"{spec['mode']}.json"
+    spec_path = out / "spec.json"
     spec_path.write_text(json.dumps(spec))
     argv = [sys.executable, "-m", "xla_bugkit.replay_worker", str(spec_path)]
-    done = proc.run_captured(argv, env=_child_env(xla_flags, inp.platform), **limits)
+    done = proc.run_captured(argv, env=_child_env(tuple(env_flags), inp.platform), **limits)
     phase = _marker(done.output, replay_worker.PHASE)
     return _Child(
         done=done,
@@ -158,31 +160,32 @@ def _spawn(
         phase={"compile": Phase.COMPILE, None: None}.get(phase, Phase.RUN),
         inputs=_marker(done.output, replay_worker.INPUTS) or "",
         refusal=_marker(done.output, replay_worker.NOT_REPLAYABLE),
+        tested=phase in ("reference", "done") and (out / "test.npz").exists(),
     )
 
 
-def _run(
-    inp: ReplayInput, spec: dict[str, Any], xla_flags: tuple[str, ...], limits: dict[str, Any]
-) -> _Child:
-    child = _spawn(inp, spec, xla_flags, limits)
-    needs = _marker(child.done.output, replay_worker.NEEDS_DEVICES)
-    if needs is None:
-        return child
-    if inp.platform != "cpu":
-        return _Child(child.done, child.out, None, "", f"the module needs {needs} devices")
-    # XLA's CPU client can pretend to have as many devices as the module wants.
-    forced = (*xla_flags, f"--xla_force_host_platform_device_count={needs}")
-    return _spawn(inp, spec, forced, limits)
-
-
-def _run_reference(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
-    chosen = list(CONSERVATIVE_FLAGS)
+def _run(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
+    recorded = flags.without_dump_flags(inp.xla_flags)
+    env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
+    spec = {**spec, "flags": [f for f in recorded if f not in env_flags]}
     while True:
-        child = _run(inp, {**spec, "mode": "reference"}, tuple(chosen), limits)
-        unknown = _UNKNOWN_FLAG.search(child.done.output)
-        if unknown is None or unknown.group(1) not in chosen:
+        child = _spawn(inp, spec, env_flags, limits)
+        needs = _marker(child.done.output, replay_worker.NEEDS_DEVICES)
+        rejected = _marker(child.done.output, replay_worker.REJECTED_FLAG)
+        if needs is not None:
+            needed, _, here = needs.partition(" ")
+            if inp.platform != "cpu":
+                why = f"the module needs {needed} {inp.platform} devices, {here or '?'} here"
+                return _Child(child.done, child.out, None, "", why)
+            # XLA's CPU client can pretend to have as many devices as the module wants.
+            env_flags.append(f"--xla_force_host_platform_device_count={needed}")
+        elif rejected is not None:
+            # XLA takes this flag only at start-up; the references then run with it too.
+            moved = [f for f in spec["flags"] if flags.name_of(f).lstrip("-") == rejected]
+            env_flags.extend(moved)
+            spec = {**spec, "flags": [f for f in spec["flags"] if f not in moved]}
+        else:
             return child
-        chosen.remove(unknown.group(1))  # an older jaxlib without this flag aborts on it
 
 
 def replay(
@@ -200,7 +203,9 @@ def replay(
     ``expected`` is the failure recorded when the bundle was made; None (or a success) means
     the program finished and a wrong result is suspected. ``use_data=False`` (or a missing
     snapshot) runs on inputs generated from ``seed``. ``reference=False`` skips the
-    wrong-result check. Each child gets ``timeout`` seconds and ``memory_limit`` bytes.
+    wrong-result check. The child gets ``timeout`` seconds and ``memory_limit`` bytes for the
+    test and the references together; a reference cut short is reported missing, never as a
+    failure of the module.
     """
     limits: dict[str, Any] = {
         "timeout": timeout,
@@ -208,7 +213,6 @@ def replay(
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
         spec = {
-            "mode": "test",
             "hlo": str(inp.hlo),
             "snapshot": str(inp.snapshot) if inp.snapshot else None,
             "mlir": str(inp.mlir) if inp.mlir else None,
@@ -217,13 +221,12 @@ def replay(
             "use_data": use_data,
             "seed": seed,
             "out": tmp,
+            "reference": reference,
+            "conservative": list(CONSERVATIVE_FLAGS),
         }
-        test = _run(inp, spec, flags.without_dump_flags(inp.xla_flags), limits)
-        verdict = _judge_failure(inp, test, expected, timeout)
-        if verdict is not None:
-            return verdict
-        ref = _run_reference(inp, spec, limits) if reference else None
-        return _judge_result(inp, test, ref, expected)
+        child = _run(inp, spec, limits)
+        verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
+        return verdict or _judge_result(inp, child, expected, timeout if reference else None)
 
 
 def _expected_kind(expected: Failure | None) -> Kind:
@@ -288,30 +291,38 @@ def _load(path: Path) -> list[np.ndarray] | None:
     return replay_worker.load_arrays(path) if path.exists() else None
 
 
-def _references(ref: _Child | None) -> tuple[dict[str, list[np.ndarray]], list[str]]:
-    """The reference results that exist, and why the others are missing."""
+def _references(
+    child: _Child, timeout: float | None
+) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """The reference results that exist, and why the others are missing (None: none asked)."""
     found: dict[str, list[np.ndarray]] = {}
     missing: list[str] = []
-    if ref is None:
+    if timeout is None:
         return found, missing
+    done = child.done
+    if done.timed_out:
+        ended = f"no result after {timeout:g} s"
+    else:
+        ended = classify(done.output, exit_status=done.returncode, phase=Phase.RUN).describe
     for label, stem in (("op-by-op", "opbyop"), ("conservative flags", "conservative")):
-        arrays = _load(ref.out / f"{stem}.npz")
+        arrays = _load(child.out / f"{stem}.npz")
         if arrays is not None:
             found[label] = arrays
-        elif (ref.out / f"{stem}.error").exists():
-            missing.append(f"{label}: {(ref.out / f'{stem}.error').read_text()[:200]}")
+        elif (child.out / f"{stem}.error").exists():
+            missing.append(f"{label}: {(child.out / f'{stem}.error').read_text()[:200]}")
         else:
-            missing.append(f"{label}: {ref.refusal or ref.done.output.strip()[-200:]}")
+            missing.append(f"{label}: the replay child ended first ({ended[:200]})")
     return found, missing
 
 
 def _judge_result(
-    inp: ReplayInput, test: _Child, ref: _Child | None, expected: Failure | None
+    inp: ReplayInput, test: _Child, expected: Failure | None, timeout: float | None
 ) -> Verdict:
+    """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
     outputs = _load(test.out / "test.npz") or []
     recorded = _load(test.out / "recorded.npz")
     matches = None if recorded is None else compare_outputs(outputs, recorded).close
-    found, missing = _references(ref)
+    found, missing = _references(test, timeout)
     wrong: tuple[str, Comparison] | None = None
     agreeing: list[str] = []
     for label, arrays in found.items():

@@ -1,14 +1,18 @@
 """The replay child: ``python -m xla_bugkit.replay_worker SPEC.json``.
 
 Runs in its own process (started by ``replay.replay``) because XLA may abort, hang or eat
-memory, and because XLA_FLAGS are read once per process. It tells the parent where it got to
-with marker lines on stdout and leaves its arrays in the spec's ``out`` folder:
+memory. It tells the parent where it got to with marker lines on stdout and leaves its arrays
+in the spec's ``out`` folder. One child does all the work, so jax is imported once:
 
-* mode "test": compile the module with the recorded flags, run it, save ``test.npz``;
-* mode "reference": under conservative flags, run the module op by op (``opbyop.npz``) and
-  compiled whole (``conservative.npz``); a reference that fails leaves ``<name>.error``.
+1. compile the module with the recorded flags, run it, save ``test.npz`` (saved before any
+   reference runs, so a reference that crashes or hangs cannot lose it);
+2. unless the spec says ``"reference": false``, under conservative flags run the module op by
+   op (``opbyop.npz``) and compiled whole (``conservative.npz``); a reference that fails
+   leaves ``<name>.error``.
 
-Both modes save the snapshot's recorded result as ``recorded.npz`` when there is one.
+Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which XLA reads
+once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
+recorded result is saved as ``recorded.npz`` when there is one.
 """
 
 from __future__ import annotations
@@ -20,19 +24,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from xla_bugkit import _jaxlib, opbyop
+from xla_bugkit import _jaxlib, flags, opbyop
 from xla_bugkit.errors import BugkitError
 
 MARKER = "XLA_BUGKIT"
-PHASE = f"{MARKER}_PHASE: "  # compile | run | done
+PHASE = f"{MARKER}_PHASE: "  # compile | run | reference | done
 NOT_REPLAYABLE = f"{MARKER}_NOT_REPLAYABLE: "
 NEEDS_DEVICES = f"{MARKER}_NEEDS_DEVICES: "
+REJECTED_FLAG = f"{MARKER}_REJECTED_FLAG: "
 INPUTS = f"{MARKER}_INPUTS: "
 EXIT_NOT_REPLAYABLE = 3
 EXIT_NEEDS_DEVICES = 4
+EXIT_REJECTED_FLAG = 5
+# XLA's answers to an override that is no DebugOptions field, or whose value it cannot take
+# that way (a map such as xla_backend_extra_options); such a flag must go by XLA_FLAGS.
+_REJECTED = re.compile(r"No such compile option: '([^']+)'|While setting option (\w+),")
 
 # Host callbacks run Python code of the original process; they cannot be replayed.
 CALLBACK_TARGETS = re.compile(r"python.*callback|callback.*python|^xla_.*_callback$")
@@ -67,6 +75,34 @@ class NotReplayable(BugkitError):
     """The module cannot be replayed here; the message says why."""
 
 
+class FlagRejected(Exception):
+    """XLA took a recorded flag only through XLA_FLAGS; ``name`` is the flag's name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def overrides(xla_flags: Sequence[str]) -> list[_jaxlib.Override]:
+    """XLA flags (``--name=value``) as per-compile overrides."""
+    result: list[_jaxlib.Override] = []
+    for flag in xla_flags:
+        name, value = flags.name_of(flag).lstrip("-"), flags.value_of(flag)
+        if value is None:
+            result.append((name, True))  # "--xla_foo" alone turns a bool on
+        elif value.lower() in ("true", "false"):
+            result.append((name, value.lower() == "true"))
+        else:
+            result.append((name, value))
+    return result
+
+
+def rejected_option(error: Exception) -> str | None:
+    """The override XLA refused, when that is what ``error`` says."""
+    found = _REJECTED.search(str(error))
+    return None if found is None else found.group(1) or found.group(2)
+
+
 def say(marker: str, value: object) -> None:
     # Flushed at once: the parent reads the markers even when XLA aborts right after.
     print(f"{marker}{value}", flush=True)
@@ -90,14 +126,23 @@ def load_arrays(path: Path) -> list[np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
         names = [str(n) for n in data["dtypes"]]
         arrays = [data[f"a{i}"] for i in range(len(names))]
+    if all(a.dtype.name == n for a, n in zip(arrays, names, strict=True)):
+        return arrays
+    # Imported only when needed: it takes most of a second, and the replay's parent (which
+    # reads these files) otherwise never loads it.
+    import ml_dtypes
+
     return [
         a if a.dtype.name == n else a.view(getattr(ml_dtypes, n))
         for a, n in zip(arrays, names, strict=True)
     ]
 
 
-def check_module(text: str, platform: str) -> tuple[int, int]:
-    """Refuse what cannot run here; return the module's (replicas, partitions)."""
+def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, int]:
+    """Refuse what cannot run here; return the module's (replicas, partitions).
+
+    ``pjrt``: the PJRT folder's module.mlir and compile_options.pb are there to compile from.
+    """
     targets = sorted(set(_TARGET.findall(text)))
     for target in targets:
         if CALLBACK_TARGETS.search(target):
@@ -105,15 +150,19 @@ def check_module(text: str, platform: str) -> tuple[int, int]:
                 f"the module calls back into Python (custom-call {target}); "
                 "host callbacks cannot run outside the original process"
             )
-        if target.startswith("xla.sdy.") and target not in INTERNAL_TARGETS:
-            # Shardy's markers only compile inside its partitioner, which this replay
-            # (single device, via the HLO -> StableHLO round trip) does not drive.
+        if target.startswith("xla.sdy.") and target not in INTERNAL_TARGETS and not pjrt:
+            # Shardy's markers only compile inside its partitioner, which runs on the PJRT
+            # folder's module.mlir; the HLO -> StableHLO round trip loses what it needs.
             raise NotReplayable(
-                f"the module is partitioned with Shardy (custom-call {target}); "
-                "multi-device replay is not supported yet"
+                f"the module is partitioned with Shardy (custom-call {target}), and only its "
+                "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
             )
     registered = _jaxlib.custom_call_targets(platform)
-    missing = [t for t in targets if t not in registered and t not in INTERNAL_TARGETS]
+    missing = [
+        t
+        for t in targets
+        if t not in registered and t not in INTERNAL_TARGETS and not t.startswith("xla.sdy.")
+    ]
     if missing:
         raise NotReplayable(
             f"custom-call target {missing[0]!r} is not registered for {platform} here "
@@ -178,33 +227,71 @@ def run_test(
     if mlir is None:
         mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
         options = None
-    exe = _jaxlib.compile(
-        mlir,
-        platform=spec["platform"],
-        compile_options=options,
-        num_replicas=layout[0],
-        num_partitions=layout[1],
-    )
+    recorded = overrides(spec["flags"])
+    try:
+        exe = _jaxlib.compile(
+            mlir,
+            platform=spec["platform"],
+            compile_options=options,
+            num_replicas=layout[0],
+            num_partitions=layout[1],
+            overrides=recorded,
+        )
+    except Exception as e:
+        name = rejected_option(e)
+        if name is None or all(n != name for n, _ in recorded):
+            raise
+        raise FlagRejected(name) from e
     say(PHASE, "run")
-    outputs = _jaxlib.execute(exe, [np.asarray(a) for a in args])
+    # On several devices the shards are put back together into the module's own result.
+    types = _jaxlib.result_types(module_bytes) if layout != (1, 1) else None
+    outputs = _jaxlib.execute(exe, [np.asarray(a) for a in args], types)
     save_arrays(Path(spec["out"]) / "test.npz", outputs)
-    say(PHASE, "done")
+
+
+def _conservative(
+    spec: dict[str, Any], module_bytes: bytes, args: list[Any]
+) -> list[_jaxlib.Override]:
+    """Run the whole module under the conservative flags; returns the overrides this jaxlib
+    knows (an older one lacks some), for the op-by-op reference to use too."""
+    out = Path(spec["out"])
+    chosen = overrides(spec["conservative"])
+    mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+    while True:
+        try:
+            exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=chosen)
+            arrays = _jaxlib.execute(exe, [np.asarray(a) for a in args])
+        except Exception as e:  # the reference is best effort; the parent reports why
+            name = rejected_option(e)
+            if name is not None and any(n == name for n, _ in chosen):
+                chosen = [(n, v) for n, v in chosen if n != name]
+                continue
+            (out / "conservative.error").write_text(str(e))
+            return chosen
+        save_arrays(out / "conservative.npz", arrays)
+        return chosen
 
 
 def run_reference(spec: dict[str, Any], module_bytes: bytes, text: str, args: list[Any]) -> None:
     out = Path(spec["out"])
-    platform = spec["platform"]
+    manual = [t for t in _TARGET.findall(text) if t.startswith("xla.sdy.")]
+    manual = [t for t in manual if t not in INTERNAL_TARGETS]
+    if manual:
+        # The references run the unpartitioned module on one device; a per-shard body has
+        # no meaning there, and the markers around it have no one-device implementation.
+        reason = (
+            f"the module has a Shardy manual computation (custom-call {manual[0]}, from "
+            "shard_map or pmap), which runs only partitioned"
+        )
+        for stem in ("conservative", "opbyop"):
+            (out / f"{stem}.error").write_text(reason)
+        return
+    chosen = _conservative(spec, module_bytes, args)
     try:
-        outputs = opbyop.run_op_by_op(text, args, opbyop.compile_and_run(platform))
-        save_arrays(out / "opbyop.npz", outputs)
-    except Exception as e:  # the reference is best effort; the parent reports why it is missing
-        (out / "opbyop.error").write_text(str(e))
-    try:
-        exe = _jaxlib.compile(_jaxlib.hlo_proto_to_stablehlo(module_bytes), platform=platform)
-        save_arrays(out / "conservative.npz", _jaxlib.execute(exe, [np.asarray(a) for a in args]))
+        runner = opbyop.compile_and_run(spec["platform"], chosen)
+        save_arrays(out / "opbyop.npz", opbyop.run_op_by_op(text, args, runner))
     except Exception as e:
-        (out / "conservative.error").write_text(str(e))
-    say(PHASE, "done")
+        (out / "opbyop.error").write_text(str(e))
 
 
 def work(spec: dict[str, Any]) -> int:
@@ -218,20 +305,21 @@ def work(spec: dict[str, Any]) -> int:
         )
     module_bytes = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(spec["hlo"]))
     text = _jaxlib.module_text(module_bytes)
-    layout = check_module(text, platform)
     options = _read(spec["compile_options"])
+    layout = check_module(text, platform, pjrt=bool(spec["mlir"]) and options is not None)
     if options is not None:
         # The HLO header omits partitions that only the compile options record (shard_map).
         recorded = _jaxlib.compile_options_layout(options)
         layout = (max(layout[0], recorded[0]), max(layout[1], recorded[1]))
     if layout[0] * layout[1] > _jaxlib.device_count(platform):
-        say(NEEDS_DEVICES, layout[0] * layout[1])
+        say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {_jaxlib.device_count(platform)}")
         return EXIT_NEEDS_DEVICES
     args = load_inputs(spec, module_bytes, out)
-    if spec["mode"] == "test":
-        run_test(spec, module_bytes, args, layout)
-    else:
+    run_test(spec, module_bytes, args, layout)
+    if spec["reference"]:
+        say(PHASE, "reference")
         run_reference(spec, module_bytes, text, args)
+    say(PHASE, "done")
     return 0
 
 
@@ -243,6 +331,9 @@ def main(argv: Sequence[str]) -> int:
         # XLA's own errors propagate with their traceback: the parent classifies them.
         say(NOT_REPLAYABLE, str(e).replace("\n", " "))
         return EXIT_NOT_REPLAYABLE
+    except FlagRejected as e:
+        say(REJECTED_FLAG, e.name)
+        return EXIT_REJECTED_FLAG
 
 
 if __name__ == "__main__":
