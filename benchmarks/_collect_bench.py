@@ -254,8 +254,9 @@ def measure_verify(cfg: Config, p1: P1) -> list[Row]:
     met = took <= 1.5 * compile_run + 3
     bound = (
         "verify starts a CLI (importing its command: see P1), unpacks and hashes the bundle, "
-        "then replays each module in a child and runs an op-by-op reference in another, each "
-        f"importing jax ({secs(p1.imports['jax'])} here) and compiling"
+        "then replays each module in one child that imports jax "
+        f"({secs(p1.imports['jax'])} here), compiles and runs the module, then its op-by-op "
+        "and conservative-flag references"
         + (
             f"; replaying the same module took {secs(p1.pieces['replay'])} in P1"
             if "replay" in p1.pieces
