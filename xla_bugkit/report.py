@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import bundle, envinfo, github, issue
-from xla_bugkit.dumps import DumpIndex
+from xla_bugkit.dumps import DumpIndex, Role
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay import Verdict
 from xla_bugkit.run import RunRecord
@@ -27,6 +27,7 @@ def build(
     run: RunRecord,
     verdicts: Sequence[Verdict],
     redactor: Redactor,
+    env: envinfo.EnvReport,
     data: bool,
     bundle_name: str,
     dropped: Sequence[str] = (),
@@ -42,7 +43,6 @@ def build(
     bundle.write_text(stage, "log.txt", log_tail)
     others = "\n".join(selection.others)
     bundle.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")
-    env = envinfo.collect_env(redactor, probe_devices=False)
     bundle.write_text(stage, "environment.txt", env.to_text())
     modules = [bundle.module_entry(c, planned) for c in selection.chosen]
     by_name = {v.module: v for v in verdicts}
@@ -72,12 +72,21 @@ def build(
         "guess": selection.guess,
         "modules": modules,
         "other_modules": len(selection.others),
-        "data": "real inputs (snapshots)" if data else "no input data (--no-data)",
+        "data": _data_text(data, planned, dropped),
         "notes": notes,
         "files": bundle.file_entries(stage),
     }
     bundle.write_manifest(stage, manifest)
     return manifest
+
+
+def _data_text(data: bool, planned: Sequence[bundle.Planned], dropped: Sequence[str]) -> str:
+    if not data:
+        return "no input data (--no-data)"
+    if any(".snapshot." in name for name in dropped):
+        kept = sum(p.role is Role.SNAPSHOT for p in planned)
+        return f"real inputs (snapshots): {kept} kept, the rest left out to fit the size budget"
+    return "real inputs (snapshots)"
 
 
 def _tail(output: str, limit: int) -> str:

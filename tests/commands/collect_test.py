@@ -212,6 +212,7 @@ def test_size_budget_drops_in_the_documented_order(tmp: Path) -> None:
     assert set(left_out).isdisjoint(c.names())
     assert_report_files(c, "jit_make_buffer")
     assert "over the size budget: leaving out" in c.stderr
+    assert m["data"] == "real inputs (snapshots): 0 kept, the rest left out to fit the size budget"
 
 
 def test_sigterm_mid_run_stops_the_program_and_still_bundles(tmp: Path) -> None:

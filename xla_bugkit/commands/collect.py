@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from xla_bugkit import archive, bundle, dumps, github, replay, report
+from xla_bugkit import archive, bundle, dumps, envinfo, github, replay, report
 from xla_bugkit.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_FAILURE,
@@ -161,13 +161,14 @@ def _write_within_budget(
     bundles are small and drops are rare, which keeps this simpler than estimating.
     """
     redactor = Redactor.for_this_machine()
+    env = envinfo.collect_env(redactor, probe_devices=False)
     order = bundle.drop_order(bundle.plan(index, selection.chosen, data=options.data))
     dropped: list[str] = []
     while True:
         shutil.rmtree(stage_dir, ignore_errors=True)
         manifest = report.build(
             stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
-            redactor=redactor, data=options.data, bundle_name=options.output.name,
+            redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
             dropped=dropped, problems=problems,
         )  # fmt: skip
         files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
