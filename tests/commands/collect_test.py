@@ -165,6 +165,7 @@ def test_hang_bundle(hang: Collected) -> None:
     (module,) = m["modules"]
     assert module["name"] == "jit_spin"
     assert module["replay"]["outcome"] == "reproduced: hang"
+    assert main(["verify", "-q", "--timeout", "5", str(hang.bundle)]) == 0
 
 
 def test_success_says_no_failure(tmp: Path) -> None:
@@ -244,6 +245,7 @@ def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
     wrong = next(x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: wrong result")
     assert wrong["replay"]["numbers"]["reference"] == "op-by-op"
     assert "op-by-op reference" in wrong["replay"]["evidence"]
+    assert main(["verify", "-q", str(c.bundle)]) == 0  # the maintainer sees it too
 
 
 def test_home_paths_never_leave_the_machine(tmp: Path) -> None:
