@@ -23,7 +23,7 @@ from _common import (
     timed,
 )
 
-from xla_bugkit import archive, bundle, dumps, replay, report
+from xla_bugkit import archive, bundle, dumps, envinfo, replay, report
 from xla_bugkit.redact import Redactor
 from xla_bugkit.run import rerun
 from xla_bugkit.select import select
@@ -99,18 +99,22 @@ def _pieces(cfg: Config) -> tuple[dict[str, float], str]:
                 verdicts.append(v)
                 spent += took
         t["replay"] = spent
-    _, t["stage"] = timed(
-        lambda: report.build(
+
+    def stage_bundle() -> object:
+        redactor = Redactor.for_this_machine()
+        return report.build(
             stage,
             index=index,
             selection=sel,
             run=run,
             verdicts=verdicts,
-            redactor=Redactor.for_this_machine(),
+            redactor=redactor,
+            env=envinfo.collect_env(redactor, probe_devices=False),
             data=True,
             bundle_name="bundle.7z",
         )
-    )
+
+    _, t["stage"] = timed(stage_bundle)
     files = {p.relative_to(stage).as_posix(): p for p in stage.rglob("*") if p.is_file()}
     _, t["archive"] = timed(lambda: archive.write_archive(files, base / "bundle.7z", "7z"))
     return t, sel.chosen[0].module.name if sel.chosen else ""
