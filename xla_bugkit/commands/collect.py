@@ -161,7 +161,8 @@ def _write_within_budget(
     bundles are small and drops are rare, which keeps this simpler than estimating.
     """
     redactor = Redactor.for_this_machine()
-    env = envinfo.collect_env(redactor, probe_devices=False)
+    # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
+    env = envinfo.collect_env(redactor, probe_devices=True)
     order = bundle.drop_order(bundle.plan(index, selection.chosen, data=options.data))
     dropped: list[str] = []
     while True:
