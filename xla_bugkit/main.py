@@ -91,19 +91,30 @@ def _size(text: str) -> int:
     raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 25MB)")
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _subcommand(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A subcommand's parser: examples kept as written, and the -q/-v every command takes."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
     p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
+    return p
 
 
 def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "collect",
         help="rerun a failing program with XLA dumps on and write a bug bundle",
         description="Rerun CMD with XLA dumps on, pick the modules that matter, prove by "
         "replay that they reproduce the failure, and write a bundle.",
         epilog=COLLECT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-o", "--output", type=Path,
                    help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
@@ -131,32 +142,30 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                    help="the program to run, after --")  # fmt: skip
-    _common(p)
 
 
 def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "verify",
         help="check a bundle's integrity and replay it here",
         description="Unpack a bundle safely, check every file against the manifest, replay "
         "its modules, and say whether the recorded failure reproduces on this machine.",
         epilog=VERIFY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per module replay")
-    _common(p)
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "replay",
         help="replay one dumped module (run_hlo_module without Bazel)",
         description="Compile and run a dumped HLO module in a child process, compare it with "
         "an op-by-op reference and its recorded result, and print the verdict.",
         epilog=REPLAY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
     p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
@@ -164,36 +173,33 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--flags", default="", help="XLA flags for the replay (quote them)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds the replay may take")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    _common(p)
 
 
 def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "show",
         help="list what a bundle shares, without extracting it",
         description="Print a bundle's failure, modules, notes and every file with its size, "
         "reading the archive in place.",
         epilog="examples:\n  xla-bugkit show bundle.7z\n  xla-bugkit show --json bug.zip",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
-    _common(p)
 
 
 def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "repack",
         help="write a bundle again in another format (GitHub accepts .zip, not .7z)",
         description="Unpack a bundle safely, check it against its manifest, and write it "
         "again in the format OUT's name asks for.",
         epilog="examples:\n  xla-bugkit repack bundle.7z bundle.zip",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bundle", type=Path, help="the bundle to read")
     p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
-    _common(p)
 
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
