@@ -112,6 +112,7 @@ def test_compile_crash_bundle(compile_crash: Collected) -> None:
     link = "https://github.com/jax-ml/jax/issues/new?template=none&title="
     assert f"on jax-ml/jax, paste ISSUE.md and attach the bundle: {link}" in compile_crash.stderr
     assert "| gh issue create --repo jax-ml/jax --title " in compile_crash.stderr
+    assert "  shares: " in compile_crash.stderr and "module files" in compile_crash.stderr
 
 
 def test_issue_text_follows_the_jax_bug_form(compile_crash: Collected) -> None:

@@ -136,3 +136,11 @@ def test_show_issue_prints_the_issue_text(bundle: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert out.startswith("<!--\nSuggested title: XLA CPU compile error")
     assert "### System info (python version, jaxlib version, accelerator, etc.)" in out
+
+
+def test_untrusted_cpu_replays_get_a_memory_limit() -> None:
+    from xla_bugkit.commands.verify import memory_limit
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_limit("cpu") == ram * 3 // 4
+    assert memory_limit("gpu") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -120,6 +121,20 @@ def verify_bundle(path: Path, *, timeout: float = 300.0, ui: Ui | None = None) -
     return VerifyResult(path, failure, checks)
 
 
+def memory_limit(platform: str) -> int | None:
+    """The address-space limit for replaying an untrusted module: 3/4 of this machine's RAM.
+
+    A hostile or runaway module then fails in its child instead of swapping the machine to a
+    halt. GPU clients map far more address space than they use, so they run unlimited.
+    """
+    if platform != "cpu":
+        return None
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError):
+        return None
+
+
 def _replay_module(
     root: Path, module: bundle.ModuleEntry, failure: Failure, timeout: float, ui: Ui
 ) -> ModuleCheck:
@@ -129,7 +144,9 @@ def _replay_module(
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
     with ui.phase(f"replaying {module['label']}"):
-        verdict = replay.replay(inp, expected=failure, timeout=timeout)
+        verdict = replay.replay(
+            inp, expected=failure, timeout=timeout, memory_limit=memory_limit(inp.platform)
+        )
     return ModuleCheck(module["label"], verdict, recorded)
 
 
