@@ -56,7 +56,8 @@ def _importable() -> None:
 def _reproduce(argv: list[str]) -> str:
     return (
         "apt-get install -y ripgrep 7zip   # rg and 7zz, the baselines\n"
-        f"cd {REPO} && PYTHONPATH=. .venv/bin/python benchmarks/run.py {shlex.join(argv)}"
+        "# from the repository root, with xla-bugkit installed (pip install -e '.[test]'):\n"
+        f"python benchmarks/run.py {shlex.join(argv)}"
     ).rstrip()
 
 
