@@ -167,6 +167,9 @@ def test_unknown_llvm_option_exits_1_as_a_compile_crash(program_runs: ProgramRun
             "foo.cc:1] Check failed: a == b\n  %add.3 = f32[] add()",
             "foo.cc:1] Check failed: a == b",
         ),
+        # The condition is the bug's identity: its own parentheses and "<" stay.
+        ("foo.cc:2] Check failed: (a) == (b)", "foo.cc:2] Check failed: (a) == (b)"),
+        ("foo.cc:3] Check failed: i < n (5 vs. 4)", "foo.cc:3] Check failed: i < n"),
     ],
 )
 def test_normalise(line: str, expected: str) -> None:

@@ -239,24 +239,6 @@ def _wrong_result_suspected(expected: Failure | None) -> bool:
     return _expected_kind(expected) in (Kind.SUCCESS, Kind.EXIT)
 
 
-def _check_condition(failure: Failure) -> str | None:
-    """ "file.cc:46] Check failed: a == b" of a CHECK failure, without what it quotes."""
-    if failure.site is None or "Check failed: " not in failure.headline:
-        return None
-    condition = failure.headline.split("Check failed: ", 1)[1].split(" (", 1)[0]
-    return f"{failure.site}] {condition}"
-
-
-def _same_bug(expected: Failure, failure: Failure) -> bool:
-    if expected.same_bug(failure):
-        return True
-    # A CHECK message quotes the offending instruction, whose name, value number and even
-    # identity change once the module has gone through the StableHLO round trip; the site
-    # and the checked condition are what identify the bug.
-    condition = _check_condition(failure)
-    return condition is not None and condition == _check_condition(expected)
-
-
 def _judge_failure(
     inp: ReplayInput, child: _Child, expected: Failure | None, timeout: float
 ) -> Verdict | None:
@@ -278,7 +260,7 @@ def _judge_failure(
         return Verdict(inp.name, outcome, evidence, child.inputs, failure)
     if not failure.kind.is_failure:
         return None
-    if expected is not None and expected.kind.is_failure and _same_bug(expected, failure):
+    if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
         crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
         outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
         return Verdict(inp.name, outcome, failure.describe, child.inputs, failure)

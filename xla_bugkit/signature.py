@@ -91,7 +91,9 @@ _COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPa
 # Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
 _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
 
-_CHECK_TAIL = re.compile(r"(?P<keep>.*?Check failed: .*?)(?: \(|\s+%|\s+<|$)")
+# What a CHECK prints after its condition: CHECK_EQ's operands "(0x.. vs. (null))" and the
+# offending instruction "%constant.48 = ...". The condition itself may hold "(", "<", "%".
+_CHECK_TAIL = re.compile(r"(?P<keep>.*?Check failed: .*?)(?: \(\S+ vs\. |\s+%[\w.-]+ = |$)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _TMP_PATH = re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s'\":,)]+")
 _INSTR_ID = re.compile(r"(%?[A-Za-z_][\w-]*)\.\d+\b")
