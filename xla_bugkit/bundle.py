@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from xla_bugkit import __version__, flags
-from xla_bugkit.dumps import DumpFile, DumpIndex, DumpModule, Role
+from xla_bugkit.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.redact import HOME_PATH, Redactor
 from xla_bugkit.replay import ReplayInput
 from xla_bugkit.select import Chosen
@@ -88,7 +88,7 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
     for c in chosen:
         m = c.module
         files = [f for f in m.files if f.role in KEPT_ROLES]
-        snapshot = _best_snapshot(m) if data else None
+        snapshot = m.newest_snapshot if data else None
         for f in [*files, *([snapshot] if snapshot else [])]:
             sub = "pjrt/" if len(f.path.parts) == 2 else ""
             arcname = f"modules/{m.label}/{sub}{f.path.name}"
@@ -117,12 +117,6 @@ def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     order += [p for p in extra if p.module == first]
     order += [p for p in planned if p.module != first and p not in order]
     return order
-
-
-def _best_snapshot(module: DumpModule) -> DumpFile | None:
-    # The newest execution is the one closest to the failure.
-    snaps = module.all(Role.SNAPSHOT)
-    return max(snaps, key=lambda f: (f.mtime, str(f.path))) if snaps else None
 
 
 def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter[str]:
@@ -220,7 +214,7 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
 def module_files(root: Path, module: DumpModule) -> dict[str, Path]:
     """A dump module's files by role, as ``replay_input`` takes them (newest snapshot)."""
     files = {f.role.value: root / f.path for f in module.files if f.role in KEPT_ROLES}
-    snapshot = _best_snapshot(module)
+    snapshot = module.newest_snapshot
     if snapshot is not None:
         files[Role.SNAPSHOT.value] = root / snapshot.path
     return files

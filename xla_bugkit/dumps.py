@@ -93,6 +93,12 @@ class DumpModule:
         return [f for f in self.files if f.role is role]
 
     @property
+    def newest_snapshot(self) -> DumpFile | None:
+        """The snapshot of the latest execution: the one closest to a failure."""
+        snaps = self.all(Role.SNAPSHOT)
+        return max(snaps, key=lambda f: (f.mtime, str(f.path))) if snaps else None
+
+    @property
     def compiled(self) -> bool:
         """XLA finished optimising it (a compile that dies part-way leaves no after files)."""
         return any(f.role in (Role.AFTER_TEXT, Role.AFTER_PROTO) for f in self.files)

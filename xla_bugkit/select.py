@@ -152,14 +152,10 @@ def _failure_text(output: str, failure: Failure) -> str:
 
 
 def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
-    newest: tuple[float, DumpModule] | None = None
     # The program's own eager checks run helper modules after the real work; skip them.
     users = [m for m in modules if not is_helper(m)]
-    for m in users or modules:
-        for f in m.all(Role.SNAPSHOT):
-            if newest is None or f.mtime > newest[0]:
-                newest = (f.mtime, m)
-    return newest[1] if newest else None
+    ran = [(snap.mtime, m) for m in users or modules if (snap := m.newest_snapshot)]
+    return max(ran, key=lambda t: t[0])[1] if ran else None
 
 
 def _rank(
