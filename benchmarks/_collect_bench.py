@@ -23,10 +23,11 @@ from _common import (
     timed,
 )
 
-from xla_bugkit import archive, bundle, dumps, envinfo, replay, report
+from xla_bugkit import archive, envinfo, pipeline
+from xla_bugkit.pipeline import CollectOptions
 from xla_bugkit.redact import Redactor
-from xla_bugkit.run import rerun
-from xla_bugkit.select import select
+from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.ui import Ui
 
 # collect's exit codes that still mean "bundle written": reproduced, not reproduced, no failure.
 _BUNDLE_WRITTEN = (0, 3, 5)
@@ -76,47 +77,28 @@ def run_cli(cfg: Config, *, replay: bool) -> CliRun:
 
 
 def _pieces(cfg: Config) -> tuple[dict[str, float], str]:
-    """collect's stages, each timed by calling the library directly."""
+    """collect's stages, each timed by calling the library's pipeline stage directly."""
     base = fresh_dir(cfg.work / "p1" / "lib")
-    dump, stage = base / "dump", base / "stage"
-    run, t_rerun = timed(
-        lambda: rerun(
-            program_cmd(cfg), dump_dir=dump, log_path=base / "run.log", timeout=None, echo=False
+    options = CollectOptions(output=base / "bundle.7z")
+    run, t_rerun = timed(lambda: pipeline.run_program(program_cmd(cfg), base, options))
+    found, t_index = median_time(lambda: pipeline.index_dumps(base / "dump", run), cfg.reps)
+    sel, t_select = median_time(lambda: pipeline.choose(found.index, run, options), cfg.reps)
+    t: dict[str, float] = {"rerun": t_rerun, "index": t_index, "select": t_select}
+    verdicts: tuple[Verdict, ...] = ()
+    quiet = Ui(verbosity=-1)
+    if not cfg.smoke:  # a replay child imports jax and compiles: seconds the smoke test lacks
+        verdicts, t["replay"] = timed(
+            lambda: pipeline.replay_chosen(base / "dump", sel, run, options, quiet)
+        )
+    redactor = Redactor.for_this_machine()
+    env = envinfo.collect_env(redactor, probe_devices=False)
+    stage = base / "stage"
+    _, t["stage"] = timed(
+        lambda: pipeline.stage_bundle(
+            stage, found, sel, run, verdicts, options, redactor=redactor, env=env
         )
     )
-    index, t_index = median_time(lambda: dumps.index(dump), cfg.reps)
-    sel, t_select = median_time(lambda: select(index, run.failure, run.output), cfg.reps)
-    t: dict[str, float] = {"rerun": t_rerun, "index": t_index, "select": t_select}
-    verdicts = []
-    if not cfg.smoke:  # a replay child imports jax and compiles: seconds the smoke test lacks
-        spent = 0.0
-        for c in sel.chosen:
-            inp = bundle.replay_input(
-                c.module.label, bundle.module_files(dump, c.module), c.module.platform
-            )
-            if inp is not None:
-                v, took = timed(lambda inp=inp: replay.replay(inp, expected=run.failure))
-                verdicts.append(v)
-                spent += took
-        t["replay"] = spent
-
-    def stage_bundle() -> object:
-        redactor = Redactor.for_this_machine()
-        return report.build(
-            stage,
-            index=index,
-            selection=sel,
-            run=run,
-            verdicts=verdicts,
-            redactor=redactor,
-            env=envinfo.collect_env(redactor, probe_devices=False),
-            data=True,
-            bundle_name="bundle.7z",
-        )
-
-    _, t["stage"] = timed(stage_bundle)
-    files = {p.relative_to(stage).as_posix(): p for p in stage.rglob("*") if p.is_file()}
-    _, t["archive"] = timed(lambda: archive.write_archive(files, base / "bundle.7z", "7z"))
+    _, t["archive"] = timed(lambda: pipeline.archive_bundle(stage, options, quiet))
     return t, sel.chosen[0].module.name if sel.chosen else ""
 
 
@@ -195,11 +177,11 @@ def breakdown_rows(p1: P1) -> list[Row]:
     hand = statistics.mean(p1.hand)
     names = {
         "rerun": "rerun of the program (`run.rerun`)",
-        "index": "indexing (`dumps.index`)",
+        "index": "indexing (`pipeline.index_dumps`)",
         "select": "selection (`select.select`)",
         "replay": "replay of the chosen modules",
-        "stage": "staging: redaction, manifest, environment (`report.build`)",
-        "archive": "archiving (`archive.write_archive`, 7z)",
+        "stage": "staging: redaction, manifest, environment (`pipeline.stage_bundle`)",
+        "archive": "archiving (`pipeline.archive_bundle`, 7z)",
     }
     rows = [Row("program run by hand with the dump flags", secs(hand), note=_spread(p1.hand))]
     rows += [Row(names[k], secs(v), ratio=ratio(v, hand)) for k, v in p1.pieces.items()]

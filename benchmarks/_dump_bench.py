@@ -23,9 +23,11 @@ from _common import (
     timed,
 )
 
-from xla_bugkit import archive, bundle, dumps
-from xla_bugkit.dumps import DumpIndex
-from xla_bugkit.select import Chosen, search_symbol
+from xla_bugkit import archive
+from xla_bugkit.bundle import layout
+from xla_bugkit.capture import dumps
+from xla_bugkit.capture.dumps import DumpIndex
+from xla_bugkit.capture.selection import Chosen, search_symbol
 
 _ID = re.compile(r"module_(\d+)\.")
 ABSENT = 'custom_call_target="my_kernel"'
@@ -40,7 +42,7 @@ def hook(event, args):
     if event == "open" and str(args[0]).startswith(root):
         opened.append(args[0])
 sys.addaudithook(hook)
-from xla_bugkit import dumps
+from xla_bugkit.capture import dumps
 times = []
 for _ in range(reps):
     t = time.perf_counter(); index = dumps.index(Path(root)); times.append(time.perf_counter() - t)
@@ -60,15 +62,17 @@ def peak_kib():
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-from xla_bugkit import archive, bundle, dumps
-from xla_bugkit.select import select
-from xla_bugkit.signature import classify
+from xla_bugkit import archive
+from xla_bugkit.bundle import layout
+from xla_bugkit.capture import dumps
+from xla_bugkit.capture.selection import select
+from xla_bugkit.failure import classify
 floor = peak_kib()
 root, out, symbol = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 index = dumps.index(root)
 after_index = peak_kib()
 sel = select(index, classify("", exit_status=0), "", symbol=symbol)
-files = {p.arcname: p.source for p in bundle.plan(index, sel.chosen)}
+files = {p.arcname: p.source for p in layout.plan(index, sel.chosen)}
 archive.write_archive(files, out, "7z")
 print(json.dumps({"maxrss_kib": peak_kib(), "floor_kib": floor, "index_kib": after_index,
                   "s": time.perf_counter() - t, "files": len(files),
@@ -163,7 +167,7 @@ def bundle_files(real: Path, n: int = 3) -> dict[str, Path]:
     index = dumps.index(real)
     largest = sorted(index.modules, key=lambda m: m.size, reverse=True)[:n]
     chosen = [Chosen(m, ("largest",), 0) for m in largest]
-    return {p.arcname: p.source for p in bundle.plan(index, chosen, data=True)}
+    return {p.arcname: p.source for p in layout.plan(index, chosen, data=True)}
 
 
 def tree_files(root: Path) -> dict[str, Path]:

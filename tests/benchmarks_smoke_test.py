@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # real jax programs, end to end
+
 REPO = Path(__file__).resolve().parent.parent
 RUN = REPO / "benchmarks" / "run.py"
 

@@ -14,10 +14,15 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from xla_bugkit import proc, run
+from xla_bugkit import proc
+from xla_bugkit.capture import rerun
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.literal import literal_to_numpy, shape_of
 
 TESTS = Path(__file__).resolve().parent
 PROGRAMS = TESTS / "programs"
@@ -50,6 +55,14 @@ TWO_FUNCTIONS_FLAGS = (
     "--xla_disable_hlo_passes=algsimp,cse --xla_cpu_enable_fast_math=false "
     "--xla_dump_hlo_pass_re=^dce$"
 )
+
+
+def literal_to_array(lit: Any) -> np.ndarray:
+    """Decode a ``LiteralProto`` that must hold an array (not a tuple)."""
+    value = literal_to_numpy(lit)
+    if isinstance(value, tuple):
+        raise BugkitError(f"expected an array literal, got {shape_of(lit)}")
+    return value
 
 
 def clean_env(xla_flags: str | None = None) -> dict[str, str]:
@@ -130,7 +143,7 @@ class ProgramRuns:
         dump_dir = self.root / name / variant.dump_subdir
         dump_dir.mkdir(parents=True)
         base = clean_env(variant.xla_flags)
-        env = run.child_env(base, dump_dir)[0] if variant.dumps else log_env(base)
+        env = rerun.child_env(base, dump_dir)[0] if variant.dumps else log_env(base)
         completed = proc.run(
             [sys.executable, str(script)], env=env, cwd=self.root, timeout=variant.timeout
         )

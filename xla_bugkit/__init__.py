@@ -1,7 +1,62 @@
-"""xla-bugkit: turn a failing JAX/XLA program into a replayable bug bundle."""
+"""xla-bugkit: turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
+
+The public API::
+
+    from xla_bugkit import CollectOptions, collect, verify_bundle, replay_dump
+
+    result = collect(["python", "train.py"], CollectOptions(output=Path("bug.zip")))
+    print(verify_bundle(Path("bug.zip")).reproduced)
+    for verdict in replay_dump(Path("dump/"), module_re="jit_train_step"):
+        print(verdict.module, verdict.outcome.value)
+
+Names are loaded on first use: the replay child imports this package too, and starts with
+what it needs and no more.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "CollectOptions",
+    "CollectResult",
+    "Outcome",
+    "Verdict",
+    "VerifyResult",
+    "__version__",
+    "collect",
+    "replay_dump",
+    "verify_bundle",
+]
+
+# Public name -> the module that defines it.
+_HOMES = {
+    "CollectOptions": "xla_bugkit.pipeline",
+    "CollectResult": "xla_bugkit.pipeline",
+    "collect": "xla_bugkit.pipeline",
+    "Outcome": "xla_bugkit.replay.judge",
+    "Verdict": "xla_bugkit.replay.judge",
+    "replay_dump": "xla_bugkit.replay.dump",
+    "VerifyResult": "xla_bugkit.verify",
+    "verify_bundle": "xla_bugkit.verify",
+}
+
+if TYPE_CHECKING:
+    from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
+    from xla_bugkit.replay.dump import replay_dump
+    from xla_bugkit.replay.judge import Outcome, Verdict
+    from xla_bugkit.verify import VerifyResult, verify_bundle
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'xla_bugkit' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

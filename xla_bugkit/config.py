@@ -17,14 +17,19 @@ import platformdirs
 
 from xla_bugkit.errors import BugkitError
 
-FORMATS = ("7z", "zip", "tar.gz")
+# The built-in defaults; everything else that takes a size or a timeout starts from these.
+MAX_SIZE = 25 * 1000 * 1000  # bytes: GitHub's attachment limit
+REPLAY_TIMEOUT = 300.0  # seconds one module's replay may take
+FORMATS = ("7z", "zip", "tar.gz")  # the archive formats a bundle can have
+DEFAULT_FORMAT = "7z"
+
 _KEYS = {"format", "max_size"}
 
 
 @dataclass(frozen=True)
 class Config:
-    format: str = "7z"
-    max_size: str = "25MB"
+    format: str = DEFAULT_FORMAT
+    max_size: str = f"{MAX_SIZE // 1000**2}MB"
 
 
 def config_path() -> Path:
@@ -45,4 +50,24 @@ def load(path: Path | None = None) -> Config:
     fmt = data.get("format", Config.format)
     if fmt not in FORMATS:
         raise BugkitError(f"{path}: format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    return Config(format=fmt, max_size=str(data.get("max_size", Config.max_size)))
+    max_size = str(data.get("max_size", Config.max_size))
+    try:
+        parse_size(max_size)
+    except ValueError as e:
+        raise BugkitError(f"{path}: max_size: {e}") from None
+    return Config(format=fmt, max_size=max_size)
+
+
+def parse_size(text: str) -> int:
+    """Bytes in "25MB", "500kB", "1GB" or a plain number; ValueError if it is none of them."""
+    units = {"gb": 10**9, "mb": 10**6, "kb": 10**3, "b": 1}
+    lowered = text.strip().lower()
+    for unit, factor in units.items():
+        if lowered.endswith(unit):
+            try:
+                return int(float(lowered[: -len(unit)]) * factor)
+            except ValueError:
+                break
+    if lowered.isdigit():
+        return int(lowered)
+    raise ValueError(f"not a size: {text!r} (try 25MB)")

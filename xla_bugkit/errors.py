@@ -1,28 +1,91 @@
-"""The few exception types, and the exit codes they map to."""
+"""The few exception types, and the one table of exit codes (the CLI help and README follow it)."""
 
 from __future__ import annotations
 
-# Exit codes, listed in the README. Stable: scripts depend on them.
-EXIT_OK = 0
-EXIT_ERROR = 1  # a user-facing error (bad arguments, unreadable input, disk full, ...)
-EXIT_USAGE = 2  # argparse's own code for a bad command line
-EXIT_NOT_REPRODUCED = 3  # the bundle was made/opened, but the failure did not replay
-EXIT_BAD_BUNDLE = 4  # the archive is corrupt, hostile, or fails its integrity check
-EXIT_NO_FAILURE = 5  # collect: the program ran without failing
-EXIT_INTERNAL = 70  # a bug in xla-bugkit itself (EX_SOFTWARE)
-EXIT_INTERRUPTED = 130  # Ctrl-C
+import errno
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every exit code the CLI returns. Stable: scripts depend on them."""
+
+    OK = 0
+    ERROR = 1  # a user-facing error (bad arguments, unreadable input, disk full, ...)
+    USAGE = 2  # argparse's own code for a bad command line
+    NOT_REPRODUCED = 3  # the bundle was made/opened, but the failure did not replay
+    BAD_BUNDLE = 4  # the archive is corrupt, hostile, or fails its integrity check
+    NO_FAILURE = 5  # collect: the program ran without failing
+    INTERNAL = 70  # a bug in xla-bugkit itself (EX_SOFTWARE)
+    INTERRUPTED = 130  # Ctrl-C
+
+
+# What each code means, for the README's table (a test keeps the two equal).
+MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "`collect`: bundle written and the failure reproduced by replay; `verify`: the "
+    "recorded failure reproduces here; `replay`: the module failed",
+    ExitCode.ERROR: "an error, explained in one line (bad arguments, unreadable input, disk "
+    "full, ...)",
+    ExitCode.USAGE: "a bad command line",
+    ExitCode.NOT_REPRODUCED: "bundle written or opened, but the failure did not reproduce",
+    ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile, or fails its integrity check",
+    ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
+    ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+# What each code means for one command, in the order its help lists them.
+COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
+    "collect": {
+        ExitCode.OK: "bundle written and the failure reproduced by replay",
+        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced",
+        ExitCode.NO_FAILURE: "no failure seen",
+        ExitCode.ERROR: "error",
+        ExitCode.INTERRUPTED: "interrupted",
+    },
+    "verify": {
+        ExitCode.OK: "the recorded failure reproduces here",
+        ExitCode.NOT_REPRODUCED: "it does not",
+        ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
+        ExitCode.ERROR: "other errors",
+    },
+    "replay": {
+        ExitCode.OK: "the module failed (crash, error, hang or wrong result)",
+        ExitCode.NOT_REPRODUCED: "it ran and matched its references",
+        ExitCode.ERROR: "other errors",
+    },
+    "show": {
+        ExitCode.OK: "listed",
+        ExitCode.BAD_BUNDLE: "not a readable xla-bugkit bundle",
+        ExitCode.ERROR: "other errors",
+    },
+    "repack": {
+        ExitCode.OK: "written",
+        ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
+        ExitCode.ERROR: "other errors",
+    },
+}
+
+
+def exit_codes_help(command: str) -> str:
+    """The ``exit codes:`` paragraph of one command's help, from ``COMMAND_MEANINGS``."""
+    codes = "; ".join(f"{int(code)} {text}" for code, text in COMMAND_MEANINGS[command].items())
+    return f"exit codes: {codes}."
+
+
+# errno values that mean "no room left": the disk, or the user's quota.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class BugkitError(Exception):
     """An error whose message is written for the user; maps to ``exit_code``."""
 
-    exit_code = EXIT_ERROR
+    exit_code = ExitCode.ERROR
 
 
 class BadBundleError(BugkitError):
     """The archive cannot be trusted or read: corrupt, hostile, or failing its hashes."""
 
-    exit_code = EXIT_BAD_BUNDLE
+    exit_code = ExitCode.BAD_BUNDLE
 
 
 class ProcessError(BugkitError):

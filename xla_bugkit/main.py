@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import __version__
-from xla_bugkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, BugkitError
+from xla_bugkit import __version__, config
+from xla_bugkit.errors import BugkitError, ExitCode, exit_codes_help
 from xla_bugkit.ui import Ui
 
 DESCRIPTION = """\
@@ -35,18 +36,12 @@ examples:
       choose the module yourself; stop the run (and bundle what exists) after 15 minutes
   xla-bugkit collect --symbol 'custom_call_target="my_kernel"' -- python train.py
       choose the modules whose HLO contains the text
-
-exit codes: 0 bundle written and the failure reproduced by replay; 3 bundle written, not
-reproduced; 5 no failure seen; 1 error; 130 interrupted.
 """
 
 VERIFY_EPILOG = """\
 examples:
   xla-bugkit verify bundle.7z
   xla-bugkit verify --json bug.zip > verdicts.json
-
-exit codes: 0 the recorded failure reproduces here; 3 it does not; 4 the bundle is corrupt,
-hostile or fails its integrity check; 1 other errors.
 """
 
 REPLAY_EPILOG = """\
@@ -54,9 +49,6 @@ examples:
   xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
   xla-bugkit replay dump/ --module jit_train_step --flags=--xla_cpu_enable_fast_math=true
   xla-bugkit replay m.before_optimizations.hlo.pb --snapshot m.snapshot.123.pb
-
-exit codes: 0 the module failed (crash, error, hang or wrong result); 3 it ran and matched
-its references; 1 other errors.
 """
 
 
@@ -78,17 +70,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _size(text: str) -> int:
     """ "25MB", "500kB", "1GB" or a number of bytes."""
-    units = {"gb": 10**9, "mb": 10**6, "kb": 10**3, "b": 1}
-    lowered = text.strip().lower()
-    for unit, factor in units.items():
-        if lowered.endswith(unit):
-            try:
-                return int(float(lowered[: -len(unit)]) * factor)
-            except ValueError:
-                break
-    if lowered.isdigit():
-        return int(lowered)
-    raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 25MB)")
+    try:
+        return config.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _subcommand(
@@ -100,6 +85,7 @@ def _subcommand(
     epilog: str,
 ) -> argparse.ArgumentParser:
     """A subcommand's parser: examples kept as written, and the -q/-v every command takes."""
+    epilog = f"{epilog.rstrip()}\n\n{textwrap.fill(exit_codes_help(name), 90)}\n"
     p = sub.add_parser(name, help=help, description=description, epilog=epilog,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
@@ -119,10 +105,10 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("-o", "--output", type=Path,
                    help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
                    "the format set in the user config file)")  # fmt: skip
-    p.add_argument("--format", choices=("7z", "zip", "tar.gz"), help="archive format")
+    p.add_argument("--format", choices=config.FORMATS, help="archive format")
     p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
-    p.add_argument("--replay-timeout", type=float, default=300.0,
-                   help="seconds one module's replay may take (default 300)")  # fmt: skip
+    p.add_argument("--replay-timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds one module's replay may take (default %(default)g)")  # fmt: skip
     p.add_argument("--module", dest="module_re", metavar="REGEX",
                    help="bundle the modules whose name matches")  # fmt: skip
     p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
@@ -133,7 +119,8 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--max-size",
         type=_size,
         metavar="SIZE",
-        help="size budget of the bundle, e.g. 10MB (default 25MB, GitHub's limit)",
+        help=f"size budget of the bundle, e.g. 10MB (default {config.Config.max_size}, "
+        "GitHub's limit)",
     )
     p.add_argument("--repo", default="jax-ml/jax",
                    help="where to file: jax-ml/jax (default) or openxla/xla")  # fmt: skip
@@ -155,7 +142,8 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per module replay")
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds per module replay")  # fmt: skip
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,7 +159,8 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
     p.add_argument("--flags", default="", help="XLA flags for the replay (quote them)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds the replay may take")
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds the replay may take")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
 
 
@@ -204,21 +193,10 @@ def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
-        from xla_bugkit import config
-        from xla_bugkit.commands.collect import CollectOptions, collect
+        from xla_bugkit.commands.collect import collect_command, options_from
 
-        defaults = config.load()
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-        fmt = args.format or (None if args.output else defaults.format)
-        options = CollectOptions(
-            output=args.output or Path(f"bundle.{args.format or defaults.format}"),
-            fmt=fmt, timeout=args.timeout,
-            replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
-            workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
-            replay=args.replay, data=args.data, repo=args.repo,
-            max_size=args.max_size if args.max_size is not None else _size(defaults.max_size),
-        )  # fmt: skip
-        return collect(cmd, options, ui).exit_code
+        return collect_command(cmd, options_from(args, config.load()), ui)
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 
@@ -245,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help and on usage errors
-        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+        return int(e.code) if isinstance(e.code, int) else ExitCode.USAGE
     ui = Ui(verbosity=args.verbose - args.quiet)
     try:
         return _dispatch(args, ui)
@@ -254,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.exit_code)
     except KeyboardInterrupt:
         print("xla-bugkit: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader of our output went away (`| head`): not an error of ours or theirs.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -274,4 +252,4 @@ def _internal_error() -> int:
         f"details in {f.name}",
         file=sys.stderr,
     )
-    return EXIT_INTERNAL
+    return ExitCode.INTERNAL

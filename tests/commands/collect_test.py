@@ -20,6 +20,8 @@ import pytest
 
 from xla_bugkit.main import main
 
+pytestmark = pytest.mark.slow  # real jax programs, end to end
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

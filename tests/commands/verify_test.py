@@ -13,6 +13,8 @@ import pytest
 
 from xla_bugkit.main import main
 
+pytestmark = pytest.mark.slow  # real jax programs, end to end
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
@@ -139,7 +141,7 @@ def test_show_issue_prints_the_issue_text(bundle: Path, capsys: pytest.CaptureFi
 
 
 def test_untrusted_cpu_replays_get_a_memory_limit() -> None:
-    from xla_bugkit.commands.verify import memory_limit
+    from xla_bugkit.replay.limits import memory_limit
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert memory_limit("cpu") == ram * 3 // 4

@@ -1,228 +1,112 @@
-"""``xla-bugkit collect -- CMD``: rerun a failing program and turn it into a bundle."""
+"""``xla-bugkit collect -- CMD``: the command line of the collect pipeline, and its summary."""
 
 from __future__ import annotations
 
-import errno
-import shutil
-import tempfile
-import time
+import argparse
+import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
-
-from xla_bugkit import archive, bundle, dumps, envinfo, github, replay, report
-from xla_bugkit.errors import (
-    EXIT_INTERRUPTED,
-    EXIT_NO_FAILURE,
-    EXIT_NOT_REPRODUCED,
-    EXIT_OK,
-    BugkitError,
-    DiskFullError,
-)
-from xla_bugkit.redact import Redactor
-from xla_bugkit.run import RunRecord, rerun
-from xla_bugkit.select import Selection, select
+from xla_bugkit import config, github
+from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.capture.rerun import RunRecord
+from xla_bugkit.capture.selection import Selection
+from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
+from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.ui import Ui
 
-
-@dataclass(frozen=True)
-class CollectOptions:
-    output: Path = Path("bundle.7z")
-    fmt: str | None = None  # from the output's suffix when None
-    timeout: float | None = None
-    replay_timeout: float = 300.0
-    module_re: str | None = None
-    symbol: str | None = None
-    workdir: Path | None = None
-    keep_workdir: bool = False
-    always: bool = False  # bundle even when the program succeeds
-    replay: bool = True
-    data: bool = True  # ship snapshots (real inputs)
-    limit: int = 3
-    repo: str = "jax-ml/jax"  # where the summary's new-issue link points
-    max_size: int | None = 25 * 1000 * 1000  # GitHub's attachment limit
+NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
 
 
-@dataclass(frozen=True)
-class CollectResult:
-    """What ``collect`` did. ``exit_code`` is what the CLI returns."""
-
-    exit_code: int
-    run: RunRecord
-    selection: Selection | None = None
-    verdicts: tuple[replay.Verdict, ...] = ()
-    bundle: Path | None = None
-    size: int = 0
-    notes: tuple[str, ...] = field(default=())
-
-
-def default_workdir() -> Path:
-    base = Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
-    base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
-
-
-def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = None) -> CollectResult:
-    """Rerun ``command`` with dumps on and write a bundle of the modules that matter."""
-    ui = ui or Ui()
-    if not command:
-        raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
-    fmt = archive.output_format(options.output, options.fmt)
-    github.check_repo(options.repo)
-    work = options.workdir or default_workdir()
-    ours = [work / "dump", work / "bundle", work / "run.log"]
-    if options.workdir is not None and any(p.exists() for p in ours):
-        raise BugkitError(f"{work} already holds a collect run: give an empty or new --workdir")
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        return _collect_in(work, command, options, fmt, ui)
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(
-                f"no space left on the disk of {work} ({e.filename or 'work dir'}): "
-                "free some, or give --workdir on a disk with room"
-            ) from None
-        raise
-    finally:
-        if options.keep_workdir:
-            ui.say(f"work dir kept: {work}")
-        elif options.workdir is not None:
-            # The folder is the user's: remove only what this run put there.
-            for p in ours:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _collect_in(
-    work: Path, command: Sequence[str], options: CollectOptions, fmt: str, ui: Ui
-) -> CollectResult:
-    dump_dir, stage_dir = work / "dump", work / "bundle"
-    ui.say(f"running {' '.join(command)} with XLA dumps on")
-    run = rerun(
-        command, dump_dir=dump_dir, log_path=work / "run.log",
-        timeout=options.timeout, echo=ui.verbosity >= 0,
+def options_from(args: argparse.Namespace, defaults: config.Config) -> CollectOptions:
+    """``CollectOptions`` from the parsed command line, over the user's config defaults."""
+    fmt = args.format or (None if args.output else defaults.format)
+    return CollectOptions(
+        output=args.output or Path(f"bundle.{args.format or defaults.format}"),
+        fmt=fmt, timeout=args.timeout,
+        replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
+        workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
+        replay=args.replay, data=args.data, repo=args.repo,
+        max_size=args.max_size if args.max_size is not None
+        else config.parse_size(defaults.max_size),
     )  # fmt: skip
-    for note in run.xla_flags.notes:
-        ui.warn(note)
-    ui.say(f"the program ended: {run.failure.describe}")
-    if not run.failure.kind.is_failure and not options.always:
-        ui.summary("xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)")
-        return CollectResult(EXIT_NO_FAILURE, run)
-    with ui.phase("indexing dumps"):
-        index = dumps.index(dump_dir)
-    broken = dumps.failed_writes(run.output)
-    problems: tuple[str, ...] = ()
-    if broken:
-        index = dumps.without(index, broken)
-        why = ", ".join(sorted(set(broken.values())))
-        problems = (f"XLA could not write {len(broken)} dump files ({why}); they are left out",)
-        ui.warn(f"{problems[0]}: free disk space or raise the file-size limit, then run again")
-    if not index.modules:
-        raise BugkitError(_no_dumps_message(run))
-    selection = select(
-        index, run.failure, run.output,
-        module_re=options.module_re, symbol=options.symbol, limit=options.limit,
-    )  # fmt: skip
-    verdicts = _replay_all(dump_dir, selection, run, options, ui) if options.replay else ()
-    with ui.phase("writing the bundle"):
-        manifest, size = _write_within_budget(stage_dir, index, selection, run, verdicts,
-                                              options, fmt, ui, problems)  # fmt: skip
-    result = CollectResult(
-        _exit_code(run, verdicts), run, selection, verdicts, options.output, size,
-        tuple(manifest["notes"]),
-    )  # fmt: skip
-    ui.summary(
-        report.summary(result.bundle, size, selection, verdicts, run, fmt,
-                       repo=options.repo, manifest=manifest, verbose=ui.verbosity > 0)
-    )  # fmt: skip
-    return result
 
 
-def _write_within_budget(
-    stage_dir: Path,
-    index: dumps.DumpIndex,
+def collect_command(command: Sequence[str], options: CollectOptions, ui: Ui) -> int:
+    """CLI: run the pipeline, then print what was chosen, the verdicts and what next."""
+    result = collect(command, options, ui)
+    ui.summary(render_summary(result, repo=options.repo, verbose=ui.verbosity > 0))
+    return int(result.exit_code)
+
+
+def render_summary(result: CollectResult, *, repo: str, verbose: bool = False) -> str:
+    """The closing lines of ``collect`` for ``result``; ``repo`` gets the new-issue link."""
+    if result.selection is None or result.manifest is None:
+        return NO_FAILURE
+    return summary(
+        result.bundle, result.size, result.selection, result.verdicts, result.run, result.fmt,
+        repo=repo, manifest=result.manifest, verbose=verbose,
+    )  # fmt: skip
+
+
+def summary(
+    path: Path | None,
+    size: int,
     selection: Selection,
+    verdicts: Sequence[Verdict],
     run: RunRecord,
-    verdicts: tuple[replay.Verdict, ...],
-    options: CollectOptions,
     fmt: str,
-    ui: Ui,
-    problems: tuple[str, ...],
-) -> tuple[bundle.Manifest, int]:
-    """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
-
-    The compressed size is only known after compressing, so each drop rewrites the archive;
-    bundles are small and drops are rare, which keeps this simpler than estimating.
-    """
-    redactor = Redactor.for_this_machine()
-    # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
-    env = envinfo.collect_env(redactor, probe_devices=True)
-    order = bundle.drop_order(bundle.plan(index, selection.chosen, data=options.data))
-    dropped: list[str] = []
-    while True:
-        shutil.rmtree(stage_dir, ignore_errors=True)
-        manifest = report.build(
-            stage_dir, index=index, selection=selection, run=run, verdicts=verdicts,
-            redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
-            dropped=dropped, problems=problems,
-        )  # fmt: skip
-        files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
-        size = archive.write_archive(
-            files, options.output, fmt, progress=ui.progress("compressing")
+    *,
+    repo: str,
+    manifest: Manifest,
+    verbose: bool = False,
+) -> str:
+    """The closing lines of ``collect``: what was chosen and why, the verdict, what it
+    shares, what next."""
+    title = manifest["title"]
+    lines = [f"\nxla-bugkit: {run.failure.describe}"]
+    for c in selection.chosen:
+        lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
+    for v in verdicts:
+        lines.append(f"  replay {v.module}: {v.outcome.value} ({v.inputs}): {v.evidence}")
+    if not verdicts:
+        lines.append("  replay: not run")
+    lines.append(f"  bundle: {path} ({_mb(size)})")
+    lines += _shared(manifest, verbose)
+    if size > config.MAX_SIZE:
+        lines.append(f"  note: over GitHub's {config.MAX_SIZE // 10**6} MB attachment limit")
+    if fmt == "7z" and path is not None:
+        zipped = shlex.quote(str(path.with_suffix(".zip")))
+        lines.append(
+            "  note: GitHub does not accept .7z attachments; to attach it there run: "
+            f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
-        if options.max_size is None or size <= options.max_size:
-            return manifest, size
-        if len(dropped) == len(order):
-            ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
-            return manifest, size
-        dropped.append(order[len(dropped)].arcname)
-        ui.say(f"over the size budget: leaving out {dropped[-1]}")
+    # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
+    link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
+    shown = shlex.quote(str(path)) if path else "BUNDLE"
+    lines.append(f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue")
+    lines.append(f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}")
+    gh = github.gh_command(repo, title, "-")
+    lines.append(f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}")
+    return "\n".join(lines)
 
 
-def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
 
 
-def _replay_all(
-    root: Path, selection: Selection, run: RunRecord, options: CollectOptions, ui: Ui
-) -> tuple[replay.Verdict, ...]:
-    # Each module replays with the flags XLA really used for it (its dumped debug options),
-    # which include what the program appended to XLA_FLAGS itself.
-    verdicts = []
-    for chosen in selection.chosen:
-        m = chosen.module
-        inp = bundle.replay_input(m.label, bundle.module_files(root, m), m.platform)
-        if inp is None:
-            ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
-            continue
-        with ui.phase(f"replaying {m.label}"):
-            verdict = replay.replay(
-                inp, expected=run.failure, timeout=options.replay_timeout, use_data=options.data
-            )
-        ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
-        verdicts.append(verdict)
-    return tuple(verdicts)
-
-
-def _exit_code(run: RunRecord, verdicts: Sequence[replay.Verdict]) -> int:
-    if run.interrupted:
-        return EXIT_INTERRUPTED
-    if not run.failure.kind.is_failure:
-        return EXIT_NO_FAILURE
-    if any(v.reproduced for v in verdicts):
-        return EXIT_OK
-    return EXIT_NOT_REPRODUCED
-
-
-def _no_dumps_message(run: RunRecord) -> str:
-    return (
-        f"the program wrote no XLA dumps ({run.failure.describe}): it may replace XLA_FLAGS "
-        "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
-        "before JAX compiles anything, or not use XLA at all"
-    )
+def _shared(manifest: Manifest, verbose: bool) -> list[str]:
+    """What leaves the machine: the files (all of them with -v), redactions and drops."""
+    files = manifest["files"]
+    total = sum(f["size"] for f in files)
+    top = [f["path"] for f in files if "/" not in f["path"]]
+    modules = len(files) - len(top)
+    lines = [
+        f"  shares: {len(files) + 1} files, {_mb(total)} before compression: "
+        f"{', '.join([*top, 'manifest.json'])} and {modules} module files"
+    ]
+    if verbose:
+        lines += [f"    {f['size']:>10,}  {f['path']}" for f in files]
+    lines += [f"  {note}" for note in manifest["notes"]]
+    lines.append(f"  inputs: {manifest['data']}")
+    return lines

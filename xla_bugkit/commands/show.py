@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.commands.verify import load_manifest
-from xla_bugkit.errors import EXIT_OK
+from xla_bugkit.bundle.build import ISSUE
+from xla_bugkit.bundle.manifest import load_manifest
+from xla_bugkit.errors import ExitCode
 
 ISSUE_LIMIT = 4 << 20
 
@@ -22,16 +23,16 @@ def render(path: Path) -> str:
     """The bundle's failure, modules, notes and every file with its size."""
     manifest = load_manifest(path)
     entries = archive.list_entries(path)
-    failure = manifest.get("failure", {})
+    failure = manifest["failure"]  # the loader checked every key read here
     lines = [
-        f"{path.name}: made by {manifest.get('tool', '?')} on {manifest.get('created', '?')}",
-        f"failure: {failure.get('kind', '?')}: {failure.get('headline', '')}",
-        f"inputs: {manifest.get('data', '?')}",
+        f"{path.name}: made by {manifest['tool']} on {manifest['created']}",
+        f"failure: {failure['kind']}: {failure.get('headline', '')}",
+        f"inputs: {manifest['data']}",
     ]
-    for m in manifest.get("modules", []):
-        verdict = (m.get("replay") or {}).get("outcome", "not replayed")
+    for m in manifest["modules"]:
+        verdict = (m["replay"] or {}).get("outcome", "not replayed")
         lines.append(f"module {m['label']}: {verdict}; chosen because {'; '.join(m['reasons'])}")
-    lines += [f"note: {n}" for n in manifest.get("notes", [])]
+    lines += [f"note: {n}" for n in manifest["notes"]]
     total = sum(e.size for e in entries if e.is_file)
     lines.append(f"{len(entries)} files, {total / 1e6:.2f} MB uncompressed:")
     lines += [f"  {e.size:>12,}  {_printable(e.name)}" for e in entries if e.is_file]
@@ -42,11 +43,11 @@ def show(bundle: Path, *, json_output: bool = False, issue: bool = False) -> int
     """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md)."""
     if issue:
         load_manifest(bundle)  # an xla-bugkit bundle, not any archive with an ISSUE.md
-        text = archive.read_member(bundle, "ISSUE.md", ISSUE_LIMIT).decode("utf-8", "replace")
+        text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
         sys.stdout.write(text)
     elif json_output:
         json.dump(load_manifest(bundle), sys.stdout, indent=2)
         print()
     else:
         print(render(bundle))
-    return EXIT_OK
+    return ExitCode.OK

@@ -1,0 +1,44 @@
+"""The public API: what ``xla_bugkit`` exports, and what importing it costs a child."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+import xla_bugkit
+
+
+@pytest.mark.parametrize("name", sorted(set(xla_bugkit.__all__) - {"__version__"}))
+def test_every_public_name_resolves_to_its_home(name: str) -> None:
+    value = getattr(xla_bugkit, name)
+    home = importlib.import_module(value.__module__)
+    assert getattr(home, name) is value
+    assert name in dir(xla_bugkit)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        _ = xla_bugkit.nope  # type: ignore[attr-defined]
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys, json\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    return set(json.loads(done.stdout))
+
+
+def test_the_replay_child_starts_without_archives_or_the_pipeline() -> None:
+    # The worker runs once per replay: what its imports pull in, every replay pays for.
+    loaded = _loaded_after("import xla_bugkit.replay.worker")
+    assert not {"py7zr", "xla_bugkit.pipeline", "xla_bugkit.archive", "jax"} & loaded
+
+
+def test_importing_the_package_loads_no_stage() -> None:
+    loaded = _loaded_after("import xla_bugkit")
+    assert not {m for m in loaded if m.startswith("xla_bugkit.")}

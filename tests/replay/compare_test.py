@@ -1,0 +1,95 @@
+"""run_hlo_module's comparison rule: both bounds exceeded, NaN/Inf always, exact types exact."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from xla_bugkit.replay.compare import compare_arrays, compare_outputs
+
+NAN, INF = np.nan, np.inf
+
+
+def test_equal_arrays_are_close() -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    result = compare_arrays(a, a.copy())
+    assert result.close
+    assert (result.mismatches, result.total, result.max_abs, result.max_rel) == (0, 6, 0.0, 0.0)
+
+
+def test_a_mismatch_needs_both_bounds_exceeded() -> None:
+    expected = np.array([1000.0, 1e-5, 1.0], np.float64)
+    # 0.5 abs on 1000 is 5e-4 rel; 1e-5 abs on 1e-5 is 100% rel but tiny abs; 0.01 is both.
+    actual = np.array([1000.5, 2e-5, 1.01], np.float64)
+    result = compare_arrays(actual, expected)
+    assert result.mismatches == 1
+    assert result.first_indices == ((0, 2),)
+    assert abs(result.max_abs - 0.5) < 1e-12
+    assert abs(result.max_rel - 1.0) < 1e-12
+
+
+def test_bounds_can_be_loosened() -> None:
+    result = compare_arrays(np.array([1.01]), np.array([1.0]), abs_bound=0.1, rel_bound=0.1)
+    assert result.close
+
+
+def test_nan_rules() -> None:
+    both = compare_arrays(np.array([NAN, 1.0]), np.array([NAN, 1.0]))
+    assert both.close and both.nans == 1
+    lone = compare_arrays(np.array([NAN, 1.0]), np.array([0.0, 1.0]))
+    assert lone.mismatches == 1 and lone.nans == 1 and lone.max_abs == INF
+    missing = compare_arrays(np.array([0.0]), np.array([NAN]))
+    assert missing.mismatches == 1 and missing.nans == 0
+
+
+def test_infinities_match_only_themselves() -> None:
+    assert compare_arrays(np.array([INF, -INF]), np.array([INF, -INF])).close
+    assert compare_arrays(np.array([INF]), np.array([-INF])).mismatches == 1
+    assert compare_arrays(np.array([INF]), np.array([1e30])).mismatches == 1
+
+
+def test_integers_and_bools_must_be_exact() -> None:
+    result = compare_arrays(np.array([1000, 5], np.int32), np.array([1000, 6], np.int32))
+    assert result.mismatches == 1 and result.first_indices == ((0, 1),)
+    assert compare_arrays(np.array([True, False]), np.array([True, True])).mismatches == 1
+    assert compare_arrays(np.array([7], np.uint64), np.array([7], np.uint64)).close
+
+
+def test_complex_error_is_the_modulus() -> None:
+    result = compare_arrays(np.array([1 + 1j], np.complex64), np.array([1 + 0.9j], np.complex64))
+    assert result.mismatches == 1
+    assert abs(result.max_abs - 0.1) < 1e-6
+    assert compare_arrays(np.array([3 + 4j]), np.array([3 + 4j])).close
+
+
+def test_bfloat16_and_int4() -> None:
+    bf16 = ml_dtypes.bfloat16
+    assert compare_arrays(np.array([1.0, 2.0], bf16), np.array([1.0, 2.0], bf16)).close
+    assert compare_arrays(np.array([1.0, NAN], bf16), np.array([1.0, 2.0], bf16)).mismatches == 1
+    int4 = ml_dtypes.int4
+    assert compare_arrays(np.array([1, -2], int4), np.array([1, -1], int4)).mismatches == 1
+
+
+def test_shape_dtype_and_count_differences_are_notes() -> None:
+    shape = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)))
+    assert not shape.close and shape.notes == ("output 0: shape (2, 3) vs (3, 2)",)
+    kind = compare_arrays(np.zeros(2, np.int32), np.zeros(2, np.float32))
+    assert not kind.close and "dtype" in kind.notes[0]
+    count = compare_outputs([np.zeros(1)], [np.zeros(1), np.zeros(1)])
+    assert count.notes == ("1 outputs vs 2",)
+
+
+def test_outputs_combine_and_indices_name_the_output() -> None:
+    result = compare_outputs(
+        [np.array([1.0, 2.0]), np.array([[0.0, 5.0]])],
+        [np.array([1.0, 2.0]), np.array([[0.0, 4.0]])],
+    )
+    assert result.mismatches == 1 and result.total == 4
+    assert result.first_indices == ((1, 0, 1),)
+    assert "1/4 elements differ" in result.summary()
+    assert result.numbers()["first_indices"] == [[1, 0, 1]]
+
+
+def test_scalars_compare() -> None:
+    assert compare_arrays(np.float32(2.0), np.float32(2.0)).close
+    assert compare_arrays(np.float32(2.0), np.float32(3.0)).first_indices == ((0,),)

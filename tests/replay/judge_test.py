@@ -1,0 +1,376 @@
+"""Replay of real dumps: small real jax programs run with dumps on, then replayed.
+
+Each program runs once per module (module-scoped fixtures); every replay is a real child.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import conftest
+import numpy as np
+import pytest
+
+from xla_bugkit import proc
+from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.replay import protocol
+from xla_bugkit.replay.hlo_proto import HloProto
+from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.judge import Outcome, Verdict, _Child, _judge_result, replay
+
+DUMP_FLAGS = (
+    "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto --xla_dump_hlo_snapshots "
+    "--xla_dump_large_constants"
+)
+FAST_MATH = (
+    "--xla_cpu_enable_fast_math=true",
+    "--xla_cpu_fast_math_honor_nans=false",
+    "--xla_cpu_fast_math_honor_infs=false",
+)
+
+PROGRAM_FILES = conftest.PROGRAMS  # run as they are
+
+PROGRAMS = {
+    "normal": """
+        @jax.jit
+        def f(x, y):
+            def body(i, c):
+                a, b = c
+                return a * 0.5 + jnp.tanh(b), b + i
+            a, b = jax.lax.fori_loop(0, 3, body, (x, jnp.float32(1.0)))
+            return jnp.sin(a) @ y + jnp.sum(x), b
+        x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        print(f(x, np.arange(8, dtype=np.float32).reshape(4, 2)))
+    """,
+    "crash": """
+        print(jax.jit(lambda x: jax.random.normal(jax.random.key(0), (4,)) + x)(jnp.ones(4)))
+    """,
+    "split": "print(jax.jit(lambda x: x * 2)(np.ones(4, np.float32)))",
+    "oom": """
+        f = jax.jit(lambda x: jnp.broadcast_to(x, (1 << 20, 1 << 20)) * 2)
+        print(f(np.float32(1)))
+    """,
+    "hang": """
+        f = jax.jit(lambda x: jax.lax.while_loop(lambda c: c >= 0, lambda c: (c + 1) % 1000, x))
+        print(f(np.int32(1)))
+    """,
+    "callback": """
+        f = jax.jit(lambda x: jax.pure_callback(
+            np.sin, jax.ShapeDtypeStruct((4,), jnp.float32), x) * 2)
+        print(f(np.ones(4, np.float32)))
+    """,
+    "pmap": "print(jax.pmap(lambda x: x * 2)(np.ones((2, 3), np.float32)))",
+    "sharded": """
+        mesh = jax.make_mesh((2,), ("x",))
+        x = jax.device_put(
+            np.arange(8, dtype=np.float32).reshape(4, 2),
+            jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x")),
+        )
+        print(jax.jit(lambda x: jnp.sin(x) * 2 + x.sum())(x))
+    """,
+    "nan": """
+        x = np.array([1.0, np.nan, -2.0, np.inf, np.nan, 3.0], np.float32)
+        print(jax.jit(lambda x: jnp.where(jnp.isnan(x), 0.0, x))(x))
+    """,
+}
+
+
+@dataclass(frozen=True)
+class Dumped:
+    dump: Path
+    failure: Failure  # how the program ended, as collect would record it
+    flags: tuple[str, ...]
+
+    def module(self, name: str) -> ReplayInput:
+        """The last module of that name, as collect would select it."""
+        hlo = sorted(self.dump.glob(f"module_*.{name}.before_optimizations.hlo.pb"))[-1]
+        return self._input(name, hlo)
+
+    def first_module(self, name: str, parameter_type: str) -> ReplayInput:
+        """The first module of that name whose entry parameters are all ``parameter_type``."""
+        for hlo in sorted(self.dump.glob(f"module_*.{name}.before_optimizations.hlo.pb")):
+            text = hlo.with_suffix("").with_suffix(".txt").read_text()
+            layout = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
+            types = re.findall(r"\b([a-z]+\d*)\[", layout.group(1)) if layout else []
+            if types and set(types) == {parameter_type}:
+                return self._input(name, hlo)
+        raise AssertionError(f"no {name} module with {parameter_type} parameters in {self.dump}")
+
+    def with_pjrt(self, name: str) -> ReplayInput:
+        """The last module of that name with its PJRT folder (module.mlir, compile options)."""
+        inp = self.module(name)
+        folder = self.dump / inp.hlo.name.split(".before_optimizations")[0]
+        return replace(
+            inp, mlir=folder / "module.mlir", compile_options=folder / "compile_options.pb"
+        )
+
+    def _input(self, name: str, hlo: Path) -> ReplayInput:
+        prefix = hlo.name.split(".before_optimizations")[0]
+        snapshots = sorted(self.dump.glob(f"{prefix}.snapshot.*.pb"))
+        return ReplayInput(name, hlo, snapshots[0] if snapshots else None, xla_flags=self.flags)
+
+
+def _dump(root: Path, program: str, flags: tuple[str, ...] = (), timeout: float = 60) -> Dumped:
+    if program in PROGRAMS:
+        script = root / f"{program}.py"
+        body = textwrap.dedent(PROGRAMS[program])
+        script.write_text(f"import jax, jax.numpy as jnp, numpy as np\n{body}\n")
+    else:
+        script = PROGRAM_FILES / f"{program}.py"
+    dump = root / f"dump_{program}"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = " ".join((f"--xla_dump_to={dump}", DUMP_FLAGS, *flags))
+    done = proc.run_captured([sys.executable, str(script)], env=env, timeout=timeout)
+    failure = classify(done.output, exit_status=done.returncode, timed_out=done.timed_out)
+    return Dumped(dump, failure, flags)
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dumped]:
+    root = tmp_path_factory.mktemp("programs")
+    runs: dict[str, tuple[tuple[str, ...], float]] = {
+        "hang": ((), 4),  # first: it spends its whole timeout waiting
+        "normal": ((), 60),
+        "crash": (("--xla_disable_all_hlo_passes=true",), 60),
+        "split": (("--xla_cpu_parallel_codegen_split_count=0",), 60),
+        "oom": ((), 60),
+        "callback": ((), 60),
+        "nan": (FAST_MATH, 60),
+        "pmap": (("--xla_force_host_platform_device_count=2",), 60),
+        "sharded": (("--xla_force_host_platform_device_count=2",), 60),
+        # tests/programs/wrong_result.py (jax#39103); last: it is the heaviest run.
+        "wrong_result": ((), 120),
+    }
+    # Each is its own process; running them side by side keeps the suite fast.
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {
+            name: pool.submit(_dump, root, name, flags, timeout)
+            for name, (flags, timeout) in runs.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+def test_normal_function_is_not_reproduced_and_matches_its_snapshot(
+    dumps: dict[str, Dumped],
+) -> None:
+    normal = dumps["normal"]
+    assert normal.failure.kind is Kind.SUCCESS
+    verdict = replay(normal.module("jit_f"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "snapshot"
+    assert verdict.matches_recorded is True
+    assert verdict.evidence.startswith("ran to completion; result agrees with op-by-op")
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+    assert not verdict.reproduced
+
+
+def test_generated_inputs_say_so(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["normal"].module("jit_f"), expected=None, use_data=False, seed=7)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "generated (seed 7)"
+    assert verdict.matches_recorded is None
+
+
+def test_compile_crash_reproduces_with_its_site(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    assert crash.failure.kind is Kind.COMPILE_CRASH
+    assert crash.failure.site == "buffer_assignment_util.cc:46"
+    verdict = replay(crash.module("jit__lambda"), expected=crash.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
+    assert verdict.failure is not None and verdict.failure.signal == "SIGABRT"
+    assert verdict.failure.site == "buffer_assignment_util.cc:46"
+    assert "Check failed: const_instr == nullptr" in verdict.evidence
+
+
+def test_compile_crash_needs_its_flags(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    inp = ReplayInput("jit__lambda", crash.module("jit__lambda").hlo)
+    verdict = replay(inp, expected=crash.failure, reference=False)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+
+
+def test_compile_error_reproduces(dumps: dict[str, Dumped]) -> None:
+    split = dumps["split"]
+    assert split.failure.status_code == "INTERNAL"
+    verdict = replay(split.module("jit__lambda"), expected=split.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_ERROR, verdict.evidence
+    assert verdict.evidence.startswith("compile error: INTERNAL: Too many extra compilation parts")
+
+
+def test_runtime_error_reproduces(dumps: dict[str, Dumped]) -> None:
+    oom = dumps["oom"]
+    assert oom.failure.status_code == "RESOURCE_EXHAUSTED"
+    verdict = replay(oom.module("jit__lambda"), expected=oom.failure)
+    assert verdict.outcome is Outcome.REPRODUCED_ERROR, verdict.evidence
+    assert verdict.failure is not None and verdict.failure.kind is Kind.RUNTIME_ERROR
+    assert "RESOURCE_EXHAUSTED: Out of memory allocating" in verdict.evidence
+
+
+def test_hang_reproduces_when_a_hang_is_expected(dumps: dict[str, Dumped]) -> None:
+    hang = dumps["hang"]
+    assert hang.failure.kind is Kind.HANG
+    verdict = replay(hang.module("jit__lambda"), expected=hang.failure, timeout=4)
+    assert verdict.outcome is Outcome.REPRODUCED_HANG, verdict.evidence
+    assert verdict.evidence == "no result after 4 s while running"
+
+
+def test_host_callback_is_not_replayable(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["callback"].module("jit__lambda"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "xla_ffi_python_cpu_callback" in verdict.evidence
+
+
+def test_fast_math_nan_loss_is_a_wrong_result(dumps: dict[str, Dumped]) -> None:
+    nan = dumps["nan"]
+    assert nan.failure.kind is Kind.SUCCESS
+    verdict = replay(nan.module("jit__lambda"), expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    # The replay reproduces the user's own (fast-math) result; op by op, isnan is honoured.
+    assert verdict.matches_recorded is True
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.numbers["mismatches"] == 2 and verdict.numbers["nans"] == 2
+    assert verdict.numbers["first_indices"] == [[0, 1], [0, 4]]
+
+
+def test_flags_an_override_cannot_take_go_by_xla_flags(dumps: dict[str, Dumped]) -> None:
+    # XLA_FLAGS reads "1" as true; a per-compile override of a bool takes only a bool, so
+    # XLA refuses these and the replay moves them to the child's XLA_FLAGS. The references
+    # still compile under their own (conservative) overrides and catch the lost NaNs.
+    flags = ("--xla_cpu_enable_fast_math=1", "--xla_cpu_fast_math_honor_nans=0")
+    inp = replace(dumps["nan"].module("jit__lambda"), xla_flags=flags)
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op"
+
+
+def test_ynn_fusion_wrong_result_reproduces_against_op_by_op(dumps: dict[str, Dumped]) -> None:
+    # jax#39103: XLA:CPU's YNN fusion puts another row's value at index 16384. The module
+    # takes f64, so the replay must not canonicalise its arguments to f32 (it once failed
+    # with "INVALID_ARGUMENT: E0102: RuntimeProgramInputMismatch").
+    wrong = dumps["wrong_result"]
+    assert wrong.failure.kind is Kind.EXIT  # the program's own check exits 1
+    inp = wrong.first_module("jit_f", "f64")
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.inputs == "snapshot"
+    assert verdict.matches_recorded is True  # the user's wrong result, replayed
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.numbers["elements"] == 16385
+    mismatches = verdict.numbers["mismatches"]
+    assert isinstance(mismatches, int) and mismatches >= 1
+    first = verdict.numbers["first_indices"]
+    assert isinstance(first, list) and first[0] == [0, 16384]
+
+    # Without the YNN fusion the result is right, and the conservative-flags reference (which
+    # turns the fusion off as well) agrees with it.
+    no_ynn = replace(inp, xla_flags=("--xla_cpu_experimental_ynn_fusion_type=",))
+    verdict = replay(no_ynn, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+
+
+def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -> None:
+    # A whole-module reference can carry a miscompile of its own (jax#39103's YNN fusion did,
+    # before the conservative flags turned it off); op by op, no fusion touches the result.
+    right, wrong = np.arange(4.0), np.array([0.0, 1.0, 2.0, 9.0])
+    for stem, array in (("test", right), ("opbyop", right), ("conservative", wrong)):
+        protocol.save_arrays(tmp_path / f"{stem}.npz", [array])
+    done = proc.Completed(0, "", False, 0.0)
+    child = _Child(done, tmp_path, Phase.RUN, "snapshot", None, tested=True)
+    inp = ReplayInput("jit_f", tmp_path / "m.hlo.pb")
+    verdict = _judge_result(inp, child, None, 300)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.numbers["reference"] == "op-by-op"
+    assert verdict.evidence.startswith(
+        "ran to completion; result agrees with op-by-op (the conservative flags reference "
+        "differs: 1/4 elements differ"
+    )
+    # Without the op-by-op reference, the conservative one alone still decides.
+    (tmp_path / "opbyop.npz").unlink()
+    (tmp_path / "opbyop.error").write_text("no op-by-op here")
+    verdict = _judge_result(inp, child, None, 300)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.numbers["reference"] == "conservative flags"
+
+
+def test_without_fast_math_the_same_module_is_fine(dumps: dict[str, Dumped]) -> None:
+    inp = ReplayInput("jit__lambda", dumps["nan"].module("jit__lambda").hlo)
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+
+
+def test_sharded_jit_replays_on_two_devices(dumps: dict[str, Dumped]) -> None:
+    # A jit over a 2-device mesh: compiled from the PJRT folder on 2 forced CPU devices, each
+    # argument split by its sharding, the result put back together. XLA writes no snapshot
+    # for a multi-device execution, so the inputs are generated; both one-device references
+    # (the unpartitioned module) agree with the partitioned result.
+    sharded = dumps["sharded"]
+    assert sharded.failure.kind is Kind.SUCCESS
+    inp = sharded.with_pjrt("jit__lambda")
+    assert inp.snapshot is None
+    # Without the recorded device-count flag: the replay must ask for the devices itself.
+    verdict = replay(replace(inp, xla_flags=()), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.inputs == "generated (seed 42)"
+    assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+
+
+def test_shard_map_replays_without_one_device_references(dumps: dict[str, Dumped]) -> None:
+    # pmap lowers to a Shardy manual computation: it runs partitioned from the PJRT folder,
+    # but the one-device references have nothing to run, and the verdict says why.
+    verdict = replay(dumps["pmap"].with_pjrt("jit__fun"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+    assert verdict.evidence.startswith("ran to completion; result agrees with no reference")
+    assert "Shardy manual computation (custom-call xla.sdy." in verdict.evidence
+
+
+def test_shardy_module_without_its_pjrt_folder_is_refused(dumps: dict[str, Dumped]) -> None:
+    verdict = replay(dumps["pmap"].module("jit__fun"), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert verdict.evidence.startswith(
+        "the module is partitioned with Shardy (custom-call xla.sdy."
+    )
+    assert verdict.evidence.endswith(
+        "(module.mlir, compile_options.pb) replays that; it is missing"
+    )
+
+
+def test_unloadable_hlo_is_not_replayable(tmp_path: Path) -> None:
+    proto = HloProto()
+    proto.hlo_module.name = "jit_broken"
+    proto.hlo_module.computations.append(b"\x0a\x03abc\x1a\x02\xff\xff")
+    path = tmp_path / "broken.hlo.pb"
+    path.write_bytes(proto.SerializeToString())
+    verdict = replay(ReplayInput("jit_broken", path), expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "cannot load the HLO" in verdict.evidence
+
+
+def test_absent_platform_is_not_replayable(dumps: dict[str, Dumped]) -> None:
+    inp = ReplayInput("jit_f", dumps["normal"].module("jit_f").hlo, platform="cuda")
+    verdict = replay(inp, expected=None)
+    assert verdict.outcome is Outcome.NOT_REPLAYABLE
+    assert "'cuda' is not available" in verdict.evidence
+
+
+def test_verdict_json_round_trip(dumps: dict[str, Dumped]) -> None:
+    crash = dumps["crash"]
+    verdict = Verdict(
+        "jit__lambda",
+        Outcome.REPRODUCED_CRASH,
+        crash.failure.describe,
+        "snapshot",
+        crash.failure,
+        {"max_abs": 1.0},
+        True,
+    )
+    data = verdict.to_json()
+    assert data["outcome"] == "reproduced: crash"
+    assert data["failure"]["kind"] == "compile crash"
+    assert Verdict.from_json(data) == verdict

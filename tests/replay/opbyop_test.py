@@ -1,0 +1,114 @@
+"""Op-by-op reference: the text splitting, the tiny modules, and real runs through jaxlib."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from xla_bugkit.replay import _jaxlib, opbyop
+from xla_bugkit.replay.compare import compare_outputs
+
+jax.config.update("jax_platforms", "cpu")
+
+TEXT = """\
+HloModule m, entry_computation_layout={(f32[3]{0}, s32[])->(f32[3]{0}, s32[])}
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[3]{0} parameter(0)
+  n = s32[] parameter(1)
+  t = (f32[3]{0}, s32[]) tuple(x, n)
+  g = f32[3]{0} get-tuple-element(t), index=0
+  z = f32[] constant(0)
+  r = f32[] reduce(g, z), dimensions={0}, to_apply=add
+  b = f32[3]{0} broadcast(r), dimensions={}
+  m = f32[3]{0} multiply(b, b)
+  ROOT out = (f32[3]{0}, s32[]) tuple(m, n)
+}
+"""
+
+
+def test_parse_shape_nests_tuples_and_keeps_layouts() -> None:
+    assert opbyop.parse_shape("f32[3,4]{1,0}") == "f32[3,4]{1,0}"
+    assert opbyop.parse_shape("(f32[2]{0}, (s32[], pred[]))") == [
+        "f32[2]{0}",
+        ["s32[]", "pred[]"],
+    ]
+    assert opbyop.parse_shape("()") == []
+
+
+def test_parse_module_reads_entry_instructions() -> None:
+    module = opbyop.parse_module(TEXT)
+    names = [i.name for i in module.entry]
+    assert names == ["x", "n", "t", "g", "z", "r", "b", "m", "out"]
+    reduce = module.entry[5]
+    assert reduce.opcode == "reduce"
+    assert reduce.operands == ("g", "z")
+    assert module.entry[4].operands == ()  # a constant's literal is no operand
+    assert module.entry[7].operands == ("b", "b")
+    assert module.entry[-1].is_root
+    assert set(module.computations) == {"add", "main"}
+
+
+def test_tiny_module_copies_callees_and_declares_operands_once() -> None:
+    module = opbyop.parse_module(TEXT)
+    shapes = {i.name: i.shape for i in module.entry}
+    text = opbyop.tiny_module(module, module.entry[5], shapes)
+    assert "add {" in text
+    assert "g = f32[3]{0} parameter(0)" in text
+    assert "z = f32[] parameter(1)" in text
+    square = opbyop.tiny_module(module, module.entry[7], shapes)
+    assert square.count("parameter(") == 1
+
+
+def test_tuple_operands_are_passed_as_leaves_and_rebuilt() -> None:
+    lines = opbyop._parameter_lines("t", ["f32[]", ["s32[2]{0}", "pred[]"]], [0])
+    assert "  t.bk1.bk0 = s32[2]{0} parameter(1)" in lines
+    assert lines[-1] == "  t = (f32[], (s32[2]{0}, pred[])) tuple(t.bk0, t.bk1)"
+
+
+def test_hand_written_module_runs_op_by_op() -> None:
+    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    out = opbyop.run_op_by_op(text, [x, np.int32(7)], opbyop.compile_and_run("cpu"))
+    assert compare_outputs(out, [np.full(3, 36.0, np.float32), np.int32(7)]).close
+
+
+def _jitted_text(f: object, *args: object) -> str:
+    lowered = jax.jit(f).lower(*args)  # type: ignore[arg-type]
+    hlo = lowered.as_text(dialect="hlo")
+    return _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(hlo))
+
+
+def test_real_jax_program_with_loop_and_calls_agrees_with_jit() -> None:
+    def f(x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def body(i: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            a, b = c
+            return a * 0.5 + jnp.tanh(b), b + i
+
+        a, b = jax.lax.fori_loop(0, 3, body, (x, jnp.float32(1.0)))
+        return jnp.sin(a) @ y + jnp.sum(x) + jnp.argmax(x), b
+
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    y = np.arange(8, dtype=np.float32).reshape(4, 2)
+    text = _jitted_text(f, x, y)
+    assert "while(" in text and "to_apply=" in text
+    out = opbyop.run_op_by_op(text, [x, y], opbyop.compile_and_run("cpu"))
+    expected = [np.asarray(v) for v in jax.jit(f)(x, y)]
+    assert compare_outputs(out, expected).close
+
+
+def test_an_instruction_that_cannot_run_alone_is_named() -> None:
+    def fail(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+        raise RuntimeError("boom")
+
+    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    with pytest.raises(opbyop.OpByOpError, match=r"^z \(constant\) fails alone: boom"):
+        opbyop.run_op_by_op(text, [np.zeros(3, np.float32), np.int32(0)], fail)

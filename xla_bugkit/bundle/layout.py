@@ -1,0 +1,103 @@
+"""Lay out a bundle: which dump files go in, under what names, what is dropped first to fit a
+size budget, and the staging folder they are copied into."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xla_bugkit.capture.dumps import DumpIndex, Role
+from xla_bugkit.capture.selection import Chosen
+from xla_bugkit.redact import HOME_PATH, Redactor
+
+# What a maintainer needs of each chosen module (XLA's docs: before, after, buffer assignment),
+# plus what replay needs. Live ranges, buffer values, LLVM IR and objects stay behind: large,
+# and rebuilt by any replay.
+KEPT_ROLES = (
+    Role.BEFORE_TEXT,
+    Role.BEFORE_PROTO,
+    Role.AFTER_TEXT,
+    Role.AFTER_PROTO,
+    Role.BUFFER_ASSIGNMENT,
+    Role.MEMORY_REPORT,
+    Role.DEBUG_OPTIONS,
+    Role.PJRT_MLIR,
+    Role.COMPILE_OPTIONS,
+    Role.TOPOLOGY,
+)
+# Text files are redacted on the way in; binary protos are copied byte for byte.
+_TEXT_SUFFIXES = (".txt", ".mlir", ".md", ".log", ".json")
+_TEXT_ROLES = (Role.DEBUG_OPTIONS,)
+
+
+@dataclass(frozen=True)
+class Planned:
+    source: Path
+    arcname: str
+    role: Role
+    module: str  # module label
+
+
+def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> list[Planned]:
+    """The dump files that go into the bundle, each with its name inside the archive."""
+    planned: list[Planned] = []
+    for c in chosen:
+        m = c.module
+        files = [f for f in m.files if f.role in KEPT_ROLES]
+        snapshot = m.newest_snapshot if data else None
+        for f in [*files, *([snapshot] if snapshot else [])]:
+            sub = "pjrt/" if len(f.path.parts) == 2 else ""
+            arcname = f"modules/{m.label}/{sub}{f.path.name}"
+            planned.append(Planned(index.root / f.path, arcname, f.role, m.label))
+    return planned
+
+
+# What goes first when a bundle is over its size budget: what a maintainer misses least.
+_EXTRA_ROLES = (Role.MEMORY_REPORT, Role.AFTER_PROTO, Role.TOPOLOGY, Role.COMPILE_OPTIONS)
+
+
+def drop_order(planned: Sequence[Planned]) -> list[Planned]:
+    """Planned files in the order they are dropped to meet a size budget.
+
+    First the extra files of every module but the first chosen, then snapshots (the real
+    inputs) largest first, then the extra files of the first module, then whole modules
+    other than the first. The first module's before/after text and buffer assignment stay.
+    """
+    if not planned:
+        return []
+    first = planned[0].module
+    extra = [p for p in planned if p.role in _EXTRA_ROLES]
+    order = [p for p in extra if p.module != first]
+    order += sorted((p for p in planned if p.role is Role.SNAPSHOT),
+                    key=lambda p: -p.source.stat().st_size)  # fmt: skip
+    order += [p for p in extra if p.module == first]
+    order += [p for p in planned if p.module != first and p not in order]
+    return order
+
+
+def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter[str]:
+    """Copy planned files into ``dest``: text redacted; in binaries, home paths rewritten.
+
+    Returns the redaction counts (home paths, user names, ...) for the summary.
+    """
+    counts: Counter[str] = Counter()
+    for p in planned:
+        target = dest / p.arcname
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if p.source.suffix in _TEXT_SUFFIXES or p.role in _TEXT_ROLES:
+            text, found = redactor.text_with_report(p.source.read_text("utf-8", "replace"))
+            target.write_text(text, "utf-8")
+            counts.update(found)
+        else:
+            found_paths = redactor.copy_binary(p.source, target)
+            if found_paths:
+                counts[HOME_PATH] += found_paths
+    return counts
+
+
+def write_text(dest: Path, arcname: str, text: str) -> None:
+    target = dest / arcname
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, "utf-8")

@@ -1,0 +1,51 @@
+"""Replay modules straight from an XLA dump folder: ``run_hlo_module`` without Bazel."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from xla_bugkit import config, flags
+from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
+from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.ui import Ui
+
+
+def replay_dump(
+    target: Path,
+    *,
+    module_re: str | None = None,
+    snapshot: Path | None = None,
+    xla_flags: str = "",
+    timeout: float = config.REPLAY_TIMEOUT,
+    ui: Ui | None = None,
+) -> list[Verdict]:
+    """Replay every module ``target`` names (a dump folder or one dump file).
+
+    ``xla_flags`` replace the recorded flags; ``snapshot`` gives the inputs. A module with no
+    before-optimizations proto is skipped with a warning on ``ui``.
+    """
+    ui = ui or Ui()
+    verdicts = []
+    for root, module in dump_modules(target, module_re):
+        files = module_files(root, module)
+        if snapshot is not None:
+            files["snapshot"] = snapshot
+        inp = replay_input(module.label, files, module.platform)
+        if inp is None:
+            ui.warn(
+                f"{module.label}: no before_optimizations.hlo.pb "
+                "(dump with --xla_dump_hlo_as_proto)"
+            )
+            continue
+        if xla_flags:
+            inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)))
+        with ui.phase(f"replaying {module.label}"):
+            verdicts.append(replay(inp, expected=None, timeout=timeout))
+    return verdicts
+
+
+def failed(v: Verdict) -> bool:
+    """The module crashed, errored, hung or computed a wrong result."""
+    crashed = v.failure is not None and v.failure.kind.is_failure
+    return crashed or v.outcome in (Outcome.REPRODUCED_WRONG, Outcome.REPRODUCED_HANG)

@@ -1,0 +1,76 @@
+"""What a replay needs, found in a dump folder or an unpacked bundle: ``ReplayInput``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from xla_bugkit import flags
+from xla_bugkit.capture.dumps import DumpModule, Role, index
+from xla_bugkit.errors import BugkitError
+
+# What a replay reads of a module, by role; a bundle keeps these (and more for people).
+REPLAY_ROLES = (Role.BEFORE_PROTO, Role.DEBUG_OPTIONS, Role.PJRT_MLIR, Role.COMPILE_OPTIONS)
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """One module to replay, as found in a dump or a bundle."""
+
+    name: str  # module name, e.g. "jit_train_step"
+    hlo: Path  # before-optimizations HloProto (.hlo.pb)
+    snapshot: Path | None = None  # HloSnapshot with the real arguments (+ recorded result)
+    mlir: Path | None = None  # the PJRT folder's module.mlir
+    compile_options: Path | None = None  # the PJRT folder's compile_options.pb
+    xla_flags: tuple[str, ...] = ()  # recorded XLA flags, dump flags already removed
+    platform: str = "cpu"
+
+
+def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:
+    """What a replay of one module needs, from its files by role (a dump or an unpacked bundle).
+
+    None when there is no before-optimizations proto: nothing to compile.
+    """
+    hlo = files.get(Role.BEFORE_PROTO.value)
+    if hlo is None:
+        return None
+    options = files.get(Role.DEBUG_OPTIONS.value)
+    xla_flags = flags.from_debug_options(options.read_text("utf-8", "replace")) if options else ()
+    return ReplayInput(
+        name=name,
+        hlo=hlo,
+        snapshot=files.get(Role.SNAPSHOT.value),
+        mlir=files.get(Role.PJRT_MLIR.value),
+        compile_options=files.get(Role.COMPILE_OPTIONS.value),
+        xla_flags=xla_flags,
+        platform="gpu" if "gpu" in platform else platform or "cpu",
+    )
+
+
+def module_files(root: Path, module: DumpModule) -> dict[str, Path]:
+    """A dump module's files by role, as ``replay_input`` takes them (newest snapshot)."""
+    files = {f.role.value: root / f.path for f in module.files if f.role in REPLAY_ROLES}
+    snapshot = module.newest_snapshot
+    if snapshot is not None:
+        files[Role.SNAPSHOT.value] = root / snapshot.path
+    return files
+
+
+def dump_modules(target: Path, module_re: str | None) -> list[tuple[Path, DumpModule]]:
+    """The dump modules ``target`` names: a dump dir (filtered by ``module_re``) or one file."""
+    if not target.exists():
+        raise BugkitError(f"{target} does not exist")
+    if target.is_dir():
+        found_index = index(target)
+        pattern = re.compile(module_re) if module_re else None
+        found = [m for m in found_index.modules if pattern is None or pattern.search(m.label)]
+        if not found:
+            raise BugkitError(f"no module in {target} matches {module_re!r}")
+        return [(target, m) for m in found]
+    parent = index(target.parent)
+    for m in parent.modules:
+        if any(parent.root / f.path == target for f in m.files):
+            return [(target.parent, m)]
+    raise BugkitError(f"{target.name} is not a file of an XLA dump (module_NNNN.NAME.SUFFIX)")

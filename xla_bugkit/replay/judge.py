@@ -1,0 +1,333 @@
+"""Replay one dumped HLO module in a child process and say whether the bug shows.
+
+The child (``worker``) compiles the before-optimizations module with the recorded XLA
+flags and runs it on the snapshot's arguments. A crash, error or hang in the child is compared
+with the failure recorded when the bundle was made; a clean run is compared with independent
+references (op by op, and the module under conservative flags), which the same child computes
+after saving the test's outputs, to catch wrong results. The parent never loads XLA, so an
+abort, a segfault or a hang cannot take it down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit import config, flags, proc
+from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.replay import protocol
+from xla_bugkit.replay.compare import Comparison, compare_outputs
+from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.protocol import marker
+
+# Reference flags: exact IEEE semantics, little optimization (run_hlo_module's reference clone
+# likewise turns off fast math and fast min/max). All exist in jaxlib 0.10.2; one an older
+# jaxlib does not know is dropped (the worker's ``_conservative``).
+CONSERVATIVE_FLAGS = (
+    "--xla_cpu_enable_fast_math=false",
+    "--xla_cpu_fast_math_honor_nans=true",
+    "--xla_cpu_fast_math_honor_infs=true",
+    "--xla_cpu_fast_math_honor_division=true",
+    "--xla_cpu_fast_math_honor_functions=true",
+    "--xla_cpu_enable_fast_min_max=false",
+    "--xla_gpu_enable_fast_min_max=false",
+    "--xla_backend_optimization_level=0",
+    # No fusions into outside libraries (YNNPACK, XNNPACK, oneDNN): an empty list turns each
+    # off. jaxlib 0.10.2 miscompiles through its YNN fusion (jax#39103) even at
+    # optimization level 0, so a reference that kept it would share that bug.
+    "--xla_cpu_experimental_ynn_fusion_type=",
+    "--xla_cpu_experimental_xnn_fusion_type=",
+    "--xla_cpu_experimental_onednn_fusion_type=",
+)
+# Flags the client reads once, when the backend starts: no per-compile override can set them.
+PROCESS_FLAGS = frozenset({"--xla_force_host_platform_device_count"})
+
+
+class Outcome(StrEnum):
+    REPRODUCED_CRASH = "reproduced: crash"
+    REPRODUCED_ERROR = "reproduced: error"
+    REPRODUCED_HANG = "reproduced: hang"
+    REPRODUCED_WRONG = "reproduced: wrong result"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_REPLAYABLE = "not replayable"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one replay showed. ``evidence`` is one line: the signature line, or the numbers."""
+
+    module: str
+    outcome: Outcome
+    evidence: str
+    inputs: str  # "snapshot" or "generated (seed 42)"
+    failure: Failure | None = None  # how the replay child ended, when it failed
+    numbers: Mapping[str, object] = field(default_factory=dict)
+    matches_recorded: bool | None = None  # result equal to the snapshot's recorded result
+
+    @property
+    def reproduced(self) -> bool:
+        return self.outcome.name.startswith("REPRODUCED")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``from_json`` reads it back."""
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["numbers"] = dict(self.numbers)
+        if self.failure is not None:
+            data["failure"] = {**data["failure"], "kind": self.failure.kind.value}
+            data["failure"]["phase"] = self.failure.phase.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        failure = data.get("failure")
+        if failure is not None:
+            failure = Failure(
+                **{**failure, "kind": Kind(failure["kind"]), "phase": Phase(failure["phase"])}
+            )
+        return cls(
+            module=data["module"],
+            outcome=Outcome(data["outcome"]),
+            evidence=data["evidence"],
+            inputs=data["inputs"],
+            failure=failure,
+            numbers=dict(data.get("numbers", {})),
+            matches_recorded=data.get("matches_recorded"),
+        )
+
+
+@dataclass(frozen=True)
+class _Child:
+    """What a replay child left: its status and markers, and its output folder."""
+
+    done: proc.Completed
+    out: Path
+    phase: Phase | None
+    inputs: str
+    refusal: str | None  # the NOT_REPLAYABLE reason
+    tested: bool = False  # the test ran to the end and its outputs are saved
+
+
+def _child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = flags.join(xla_flags)
+    env["JAX_PLATFORMS"] = platform
+    # The child imports this package from wherever the parent found it.
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _spawn(
+    inp: ReplayInput, spec: dict[str, Any], env_flags: list[str], limits: dict[str, Any]
+) -> _Child:
+    out = Path(spec["out"])
+    spec_path = out / protocol.SPEC
+    spec_path.write_text(json.dumps(spec))
+    argv = [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)]
+    done = proc.run_captured(argv, env=_child_env(tuple(env_flags), inp.platform), **limits)
+    phase = marker(done.output, protocol.PHASE)
+    return _Child(
+        done=done,
+        out=out,
+        phase={"compile": Phase.COMPILE, None: None}.get(phase, Phase.RUN),
+        inputs=marker(done.output, protocol.INPUTS) or "",
+        refusal=marker(done.output, protocol.NOT_REPLAYABLE),
+        tested=phase in ("reference", "done") and _saved(out, protocol.TEST),
+    )
+
+
+def _saved(out: Path, stem: str) -> bool:
+    return protocol.arrays_path(out, stem).exists()
+
+
+def _spawn_settled(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
+    """Spawn the child; again with more devices or a flag moved to XLA_FLAGS, if it asks."""
+    recorded = flags.without_dump_flags(inp.xla_flags)
+    env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
+    spec = {**spec, "flags": [f for f in recorded if f not in env_flags]}
+    while True:
+        child = _spawn(inp, spec, env_flags, limits)
+        needs = marker(child.done.output, protocol.NEEDS_DEVICES)
+        rejected = marker(child.done.output, protocol.REJECTED_FLAG)
+        if needs is not None:
+            needed, _, here = needs.partition(" ")
+            if inp.platform != "cpu":
+                why = f"the module needs {needed} {inp.platform} devices, {here or '?'} here"
+                return _Child(child.done, child.out, None, "", why)
+            # XLA's CPU client can pretend to have as many devices as the module wants.
+            env_flags.append(f"--xla_force_host_platform_device_count={needed}")
+        elif rejected is not None:
+            # XLA takes this flag only at start-up; the references then run with it too.
+            moved = [f for f in spec["flags"] if flags.name_of(f).lstrip("-") == rejected]
+            env_flags.extend(moved)
+            spec = {**spec, "flags": [f for f in spec["flags"] if f not in moved]}
+        else:
+            return child
+
+
+def replay(
+    inp: ReplayInput,
+    *,
+    expected: Failure | None,
+    timeout: float = config.REPLAY_TIMEOUT,
+    memory_limit: int | None = None,
+    use_data: bool = True,
+    seed: int = 42,
+    reference: bool = True,
+) -> Verdict:
+    """Replay ``inp`` in a child process and judge the result against ``expected``.
+
+    ``expected`` is the failure recorded when the bundle was made; None (or a success) means
+    the program finished and a wrong result is suspected. ``use_data=False`` (or a missing
+    snapshot) runs on inputs generated from ``seed``. ``reference=False`` skips the
+    wrong-result check. The child gets ``timeout`` seconds and ``memory_limit`` bytes for the
+    test and the references together; a reference cut short is reported missing, never as a
+    failure of the module.
+    """
+    limits: dict[str, Any] = {
+        "timeout": timeout,
+        "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
+    }
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
+        spec = {
+            "hlo": str(inp.hlo),
+            "snapshot": str(inp.snapshot) if inp.snapshot else None,
+            "mlir": str(inp.mlir) if inp.mlir else None,
+            "compile_options": str(inp.compile_options) if inp.compile_options else None,
+            "platform": inp.platform,
+            "use_data": use_data,
+            "seed": seed,
+            "out": tmp,
+            "reference": reference,
+            "conservative": list(CONSERVATIVE_FLAGS),
+        }
+        child = _spawn_settled(inp, spec, limits)
+        verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
+        return verdict or _judge_result(inp, child, expected, timeout if reference else None)
+
+
+def _expected_kind(expected: Failure | None) -> Kind:
+    return Kind.SUCCESS if expected is None else expected.kind
+
+
+def _wrong_result_suspected(expected: Failure | None) -> bool:
+    """The run showed no XLA failure: it succeeded, or the program's own check failed
+    (a non-XLA exit, such as an assertion on the numbers)."""
+    return _expected_kind(expected) in (Kind.SUCCESS, Kind.EXIT)
+
+
+def _judge_failure(
+    inp: ReplayInput, child: _Child, expected: Failure | None, timeout: float
+) -> Verdict | None:
+    """The verdict when the test child did not run to the end; None when it did."""
+    base = Verdict(inp.name, Outcome.NOT_REPRODUCED, "", child.inputs)
+    done = child.done
+    if child.refusal is not None:
+        return Verdict(inp.name, Outcome.NOT_REPLAYABLE, child.refusal, child.inputs)
+    failure = classify(
+        done.output, exit_status=done.returncode, timed_out=done.timed_out, phase=child.phase
+    )
+    where = "compiling" if child.phase is Phase.COMPILE else "running"
+    if done.timed_out:
+        hang = _expected_kind(expected) is Kind.HANG
+        outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
+        evidence = f"no result after {timeout:g} s while {where}"
+        if not hang:
+            evidence += f" (a hang, though {_expected_kind(expected).value} was expected)"
+        return Verdict(inp.name, outcome, evidence, child.inputs, failure)
+    if not failure.kind.is_failure:
+        return None
+    if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
+        crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+        outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
+        return Verdict(inp.name, outcome, failure.describe, child.inputs, failure)
+    differently = "differently" if expected is not None and expected.kind.is_failure else ""
+    evidence = f"the replay failed {differently} while {where}: {failure.describe}"
+    return Verdict(inp.name, base.outcome, " ".join(evidence.split()), child.inputs, failure)
+
+
+def _load(path: Path) -> list[np.ndarray] | None:
+    return protocol.load_arrays(path) if path.exists() else None
+
+
+def _references(
+    child: _Child, timeout: float | None
+) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """The reference results that exist, and why the others are missing (None: none asked)."""
+    found: dict[str, list[np.ndarray]] = {}
+    missing: list[str] = []
+    if timeout is None:
+        return found, missing
+    done = child.done
+    if done.timed_out:
+        ended = f"no result after {timeout:g} s"
+    else:
+        ended = classify(done.output, exit_status=done.returncode, phase=Phase.RUN).describe
+    references = (("op-by-op", protocol.OPBYOP), ("conservative flags", protocol.CONSERVATIVE))
+    for label, stem in references:
+        arrays = _load(protocol.arrays_path(child.out, stem))
+        error = protocol.error_path(child.out, stem)
+        if arrays is not None:
+            found[label] = arrays
+        elif error.exists():
+            missing.append(f"{label}: {error.read_text()[:200]}")
+        else:
+            missing.append(f"{label}: the replay child ended first ({ended[:200]})")
+    return found, missing
+
+
+def _judge_result(
+    inp: ReplayInput, test: _Child, expected: Failure | None, timeout: float | None
+) -> Verdict:
+    """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
+    outputs = _load(protocol.arrays_path(test.out, protocol.TEST)) or []
+    recorded = _load(protocol.arrays_path(test.out, protocol.RECORDED))
+    matches = None if recorded is None else compare_outputs(outputs, recorded).close
+    found, missing = _references(test, timeout)
+    wrong: tuple[str, Comparison] | None = None
+    agreeing: list[str] = []
+    for label, arrays in found.items():
+        comparison = compare_outputs(outputs, arrays)
+        if comparison.close:
+            agreeing.append(label)
+        elif wrong is None:
+            wrong = (label, comparison)
+    disputed = ""
+    if wrong is not None and "op-by-op" in agreeing:
+        # Whole-module optimizations never touch the op-by-op reference. When it agrees with
+        # the test, a whole-module reference that differs has a miscompile of its own (as the
+        # YNN fusion of jax#39103 once did under the conservative flags), not the test.
+        disputed = f" (the {wrong[0]} reference differs: {wrong[1].summary()})"
+        wrong = None
+    suspected = _wrong_result_suspected(expected)
+    if wrong is not None:
+        label, comparison = wrong
+        numbers = {**comparison.numbers(), "reference": label}
+        evidence = f"result differs from the {label} reference: {comparison.summary()}"
+        outcome = Outcome.REPRODUCED_WRONG if suspected else Outcome.NOT_REPRODUCED
+        if not suspected:
+            evidence = f"ran without the expected {_expected_kind(expected).value}; {evidence}"
+        return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
+    agreed = ", ".join(agreeing) or "no reference"
+    evidence = f"ran to completion; result agrees with {agreed}{disputed}"
+    if missing:
+        evidence += f" (missing: {'; '.join(missing)})"
+    return Verdict(
+        inp.name,
+        Outcome.NOT_REPRODUCED,
+        evidence,
+        test.inputs,
+        None,
+        {"reference": agreed},
+        matches,
+    )

@@ -1,0 +1,19 @@
+"""How much a replay child may take: the policy for modules from someone else's machine."""
+
+from __future__ import annotations
+
+import os
+
+
+def memory_limit(platform: str) -> int | None:
+    """The address-space limit for replaying an untrusted module: 3/4 of this machine's RAM.
+
+    A hostile or runaway module then fails in its child instead of swapping the machine to a
+    halt. GPU clients map far more address space than they use, so they run unlimited.
+    """
+    if platform != "cpu":
+        return None
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError):
+        return None

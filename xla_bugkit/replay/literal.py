@@ -1,0 +1,218 @@
+"""Convert XLA ``LiteralProto`` values to numpy arrays and back.
+
+Wire format, as XLA's ``literal.cc`` (``WriteToProto``/``CopyFromProto``) writes it and as
+seen in jaxlib 0.10.2 snapshots:
+
+* values are stored in the order of the shape's layout (``minor_to_major``);
+* 32/64-bit types and pred go in repeated fields; complex values interleave real and imag;
+* 8-bit and 16-bit types are raw bytes, 16-bit ones little-endian;
+* sub-byte types (s4/u4/s2/u2/s1/u1, f4e2m1fn) are *not* packed: one element per byte,
+  the value in the low bits, upper bits zero (-1 as s4 is 0x0f). That is also ml_dtypes'
+  in-memory layout, so the bytes copy straight through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.hlo_proto import LiteralProto, PrimitiveType, ProtoMessage
+
+# A decoded literal: an array, or a tuple of decoded literals.
+Value = np.ndarray | tuple["Value", ...]
+
+_P = PrimitiveType
+
+
+class _Codec(NamedTuple):
+    field: str  # the LiteralProto field holding the values
+    dtype: np.dtype[Any]
+    kind: str  # "repeated", "bytes" or "complex"
+
+
+def _ml(name: str) -> np.dtype[Any] | None:
+    # Older ml_dtypes lack the newer float8/int types; those stay unmapped, not an error.
+    scalar = getattr(ml_dtypes, name, None)
+    return None if scalar is None else np.dtype(scalar)
+
+
+_DTYPES: dict[PrimitiveType, tuple[str, np.dtype[Any] | None, str]] = {
+    _P.PRED: ("preds", np.dtype(np.bool_), "repeated"),
+    _P.S32: ("s32s", np.dtype(np.int32), "repeated"),
+    _P.S64: ("s64s", np.dtype(np.int64), "repeated"),
+    _P.U32: ("u32s", np.dtype(np.uint32), "repeated"),
+    _P.U64: ("u64s", np.dtype(np.uint64), "repeated"),
+    _P.F32: ("f32s", np.dtype(np.float32), "repeated"),
+    _P.F64: ("f64s", np.dtype(np.float64), "repeated"),
+    _P.C64: ("c64s", np.dtype(np.complex64), "complex"),
+    _P.C128: ("c128s", np.dtype(np.complex128), "complex"),
+    _P.S8: ("s8s", np.dtype(np.int8), "bytes"),
+    _P.U8: ("u8s", np.dtype(np.uint8), "bytes"),
+    _P.S16: ("s16s", np.dtype(np.int16), "bytes"),
+    _P.U16: ("u16s", np.dtype(np.uint16), "bytes"),
+    _P.F16: ("f16s", np.dtype(np.float16), "bytes"),
+    _P.BF16: ("bf16s", _ml("bfloat16"), "bytes"),
+    _P.S4: ("s4s", _ml("int4"), "bytes"),
+    _P.U4: ("u4s", _ml("uint4"), "bytes"),
+    _P.S2: ("s2s", _ml("int2"), "bytes"),
+    _P.U2: ("u2s", _ml("uint2"), "bytes"),
+    _P.S1: ("s1s", _ml("int1"), "bytes"),
+    _P.U1: ("u1s", _ml("uint1"), "bytes"),
+    _P.F8E5M2: ("f8e5m2s", _ml("float8_e5m2"), "bytes"),
+    _P.F8E4M3FN: ("f8e4m3fns", _ml("float8_e4m3fn"), "bytes"),
+    _P.F8E4M3B11FNUZ: ("f8e4m3b11fnuzs", _ml("float8_e4m3b11fnuz"), "bytes"),
+    _P.F8E5M2FNUZ: ("f8e5m2fnuzs", _ml("float8_e5m2fnuz"), "bytes"),
+    _P.F8E4M3FNUZ: ("f8e4m3fnuzs", _ml("float8_e4m3fnuz"), "bytes"),
+    _P.F8E4M3: ("f8e4m3s", _ml("float8_e4m3"), "bytes"),
+    _P.F8E3M4: ("f8e3m4s", _ml("float8_e3m4"), "bytes"),
+    _P.F8E8M0FNU: ("f8e8m0fnus", _ml("float8_e8m0fnu"), "bytes"),
+    _P.F4E2M1FN: ("f4e2m1fns", _ml("float4_e2m1fn"), "bytes"),
+}
+
+_CODECS: dict[PrimitiveType, _Codec] = {
+    ptype: _Codec(field, dtype, kind)
+    for ptype, (field, dtype, kind) in _DTYPES.items()
+    if dtype is not None
+}
+
+DTYPES: dict[PrimitiveType, np.dtype[Any]] = {p: c.dtype for p, c in _CODECS.items()}
+"""The element types this numpy/ml_dtypes can hold, and the dtype each decodes to."""
+
+_BY_DTYPE: dict[np.dtype[Any], PrimitiveType] = {d: p for p, d in DTYPES.items()}
+
+
+def type_name(element_type: int) -> str:
+    """XLA's short name of an element type: ``f32``, ``bf16``, ``f8e4m3fn``, ``pred``..."""
+    try:
+        name = PrimitiveType(element_type).name
+    except ValueError:
+        return f"<type {element_type}>"
+    return "opaque" if name == "OPAQUE_TYPE" else name.lower()
+
+
+def format_shape(shape: ProtoMessage) -> str:
+    """Describe a ``ShapeProto`` as XLA prints it: ``f32[2,4]``, ``(s8[], bf16[3])``."""
+    if shape.element_type == _P.TUPLE:
+        return "(" + ", ".join(format_shape(s) for s in shape.tuple_shapes) + ")"
+    dims = ",".join(str(d) for d in shape.dimensions)
+    return f"{type_name(shape.element_type)}[{dims}]"
+
+
+def shape_of(lit: ProtoMessage) -> str:
+    """Describe a ``LiteralProto``'s shape, e.g. ``f32[2,4]``."""
+    return format_shape(lit.shape)
+
+
+def _codec(element_type: int) -> _Codec:
+    try:
+        return _CODECS[PrimitiveType(element_type)]
+    except (ValueError, KeyError):
+        raise BugkitError(
+            f"element type {type_name(element_type)} cannot be held by this numpy/ml_dtypes"
+        ) from None
+
+
+def _flat_values(lit: ProtoMessage, codec: _Codec) -> np.ndarray:
+    raw = getattr(lit, codec.field)
+    if codec.kind == "repeated":
+        return np.array(raw, dtype=codec.dtype)
+    if codec.kind == "complex":
+        parts = np.array(raw, dtype=np.float32 if codec.dtype.itemsize == 8 else np.float64)
+        if parts.size % 2:
+            raise BugkitError(f"literal {shape_of(lit)}: odd number of complex parts")
+        return parts.view(codec.dtype)
+    width = codec.dtype.itemsize
+    if len(raw) % width:
+        raise BugkitError(f"literal {shape_of(lit)}: {len(raw)} bytes is not whole elements")
+    wire = np.frombuffer(raw, dtype=np.dtype(f"<u{width}"))
+    return wire.astype(f"=u{width}").view(codec.dtype)
+
+
+def _major_to_minor(shape: ProtoMessage) -> list[int]:
+    rank = len(shape.dimensions)
+    if not shape.HasField("layout") or not shape.layout.minor_to_major:
+        return list(range(rank))
+    order = list(reversed(shape.layout.minor_to_major))
+    if sorted(order) != list(range(rank)):
+        raise BugkitError(f"literal {format_shape(shape)}: bad layout {order[::-1]}")
+    return order
+
+
+def _array(lit: ProtoMessage) -> np.ndarray:
+    shape = lit.shape
+    codec = _codec(shape.element_type)
+    flat = _flat_values(lit, codec)
+    dims = [int(d) for d in shape.dimensions]
+    if flat.size != int(np.prod(dims, dtype=np.int64)):
+        raise BugkitError(f"literal {format_shape(shape)} holds {flat.size} values")
+    order = _major_to_minor(shape)
+    physical = flat.reshape([dims[d] for d in order])
+    return physical.transpose(np.argsort(order)).copy()
+
+
+def literal_to_numpy(lit: ProtoMessage) -> Value:
+    """Decode a ``LiteralProto``: an array (rank 0 for scalars), or for a tuple literal a
+    Python tuple of decoded elements. Raises ``BugkitError`` for malformed literals and
+    for element types numpy/ml_dtypes cannot hold."""
+    if lit.shape.element_type == _P.TUPLE:
+        if len(lit.tuple_literals) != len(lit.shape.tuple_shapes):
+            raise BugkitError(f"literal {shape_of(lit)}: wrong number of tuple elements")
+        return tuple(literal_to_numpy(element) for element in lit.tuple_literals)
+    return _array(lit)
+
+
+def _element_type(array: np.ndarray) -> PrimitiveType:
+    try:
+        return _BY_DTYPE[array.dtype.newbyteorder("=")]
+    except KeyError:
+        raise BugkitError(f"numpy dtype {array.dtype} has no XLA element type") from None
+
+
+def _set_values(lit: ProtoMessage, codec: _Codec, flat: np.ndarray) -> None:
+    if codec.kind == "repeated":
+        getattr(lit, codec.field).extend(flat.tolist())
+    elif codec.kind == "complex":
+        getattr(lit, codec.field).extend(flat.view(flat.real.dtype).tolist())
+    else:
+        width = codec.dtype.itemsize
+        setattr(lit, codec.field, flat.view(f"=u{width}").astype(f"<u{width}").tobytes())
+
+
+def _array_literal(array: np.ndarray, minor_to_major: Sequence[int] | None) -> ProtoMessage:
+    ptype = _element_type(array)
+    codec = _CODECS[ptype]
+    rank = array.ndim
+    layout = list(range(rank - 1, -1, -1)) if minor_to_major is None else list(minor_to_major)
+    if sorted(layout) != list(range(rank)):
+        raise BugkitError(f"layout {layout} does not fit an array of rank {rank}")
+    lit = LiteralProto()
+    lit.shape.element_type = ptype
+    lit.shape.dimensions.extend(array.shape)
+    # XLA always writes a layout (even an empty one) and one dynamic flag per dimension.
+    lit.shape.layout.SetInParent()
+    lit.shape.layout.minor_to_major.extend(layout)
+    lit.shape.is_dynamic_dimension.extend([False] * rank)
+    native = array.astype(array.dtype.newbyteorder("="), copy=False)
+    _set_values(lit, codec, native.transpose(layout[::-1]).ravel())
+    return lit
+
+
+def numpy_to_literal(value: Any, *, minor_to_major: Sequence[int] | None = None) -> ProtoMessage:
+    """Encode an array (or numpy/Python scalar) as a ``LiteralProto``; a tuple becomes a
+    tuple literal, recursively. ``minor_to_major`` picks the layout of an array (default
+    row-major); it does not apply to tuples."""
+    if isinstance(value, tuple):
+        if minor_to_major is not None:
+            raise ValueError("minor_to_major applies to arrays, not tuples")
+        lit = LiteralProto()
+        lit.shape.element_type = _P.TUPLE
+        for element in value:
+            child = lit.tuple_literals.add()
+            child.CopyFrom(numpy_to_literal(element))
+            lit.shape.tuple_shapes.add().CopyFrom(child.shape)
+        return lit
+    return _array_literal(np.asarray(value), minor_to_major)

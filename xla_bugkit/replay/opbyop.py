@@ -1,0 +1,271 @@
+"""A reference result by op-by-op execution, the way JAX's eager mode runs ops.
+
+Each instruction of the entry computation is compiled and run on its own, as a tiny module
+whose parameters are the instruction's operands (the computations it calls, such as a
+reduce's ``to_apply`` or a while's body, are copied in). Whole-module optimizations (fusion,
+algebraic simplification across ops, layout changes) therefore never touch the reference.
+
+The HLO text comes from jaxlib's own printer (``_jaxlib.module_text``), so this module only
+needs to split that well-formed text into computations and instructions; it is not a full
+HLO parser. Runs inside the replay child: it compiles with jaxlib.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay import _jaxlib
+
+# An HLO value: an array or a (nested) tuple of them. A shape tree mirrors it, with the
+# leaf shapes as HLO text.
+Value = np.ndarray | tuple["Value", ...]
+ShapeTree = str | list["ShapeTree"]
+
+_HEADER = re.compile(r"^(?P<entry>ENTRY )?(?P<name>[\w.\-]+) (?:\(.*\) -> .* )?\{$")
+_INSTR = re.compile(r"^\s*(?P<root>ROOT )?(?P<name>[\w.\-]+) = (?P<rest>.*)$")
+_OPCODE = re.compile(r"\s*(?P<op>[\w\-]+)\(")
+_CALLED = re.compile(
+    r"\b(?:to_apply|calls|body|condition|true_computation|false_computation|select|scatter|"
+    r"branch_computations)=(?P<names>\{[^}]*\}|[\w.\-]+)"
+)
+_INDEX = re.compile(r"\bindex=(\d+)")
+# Partitioning annotations: meaningless on one device, and Shardy's frontend attributes
+# name a mesh that only the whole module declares (XLA aborts on "Mesh not found").
+_PARTITIONING = re.compile(r", (?:sharding|frontend_attributes)=\{")
+# Custom calls that only annotate a value for the partitioners: op by op, the value passes.
+_ANNOTATION = re.compile(r'custom_call_target="(?:Sharding|xla\.sdy\.FuncResultSharding)"')
+
+
+class OpByOpError(BugkitError):
+    """One instruction could not be run on its own; the message names it."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    line: str  # the instruction as printed, without "ROOT "
+    is_root: bool
+
+
+@dataclass(frozen=True)
+class Module:
+    entry: list[Instruction]
+    computations: dict[str, list[str]]  # name -> its lines, in the module's order
+
+
+def _closing(text: str, start: int) -> int:
+    """Index of the bracket closing the one at ``start`` (brackets of any kind nest)."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise OpByOpError(f"unbalanced brackets in HLO: {text[:80]}")
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    return [*parts, tail] if tail else parts
+
+
+def parse_shape(text: str) -> ShapeTree:
+    """``(f32[2]{0}, (s32[], pred[]))`` -> ``["f32[2]{0}", ["s32[]", "pred[]"]]``."""
+    text = text.strip()
+    if not text.startswith("("):
+        return text
+    return [parse_shape(part) for part in _split_top(text[1 : _closing(text, 0)])]
+
+
+def _parse_instruction(line: str) -> Instruction:
+    m = _INSTR.match(line)
+    if m is None:
+        raise OpByOpError(f"cannot read HLO instruction: {line.strip()[:120]}")
+    rest = m.group("rest")
+    shape_end = _closing(rest, 0) + 1 if rest.startswith("(") else rest.index(" ")
+    op = _OPCODE.match(rest, shape_end)
+    if op is None:
+        raise OpByOpError(f"cannot read HLO instruction: {line.strip()[:120]}")
+    close = _closing(rest, op.end() - 1)
+    inside = rest[op.end() : close]
+    # A constant's parentheses hold its literal and a parameter's its number, not operands.
+    simple = op.group("op") not in ("constant", "parameter")
+    operands = tuple(_split_top(inside)) if simple else ()
+    text = f"{m.group('name')} = {rest}"
+    return Instruction(
+        m.group("name"), rest[:shape_end], op.group("op"), operands, text, bool(m.group("root"))
+    )
+
+
+def parse_module(text: str) -> Module:
+    """Split jaxlib-printed HLO text into computations and the entry's instructions."""
+    computations: dict[str, list[str]] = {}
+    entry: list[Instruction] = []
+    current: list[str] | None = None
+    is_entry = False
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header and current is None:
+            current, is_entry = [line], bool(header.group("entry"))
+            computations[header.group("name")] = current
+        elif current is not None:
+            current.append(line)
+            if line == "}":
+                current = None
+            elif is_entry:
+                entry.append(_parse_instruction(line))
+    if not entry:
+        raise OpByOpError("no entry computation in the HLO text")
+    return Module(entry, computations)
+
+
+def _called(lines: Sequence[str]) -> list[str]:
+    names: list[str] = []
+    for line in lines:
+        for m in _CALLED.finditer(line):
+            names.extend(n.strip() for n in m.group("names").strip("{}").split(",") if n.strip())
+    return names
+
+
+def _callees(module: Module, instruction: Instruction) -> list[str]:
+    """The computations ``instruction`` needs, transitively, in the module's order."""
+    needed: set[str] = set()
+    todo = _called([instruction.line])
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(_called(module.computations.get(name, [])))
+    return [name for name in module.computations if name in needed]
+
+
+def _parameter_lines(name: str, tree: ShapeTree, counter: list[int]) -> list[str]:
+    """Lines declaring operand ``name``: leaf parameters, rebuilt into tuples as needed."""
+    if isinstance(tree, str):
+        counter[0] += 1
+        return [f"  {name} = {tree} parameter({counter[0] - 1})"]
+    lines: list[str] = []
+    parts = [f"{name}.bk{i}" for i in range(len(tree))]
+    for part, sub in zip(parts, tree, strict=True):
+        lines.extend(_parameter_lines(part, sub, counter))
+    lines.append(f"  {name} = {_shape_text(tree)} tuple({', '.join(parts)})")
+    return lines
+
+
+def _shape_text(tree: ShapeTree) -> str:
+    return tree if isinstance(tree, str) else f"({', '.join(_shape_text(t) for t in tree)})"
+
+
+def _unpartitioned(line: str) -> str:
+    while (m := _PARTITIONING.search(line)) is not None:
+        line = line[: m.start()] + line[_closing(line, m.end() - 1) + 1 :]
+    return line
+
+
+def tiny_module(module: Module, instruction: Instruction, shapes: dict[str, str]) -> str:
+    """HLO text of a module that runs ``instruction`` alone on its operands as parameters."""
+    lines = ["HloModule bugkit_op", ""]
+    for name in _callees(module, instruction):
+        lines.extend([*map(_unpartitioned, module.computations[name]), ""])
+    lines.append("ENTRY bugkit_entry {")
+    counter = [0]
+    for operand in dict.fromkeys(instruction.operands):
+        lines.extend(_parameter_lines(operand, parse_shape(shapes[operand]), counter))
+    lines.extend([f"  ROOT {_unpartitioned(instruction.line)}", "}", ""])
+    return "\n".join(lines)
+
+
+def leaves(value: Value) -> list[np.ndarray]:
+    """The arrays of a value, depth first (the order XLA flattens tuples in)."""
+    if isinstance(value, tuple):
+        return [leaf for part in value for leaf in leaves(part)]
+    return [value]
+
+
+def _rebuild(tree: ShapeTree, flat: list[np.ndarray]) -> Value:
+    if isinstance(tree, str):
+        return flat.pop(0)
+    return tuple(_rebuild(sub, flat) for sub in tree)
+
+
+Runner = Callable[[str, list[np.ndarray]], list[np.ndarray]]
+
+
+def compile_and_run(platform: str, overrides: Sequence[_jaxlib.Override] = ()) -> Runner:
+    """A runner that compiles HLO text with jaxlib (cached by text) and executes it.
+
+    ``overrides`` are per-compile DebugOptions settings (see ``_jaxlib.compile``).
+    """
+    cache: dict[str, _jaxlib.Executable] = {}
+
+    def run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+        if text not in cache:
+            mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
+            cache[text] = _jaxlib.compile(mlir, platform=platform, overrides=overrides)
+        return _jaxlib.execute(cache[text], args)
+
+    return run
+
+
+def run_op_by_op(text: str, args: Sequence[Value], run: Runner) -> list[np.ndarray]:
+    """Evaluate the entry computation of HLO ``text`` one instruction at a time.
+
+    Returns the root's arrays, flattened. Raises ``OpByOpError`` naming the first
+    instruction that cannot run alone.
+    """
+    module = parse_module(text)
+    values: dict[str, Value] = {}
+    shapes = {i.name: i.shape for i in module.entry}
+    root = module.entry[-1]
+    for instruction in module.entry:
+        values[instruction.name] = _evaluate(module, instruction, values, shapes, args, run)
+        if instruction.is_root:
+            root = instruction
+    return leaves(values[root.name])
+
+
+def _evaluate(
+    module: Module,
+    instruction: Instruction,
+    values: dict[str, Value],
+    shapes: dict[str, str],
+    args: Sequence[Value],
+    run: Runner,
+) -> Value:
+    # Parameters and tuple plumbing need no compiler; everything else runs as a tiny module.
+    if instruction.opcode == "parameter":
+        number = int(instruction.line.split("parameter(", 1)[1].split(")", 1)[0])
+        return args[number]
+    if instruction.opcode == "tuple":
+        return tuple(values[o] for o in instruction.operands)
+    if instruction.opcode == "custom-call" and _ANNOTATION.search(instruction.line):
+        return values[instruction.operands[0]]
+    if instruction.opcode == "get-tuple-element":
+        index = _INDEX.search(instruction.line)
+        tup = values[instruction.operands[0]]
+        if index is not None and isinstance(tup, tuple):
+            return tup[int(index.group(1))]
+    text = tiny_module(module, instruction, shapes)
+    flat = [leaf for o in dict.fromkeys(instruction.operands) for leaf in leaves(values[o])]
+    try:
+        outputs = run(text, flat)
+    except Exception as e:  # jaxlib's status exceptions and our own BugkitErrors alike
+        raise OpByOpError(f"{instruction.name} ({instruction.opcode}) fails alone: {e}") from e
+    return _rebuild(parse_shape(instruction.shape), list(outputs))

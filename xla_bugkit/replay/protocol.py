@@ -1,0 +1,85 @@
+"""What the replay parent (``judge``) and its child (``worker``) say to each other.
+
+The child prints marker lines on stdout, flushed at once, so the parent reads how far it
+got even when XLA aborts right after; it leaves its arrays as ``.npz`` files in the spec's
+``out`` folder, and the reason a reference failed as ``<stem>.error`` beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+MARKER = "XLA_BUGKIT"
+PHASE = f"{MARKER}_PHASE: "  # compile | run | reference | done
+NOT_REPLAYABLE = f"{MARKER}_NOT_REPLAYABLE: "
+NEEDS_DEVICES = f"{MARKER}_NEEDS_DEVICES: "
+REJECTED_FLAG = f"{MARKER}_REJECTED_FLAG: "
+INPUTS = f"{MARKER}_INPUTS: "
+
+# The child's exit status when it stops on purpose (anything else is XLA's doing).
+EXIT_NOT_REPLAYABLE = 3
+EXIT_NEEDS_DEVICES = 4
+EXIT_REJECTED_FLAG = 5
+
+# The arrays' file stems in ``out``: the module under test, the snapshot's recorded result,
+# and the two references.
+TEST = "test"
+RECORDED = "recorded"
+OPBYOP = "opbyop"
+CONSERVATIVE = "conservative"
+SPEC = "spec.json"
+
+
+def arrays_path(out: Path, stem: str) -> Path:
+    return out / f"{stem}.npz"
+
+
+def error_path(out: Path, stem: str) -> Path:
+    return out / f"{stem}.error"
+
+
+def say(marker: str, value: object) -> None:
+    # Flushed at once: the parent reads the markers even when XLA aborts right after.
+    print(f"{marker}{value}", flush=True)
+
+
+def marker(output: str, prefix: str) -> str | None:
+    """The value of the last ``prefix`` line in the child's ``output``, if any."""
+    found = None
+    for line in output.splitlines():
+        if line.startswith(prefix):
+            found = line[len(prefix) :].strip()
+    return found
+
+
+def save_arrays(path: Path, arrays: Sequence[np.ndarray]) -> None:
+    """Save arrays to ``.npz``; ml_dtypes types travel as raw bits plus their names."""
+    stored: dict[str, np.ndarray] = {}
+    names: list[str] = []
+    for i, array in enumerate(arrays):
+        array = np.asarray(array)
+        names.append(array.dtype.name)
+        plain = array.dtype.kind != "V"
+        stored[f"a{i}"] = array if plain else array.view(f"u{array.dtype.itemsize}")
+    stored["dtypes"] = np.array(names, dtype=str)
+    np.savez(path, **stored)  # type: ignore[arg-type]
+
+
+def load_arrays(path: Path) -> list[np.ndarray]:
+    """Arrays saved by ``save_arrays``, with their ml_dtypes types restored."""
+    with np.load(path, allow_pickle=False) as data:
+        names = [str(n) for n in data["dtypes"]]
+        arrays = [data[f"a{i}"] for i in range(len(names))]
+    if all(a.dtype.name == n for a, n in zip(arrays, names, strict=True)):
+        return arrays
+    # Imported only when needed: it takes most of a second, and the replay's parent (which
+    # reads these files) otherwise never loads it.
+    import ml_dtypes
+
+    return [
+        a if a.dtype.name == n else a.view(getattr(ml_dtypes, n))
+        for a, n in zip(arrays, names, strict=True)
+    ]

@@ -1,0 +1,314 @@
+"""The replay child: ``python -m xla_bugkit.replay.worker SPEC.json``.
+
+Runs in its own process (started by ``judge.replay``) because XLA may abort, hang or eat
+memory. It tells the parent where it got to with marker lines on stdout and leaves its arrays
+in the spec's ``out`` folder. One child does all the work, so jax is imported once:
+
+1. compile the module with the recorded flags, run it, save ``test.npz`` (saved before any
+   reference runs, so a reference that crashes or hangs cannot lose it);
+2. unless the spec says ``"reference": false``, under conservative flags run the module op by
+   op (``opbyop.npz``) and compiled whole (``conservative.npz``); a reference that fails
+   leaves ``<name>.error``.
+
+Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which XLA reads
+once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
+recorded result is saved as ``recorded.npz`` when there is one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit import flags
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay import _jaxlib, opbyop
+from xla_bugkit.replay.protocol import (
+    CONSERVATIVE,
+    EXIT_NEEDS_DEVICES,
+    EXIT_NOT_REPLAYABLE,
+    EXIT_REJECTED_FLAG,
+    INPUTS,
+    NEEDS_DEVICES,
+    NOT_REPLAYABLE,
+    OPBYOP,
+    PHASE,
+    RECORDED,
+    REJECTED_FLAG,
+    TEST,
+    arrays_path,
+    error_path,
+    save_arrays,
+    say,
+)
+
+# XLA's answers to an override that is no DebugOptions field, or whose value it cannot take
+# that way (a map such as xla_backend_extra_options); such a flag must go by XLA_FLAGS.
+_REJECTED = re.compile(r"No such compile option: '([^']+)'|While setting option (\w+),")
+
+# Host callbacks run Python code of the original process; they cannot be replayed.
+CALLBACK_TARGETS = re.compile(r"python.*callback|callback.*python|^xla_.*_callback$")
+# Targets that XLA's own passes consume; they are never registered as handlers.
+INTERNAL_TARGETS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "LayoutConstraint",
+        "MoveToHost",
+        "MoveToDevice",
+        "PadToStatic",
+        "SliceToDynamic",
+        "annotate_device_placement",
+        "AllocateBuffer",
+        "X64Combine",
+        "X64SplitLow",
+        "X64SplitHigh",
+        "ShardBarrierFrom",
+        "ShardBarrierTo",
+        "local_sharding",
+        "xla.sdy.FuncResultSharding",
+    }
+)
+_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+_REPLICAS = re.compile(r"\breplica_count=(\d+)")
+_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
+
+
+class NotReplayable(BugkitError):
+    """The module cannot be replayed here; the message says why."""
+
+
+class FlagRejected(Exception):
+    """XLA took a recorded flag only through XLA_FLAGS; ``name`` is the flag's name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def overrides(xla_flags: Sequence[str]) -> list[_jaxlib.Override]:
+    """XLA flags (``--name=value``) as per-compile overrides."""
+    result: list[_jaxlib.Override] = []
+    for flag in xla_flags:
+        name, value = flags.name_of(flag).lstrip("-"), flags.value_of(flag)
+        if value is None:
+            result.append((name, True))  # "--xla_foo" alone turns a bool on
+        elif value.lower() in ("true", "false"):
+            result.append((name, value.lower() == "true"))
+        else:
+            result.append((name, value))
+    return result
+
+
+def rejected_option(error: Exception) -> str | None:
+    """The override XLA refused, when that is what ``error`` says."""
+    found = _REJECTED.search(str(error))
+    return None if found is None else found.group(1) or found.group(2)
+
+
+def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, int]:
+    """Refuse what cannot run here; return the module's (replicas, partitions).
+
+    ``pjrt``: the PJRT folder's module.mlir and compile_options.pb are there to compile from.
+    """
+    targets = sorted(set(_TARGET.findall(text)))
+    for target in targets:
+        if CALLBACK_TARGETS.search(target):
+            raise NotReplayable(
+                f"the module calls back into Python (custom-call {target}); "
+                "host callbacks cannot run outside the original process"
+            )
+        if target.startswith("xla.sdy.") and target not in INTERNAL_TARGETS and not pjrt:
+            # Shardy's markers only compile inside its partitioner, which runs on the PJRT
+            # folder's module.mlir; the HLO -> StableHLO round trip loses what it needs.
+            raise NotReplayable(
+                f"the module is partitioned with Shardy (custom-call {target}), and only its "
+                "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
+            )
+    registered = _jaxlib.custom_call_targets(platform)
+    missing = [
+        t
+        for t in targets
+        if t not in registered and t not in INTERNAL_TARGETS and not t.startswith("xla.sdy.")
+    ]
+    if missing:
+        raise NotReplayable(
+            f"custom-call target {missing[0]!r} is not registered for {platform} here "
+            "(its library must be loaded)"
+        )
+    header = text.split("\n", 1)[0]
+    replicas = _REPLICAS.search(header)
+    partitions = _PARTITIONS.search(header)
+    return (
+        int(replicas.group(1)) if replicas else 1,
+        int(partitions.group(1)) if partitions else 1,
+    )
+
+
+def _generated(module_bytes: bytes, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays: list[np.ndarray] = []
+    for dtype, dims in _jaxlib.parameter_types(module_bytes):
+        if dtype == np.bool_:
+            arrays.append(rng.integers(0, 2, dims).astype(np.bool_))
+        elif dtype.kind in "iu" or dtype.name.startswith(("int", "uint")):
+            # Small values: integers often index, and out-of-range indices are clamped anyway.
+            arrays.append(rng.integers(0, 4, dims).astype(dtype))
+        elif dtype.kind == "c":
+            arrays.append(
+                (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
+            )
+        else:
+            arrays.append(rng.standard_normal(dims).astype(dtype))
+    return arrays
+
+
+def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[Any]:
+    """The snapshot's arguments (saving its recorded result), or seeded generated ones."""
+    from xla_bugkit.replay import hlo_proto, literal
+
+    if spec["snapshot"] and spec["use_data"]:
+        snapshot = hlo_proto.read_snapshot(spec["snapshot"])
+        try:
+            args = [literal.literal_to_numpy(a) for a in snapshot.arguments]
+            if snapshot.HasField("result"):
+                result = opbyop.leaves(literal.literal_to_numpy(snapshot.result))
+                save_arrays(arrays_path(out, RECORDED), result)
+        except BugkitError as e:
+            raise NotReplayable(str(e)) from e
+        say(INPUTS, "snapshot")
+        return args
+    say(INPUTS, f"generated (seed {spec['seed']})")
+    return list(_generated(module_bytes, int(spec["seed"])))
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+def run_module(
+    spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
+) -> None:
+    say(PHASE, "compile")
+    mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
+    if mlir is None:
+        mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+        options = None
+    recorded = overrides(spec["flags"])
+    try:
+        exe = _jaxlib.compile(
+            mlir,
+            platform=spec["platform"],
+            compile_options=options,
+            num_replicas=layout[0],
+            num_partitions=layout[1],
+            overrides=recorded,
+        )
+    except Exception as e:
+        name = rejected_option(e)
+        if name is None or all(n != name for n, _ in recorded):
+            raise
+        raise FlagRejected(name) from e
+    say(PHASE, "run")
+    # On several devices the shards are put back together into the module's own result.
+    types = _jaxlib.result_types(module_bytes) if layout != (1, 1) else None
+    outputs = _jaxlib.execute(exe, [np.asarray(a) for a in args], types)
+    save_arrays(arrays_path(Path(spec["out"]), TEST), outputs)
+
+
+def _conservative(
+    spec: dict[str, Any], module_bytes: bytes, args: list[Any]
+) -> list[_jaxlib.Override]:
+    """Run the whole module under the conservative flags; returns the overrides this jaxlib
+    knows (an older one lacks some), for the op-by-op reference to use too."""
+    out = Path(spec["out"])
+    chosen = overrides(spec["conservative"])
+    mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+    while True:
+        try:
+            exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=chosen)
+            arrays = _jaxlib.execute(exe, [np.asarray(a) for a in args])
+        except Exception as e:  # the reference is best effort; the parent reports why
+            name = rejected_option(e)
+            if name is not None and any(n == name for n, _ in chosen):
+                chosen = [(n, v) for n, v in chosen if n != name]
+                continue
+            error_path(out, CONSERVATIVE).write_text(str(e))
+            return chosen
+        save_arrays(arrays_path(out, CONSERVATIVE), arrays)
+        return chosen
+
+
+def run_reference(spec: dict[str, Any], module_bytes: bytes, text: str, args: list[Any]) -> None:
+    out = Path(spec["out"])
+    manual = [t for t in _TARGET.findall(text) if t.startswith("xla.sdy.")]
+    manual = [t for t in manual if t not in INTERNAL_TARGETS]
+    if manual:
+        # The references run the unpartitioned module on one device; a per-shard body has
+        # no meaning there, and the markers around it have no one-device implementation.
+        reason = (
+            f"the module has a Shardy manual computation (custom-call {manual[0]}, from "
+            "shard_map or pmap), which runs only partitioned"
+        )
+        for stem in (CONSERVATIVE, OPBYOP):
+            error_path(out, stem).write_text(reason)
+        return
+    chosen = _conservative(spec, module_bytes, args)
+    try:
+        runner = opbyop.compile_and_run(spec["platform"], chosen)
+        save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
+    except Exception as e:
+        error_path(out, OPBYOP).write_text(str(e))
+
+
+def work(spec: dict[str, Any]) -> int:
+    from xla_bugkit.replay import hlo_proto
+
+    out = Path(spec["out"])
+    platform = spec["platform"]
+    if platform not in _jaxlib.available_platforms():
+        raise NotReplayable(
+            f"platform {platform!r} is not available here (jaxlib {_jaxlib.jaxlib_version()})"
+        )
+    module_bytes = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(spec["hlo"]))
+    text = _jaxlib.module_text(module_bytes)
+    options = _read(spec["compile_options"])
+    layout = check_module(text, platform, pjrt=bool(spec["mlir"]) and options is not None)
+    if options is not None:
+        # The HLO header omits partitions that only the compile options record (shard_map).
+        recorded = _jaxlib.compile_options_layout(options)
+        layout = (max(layout[0], recorded[0]), max(layout[1], recorded[1]))
+    if layout[0] * layout[1] > _jaxlib.device_count(platform):
+        say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {_jaxlib.device_count(platform)}")
+        return EXIT_NEEDS_DEVICES
+    args = load_inputs(spec, module_bytes, out)
+    run_module(spec, module_bytes, args, layout)
+    if spec["reference"]:
+        say(PHASE, "reference")
+        run_reference(spec, module_bytes, text, args)
+    say(PHASE, "done")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    spec = json.loads(Path(argv[0]).read_text())
+    try:
+        return work(spec)
+    except BugkitError as e:
+        # XLA's own errors propagate with their traceback: the parent classifies them.
+        say(NOT_REPLAYABLE, str(e).replace("\n", " "))
+        return EXIT_NOT_REPLAYABLE
+    except FlagRejected as e:
+        say(REJECTED_FLAG, e.name)
+        return EXIT_REJECTED_FLAG
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""The maintainer's side: unpack a bundle safely, check it, replay every module, compare."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit import config
+from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, open_bundle
+from xla_bugkit.failure import Failure
+from xla_bugkit.replay.inputs import replay_input
+from xla_bugkit.replay.judge import Verdict, replay
+from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.ui import Ui
+
+
+@dataclass(frozen=True)
+class ModuleCheck:
+    label: str
+    verdict: Verdict | None  # None: nothing in the bundle to replay
+    recorded: str | None  # the outcome the reporter's replay gave
+
+    @property
+    def same_as_reporter(self) -> bool | None:
+        if self.verdict is None or self.recorded is None:
+            return None
+        return self.verdict.outcome.value == self.recorded
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    bundle: Path
+    failure: Failure
+    checks: tuple[ModuleCheck, ...]
+
+    @property
+    def reproduced(self) -> bool:
+        return any(c.verdict is not None and c.verdict.reproduced for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bundle": str(self.bundle),
+            "integrity": "ok",
+            "failure": self.failure.to_json(),
+            "reproduced": self.reproduced,
+            "modules": [
+                {
+                    "label": c.label,
+                    "verdict": c.verdict.to_json() if c.verdict else None,
+                    "recorded": c.recorded,
+                    "same_as_reporter": c.same_as_reporter,
+                }
+                for c in self.checks
+            ],
+        }
+
+
+def verify_bundle(
+    path: Path, *, timeout: float = config.REPLAY_TIMEOUT, ui: Ui | None = None
+) -> VerifyResult:
+    """Unpack ``path`` into a fresh temporary folder, check it, and replay every module."""
+    ui = ui or Ui()
+    with open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking")) as b:
+        failure = Failure.from_json(b.manifest["failure"])  # the loader checked it parses
+        ui.say(f"{path.name}: integrity ok ({len(b.manifest['files'])} files)")
+        checks = tuple(_replay_module(b, m, failure, timeout, ui) for m in b.manifest["modules"])
+    return VerifyResult(path, failure, checks)
+
+
+def _replay_module(
+    b: OpenBundle, module: ModuleEntry, failure: Failure, timeout: float, ui: Ui
+) -> ModuleCheck:
+    recorded = (module.get("replay") or {}).get("outcome")
+    inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
+    if inp is None:
+        return ModuleCheck(module["label"], None, recorded)
+    with ui.phase(f"replaying {module['label']}"):
+        verdict = replay(
+            inp, expected=failure, timeout=timeout, memory_limit=memory_limit(inp.platform)
+        )
+    return ModuleCheck(module["label"], verdict, recorded)
