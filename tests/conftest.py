@@ -3,14 +3,22 @@
 Every jax process costs seconds to start, so the programs that several test modules need
 (tests/programs/*.py and a small two-function program) run once, two at a time, in the
 background from the first test that asks for them; a test waits only for the run it reads.
+
+Nothing here depends on how fast the machine is: importing jax can take 15 s under load, so
+every bound is generous, and a hang is stopped only once the program says it is inside XLA
+(``wait_for_file``), never after a fixed delay.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +34,9 @@ from xla_bugkit.replay.literal import literal_to_numpy, shape_of
 
 TESTS = Path(__file__).resolve().parent
 PROGRAMS = TESTS / "programs"
+# The longest a test waits for a program to get where it wants it: only a broken run takes
+# this long, so it can be generous.
+READY_TIMEOUT = 900.0
 
 # Two jitted functions and some jnp helper calls (each helper compiles its own module).
 # The big constant shows whether --xla_dump_large_constants reached XLA.
@@ -76,20 +87,53 @@ def clean_env(xla_flags: str | None = None) -> dict[str, str]:
     return env
 
 
+def wait_for_file(
+    path: Path,
+    *,
+    ended: Callable[[], bool] | None = None,
+    timeout: float = READY_TIMEOUT,
+) -> None:
+    """Wait until a program has written ``path`` (it is where the test wants it, say inside
+    XLA's execution); fail at once if it ``ended`` before that, or after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if ended is not None and ended():
+            raise AssertionError(f"the program ended before it wrote {path}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {path} after {timeout:g} s")
+        time.sleep(0.1)
+
+
+def wait_for_child(path: Path, child: subprocess.Popen[str]) -> None:
+    """``wait_for_file`` for a program started by ``child`` (collect, say)."""
+    wait_for_file(path, ended=lambda: child.poll() is not None)
+
+
+def stop_group_of(ready: Path, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Send ``sig`` to the process group of the program whose id ``ready`` holds."""
+    os.killpg(os.getpgid(int(ready.read_text())), sig)
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One program run: the script, the user's XLA_FLAGS, and whether collect's dumps are on."""
+    """One program run: the script, the user's XLA_FLAGS, and whether collect's dumps are on.
+
+    ``stop_when_ready``: the script writes its process id to the file given as its argument
+    once it is where it should be (tests/programs/hang.py: inside XLA's execution), and the
+    run is stopped then, with SIGTERM to its process group.
+    """
 
     script: str  # a file in tests/programs, or "two_functions"
     xla_flags: str | None = None
-    timeout: float = 120.0
+    timeout: float = 600.0  # only a broken run reaches it
     dumps: bool = True
     dump_subdir: str = "dumps"
+    stop_when_ready: bool = False
 
 
 VARIANTS: Mapping[str, Variant] = {
-    # Longest first: the hang holds one worker for its whole timeout.
-    "hang": Variant("hang.py", timeout=5.0),
+    # First: the hang holds a worker until it is inside XLA and stopped.
+    "hang": Variant("hang.py", stop_when_ready=True),
     "wrong_result": Variant("wrong_result.py"),
     "compile_crash": Variant("compile_crash.py"),
     "compile_crash_again": Variant("compile_crash.py"),
@@ -144,10 +188,26 @@ class ProgramRuns:
         dump_dir.mkdir(parents=True)
         base = clean_env(variant.xla_flags)
         env = rerun.child_env(base, dump_dir)[0] if variant.dumps else log_env(base)
-        completed = proc.run(
-            [sys.executable, str(script)], env=env, cwd=self.root, timeout=variant.timeout
-        )
+        argv = [sys.executable, str(script)]
+        ended = threading.Event()
+        if variant.stop_when_ready:
+            ready = self.root / name / "ready"
+            argv.append(str(ready))
+            stopper = threading.Thread(target=self._stop_when_ready, args=(ready, ended))
+            stopper.start()
+        try:
+            completed = proc.run(argv, env=env, cwd=self.root, timeout=variant.timeout)
+        finally:
+            ended.set()
         return ProgramRun(name, completed, dump_dir, env)
+
+    @staticmethod
+    def _stop_when_ready(ready: Path, ended: threading.Event) -> None:
+        try:
+            wait_for_file(ready, ended=ended.is_set)
+        except AssertionError:
+            return  # the run ended (or timed out) without getting there: its test says so
+        stop_group_of(ready)
 
     def __getitem__(self, name: str) -> ProgramRun:
         return self._runs[name].result()

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+import signal
+from dataclasses import replace
 
 import pytest
 from conftest import ProgramRun, ProgramRuns
 
-from xla_bugkit.failure import Failure, Kind, Phase, classify, compile_open, normalise
+from xla_bugkit.compile_log import Busy, busy_in_xla, compile_open
+from xla_bugkit.failure import (
+    HANG_REPLAY_START_SECONDS,
+    Failure,
+    Kind,
+    Phase,
+    Stop,
+    classify,
+    normalise,
+)
 
 CHECK_SIGNATURE = "buffer_assignment_util.cc:46] Check failed: const_instr == nullptr"
 
@@ -86,19 +97,99 @@ def test_runtime_error_is_resource_exhausted_while_running(program_runs: Program
     assert failure.signature == "RESOURCE_EXHAUSTED: Out of memory allocating N bytes."
 
 
-def test_hang_is_killed_after_the_timeout(program_runs: ProgramRuns) -> None:
+def stopped_hang(program_runs: ProgramRuns, by: str) -> tuple[ProgramRun, Failure]:
+    """The real hang, stopped once it was inside XLA's execution, classified as stopped by
+    ``by`` 20 s in, after 3 s without output (the timing is the input here, not measured)."""
     run = program_runs["hang"]
-    failure = classified(run)
-    assert run.completed.timed_out
-    assert 5 <= run.completed.duration < 30
+    stop = Stop(by=by, ran=20.0, stalled=3.0)
+    failure = classify(
+        run.output,
+        exit_status=run.completed.returncode,
+        timed_out=by == "timeout",
+        interrupted=by == "user",
+        stop=stop,
+    )
+    return run, failure
+
+
+@pytest.mark.parametrize(
+    ("by", "how"), [("timeout", "killed by the timeout"), ("user", "stopped by the user")]
+)
+def test_a_stopped_run_inside_xla_is_a_hang(program_runs: ProgramRuns, by: str, how: str) -> None:
+    run, failure = stopped_hang(program_runs, by)
+    assert run.completed.returncode == -signal.SIGTERM  # stopped from outside, once ready
     assert "starting" in run.output
+    # The compile log's last line is the last thing the program printed.
+    assert run.output.rstrip().splitlines()[-1].startswith("Finished XLA compilation of jit(spin)")
     assert failure.kind is Kind.HANG
     assert failure.signature == "hang"
     # Compiled and started: the loop runs inside XLA, not in the compiler.
     assert failure.phase is Phase.RUN
+    assert failure.executing == "spin"
     assert failure.compiling is None
-    assert failure.signal == "SIGTERM"
+    assert failure.stopped_by == by
+    assert (failure.ran_seconds, failure.stalled_seconds) == (20.0, 3.0)
+    assert (
+        failure.headline
+        == f"XLA was executing jit(spin) with no output for 3.0 s; {how} after 20 s"
+    )
+    assert failure.describe == f"hang: {failure.headline}"
     assert failure.status_code is None and failure.site is None and failure.exception is None
+
+
+def test_a_stopped_run_without_timing_still_names_the_function(program_runs: ProgramRuns) -> None:
+    run = program_runs["hang"]
+    failure = classify(run.output, exit_status=-2, interrupted=True)
+    assert failure.kind is Kind.HANG
+    assert failure.headline == "XLA was executing jit(spin); stopped by the user"
+    assert failure.ran_seconds is None and failure.stalled_seconds is None
+
+
+def test_a_program_that_printed_after_compiling_was_not_inside_xla(
+    program_runs: ProgramRuns,
+) -> None:
+    output = program_runs["hang"].output + "epoch 1 done\n"
+    stop = Stop(by="user", ran=20.0, stalled=3.0)
+    interrupted = classify(output, exit_status=-2, interrupted=True, stop=stop)
+    assert interrupted.kind is Kind.INTERRUPTED
+    assert interrupted.signature == "interrupted"
+    assert interrupted.headline == "stopped by the user"
+    assert interrupted.executing is None
+    assert (interrupted.ran_seconds, interrupted.stalled_seconds) == (20.0, 3.0)
+    timed_out = classify(output, exit_status=-15, timed_out=True, stop=replace(stop, by="timeout"))
+    assert timed_out.kind is Kind.HANG  # a timeout is a hang wherever the program was
+    assert timed_out.headline == "killed after the timeout"
+    assert timed_out.executing is None and timed_out.stopped_by == "timeout"
+
+
+KEYBOARD_INTERRUPT = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 9, in <module>\n'
+    "    print(compiled(x))\n"
+    "KeyboardInterrupt\n"
+)
+
+
+def test_the_traceback_of_the_stop_itself_does_not_count(program_runs: ProgramRuns) -> None:
+    """Should XLA let go of the interrupt, Python prints its traceback: the stop's, not news."""
+    output = program_runs["hang"].output + KEYBOARD_INTERRUPT
+    failure = classify(output, exit_status=1, interrupted=True, stop=Stop("user", 9.0, 8.5))
+    assert failure.kind is Kind.HANG and failure.executing == "spin"
+    # What the program printed before it still counts.
+    output = program_runs["hang"].output + "step 1\n" + KEYBOARD_INTERRUPT
+    failure = classify(output, exit_status=1, interrupted=True, stop=Stop("user", 9.0, 8.5))
+    assert failure.kind is Kind.INTERRUPTED
+
+
+def test_a_hang_replays_as_long_as_it_went_without_progress(program_runs: ProgramRuns) -> None:
+    _, hang = stopped_hang(program_runs, "user")
+    # 3 s without output, plus the time a replay child needs to import jax and compile.
+    assert hang.replay_timeout(300.0) == 3.0 + HANG_REPLAY_START_SECONDS
+    assert hang.replay_timeout(10.0) == 10.0  # never more than the limit asked for
+    assert replace(hang, stalled_seconds=1e6).replay_timeout(300.0) == 300.0
+    assert replace(hang, stalled_seconds=None).replay_timeout(300.0) == 300.0
+    crash = classified(program_runs["compile_crash"])
+    assert crash.replay_timeout(300.0) == 300.0
 
 
 def test_success_is_no_failure(program_runs: ProgramRuns) -> None:
@@ -246,11 +337,50 @@ def test_no_exit_status_and_no_output() -> None:
     assert failure.headline == "exit status None"
 
 
-def test_interrupted() -> None:
-    failure = classify("Compiling jit(f) x\n", exit_status=-2, interrupted=True)
+def test_interrupted_outside_xla() -> None:
+    output = "Compiling jit(f) x\nFinished XLA compilation of jit(f) in 1 s\nstep 1\n"
+    failure = classify(output, exit_status=-2, interrupted=True)
     assert failure.kind is Kind.INTERRUPTED
     assert failure.signature == "interrupted"
-    assert failure.compiling == "f"
+    assert failure.stopped_by == "user"
+
+
+def test_interrupted_while_compiling_is_a_hang_in_the_compiler() -> None:
+    failure = classify("Compiling jit(f) x\n", exit_status=-2, interrupted=True)
+    assert failure.kind is Kind.HANG
+    assert failure.phase is Phase.COMPILE
+    assert failure.compiling == "f" and failure.executing is None
+    assert failure.headline == "XLA was compiling jit(f); stopped by the user"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("", None),
+        ("hello\n", None),
+        ("Compiling jit(f) with global shapes\n", Busy(True, "f", "jit(f)")),
+        (
+            "Compiling jit(f) x\nFinished jaxpr to MLIR module conversion jit(f) in 0.1 sec\n",
+            Busy(True, "f", "jit(f)"),
+        ),
+        (
+            "Compiling pmap(g) x\nFinished XLA compilation of pmap(g) in 1 s\n\n",
+            Busy(False, "g", "pmap(g)"),
+        ),
+        (
+            "Finished XLA compilation of jit(f) in 1 s\n"
+            "W1202 09:49:08.829582  1892 cpu_client.cc:12] slow\n",
+            Busy(False, "f", "jit(f)"),
+        ),
+        ("Finished XLA compilation of jit(f) in 1 s\nloss 0.5\n", None),
+        (
+            "Finished XLA compilation of jit(f) in 1 s\nloss 0.5\nCompiling jit(g) x",
+            Busy(True, "g", "jit(g)"),
+        ),
+    ],
+)
+def test_busy_in_xla(output: str, expected: Busy | None) -> None:
+    assert busy_in_xla(output) == expected
 
 
 def test_phase_override() -> None:

@@ -178,3 +178,17 @@ def test_flags_from_a_real_dump_are_accepted_by_xla(
     # An unknown flag makes XLA print its whole flag list and exit non-zero.
     assert done.returncode == 0, done.output[-3000:]
     assert "[2. 2. 2.]" in done.output
+
+
+@pytest.mark.parametrize("given", ["--xla_foo=1", "--xla_foo"])
+def test_the_flag_xla_refuses_as_unknown_is_named(given: str, tmp_path: Path) -> None:
+    env = clean_env(f"--xla_cpu_enable_fast_math=false {given}")
+    code = "import jax, jax.numpy as jnp; print(jax.jit(lambda x: x * 2)(jnp.ones(3)))"
+    done = proc.run([sys.executable, "-c", code], env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode != 0
+    assert flags.unknown_flag(done.output) == "--xla_foo"
+
+
+def test_no_unknown_flag_in_output_that_names_none() -> None:
+    assert flags.unknown_flag("") is None
+    assert flags.unknown_flag("XLA_FLAGS=--xla_foo=1\nFatal Python error: Aborted") is None

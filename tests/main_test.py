@@ -20,16 +20,146 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["--help"], ["collect", "--help"], ["verify", "--help"], ["replay", "--help"]):
-        assert main(argv) == 0
+    for command in ("collect", "bundle", "verify", "replay"):
+        assert main([command, "--help"]) == 0
         assert "examples:" in capsys.readouterr().out
+    assert main(["--help"]) == 0
+    assert "examples:" in capsys.readouterr().out
 
 
-def test_collect_without_a_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["collect"]) == 1
-    err = capsys.readouterr().err.strip()
-    assert err == (
-        "xla-bugkit: error: nothing to run: give the command after --, e.g. collect -- python x.py"
+@pytest.mark.parametrize("argv", [["collect"], ["collect", "--"], ["collect", "-o", "b.zip"]])
+def test_collect_without_a_command_is_a_bad_command_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "xla-bugkit: error: nothing to run: give the command after --, "
+        "e.g. collect -- python x.py\n"
+    )
+
+
+# A program that would be the user's long run: its first act leaves a file behind, so a
+# check that comes only after the run is caught by the file being there.
+MARKER_PROGRAM = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran')"
+
+
+def _collect_marker(tmp_path: Path, *options: str) -> tuple[int, Path]:
+    marker = tmp_path / "program-started"
+    argv = ["collect", "-q", "--workdir", str(tmp_path / "w"), *options,
+            "--", sys.executable, "-c", MARKER_PROGRAM, str(marker)]  # fmt: skip
+    return main(argv), marker
+
+
+def test_an_invalid_module_regex_stops_collect_before_the_program_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, marker = _collect_marker(tmp_path, "-o", str(tmp_path / "b.zip"), "--module", "jit_(")
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "xla-bugkit: error: --module 'jit_(' is not a regular expression "
+        "(missing ), unterminated subpattern at position 4)\n"
+    )
+    assert not marker.exists()
+    assert not (tmp_path / "w").exists()
+
+
+def test_an_output_folder_that_does_not_exist_stops_collect_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "no-such-folder" / "b.zip"
+    code, marker = _collect_marker(tmp_path, "-o", str(out))
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: cannot write {out}: {out.parent} does not exist\n"
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's sysfs")
+def test_an_output_folder_nobody_can_write_stops_collect_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sysfs takes no new files, not even from root: a folder that is there but not writable.
+    code, marker = _collect_marker(tmp_path, "-o", "/sys/kernel/b.zip")
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "xla-bugkit: error: cannot write /sys/kernel/b.zip: Permission denied\n"
+    )
+    assert not marker.exists()
+    assert not Path("/sys/kernel/b.zip").exists()
+
+
+def test_an_output_name_that_disagrees_with_format_stops_collect_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "b.zip"
+    code, marker = _collect_marker(tmp_path, "-o", str(out), "--format", "tar.gz")
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {out} is named as a zip archive but --format is tar.gz: "
+        f"name it {tmp_path / 'b.tar.gz'} or leave out --format\n"
+    )
+    assert not marker.exists()
+    assert not out.exists()
+
+
+def test_collect_never_replaces_a_file_that_is_not_a_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results.zip"
+    out.write_text("a week of results")
+    code, marker = _collect_marker(tmp_path, "-o", str(out))
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {out} exists and is not an xla-bugkit bundle: choose another "
+        "output, or pass --force to replace it\n"
+    )
+    assert not marker.exists()
+    assert out.read_text() == "a week of results"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.zip"]  # no temp file left
+
+
+def test_force_lets_collect_run_over_a_file_that_is_not_a_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "results.zip"
+    out.write_text("a week of results")
+    code, marker = _collect_marker(tmp_path, "-o", str(out), "--force")
+    assert code == 5  # the program ran, and did not fail: nothing is written
+    assert marker.read_text() == "ran"
+    assert out.read_text() == "a week of results"
+
+
+def test_repack_never_replaces_a_file_that_is_not_a_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "notes.zip"
+    out.write_text("mine")
+    assert main(["repack", str(tmp_path / "no-bundle.7z"), str(out)]) == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {out} exists and is not an xla-bugkit bundle: choose another "
+        "output, or pass --force to replace it\n"
+    )
+    assert out.read_text() == "mine"
+
+
+def test_bundle_of_a_folder_that_is_not_a_work_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bundle", str(tmp_path / "nowhere")]) == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {tmp_path / 'nowhere'} does not exist: give the work dir collect "
+        "kept\n"
+    )
+    assert main(["bundle", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {tmp_path} has no run.json: give a work dir that collect kept "
+        "(--keep-workdir, or the one it named when the bundle could not be written)\n"
+    )
+    (tmp_path / "run.json").write_text('{"schema": 1}')
+    (tmp_path / "run.log").write_text("")
+    assert main(["bundle", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"xla-bugkit: error: {tmp_path / 'run.json'} is not a run record xla-bugkit can read "
+        "(no 'xla_flags')\n"
     )
 
 

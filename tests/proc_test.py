@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -214,3 +215,85 @@ def test_combined_output_keeps_the_childs_order() -> None:
     for _ in range(20):  # the race is lost ~40% of runs here; 20 runs make it certain
         done = proc.run([sys.executable, "-u", "-c", code])
         assert done.output.splitlines()[-1] == "the real message"
+
+
+def wait_until_dead(pids: list[int], bound: float = 120.0) -> None:
+    """Poll until every pid is gone; ``bound`` is generous, never a measure of speed."""
+    deadline = time.monotonic() + bound
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, [pid for pid in pids if alive(pid)]
+        time.sleep(0.05)
+
+
+def test_what_a_child_leaves_in_its_group_is_stopped_when_the_run_ends(tmp_path: Path) -> None:
+    # The grandchild ignores SIGTERM, and the script's own `kill 0` signals the whole group
+    # (the guard included) before the script ends: the guard must survive that and then
+    # kill the grandchild once the run is over.
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"(trap '' TERM; exec sleep 1000) & echo $! > {pid_file}; kill -TERM 0"
+    done = proc.run(["bash", "-c", script], timeout=120)
+    assert done.returncode == -signal.SIGTERM and not done.timed_out
+    wait_until_dead([int(pid_file.read_text())])
+
+
+def test_no_child_or_grandchild_outlives_a_sigkilled_parent(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait"
+    parent_code = f"from xla_bugkit import proc; proc.run(['bash', '-c', {script!r}])"
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    try:
+        deadline = time.monotonic() + 120
+        while not pids.exists():
+            assert parent.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        child, grandchild = (int(p) for p in pids.read_text().split())
+        assert alive(child) and alive(grandchild)
+    finally:
+        parent.kill()
+        parent.wait()
+    wait_until_dead([child, grandchild])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_interrupt_a_run_by_themselves(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = f"echo $$ > {pid_file}; (sleep 0.5; kill -{sig.name[3:]} $PPID) & sleep 100"
+    done = proc.run(["bash", "-c", script], timeout=120)
+    assert done.interrupted and not done.timed_out
+    assert done.returncode == -signal.SIGINT
+    assert not alive(int(pid_file.read_text()))
+    assert signal.getsignal(sig) == signal.SIG_DFL  # as it was before the run
+
+
+def test_an_ignored_sighup_stays_ignored() -> None:
+    # As under nohup: the run goes on.
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        done = proc.run(["bash", "-c", "kill -HUP $PPID; echo still here"], timeout=120)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert not done.interrupted
+    assert done.returncode == 0 and done.output == "still here\n"
+
+
+def test_an_interrupted_captured_run_raises_once_the_child_is_gone(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = f"echo $$ > {pid_file}; (sleep 0.5; kill -TERM $PPID) & sleep 100"
+    with pytest.raises(KeyboardInterrupt):
+        proc.run_captured(["bash", "-c", script], timeout=120)
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_the_command_is_our_own_child() -> None:
+    # The launcher execs the command: the process we wait on is the command itself.
+    done = proc.run(python("import os; print(os.getppid())"))
+    assert int(done.output) == os.getpid()
+
+
+def test_a_missing_working_directory_is_a_process_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    with pytest.raises(ProcessError) as raised:
+        proc.run(["true"], cwd=gone)
+    assert str(raised.value) == f"cannot run 'true' in {gone}: No such file or directory"

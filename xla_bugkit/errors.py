@@ -42,6 +42,13 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.ERROR: "error",
         ExitCode.INTERRUPTED: "interrupted",
     },
+    "bundle": {
+        ExitCode.OK: "bundle written and the failure reproduced by replay",
+        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced",
+        ExitCode.NO_FAILURE: "bundle written of a run that did not fail",
+        ExitCode.ERROR: "error",
+        ExitCode.INTERRUPTED: "interrupted",
+    },
     "verify": {
         ExitCode.OK: "the recorded failure reproduces here",
         ExitCode.NOT_REPRODUCED: "it does not",

@@ -13,6 +13,9 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
+from xla_bugkit.compile_log import FINISHED_RE, busy_in_xla, compile_open
+
 
 class Kind(StrEnum):
     """What kind of failure a run ended in. The values appear in manifests and JSON."""
@@ -78,14 +81,6 @@ _XLA_HINTS = re.compile(
     r"pjrt|PjRt",
     re.I,
 )
-# JAX_LOG_COMPILES=1 output; the names are the jitted functions' names.
-COMPILING_RE = re.compile(r"Compiling (?P<kind>jit|pmap|xla_pmap)\((?P<name>[^)]*)\)")
-FINISHED_RE = re.compile(
-    r"Finished XLA compilation of (?P<kind>jit|pmap|xla_pmap)\((?P<name>[^)]*)\)"
-)
-_COMPILE_EVENT_RE = re.compile(
-    r"(?P<event>Compiling|Finished XLA compilation of) (?:jit|pmap|xla_pmap)\((?P<name>[^)]*)\)"
-)
 # Frames in a fatal error's stack trace that only appear while compiling.
 _COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPasses|RunBackend")
 # Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
@@ -115,11 +110,18 @@ class Failure:
     site: str | None = None  # "file.cc:123" of a CHECK / RET_CHECK
     exception: str | None = None  # the Python exception type, e.g. "jax.errors.JaxRuntimeError"
     compiling: str | None = None  # the function JAX was compiling when the run stopped
+    # A run that was stopped (hang, interrupted): by what ("timeout" or "user"), how long it
+    # ran, for how long before the stop it printed nothing, and the function XLA was running.
+    stopped_by: str | None = None
+    ran_seconds: float | None = None
+    stalled_seconds: float | None = None
+    executing: str | None = None
 
     @property
     def describe(self) -> str:
         """One line for humans: "compile crash (SIGABRT): <headline>"."""
-        extra = f" ({self.signal})" if self.signal else ""
+        # The signal that ended a stopped run is the stop's own, not news.
+        extra = f" ({self.signal})" if self.signal and self.stopped_by is None else ""
         line = self.headline if len(self.headline) <= 160 else self.headline[:159] + "…"
         return f"{self.kind.value}{extra}: {line}" if line else self.kind.value
 
@@ -138,6 +140,17 @@ class Failure:
         values["phase"] = Phase(values.get("phase", Phase.UNKNOWN.value))
         return cls(**values)
 
+    def replay_timeout(self, limit: float) -> float:
+        """Seconds a replay of this failure may take, at most ``limit``.
+
+        A hang's replay can only end by its timeout, so waiting ``limit`` (minutes) proves
+        nothing more than waiting as long as the run went without progress, plus the time a
+        replay child needs to start (import jax, compile) before it can hang at all.
+        """
+        if self.kind is not Kind.HANG or self.stalled_seconds is None:
+            return limit
+        return min(limit, max(self.stalled_seconds, 0.0) + HANG_REPLAY_START_SECONDS)
+
     def same_bug(self, other: Failure) -> bool:
         """Whether ``other`` shows this failure: same family and same normalised key line.
 
@@ -145,6 +158,20 @@ class Failure:
         in one build and return a status in another; the signature must still match.
         """
         return _family(self.kind) == _family(other.kind) and self.signature == other.signature
+
+
+# What a hang's replay child gets on top of the run's time without progress: importing jax
+# alone takes up to ~15 s on a loaded machine, and the module must compile before it can hang.
+HANG_REPLAY_START_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """When a run was stopped (by its timeout, or by the user)."""
+
+    by: str  # "timeout" or "user"
+    ran: float  # seconds from the start to the stop
+    stalled: float  # seconds without any output before the stop
 
 
 def _family(kind: Kind) -> str:
@@ -171,18 +198,6 @@ def normalise(line: str) -> str:
     return str(_SPACES.sub(" ", line).strip()[:300])
 
 
-def compile_open(output: str) -> str | None:
-    """The function JAX started compiling and never finished, from JAX_LOG_COMPILES output."""
-    open_names: list[str] = []
-    for m in _COMPILE_EVENT_RE.finditer(output):
-        name = str(m.group("name"))
-        if m.group("event") == "Compiling":
-            open_names.append(name)
-        elif name in open_names:
-            open_names.remove(name)
-    return open_names[-1] if open_names else None
-
-
 def classify(
     output: str,
     *,
@@ -190,11 +205,14 @@ def classify(
     timed_out: bool = False,
     interrupted: bool = False,
     phase: Phase | None = None,
+    stop: Stop | None = None,
 ) -> Failure:
     """Classify a finished process from its exit status and combined output.
 
     ``exit_status`` is the return code (negative for a signal, None if unknown). ``phase``
     overrides what the output says about compiling versus running (the replay child knows).
+    A run that ``timed_out`` or was ``interrupted`` is a hang when XLA was busy at the stop;
+    ``stop`` says when that was.
     """
     compiling = compile_open(output)
     if phase is None:
@@ -207,15 +225,47 @@ def classify(
     base = Failure(
         Kind.SUCCESS, phase, "", "", exit_status, _signal_name(exit_status), compiling=compiling
     )
-    if timed_out:
-        return replace(base, kind=Kind.HANG, headline="killed after the timeout", signature="hang")
-    if interrupted:
-        return replace(
-            base, kind=Kind.INTERRUPTED, headline="stopped by the user", signature="interrupted"
-        )
+    if timed_out or interrupted:
+        return _stopped(output, base, by="timeout" if timed_out else "user", stop=stop)
     if exit_status == 0:
         return base
     return _classify_failure(output, base)
+
+
+def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failure:
+    """A run stopped by its timeout or by the user: a hang when XLA was busy at the stop, so
+    that Ctrl-C on a program stuck in XLA reports the hang it is."""
+    base = replace(
+        base,
+        stopped_by=by,
+        ran_seconds=round(stop.ran, 1) if stop else None,
+        stalled_seconds=round(stop.stalled, 1) if stop else None,
+    )
+    how = "killed after the timeout" if by == "timeout" else "stopped by the user"
+    busy = busy_in_xla(output)
+    if busy is None:
+        if by == "user":
+            return replace(base, kind=Kind.INTERRUPTED, headline=how, signature="interrupted")
+        return replace(base, kind=Kind.HANG, headline=how, signature="hang")
+    phase = Phase.COMPILE if busy.compiling else Phase.RUN
+    doing = "compiling" if busy.compiling else "executing"
+    headline = f"XLA was {doing} {busy.call}"
+    if stop is not None:
+        headline += f" with no output for {_seconds(stop.stalled)}"
+        how = f"{'killed by the timeout' if by == 'timeout' else how} after {_seconds(stop.ran)}"
+    return replace(
+        base,
+        kind=Kind.HANG,
+        phase=phase,
+        headline=f"{headline}; {how}",
+        signature="hang",
+        compiling=busy.name if busy.compiling else base.compiling,
+        executing=None if busy.compiling else busy.name,
+    )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
 
 def _classify_failure(output: str, base: Failure) -> Failure:

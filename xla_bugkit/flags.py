@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,16 @@ def name_of(flag: str) -> str:
 
 def value_of(flag: str) -> str | None:
     return flag.split("=", 1)[1] if "=" in flag else None
+
+
+# What XLA prints (then aborts) when XLA_FLAGS holds a flag it does not know.
+_UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS: *(--?\S+)")
+
+
+def unknown_flag(output: str) -> str | None:
+    """The name of the flag XLA refused as unknown in a process's ``output``, if it did."""
+    found = _UNKNOWN.search(output)
+    return None if found is None else name_of(found.group(1))
 
 
 @dataclass(frozen=True)

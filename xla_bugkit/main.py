@@ -38,6 +38,13 @@ examples:
       choose the modules whose HLO contains the text
 """
 
+BUNDLE_EPILOG = """\
+examples:
+  xla-bugkit collect --keep-workdir --workdir run1 -- python train.py
+  xla-bugkit bundle run1 -o other.zip --module jit_train_step
+      bundle the same run again, choosing another module, without running it again
+"""
+
 VERIFY_EPILOG = """\
 examples:
   xla-bugkit verify bundle.7z
@@ -47,7 +54,7 @@ examples:
 REPLAY_EPILOG = """\
 examples:
   xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
-  xla-bugkit replay dump/ --module jit_train_step --flags=--xla_cpu_enable_fast_math=true
+  xla-bugkit replay dump/ --module jit_train_step --flags "--xla_cpu_enable_fast_math=true"
   xla-bugkit replay m.before_optimizations.hlo.pb --snapshot m.snapshot.123.pb
 """
 
@@ -61,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"xla-bugkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_collect(sub)
+    _add_bundle(sub)
     _add_verify(sub)
     _add_replay(sub)
     _add_show(sub)
@@ -102,19 +110,32 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "replay that they reproduce the failure, and write a bundle.",
         epilog=COLLECT_EPILOG,
     )
+    _add_bundle_options(p)
+    p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
+    p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
+    p.add_argument("--keep-workdir", action="store_true",
+                   help="keep the dumps afterwards (xla-bugkit bundle reads them)")  # fmt: skip
+    p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument("--include-source", action="store_true",
+                   help="add the command's script (python train.py: train.py), redacted, "
+                   "to the bundle; off by default")  # fmt: skip
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                   help="the program to run, after --")  # fmt: skip
+
+
+def _add_bundle_options(p: argparse.ArgumentParser) -> None:
+    """The options of the bundle itself, which collect and bundle share."""
     p.add_argument("-o", "--output", type=Path,
                    help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
                    "the format set in the user config file)")  # fmt: skip
     p.add_argument("--format", choices=config.FORMATS, help="archive format")
-    p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
     p.add_argument("--replay-timeout", type=float, default=config.REPLAY_TIMEOUT,
                    help="seconds one module's replay may take (default %(default)g)")  # fmt: skip
     p.add_argument("--module", dest="module_re", metavar="REGEX",
                    help="bundle the modules whose name matches")  # fmt: skip
     p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
-    p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
-    p.add_argument("--keep-workdir", action="store_true", help="keep the dumps afterwards")
-    p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
     p.add_argument(
         "--max-size",
         type=_size,
@@ -127,8 +148,19 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
     p.add_argument("--no-data", dest="data", action="store_false",
                    help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
-                   help="the program to run, after --")  # fmt: skip
+
+
+def _add_bundle(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "bundle",
+        help="make a bundle again from a work dir that collect kept",
+        description="Index, choose, replay and bundle the run kept in WORKDIR again, with "
+        "new options; the program does not run again.",
+        epilog=BUNDLE_EPILOG,
+    )
+    p.add_argument("workdir", type=Path, help="the work dir collect kept")
+    _add_bundle_options(p)
 
 
 def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -158,10 +190,25 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
     p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
-    p.add_argument("--flags", default="", help="XLA flags for the replay (quote them)")
+    p.add_argument("--flags", default="", metavar='"--xla_a=1 ..."',
+                   help="XLA flags that replace every recorded one (the module's debug options "
+                   "and those in its compile_options.pb); quote them")  # fmt: skip
     p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
                    help="seconds the replay may take")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+
+
+def _attach_flags(argv: Sequence[str]) -> list[str]:
+    """``replay --flags "--xla_a=1"`` as ``--flags=--xla_a=1``: argparse takes a lone value
+    that starts with "--" for an option, and then says --flags lacks its argument."""
+    args = list(argv)
+    if next((a for a in args if not a.startswith("-")), None) != "replay":
+        return args  # collect's CMD may hold a --flags of its own
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--flags" and args[i + 1].startswith("--xla"):
+            args[i : i + 2] = [f"--flags={args[i + 1]}"]
+            break
+    return args
 
 
 def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -189,6 +236,8 @@ def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("bundle", type=Path, help="the bundle to read")
     p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing OUT that is not an xla-bugkit bundle")  # fmt: skip
 
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
@@ -196,7 +245,14 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.collect import collect_command, options_from
 
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        if not cmd:
+            return _bad_command_line("nothing to run: give the command after --, e.g. "
+                                     "collect -- python x.py")  # fmt: skip
         return collect_command(cmd, options_from(args, config.load()), ui)
+    if args.command == "bundle":
+        from xla_bugkit.commands import bundle
+
+        return bundle.bundle_command(args.workdir, bundle.options_from(args, config.load()), ui)
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 
@@ -204,7 +260,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "repack":
         from xla_bugkit.commands.repack import repack
 
-        return repack(args.bundle, args.out, ui=ui)
+        return repack(args.bundle, args.out, force=args.force, ui=ui)
     if args.command == "show":
         from xla_bugkit.commands.show import show
 
@@ -217,11 +273,17 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     )  # fmt: skip
 
 
+def _bad_command_line(message: str) -> int:
+    """What argparse finds wrong, found after it: one line, and its exit code."""
+    print(f"xla-bugkit: error: {message}", file=sys.stderr)
+    return ExitCode.USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (listed in the README)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_attach_flags(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # argparse exits on --help and on usage errors
         return int(e.code) if isinstance(e.code, int) else ExitCode.USAGE
     ui = Ui(verbosity=args.verbose - args.quiet)

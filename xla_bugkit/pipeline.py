@@ -1,31 +1,35 @@
 """collect's pipeline as library stages: run -> dumps -> select -> replay -> bundle.
 
-``collect`` runs them all; each stage is also a function of its own, for benchmarks and for
+``collect`` runs them all; ``rebundle`` runs the stages after the run again on a work dir
+that ``collect`` kept. Each stage is also a function of its own, for benchmarks and for
 programs that want one step. Stages report progress on the ``Ui`` they are given and print
-no summary: that is the ``collect`` command's.
+no summary: that is the commands'.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import platformdirs
-
 from xla_bugkit import archive, config, envinfo, github
+from xla_bugkit.archive.read import suffix_format
 from xla_bugkit.bundle import build, layout
 from xla_bugkit.bundle.manifest import Manifest
-from xla_bugkit.capture import dumps
+from xla_bugkit.bundle.output import check_output
+from xla_bugkit.capture import dumps, workdir
 from xla_bugkit.capture.rerun import RunRecord, rerun
 from xla_bugkit.capture.selection import Selection, select
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
-from xla_bugkit.redact import Redactor
-from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.judge import Verdict, replay
+from xla_bugkit.failure import Kind
+from xla_bugkit.redact import Redactor, command_note
+from xla_bugkit.replay import stage
+from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.stage import Replays
 from xla_bugkit.ui import Ui
 
 
@@ -47,6 +51,8 @@ class CollectOptions:
     limit: int = 3
     repo: str = "jax-ml/jax"  # where the summary's new-issue link points
     max_size: int | None = config.MAX_SIZE
+    force: bool = False  # replace an existing output that is not an xla-bugkit bundle
+    include_source: bool = False  # ship the command's main script, redacted
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,16 @@ class CollectResult:
 
     exit_code: int
     run: RunRecord
-    selection: Selection | None = None
+    selection: Selection  # empty when nothing was bundled
     verdicts: tuple[Verdict, ...] = ()
     bundle: Path | None = None
     size: int = 0
     notes: tuple[str, ...] = field(default=())
     manifest: Manifest | None = None
     fmt: str = config.DEFAULT_FORMAT
+    workdir: Path | None = None  # the work dir, when it was kept (``rebundle`` reads it)
+    user_dumps: Path | None = None  # the dumps of the user's own --xla_dump_to, moved here
+    replay_interrupted: bool = False  # Ctrl-C stopped the replay stage
 
 
 @dataclass(frozen=True)
@@ -72,58 +81,119 @@ class Dumps:
     problems: tuple[str, ...] = ()
 
 
-def default_workdir() -> Path:
-    base = Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
-    base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+NO_SELECTION = Selection(chosen=(), guess=False)
+
+
+def check_options(command: Sequence[str], options: CollectOptions) -> str:
+    """Everything that can be checked before the program runs; returns the archive format.
+
+    A run may take hours: a bad option found after it would waste it.
+    """
+    if not command:
+        raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
+    github.check_repo(options.repo)
+    if options.module_re is not None:
+        try:
+            re.compile(options.module_re)
+        except re.error as e:
+            raise BugkitError(
+                f"--module {options.module_re!r} is not a regular expression ({e})"
+            ) from None
+    return check_output(options.output, options.fmt, force=options.force)
 
 
 def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = None) -> CollectResult:
-    """Rerun ``command`` with dumps on and write a bundle of the modules that matter."""
+    """Rerun ``command`` with dumps on and write a bundle of the modules that matter.
+
+    The options and the output are checked before the program starts. Once it has run, its
+    work dir is kept when ``keep_workdir`` asks, when it holds the dumps of a
+    ``--xla_dump_to`` of the user's that the run replaced, and when the bundle cannot be
+    made (the error then says how to make it from there: ``rebundle``).
+    """
     ui = ui or Ui()
-    if not command:
-        raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
-    fmt = archive.output_format(options.output, options.fmt)
-    github.check_repo(options.repo)
-    work = options.workdir or default_workdir()
-    ours = [work / "dump", work / "bundle", work / "run.log"]
-    if options.workdir is not None and any(p.exists() for p in ours):
-        raise BugkitError(f"{work} already holds a collect run: give an empty or new --workdir")
-    work.mkdir(parents=True, exist_ok=True)
+    fmt = check_options(command, options)
+    work = workdir.prepare(options.workdir)
+    keep, run = options.keep_workdir, None
     try:
-        return _collect_in(work, command, options, fmt, ui)
-    except OSError as e:
-        if e.errno in DISK_FULL_ERRNOS:
-            raise DiskFullError(
-                f"no space left on the disk of {work} ({e.filename or 'work dir'}): "
-                "free some, or give --workdir on a disk with room"
-            ) from None
-        raise
-    finally:
-        if options.keep_workdir:
+        run = _run_stage(work, command, options, ui)
+        user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
+        keep = keep or user_dumps is not None
+        result = _after_run(work, run, options, fmt, ui)
+        return replace(result, workdir=work if keep else None, user_dumps=user_dumps)
+    except KeyboardInterrupt:
+        if keep:
             ui.say(f"work dir kept: {work}")
-        elif options.workdir is not None:
-            # The folder is the user's: remove only what this run put there.
-            for p in ours:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        raise
+    except Exception as e:
+        rebundlable = run is not None and _holds_dumps(work)
+        keep = keep or rebundlable
+        error = _explained(e, work, options, ui, kept=rebundlable)
+        if error is e:
+            raise
+        raise error from None
+    finally:
+        if not keep:
+            workdir.remove(work, made_here=options.workdir is None)
 
 
-def _collect_in(
-    work: Path, command: Sequence[str], options: CollectOptions, fmt: str, ui: Ui
-) -> CollectResult:
-    dump_dir, stage_dir = work / "dump", work / "bundle"
+def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> CollectResult:
+    """Make a bundle again from a work dir that ``collect`` kept, with ``options`` (another
+    ``module_re``, say): the program does not run again, and the work dir stays as it was."""
+    ui = ui or Ui()
+    run = workdir.load_run(work)
+    fmt = check_options(run.command, options)
+    try:
+        return replace(_bundle_from(work, run, options, fmt, ui), workdir=work)
+    except OSError as e:
+        error = _explained(e, work, options, ui)
+        if error is e:
+            raise
+        raise error from None
+
+
+def rebundle_command(work: Path, options: CollectOptions) -> str:
+    """The ``xla-bugkit bundle`` command line that makes the bundle ``options`` describe."""
+    argv = ["xla-bugkit", "bundle", str(work), "-o", str(options.output)]
+    if options.fmt is not None and suffix_format(options.output) is None:
+        argv += ["--format", options.fmt]
+    if options.module_re is not None:
+        argv += ["--module", options.module_re]
+    if options.symbol is not None:
+        argv += ["--symbol", options.symbol]
+    if options.max_size is not None and options.max_size != config.MAX_SIZE:
+        argv += ["--max-size", str(options.max_size)]
+    argv += [] if options.replay else ["--no-replay"]
+    argv += [] if options.data else ["--no-data"]
+    return shlex.join(argv)
+
+
+def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
     ui.say(f"running {' '.join(command)} with XLA dumps on")
     run = run_program(command, work, options, echo=ui.verbosity >= 0)
+    try:
+        workdir.save_run(work, run)
+    except OSError as e:
+        # Only a later `xla-bugkit bundle` needs the record: this run can still be bundled.
+        ui.warn(f"cannot save the run record in {work}: {e.strerror or e}")
     for note in run.xla_flags.notes:
         ui.warn(note)
     ui.say(f"the program ended: {run.failure.describe}")
+    return run
+
+
+def _after_run(
+    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
+) -> CollectResult:
     if not run.failure.kind.is_failure and not options.always:
-        return CollectResult(ExitCode.NO_FAILURE, run, fmt=fmt)
+        return CollectResult(ExitCode.NO_FAILURE, run, NO_SELECTION, fmt=fmt)
+    return _bundle_from(work, run, options, fmt, ui)
+
+
+def _bundle_from(
+    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
+) -> CollectResult:
+    """The stages after the run: index, choose, replay, write the bundle."""
+    dump_dir, stage_dir = work / workdir.DUMP, work / workdir.STAGE
     with ui.phase("indexing dumps"):
         found = index_dumps(dump_dir, run)
     for problem in found.problems:
@@ -131,13 +201,55 @@ def _collect_in(
     if not found.index.modules:
         raise BugkitError(_no_dumps_message(run))
     selection = choose(found.index, run, options)
-    verdicts = replay_chosen(dump_dir, selection, run, options, ui) if options.replay else ()
-    with ui.phase("writing the bundle"):
-        manifest, size = write_bundle(stage_dir, found, selection, run, verdicts, options, ui)
+    # The replays' outputs and references: the bundle's expected.npz and wrong values.
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-arrays-") as kept:
+        arrays = Path(kept)
+        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays)
+                   if options.replay else None) or Replays(())  # fmt: skip
+        if replays.interrupted:
+            found = Dumps(found.index, (*found.problems, replays.note))
+        try:
+            with ui.phase("writing the bundle"):
+                manifest, size = write_bundle(
+                    stage_dir, found, selection, run, replays.verdicts, options, ui, arrays
+                )
+        finally:
+            shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
     return CollectResult(
-        exit_code(run, verdicts), run, selection, verdicts, options.output, size,
-        tuple(manifest["notes"]), manifest, fmt,
+        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted), run,
+        selection, replays.verdicts, options.output, size, tuple(manifest["notes"]),
+        manifest, fmt, replay_interrupted=replays.interrupted,
     )  # fmt: skip
+
+
+def _holds_dumps(work: Path) -> bool:
+    try:
+        return next((work / workdir.DUMP).iterdir(), None) is not None
+    except OSError:
+        return False
+
+
+def _explained(
+    e: Exception, work: Path, options: CollectOptions, ui: Ui, *, kept: bool = False
+) -> Exception:
+    """``e`` as the user reads it; when the run is ``kept``, saying where and how to make the
+    bundle from it."""
+    if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
+        e = DiskFullError(
+            f"no space left on the disk of {work} ({e.filename or 'work dir'}): "
+            "free some, or give --workdir on a disk with room"
+        )
+    if not kept:
+        return e
+    hint = (
+        f"the run is kept in {work}: once that is fixed, make the bundle with: "
+        f"{rebundle_command(work, options)}"
+    )
+    if isinstance(e, BugkitError):
+        e.args = (f"{e}; {hint}",)
+    else:
+        ui.warn(hint)  # a bug of ours: its own report follows
+    return e
 
 
 def run_program(
@@ -176,22 +288,24 @@ def replay_chosen(
     root: Path, selection: Selection, run: RunRecord, options: CollectOptions, ui: Ui
 ) -> tuple[Verdict, ...]:
     """Replay each chosen module in a child process, judged against the run's failure."""
-    # Each module replays with the flags XLA really used for it (its dumped debug options),
-    # which include what the program appended to XLA_FLAGS itself.
-    verdicts = []
-    for chosen in selection.chosen:
-        m = chosen.module
-        inp = replay_input(m.label, module_files(root, m), m.platform)
-        if inp is None:
-            ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
-            continue
-        with ui.phase(f"replaying {m.label}"):
-            verdict = replay(
-                inp, expected=run.failure, timeout=options.replay_timeout, use_data=options.data
-            )
-        ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
-        verdicts.append(verdict)
-    return tuple(verdicts)
+    return replay_modules(root, selection, run, options, ui).verdicts
+
+
+def replay_modules(
+    root: Path,
+    selection: Selection,
+    run: RunRecord,
+    options: CollectOptions,
+    ui: Ui,
+    arrays: Path | None = None,
+) -> Replays:
+    """``replay_chosen``, which Ctrl-C stops without stopping the bundle (``Replays``);
+    ``arrays``: where each replay's arrays are kept (a subfolder per module)."""
+    return stage.replay_stage(
+        root, selection.chosen, run.failure,
+        timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
+        ui=ui, arrays=arrays,
+    )  # fmt: skip
 
 
 def write_bundle(
@@ -202,20 +316,24 @@ def write_bundle(
     verdicts: Sequence[Verdict],
     options: CollectOptions,
     ui: Ui,
+    arrays: Path | None = None,
 ) -> tuple[Manifest, int]:
     """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
 
     The compressed size is only known after compressing, so each drop rewrites the archive;
     bundles are small and drops are rare, which keeps this simpler than estimating.
     """
-    redactor = Redactor.for_this_machine()
+    redactor = Redactor.for_this_machine(run.command)
+    if note := command_note(run.command):
+        found = Dumps(found.index, (*found.problems, note))
     # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
     env = envinfo.collect_env(redactor, probe_devices=True)
     order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
     dropped: list[str] = []
     while True:
         manifest = stage_bundle(stage_dir, found, selection, run, verdicts, options,
-                                redactor=redactor, env=env, dropped=dropped)  # fmt: skip
+                                redactor=redactor, env=env, dropped=dropped,
+                                arrays=arrays)  # fmt: skip
         size = archive_bundle(stage_dir, options, ui)
         if options.max_size is None or size <= options.max_size:
             return manifest, size
@@ -237,13 +355,16 @@ def stage_bundle(
     redactor: Redactor,
     env: envinfo.EnvReport,
     dropped: Sequence[str] = (),
+    arrays: Path | None = None,
 ) -> Manifest:
-    """Fill ``stage_dir`` afresh with what goes into the archive, less ``dropped``."""
+    """Fill ``stage_dir`` afresh with what goes into the archive, less ``dropped``;
+    ``arrays`` holds the replays' arrays (``replay_modules``)."""
     shutil.rmtree(stage_dir, ignore_errors=True)
     return build.build(
         stage_dir, index=found.index, selection=selection, run=run, verdicts=verdicts,
         redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
-        dropped=dropped, problems=found.problems,
+        dropped=dropped, problems=found.problems, arrays=arrays,
+        include_source=options.include_source, replayed=options.replay,
     )  # fmt: skip
 
 
@@ -258,8 +379,10 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-def exit_code(run: RunRecord, verdicts: Sequence[Verdict]) -> ExitCode:
-    if run.interrupted:
+def exit_code(
+    run: RunRecord, verdicts: Sequence[Verdict], *, replay_interrupted: bool = False
+) -> ExitCode:
+    if run.failure.kind is Kind.INTERRUPTED or replay_interrupted:
         return ExitCode.INTERRUPTED
     if not run.failure.kind.is_failure:
         return ExitCode.NO_FAILURE

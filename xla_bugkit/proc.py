@@ -1,13 +1,17 @@
 """The one way xla-bugkit runs a child process.
 
-Every child gets its own process group, so a timeout or Ctrl-C stops everything it started
-(a shell script's grandchildren included). ``stream`` tees the output live to the terminal and
-to a log file for ``collect``; ``run_captured`` keeps it in memory for replay children.
+Every child gets its own process group, so a timeout, Ctrl-C, SIGTERM or SIGHUP stops
+everything it started (a shell script's grandchildren included). No child outlives us, even
+when we are SIGKILLed: each starts through ``_launch.py``, which has the kernel kill it with
+its parent (Linux) and leaves a guard in its group that kills the group once our end of a
+pipe closes. ``run`` with ``echo`` tees the output live to the terminal and to a log file for
+``collect``; ``run_captured`` keeps it in memory for replay children.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -44,28 +48,29 @@ class Completed:
     interrupted: bool = False
 
 
-# Limits are set by a tiny launcher that then execs the command, not by preexec_fn: that
-# would force a plain fork(), unsafe in a process whose threads (JAX's, say) hold locks.
-_LAUNCHER = """
-import os, resource, signal, sys
-memory, size = (int(v) if v != "-" else None for v in sys.argv[1:3])
-if memory is not None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-if size is not None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-# Python ignores these; an exec'd command must get them as usual (subprocess does the same).
-for name in ("SIGPIPE", "SIGXFSZ"):
-    signal.signal(getattr(signal, name), signal.SIG_DFL)
-os.execvp(sys.argv[3], sys.argv[3:])
-"""
+# Every child starts through this launcher (limits, death with its parent, a guard that
+# stops its whole process group when we are gone: see its docstring).
+_LAUNCHER = Path(__file__).with_name("_launch.py")
 
 
-def _with_limits(argv: Sequence[str], limits: Limits | None) -> list[str]:
-    if limits is None or (limits.memory_bytes is None and limits.file_size_bytes is None):
-        return list(argv)
-    values = [str(v) if v is not None else "-" for v in (limits.memory_bytes,
-                                                          limits.file_size_bytes)]  # fmt: skip
-    return [sys.executable, "-c", _LAUNCHER, *values, *argv]
+@dataclass(frozen=True)
+class _Started:
+    """A child, the write end of its group's guard pipe, and the read end of its exec
+    status."""
+
+    popen: subprocess.Popen[bytes]
+    guard: int
+    status: int
+
+
+def _launcher_argv(
+    argv: Sequence[str], limits: Limits | None, guard: int, status: int
+) -> list[str]:
+    limits = limits or Limits()
+    values = ["-" if v is None else str(v) for v in (limits.memory_bytes, limits.file_size_bytes)]
+    # -I -S: the launcher needs nothing but the standard library, and starts faster alone.
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), *values, str(guard), str(status),
+            str(os.getpid()), *argv]  # fmt: skip
 
 
 def _start(
@@ -76,10 +81,14 @@ def _start(
     limits: Limits | None,
     stdin: int | None,
     echo: bool,
-) -> subprocess.Popen[bytes]:
+) -> _Started:
+    if not argv:
+        raise ProcessError("cannot run an empty command")
+    guard_read, guard_write = os.pipe()
+    status_read, status_write = os.pipe()
     try:
-        return subprocess.Popen(
-            _with_limits(argv, limits),
+        popen = subprocess.Popen(
+            _launcher_argv(argv, limits, guard_read, status_write),
             env=dict(env) if env is not None else None,
             cwd=cwd,
             stdin=stdin,
@@ -88,11 +97,37 @@ def _start(
             # the one that names the failure); a streamed child keeps its two streams apart.
             stderr=subprocess.PIPE if echo else subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=(guard_read, status_write),
         )
-    except FileNotFoundError as e:
-        raise ProcessError(f"cannot run {argv[0]!r}: command not found") from e
-    except PermissionError as e:
-        raise ProcessError(f"cannot run {argv[0]!r}: permission denied") from e
+    except BaseException as e:
+        os.close(guard_write)
+        os.close(status_read)
+        if isinstance(e, OSError):  # the working directory: the launcher itself is ours
+            where = f" in {cwd}" if cwd is not None else ""
+            raise ProcessError(f"cannot run {argv[0]!r}{where}: {e.strerror or e}") from e
+        raise
+    finally:
+        # The child holds these ends now; ours would keep the pipes from ever closing.
+        os.close(guard_read)
+        os.close(status_write)
+    return _Started(popen, guard_write, status_read)
+
+
+def _check_exec(status: BinaryIO, argv: Sequence[str], popen: subprocess.Popen[bytes]) -> None:
+    """Wait until the launcher has exec'd the command; raise ``ProcessError`` if it could not.
+
+    ``status`` reaches its end at the exec (close-on-exec), or holds the errno of a failure.
+    """
+    written = status.read()
+    if not written:
+        return
+    popen.wait()
+    code = int(written)
+    if code == errno.ENOENT:
+        raise ProcessError(f"cannot run {argv[0]!r}: command not found")
+    if code == errno.EACCES:
+        raise ProcessError(f"cannot run {argv[0]!r}: permission denied")
+    raise ProcessError(f"cannot run {argv[0]!r}: {os.strerror(code)}")
 
 
 def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIGTERM) -> None:
@@ -152,26 +187,52 @@ def run(
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
     With ``echo`` the output also goes live to our stdout; with ``log`` to that file as it
-    arrives, so a crash of this process still leaves the log on disk.
+    arrives, so a crash of this process still leaves the log on disk. Ctrl-C, SIGTERM and
+    SIGHUP stop the whole group and end the run as ``interrupted``; whatever else ends this
+    call (or this process) early stops the group too, and the group never outlives the run.
     """
-    started = time.monotonic()
-    proc = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
+    # From before the child starts: a signal at any point stops it as Ctrl-C does.
+    with sigterm_as_interrupt():
+        started = time.monotonic()
+        child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
+        return _follow(child, argv, timeout, echo, log, started)
+
+
+def _follow(
+    child: _Started,
+    argv: Sequence[str],
+    timeout: float | None,
+    echo: bool,
+    log: BinaryIO | None,
+    started: float,
+) -> Completed:
+    """Run a started child to its end, gathering its output; its group ends with it."""
+    popen = child.popen
     keep: list[bytes] = []
     lock = threading.Lock()
     readers = []
-    for pipe, terminal in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
-        if pipe is None:  # stderr merged into stdout
-            continue
-        sinks = [s for s in (terminal.buffer if echo else None, log) if s is not None]
-        reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
-        reader.start()
-        readers.append((reader, pipe))
-    timed_out, interrupted = _wait(proc, timeout)
-    for reader, pipe in readers:
-        reader.join(timeout=GRACE_SECONDS)
-        pipe.close()
+    try:
+        with os.fdopen(child.status, "rb", buffering=0) as status:
+            _check_exec(status, argv, popen)
+        for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
+            if pipe is None:  # stderr merged into stdout
+                continue
+            sinks = [s for s in (terminal.buffer if echo else None, log) if s is not None]
+            reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
+            reader.start()
+            readers.append((reader, pipe))
+        timed_out, interrupted = _wait(popen, timeout)
+    finally:
+        if popen.returncode is None:  # something cut the wait short
+            stop_group(popen, signal.SIGKILL)
+        # The group's guard kills what the child left behind (a script's background jobs);
+        # their end of the output pipes then closes, and the readers finish.
+        os.close(child.guard)
+        for reader, pipe in readers:
+            reader.join(timeout=GRACE_SECONDS)
+            pipe.close()
     output = b"".join(keep).decode("utf-8", errors="replace")
-    return Completed(proc.returncode, output, timed_out, time.monotonic() - started, interrupted)
+    return Completed(popen.returncode, output, timed_out, time.monotonic() - started, interrupted)
 
 
 def run_captured(
@@ -182,19 +243,42 @@ def run_captured(
     cwd: Path | None = None,
     limits: Limits | None = None,
 ) -> Completed:
-    """Run a child quietly (a replay, a probe), returning its output and status."""
-    return run(argv, env=env, cwd=cwd, timeout=timeout, limits=limits)
+    """Run a child quietly (a replay, a probe), returning its output and status.
+
+    An interrupt (Ctrl-C, SIGTERM, SIGHUP) stops the child's group and is raised again as
+    ``KeyboardInterrupt``: the command ends, instead of judging a child cut short.
+    """
+    done = run(argv, env=env, cwd=cwd, timeout=timeout, limits=limits)
+    if done.interrupted:
+        raise KeyboardInterrupt
+    return done
+
+
+# Signals that stop a run the way Ctrl-C does. One that is ignored (``nohup`` ignores SIGHUP)
+# or has a handler of someone else's is left as it is.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while the block runs, so both stop the child the same way."""
+    """Treat SIGTERM and SIGHUP like Ctrl-C while the block runs: each raises
+    ``KeyboardInterrupt``, so all of them stop a child and its group the same way.
+
+    Only the main thread receives signals and may set handlers; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {}
+    for sig in INTERRUPTS:
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -15,7 +15,7 @@ import re
 import shutil
 import socket
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +81,25 @@ _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)"""
 _ASSIGN = rf"(?i)(\b[\w.-]*(?:{_SECRET_WORDS})[\w.-]*=)(?!{REDACTED}){_VALUE}"
 _JSON = rf"""(?i)("[\w.-]*(?:{_SECRET_WORDS})[\w.-]*"\s*:\s*)"[^"\n]*\""""
 _BEARER = r"(?i)(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"
+# Command-line options whose value is a secret: "--password hunter2", "--hf-token X". The
+# option's last word decides, so "--max-tokens 128", "--tokenizer t5" and "--token-file F"
+# keep their values.
+_OPTION = (
+    r"--?(?:[a-z0-9]+[-_.])*"
+    r"(?:password|passwd|token|secret|auth|credentials?|(?:api|secret|access|private)[-_]?key)"
+)
+_SECRET_OPTION = re.compile(_OPTION, re.IGNORECASE)
+# The same option followed by its value in text: a shell command line, or Python's repr of
+# sys.argv ("'--token', 'abc'"). The value is not itself an option.
+_OPTION_VALUE = (
+    rf"""(?i)((?<![\w-]){_OPTION}(?:\s+|=|(?P<q>['"]),\s*(?P=q)))"""
+    rf"(?!-|{REDACTED})(?P<value>{_VALUE})"
+)
+# Values of secret options too plain to hunt for in every text ("--auth off"); they are still
+# redacted where they follow their option.
+_PLAIN_VALUES = frozenset(
+    {"true", "false", "yes", "no", "on", "off", "none", "null", "basic", "bearer", "default"}
+)
 _URL_CREDENTIALS = r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+(@)"
 
 
@@ -101,6 +120,7 @@ class Redactor:
     home: tuple[str, ...]
     user: tuple[str, ...]
     host: tuple[str, ...]
+    secrets: tuple[str, ...] = field(repr=False)  # known secret values, replaced everywhere
     _rules: tuple[_Rule, ...] = field(repr=False, compare=False)
 
     def __init__(
@@ -109,18 +129,22 @@ class Redactor:
         home: str | Iterable[str] = (),
         user: str | Iterable[str] = (),
         host: str | Iterable[str] = (),
+        secrets: Iterable[str] = (),
     ) -> None:
         homes = _clean(home, lambda h: h.rstrip("/\\") or h, _is_private_home)
         users = _clean(user, str.strip, bool)
         hosts = _clean(host, lambda h: h.strip().rstrip("."), lambda h: h not in _TRIVIAL_HOSTS)
+        known = _clean(secrets, lambda v: v, bool)
         object.__setattr__(self, "home", homes)
         object.__setattr__(self, "user", users)
         object.__setattr__(self, "host", hosts)
-        object.__setattr__(self, "_rules", _build_rules(homes, users, hosts))
+        object.__setattr__(self, "secrets", known)
+        object.__setattr__(self, "_rules", _build_rules(homes, users, hosts, known))
 
     @classmethod
-    def for_this_machine(cls) -> Redactor:
-        """A redactor for the current user's home, user names and host names."""
+    def for_this_machine(cls, command: Sequence[str] = ()) -> Redactor:
+        """A redactor for the current user's home, user names and host names, and for the
+        secret values on ``command`` (the values of "--password", "--token", ...)."""
         homes: list[str] = []
         for candidate in (lambda: str(Path.home()), lambda: str(Path.home().resolve())):
             homes.extend(_quietly(candidate))
@@ -131,7 +155,7 @@ class Redactor:
         hosts.extend(_quietly(socket.getfqdn))
         # Short and fully qualified forms both leak; "box.corp.example" also as "box".
         hosts.extend(h.split(".", 1)[0] for h in list(hosts))
-        return cls(home=homes, user=users, host=hosts)
+        return cls(home=homes, user=users, host=hosts, secrets=command_secrets(command))
 
     def text(self, s: str) -> str:
         """``s`` with home paths, user and host names, and secrets replaced."""
@@ -206,6 +230,33 @@ def is_reportable_env_name(name: str) -> bool:
     return allowed and not _SECRET_NAME.search(name)
 
 
+def command_secrets(argv: Sequence[str]) -> tuple[str, ...]:
+    """The values of secret-looking options in ``argv``: ``--token abc``, ``--token=abc``,
+    and the same inside one argument (``bash -c "python x.py --token abc"``)."""
+    return tuple(dict.fromkeys(value for _, value in _secret_options(argv)))
+
+
+def command_note(argv: Sequence[str]) -> str | None:
+    """What redaction takes out of the command line, for the bundle's notes: ``"redacted:
+    the command line's values of --password, --token"``; None when nothing."""
+    names = dict.fromkeys(name for name, _ in _secret_options(argv))
+    # The names end the note: an option followed by a word would be redacted as one.
+    return f"redacted: the command line's values of {', '.join(names)}" if names else None
+
+
+def _secret_options(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """(option, value) of each secret-looking option in ``argv``, in order."""
+    found: list[tuple[str, str]] = []
+    for i, arg in enumerate(argv):
+        follows = argv[i + 1] if i + 1 < len(argv) else ""
+        if _SECRET_OPTION.fullmatch(arg) and follows and not follows.startswith("-"):
+            found.append((arg, follows))
+        for m in re.finditer(_OPTION_VALUE, arg):
+            name = m[1].split("=")[0].strip(" '\",")
+            found.append((name, _unquote(m["value"])))
+    return [(name, value) for name, value in found if value]
+
+
 def summarize(counts: Counter[str]) -> str:
     """Say what was redacted: ``"3 home paths, 1 host name, 1 secret"``; ``""`` for nothing."""
     order = (HOME_PATH, USER_NAME, HOST_NAME, SECRET)
@@ -250,11 +301,12 @@ def _is_distinctive(name: str) -> bool:
 
 
 def _build_rules(
-    homes: tuple[str, ...], users: tuple[str, ...], hosts: tuple[str, ...]
+    homes: tuple[str, ...], users: tuple[str, ...], hosts: tuple[str, ...], secrets: tuple[str, ...]
 ) -> tuple[_Rule, ...]:
     # Secrets first: a token may contain a user name and must vanish whole.
     rules = [_secret_rule(p) for p in _TOKEN_PATTERNS]
-    rules += [_keep_prefix_rule(p) for p in (_ASSIGN, _JSON, _BEARER)]
+    rules += _known_secret_rules(secrets)
+    rules += [_keep_prefix_rule(p) for p in (_OPTION_VALUE, _ASSIGN, _JSON, _BEARER)]
     rules.append(_Rule(SECRET, re.compile(_URL_CREDENTIALS), lambda m: m[1] + REDACTED + m[2]))
     # A path may not continue into a longer name ("/home/alice2", "/home/alice.bak").
     end = r"(?![\w-]|\.\w)"
@@ -265,6 +317,34 @@ def _build_rules(
     for name, kind, placeholder in sorted(names, key=lambda t: -len(t[0])):
         rules.append(_Rule(kind, _name_pattern(name), _constant(placeholder)))
     return tuple(rules)
+
+
+def _known_secret_rules(secrets: tuple[str, ...]) -> list[_Rule]:
+    """Known secret values: a text that is one (an argument of the command) always; inside
+    other text wherever it stands as a word, unless it is too plain a word to hunt for."""
+    if not secrets:
+        return []
+    exact = "|".join(re.escape(v) for v in secrets)
+    rules = [_Rule(SECRET, re.compile(rf"\A(?:{exact})\Z"), _constant(REDACTED))]
+    wide = [re.escape(v) for v in secrets if _worth_hunting(v)]
+    if wide:
+        pattern = re.compile(rf"(?<!\w)(?:{'|'.join(wide)})(?!\w)")
+        rules.append(_Rule(SECRET, pattern, _constant(REDACTED)))
+    return rules
+
+
+def _worth_hunting(value: str) -> bool:
+    # "1", "off" or "main" everywhere would shred the text (and the module.mlir that replay
+    # reads); a short number is no secret worth that.
+    if len(value) < 3 or value.lower() in _PLAIN_VALUES | _COMMON_NAMES:
+        return False
+    return not (value.isdigit() and len(value) < 6)
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
 
 
 def _secret_rule(pattern: str) -> _Rule:
@@ -304,7 +384,9 @@ def _binary_rules(r: Redactor) -> list[_Rule]:
     def conv(values: tuple[str, ...]) -> list[str]:
         return [v.encode("utf-8").decode("latin-1") for v in values]
 
-    twin = Redactor(home=conv(r.home), user=conv(r.user), host=conv(r.host))
+    twin = Redactor(
+        home=conv(r.home), user=conv(r.user), host=conv(r.host), secrets=conv(r.secrets)
+    )
     # In binary data a byte like 0xff is no letter: word boundaries must be ASCII ones.
     return [
         _Rule(rule.kind, re.compile(rule.pattern.pattern, _ascii(rule.pattern.flags)), rule.replace)

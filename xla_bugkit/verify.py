@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
-from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, open_bundle
+from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import Verdict, replay
@@ -33,6 +33,7 @@ class VerifyResult:
     bundle: Path
     failure: Failure
     checks: tuple[ModuleCheck, ...]
+    edited: tuple[str, ...] = ()  # human text files (ISSUE.md, ...) changed since the bundle
 
     @property
     def reproduced(self) -> bool:
@@ -42,6 +43,7 @@ class VerifyResult:
         return {
             "bundle": str(self.bundle),
             "integrity": "ok",
+            "edited": list(self.edited),
             "failure": self.failure.to_json(),
             "reproduced": self.reproduced,
             "modules": [
@@ -59,13 +61,20 @@ class VerifyResult:
 def verify_bundle(
     path: Path, *, timeout: float = config.REPLAY_TIMEOUT, ui: Ui | None = None
 ) -> VerifyResult:
-    """Unpack ``path`` into a fresh temporary folder, check it, and replay every module."""
+    """Unpack ``path`` into a fresh temporary folder, check it, and replay every module.
+
+    Each replay gets ``timeout`` seconds; a hang's, as long as the reporter's run went
+    without progress and the time a replay needs to start (``Failure.replay_timeout``).
+    """
     ui = ui or Ui()
     with open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking")) as b:
         failure = Failure.from_json(b.manifest["failure"])  # the loader checked it parses
         ui.say(f"{path.name}: integrity ok ({len(b.manifest['files'])} files)")
+        for name in b.edited:
+            ui.say(f"{edited_notice(name)} (human text: no replay reads it)")
+        timeout = failure.replay_timeout(timeout)
         checks = tuple(_replay_module(b, m, failure, timeout, ui) for m in b.manifest["modules"])
-    return VerifyResult(path, failure, checks)
+    return VerifyResult(path, failure, checks, b.edited)
 
 
 def _replay_module(

@@ -1,15 +1,20 @@
-"""Tests for xla_bugkit.bundle.issue: jax's bug-form headings, escaping, titles."""
+"""Tests for xla_bugkit.bundle.issue: jax's bug-form headings, escaping, titles, the log
+tail, and the optional sections (ways to reproduce, wrong values, the module inline)."""
 
 from __future__ import annotations
 
 import re
+
+from conftest import ProgramRuns
 
 from xla_bugkit.bundle.issue import (
     LOG_TAIL_LINES,
     TITLE_MAX,
     IssueContext,
     code_span,
+    cut_title,
     fenced,
+    log_tail,
     render_issue,
     title_for,
 )
@@ -122,3 +127,75 @@ def test_long_title_keeps_the_site() -> None:
     title = title_for("compile-time crash", "gpu_compiler.cc:99 " + "x" * 300, platform="gpu")
     assert len(title) <= TITLE_MAX
     assert title.endswith("… (gpu_compiler.cc:99)")
+
+
+def test_log_tail_drops_blank_trace_lines_and_keeps_the_check(program_runs: ProgramRuns) -> None:
+    """XLA's real abort: the CHECK line, then a stack trace with banners and blank lines."""
+    output = program_runs["compile_crash"].output
+    assert "\n\n*** Check failure stack trace: ***" in output  # what the tail must clean up
+    tail, count = log_tail(output)
+    lines = tail.splitlines()
+    assert count == len(lines) and all(line.strip() for line in lines)
+    assert not any(line.startswith("***") for line in lines)
+    assert any("Check failed: const_instr == nullptr" in line for line in lines)
+    # Too few lines for the whole trace: the CHECK line stays, then the end of the output.
+    short, _ = log_tail(output, 6)
+    first, gap, *end = short.splitlines()
+    assert "buffer_assignment_util.cc:46] Check failed" in first
+    assert re.fullmatch(r"\[\.\.\. \d+ lines not shown \.\.\.\]", gap)
+    assert end == lines[-4:]
+
+
+def test_ways_to_reproduce_quickest_first() -> None:
+    body = render_issue(
+        _ctx(repro_command="python repro.py", hlo_command="run_hlo_module --platform=cpu m.txt")
+    )
+    script = body.index("```shell\npython repro.py\n```")
+    hlo = body.index("```shell\nrun_hlo_module --platform=cpu m.txt\n```")
+    verify = body.index("```shell\npip install xla-bugkit && xla-bugkit verify bundle.zip\n```")
+    assert script < hlo < verify
+
+
+def test_absent_sections_leave_no_trace() -> None:
+    body = render_issue(_ctx())
+    assert "\n\n\n" not in body.split("<details>")[0]
+    for text in ("python repro.py", "run_hlo_module", "First differing values", "<summary>The"):
+        assert text not in body
+
+
+def test_wrong_values_and_inputs_are_escaped() -> None:
+    body = render_issue(
+        _ctx(
+            wrong_values=[("[32768]", "1.5662668", "4.1137714"), ("[1|2]", "`a`", "<b>")],
+            reference="op-by-op",
+            inputs="f32[32769,3] (the reporter's, in inputs.npz)",
+        )
+    )
+    table = body.split("**First differing values** (the op-by-op reference against XLA's")[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| Output index | Reference | XLA |"
+    assert rows[1] == "| `[32768]` | `1.5662668` | `4.1137714` |"
+    assert rows[2] == "| `[1\\|2]` | `` `a` `` | `<b>` |"
+    assert "**Inputs:** f32[32769,3] (the reporter's, in inputs.npz)" in body
+
+
+def test_a_small_module_shows_in_a_collapsed_block() -> None:
+    hlo = "HloModule m\n\nENTRY %main () -> f32[] {\n  ROOT %c = f32[] constant(1) ```\n}\n"
+    body = render_issue(_ctx(module_label="module_0001.jit_f", module_text=hlo))
+    summary = (
+        "<summary>The module before XLA's optimizations (module_0001.jit_f, 5 lines)</summary>"
+    )
+    block = body.split(summary)[1].split("</details>")[0]
+    assert block.strip().startswith("````text\nHloModule m\n\nENTRY")  # outlasts the ```
+    assert body.count("<details>") == 2
+
+
+def test_replay_note_stands_in_for_an_empty_table() -> None:
+    body = render_issue(_ctx(replay_verdicts=[], replay_note="None: the replay was skipped."))
+    assert body.split("#### Replay\n\n")[1].startswith("None: the replay was skipped.\n")
+
+
+def test_cut_title() -> None:
+    assert cut_title("XLA CPU hang\nin  jit(f)") == "XLA CPU hang in jit(f)"
+    long = cut_title("x" * 300)
+    assert len(long) == TITLE_MAX and long.endswith("…")

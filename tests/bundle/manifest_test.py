@@ -177,10 +177,10 @@ def test_a_manifest_that_is_no_object(tmp_path: Path) -> None:
 def test_a_file_changed_after_the_manifest_fails_integrity(tmp_path: Path) -> None:
     root = tmp_path / "stage"
     write_manifest(root, _stage(root))  # type: ignore[arg-type]
-    (root / ISSUE).write_text("# something else\n", "utf-8")
+    (root / HLO).write_bytes(b"\x0a\x05jit_g")  # ISSUE.md may be edited; a module may not
     files = {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file()}
     out = tmp_path / "bug.zip"
     archive.write_archive(files, out)
-    changed = r"ISSUE\.md does not match its sha256"
+    changed = r"before_optimizations\.hlo\.pb does not match its sha256"
     with pytest.raises(BadBundleError, match=changed), open_bundle(out):
         pass

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS
+from conftest import PROGRAMS, READY_TIMEOUT, wait_for_child
 
 from xla_bugkit import flags
 from xla_bugkit.capture import rerun
 from xla_bugkit.capture.dumps import Role, index
 from xla_bugkit.errors import ProcessError
-from xla_bugkit.failure import Kind, Phase
+from xla_bugkit.failure import Failure, Kind, Phase
 
 
 def test_child_env_adds_what_collect_needs_and_keeps_the_users_settings(tmp_path: Path) -> None:
@@ -78,7 +80,8 @@ def test_rerun_of_a_compile_error(
     log_path = tmp_path / "run.log"
     command = [sys.executable, str(PROGRAMS / "compile_error.py")]
     handler = signal.getsignal(signal.SIGTERM)
-    record = rerun.rerun(command, dump_dir=dump_dir, log_path=log_path, timeout=120, echo=True)
+    # A generous bound: importing jax alone can take 15 s on a loaded machine.
+    record = rerun.rerun(command, dump_dir=dump_dir, log_path=log_path, timeout=600, echo=True)
 
     # The user's environment and our signal handling are as they were.
     assert environ() == user_env
@@ -114,21 +117,63 @@ def test_rerun_of_a_compile_error(
     assert f'xla_dump_to: "{dump_dir}"' in text
 
 
-def test_rerun_of_a_hang_is_killed_after_the_timeout(
-    user_env: dict[str, str], tmp_path: Path
-) -> None:
+def test_rerun_killed_by_its_timeout_is_a_hang(user_env: dict[str, str], tmp_path: Path) -> None:
+    # "sleep 100" cannot end within 0.5 s, however slow the machine: the timeout always fires.
     record = rerun.rerun(
-        ["bash", "-c", "echo waiting; sleep 100"],
+        ["sleep", "100"],
         dump_dir=tmp_path / "dumps",
         log_path=tmp_path / "run.log",
         timeout=0.5,
         echo=False,
     )
-    assert record.timed_out
-    assert record.failure.kind is Kind.HANG
-    assert (tmp_path / "run.log").read_text() == "waiting\n"
+    assert record.timed_out and not record.interrupted
+    failure = record.failure
+    assert failure.kind is Kind.HANG
+    assert failure.headline == "killed after the timeout"  # no jax: nothing says where it was
+    assert failure.stopped_by == "timeout"
+    # The stop is the timeout's moment; the program printed nothing at all before it.
+    assert failure.ran_seconds == failure.stalled_seconds == 0.5
+    assert record.duration >= 0.5
+    assert (tmp_path / "run.log").read_text() == record.output == ""
     assert (tmp_path / "dumps").is_dir()
     assert environ() == user_env
+
+
+# Runs rerun in a process of its own, so that the test can interrupt it as a user would.
+RERUN_DRIVER = """
+import json, sys
+from pathlib import Path
+from xla_bugkit.capture import rerun
+record = rerun.rerun(sys.argv[1:], dump_dir=Path("dumps"), log_path=Path("run.log"),
+                     timeout=None, echo=False)
+print(json.dumps({"interrupted": record.interrupted, "failure": record.failure.to_json()}))
+"""
+
+
+def test_ctrl_c_on_a_program_inside_xla_is_a_hang(user_env: dict[str, str], tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    argv = [sys.executable, "-c", RERUN_DRIVER, sys.executable, str(PROGRAMS / "hang.py"),
+            str(ready)]  # fmt: skip
+    driver = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_for_child(ready, driver)  # jax compiled jit(spin) and is about to run it
+    finally:
+        driver.send_signal(signal.SIGINT)
+    out, _ = driver.communicate(timeout=READY_TIMEOUT)
+    assert driver.returncode == 0, out
+    result = json.loads(out.splitlines()[-1])
+    assert result["interrupted"] is True
+    failure = Failure.from_json(result["failure"])
+    assert failure.kind is Kind.HANG
+    assert failure.phase is Phase.RUN
+    assert failure.executing == "spin"
+    assert failure.stopped_by == "user"
+    assert failure.ran_seconds is not None and failure.stalled_seconds is not None
+    assert 0 <= failure.stalled_seconds <= failure.ran_seconds
+    assert failure.headline.startswith("XLA was executing jit(spin) with no output for ")
+    assert "; stopped by the user after " in failure.headline
+    last_line = (tmp_path / "run.log").read_text().rstrip().splitlines()[-1]
+    assert last_line.startswith("Finished XLA compilation of jit(spin)")
 
 
 def test_rerun_takes_an_explicit_base_env(user_env: dict[str, str], tmp_path: Path) -> None:
@@ -137,7 +182,7 @@ def test_rerun_takes_an_explicit_base_env(user_env: dict[str, str], tmp_path: Pa
         ["bash", "-c", 'echo "$XLA_FLAGS"; echo "${JAX_PLATFORMS:-none}"'],
         dump_dir=tmp_path / "dumps",
         log_path=tmp_path / "run.log",
-        timeout=30,
+        timeout=600,
         echo=False,
         base_env=base,
     )

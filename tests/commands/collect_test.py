@@ -11,13 +11,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import READY_TIMEOUT, wait_for_child
 
+from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
+from xla_bugkit.failure import HANG_REPLAY_START_SECONDS
 from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
@@ -81,7 +83,19 @@ def compile_error(tmp: Path) -> Collected:
 
 @pytest.fixture(scope="module")
 def hang(tmp: Path) -> Collected:
-    return collect(tmp, "hang", "--timeout", "8", "--replay-timeout", "8")
+    """A program stuck inside XLA's execution, stopped with SIGTERM (as a user might) only
+    once it says it is there: how fast jax imports does not matter."""
+    out, ready = tmp / "hang.zip", tmp / "hang.ready"
+    argv = [XLA_BUGKIT, "collect", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "hang.py"), str(ready)]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    try:
+        wait_for_child(ready, child)
+    finally:
+        child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=READY_TIMEOUT)
+    return Collected(child.returncode, stderr, out)
 
 
 def module_files(c: Collected, label_end: str) -> list[str]:
@@ -163,12 +177,20 @@ def test_runtime_error_bundle(runtime_error: Collected) -> None:
 
 def test_hang_bundle(hang: Collected) -> None:
     assert hang.returncode == 0, hang.stderr
+    ended = "the program ended: hang: XLA was executing jit(spin) with no output for "
+    assert ended in hang.stderr and "; stopped by the user after " in hang.stderr
     m = hang.manifest()
-    assert m["failure"]["kind"] == "hang"
+    failure = m["failure"]
+    assert failure["kind"] == "hang"
+    assert (failure["executing"], failure["stopped_by"]) == ("spin", "user")
+    assert 0 <= failure["stalled_seconds"] <= failure["ran_seconds"]
     (module,) = m["modules"]
     assert module["name"] == "jit_spin"
     assert module["replay"]["outcome"] == "reproduced: hang"
-    assert main(["verify", "-q", "--timeout", "5", str(hang.bundle)]) == 0
+    # The replay waited as long as the run went without output, plus a replay child's start.
+    waited = failure["stalled_seconds"] + HANG_REPLAY_START_SECONDS
+    assert module["replay"]["evidence"] == f"no result after {waited:g} s while running"
+    assert main(["verify", "-q", str(hang.bundle)]) == 0  # verify waits as long
 
 
 def test_success_says_no_failure(tmp: Path) -> None:
@@ -216,25 +238,26 @@ def test_size_budget_drops_in_the_documented_order(tmp: Path) -> None:
     assert set(left_out).isdisjoint(c.names())
     assert_report_files(c, "jit_make_buffer")
     assert "over the size budget: leaving out" in c.stderr
-    assert m["data"] == "real inputs (snapshots): 0 kept, the rest left out to fit the size budget"
+    assert m["data"] == "no real inputs: the snapshots were left out to fit the size budget"
 
 
-def test_sigterm_mid_run_stops_the_program_and_still_bundles(tmp: Path) -> None:
+def test_sigterm_outside_xla_stops_the_program_and_still_bundles(tmp: Path) -> None:
+    """The program waits in Python after its jax work: stopped, it is no hang of XLA's."""
     out = tmp / "interrupted.zip"
-    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "5", "-o", str(out), "--",
-            sys.executable, str(PROGRAMS / "hang.py")]  # fmt: skip
+    argv = [XLA_BUGKIT, "collect", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "sleep_hang.py")]  # fmt: skip
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
     assert child.stdout is not None
-    assert child.stdout.readline().strip() == "starting"  # the program is about to spin
-    time.sleep(3)  # let JAX compile and start the loop
+    # The program's own output comes through collect: "ready" once its jax work is done.
+    assert "ready\n" in iter(child.stdout.readline, ""), "collect ended before the program"
     child.send_signal(signal.SIGTERM)
-    _, stderr = child.communicate(timeout=300)
+    _, stderr = child.communicate(timeout=READY_TIMEOUT)
     assert child.returncode == 130, stderr
-    assert "the program ended: interrupted" in stderr
+    assert "the program ended: interrupted: stopped by the user" in stderr
     c = Collected(child.returncode, stderr, out)
     assert c.manifest()["failure"]["kind"] == "interrupted"
-    assert [m["name"] for m in c.manifest()["modules"]] == ["jit_spin"]
+    assert [m["name"] for m in c.manifest()["modules"]] == ["jit_scale"]
 
 
 def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
@@ -291,3 +314,90 @@ def test_dump_files_cut_short_by_a_file_size_limit(tmp: Path) -> None:
     assert any("could not write" in n for n in m["notes"])
     with zipfile.ZipFile(out) as z:
         assert z.testzip() is None
+
+
+def test_a_bundle_that_cannot_be_written_keeps_the_run(
+    tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output folder is gone by the end (the program removes it): the run is not lost."""
+    out_dir, work = tmp / "unwritable", tmp / "unwritable-run"
+    out_dir.mkdir()
+    out = out_dir / "bug.zip"
+    program = f"rm -r {out_dir} && exec {sys.executable} {PROGRAMS / 'compile_error.py'}"
+    argv = [XLA_BUGKIT, "collect", "-q", "--no-replay", "-o", str(out), "--workdir", str(work),
+            "--", "bash", "-c", program]  # fmt: skip
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.endswith(
+        f"xla-bugkit: error: cannot write {out}: No such file or directory; the run is kept "
+        f"in {work}: once that is fixed, make the bundle with: xla-bugkit bundle {work} "
+        f"-o {out} --no-replay\n"
+    )
+    assert {p.name for p in work.iterdir()} == {"dump", "run.log", "run.json"}
+    out_dir.mkdir()
+    assert main(["bundle", "-q", str(work), "-o", str(out)]) == 0
+    c = Collected(0, capsys.readouterr().err, out)
+    assert c.manifest()["failure"]["kind"] == "compile error"
+    assert c.manifest()["modules"][0]["replay"]["outcome"] == "reproduced: error"
+
+
+def test_a_replaced_dump_to_keeps_the_dumps_and_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    theirs, work = tmp_path / "my-dumps", tmp_path / "run"
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_dump_to={theirs}")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    argv = ["collect", "-q", "-o", str(tmp_path / "b.zip"), "--workdir", str(work),
+            "--", sys.executable, str(PROGRAMS / "success.py")]  # fmt: skip
+    assert main(argv) == 5
+    err = capsys.readouterr().err
+    assert err.endswith(
+        f"  your dumps: {work / 'dump'} (your --xla_dump_to={theirs} was replaced for this "
+        "run)\n"
+        f"  work dir kept: {work} (a bundle from it again: xla-bugkit bundle {work} -o OUT)\n"
+    )
+    assert any(p.name.endswith(".jit_train_step.before_optimizations.txt")
+               for p in (work / "dump").iterdir())  # fmt: skip
+    assert not theirs.exists()
+
+
+def test_the_python_api_on_a_program_that_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xla_bugkit import CollectOptions, collect
+    from xla_bugkit.ui import Ui
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    options = CollectOptions(output=tmp_path / "bug.zip", workdir=tmp_path / "run")
+    result = collect([sys.executable, str(PROGRAMS / "success.py")], options, Ui(verbosity=-1))
+    assert result.exit_code == 5
+    assert [c.module.label for c in result.selection.chosen] == []  # the README's snippet
+    assert result.selection.others == ()
+    assert (result.bundle, result.manifest, result.workdir) == (None, None, None)
+    assert result.run.failure.kind.value == "success"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # emptied, nothing written
+
+
+@needs_proc
+def test_ctrl_c_during_the_replay_stops_it_and_still_bundles(tmp: Path) -> None:
+    out, work = tmp / "replay-interrupted.zip", tmp / "replay-interrupted-run"
+    tag, env = tagged_env()
+    argv = [XLA_BUGKIT, "collect", "-q", "-o", str(out), "--workdir", str(work),
+            "--module", "jit_spin", "--replay-timeout", "3600",
+            "--", sys.executable, str(PROGRAMS / "compiled_hang.py")]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, env=env)  # fmt: skip
+    wait_for_replay(tag, child)  # jit_spin never ends: the replay runs until stopped
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=600)
+    assert child.returncode == 130, stderr
+    assert "xla-bugkit: stopping the replay (Ctrl-C again to abort)\n" in stderr
+    note = "the replay was interrupted: 0 of 1 chosen modules replayed"
+    assert f"xla-bugkit: warning: {note}\n" in stderr
+    m = Collected(130, stderr, out).manifest()
+    assert note in m["notes"]
+    assert [(x["name"], x["replay"]) for x in m["modules"]] == [("jit_spin", None)]
+    assert replay_children(tag) == []
+    assert list(work.iterdir()) == []  # the run's files go, as after any bundle

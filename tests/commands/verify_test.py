@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit.bundle.manifest import load_manifest
 from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
@@ -29,6 +31,11 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
     assert done.returncode == 0, done.stderr
     return out
+
+
+def read(bundle: Path, name: str) -> bytes:
+    with zipfile.ZipFile(bundle) as z:
+        return z.read(name)
 
 
 def rewrite(src: Path, dest: Path, change: dict[str, bytes | None]) -> Path:
@@ -78,6 +85,75 @@ def test_tampered_file_is_refused(
     assert main(["verify", str(bad)]) == 4
     err = capsys.readouterr().err
     assert err.strip() == f"xla-bugkit: error: {name} does not match its sha256 in the manifest"
+
+
+def test_edited_issue_text_verifies_with_a_notice(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ISSUE.md invites edits before filing; log.txt may be trimmed. Neither is refused."""
+    issue = read(bundle, "ISSUE.md") + b"\nMore context from the reporter.\n"
+    edited = rewrite(bundle, tmp_path / "edited.zip", {"ISSUE.md": issue, "log.txt": b"cut\n"})
+    assert main(["verify", str(edited)]) == 0
+    captured = capsys.readouterr()
+    assert "note: ISSUE.md was edited after the bundle was made\n" in captured.out
+    assert "note: log.txt was edited after the bundle was made\n" in captured.out
+    assert "xla-bugkit: ISSUE.md was edited after the bundle was made" in captured.err
+    assert "the recorded failure reproduces here" in captured.out
+    assert main(["verify", "--json", "-q", str(edited)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["integrity"], result["edited"]) == ("ok", ["ISSUE.md", "log.txt"])
+
+
+def test_repack_reseals_an_edited_issue_text(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    issue = read(bundle, "ISSUE.md").replace(b"### Description", b"### Description\n\nMine.")
+    edited = rewrite(bundle, tmp_path / "edited.zip", {"ISSUE.md": issue})
+    before = edited.read_bytes()
+    resealed = tmp_path / "resealed.tar.gz"
+    assert main(["repack", str(edited), str(resealed)]) == 0
+    assert "ISSUE.md was edited after the bundle was made" in capsys.readouterr().err
+    assert edited.read_bytes() == before  # the user's archive is left as it was
+    manifest = load_manifest(resealed)
+    entry = next(f for f in manifest["files"] if f["path"] == "ISSUE.md")
+    assert entry["sha256"] == hashlib.sha256(issue).hexdigest() and entry["size"] == len(issue)
+    assert "ISSUE.md was edited after the bundle was made" in manifest["notes"]
+    assert main(["verify", "--json", "-q", str(resealed)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["edited"] == []  # sealed again: it matches its manifest now
+    assert main(["show", "--issue", str(resealed)]) == 0
+    assert "Mine." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["verify", "repack"])
+def test_an_edited_proto_is_still_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    with zipfile.ZipFile(bundle) as z:
+        name = next(n for n in z.namelist() if n.endswith("before_optimizations.hlo.pb"))
+        proto = z.read(name)
+    # Edited alongside the issue text, which may not carry it through.
+    change = {name: proto[:-1] + bytes([proto[-1] ^ 1]), "ISSUE.md": b"edited\n"}
+    bad = rewrite(bundle, tmp_path / "proto.zip", change)
+    argv = [command, str(bad)] + ([str(tmp_path / "out.zip")] if command == "repack" else [])
+    assert main(argv) == 4
+    err = capsys.readouterr().err
+    assert err.strip() == f"xla-bugkit: error: {name} does not match its sha256 in the manifest"
+    assert not (tmp_path / "out.zip").exists()
+
+
+def test_a_negative_hang_time_is_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hang's replay waits as long as the recorded time without progress: it must be sane."""
+    manifest = json.loads(read(bundle, "manifest.json"))
+    manifest["failure"]["stalled_seconds"] = -5
+    bad = rewrite(
+        bundle, tmp_path / "hostile.zip", {"manifest.json": json.dumps(manifest).encode()}
+    )
+    assert main(["verify", str(bad)]) == 4
+    err = capsys.readouterr().err
+    assert "'stalled_seconds' must be a number of seconds or null" in err
 
 
 def test_unlisted_file_is_refused(

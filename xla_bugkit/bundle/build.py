@@ -1,24 +1,41 @@
-"""Fill a bundle's staging folder: module files, ISSUE.md, environment, log tail, manifest."""
+"""Fill a bundle's staging folder: module files, repro.py and its arrays, the script (when
+asked), ISSUE.md, environment, log tail, manifest."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from xla_bugkit import envinfo
-from xla_bugkit.bundle import issue, layout, manifest
+from xla_bugkit.bundle import issue, layout, manifest, repro, triage
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
+from xla_bugkit.bundle.repro import Repro
+from xla_bugkit.bundle.source import add_source
 from xla_bugkit.capture.dumps import DumpIndex, Role
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Chosen, Selection
+from xla_bugkit.failure import Failure, Kind
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay.judge import Verdict
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
 ISSUE = "ISSUE.md"
+INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
+
+Redact = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What the staged bundle holds besides the dump files, for the issue text."""
+
+    repro: Repro | None
+    source: str | None  # the script's path in the bundle
+    replayed: bool  # the replay stage ran (False: --no-replay)
 
 
 def build(
@@ -34,32 +51,113 @@ def build(
     bundle_name: str,
     dropped: Sequence[str] = (),
     problems: Sequence[str] = (),
+    arrays: Path | None = None,
+    include_source: bool = False,
+    replayed: bool = True,
+    cwd: Path | None = None,
 ) -> Manifest:
-    """Write everything that goes into the archive under ``stage``; return the manifest."""
+    """Write everything that goes into the archive under ``stage``; return the manifest.
+
+    ``arrays`` holds the replay's saved outputs, one folder per module label (expected.npz
+    and the wrong values come from there); ``include_source`` adds the command's script,
+    found relative to ``cwd`` (default: the current folder).
+    """
     planned = [p for p in layout.plan(index, selection.chosen, data=data)
                if p.arcname not in dropped]  # fmt: skip
     counts = layout.stage(planned, stage, redactor)
+    counts.update(_write_texts(stage, run, selection, env, redactor))
     text = redactor.text
-    log_tail, found = redactor.text_with_report(_tail(run.output, LOG_TAIL_BYTES))
-    counts.update(found)
-    layout.write_text(stage, "log.txt", log_tail)
-    others = "\n".join(selection.others)
-    layout.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")
-    layout.write_text(stage, "environment.txt", env.to_text())
-    modules = [module_entry(c, planned) for c in selection.chosen]
-    by_name = {v.module: v for v in verdicts}
-    for m in modules:
-        v = by_name.get(m["label"])
-        m["replay"] = v.to_json() if v else None
+    modules = _module_entries(selection.chosen, planned, verdicts)
     notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
+    first = selection.chosen[0].module.name if selection.chosen else None
+    saw = text(triage.headline(triage.triage(run.failure, verdicts, module=first), run.failure))
+    target = _target(selection.chosen, planned, verdicts, arrays)
+    user_flags = [text(f) for f in run.xla_flags.user_flags]
+    reproducer = _reproducer(stage, target, saw, run.failure.kind, user_flags, notes)
+    source = None
+    if include_source:
+        source = _source(stage, run.command, redactor, cwd or Path.cwd(), notes, counts)
     if not data:
         notes.append("no input data shipped (--no-data): replay uses generated inputs")
     notes += [f"left out to fit the size budget: {name}" for name in dropped]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
-    title, body = render(run, selection, verdicts, env, text, bundle_name)
+    staged = Staged(reproducer, source, replayed)
+    title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, ISSUE, body)
-    record: Manifest = {
+    data_text = _data_text(data, planned, dropped)
+    record = _manifest(run, selection, env, text, title, modules, notes, data_text)
+    record["files"] = manifest.file_entries(stage)
+    manifest.write_manifest(stage, record)
+    return record
+
+
+def _write_texts(
+    stage: Path, run: RunRecord, selection: Selection, env: envinfo.EnvReport, redactor: Redactor
+) -> Counter[str]:
+    """log.txt, other-modules.txt and environment.txt; returns what the log had redacted."""
+    log_tail, counts = redactor.text_with_report(_tail(run.output, LOG_TAIL_BYTES))
+    layout.write_text(stage, "log.txt", log_tail)
+    others = "\n".join(selection.others)
+    layout.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")
+    layout.write_text(stage, "environment.txt", env.to_text())
+    return counts
+
+
+def _module_entries(
+    chosen: Sequence[Chosen], planned: Sequence[Planned], verdicts: Sequence[Verdict]
+) -> list[ModuleEntry]:
+    modules = [module_entry(c, planned) for c in chosen]
+    by_name = {v.module: v for v in verdicts}
+    for m in modules:
+        v = by_name.get(m["label"])
+        m["replay"] = v.to_json() if v else None
+    return modules
+
+
+def _reproducer(
+    stage: Path,
+    target: repro.Target | None,
+    saw: str,
+    kind: Kind,
+    user_flags: Sequence[str],
+    notes: list[str],
+) -> Repro | None:
+    """repro.py and its arrays (all text redacted already); why any of them is missing goes
+    to ``notes``."""
+    if target is None:
+        return None
+    reproducer = repro.write(stage, target, saw=saw, kind=kind, user_flags=user_flags)
+    notes += reproducer.notes if reproducer else ()
+    return reproducer
+
+
+def _source(
+    stage: Path,
+    command: Sequence[str],
+    redactor: Redactor,
+    cwd: Path,
+    notes: list[str],
+    counts: Counter[str],
+) -> str | None:
+    """The script, for --include-source; its redactions go to ``counts``."""
+    added = add_source(stage, command, redactor, cwd)
+    counts.update(added.counts)
+    notes += [redactor.text(added.note)] if added.note else []
+    return added.arcname
+
+
+def _manifest(
+    run: RunRecord,
+    selection: Selection,
+    env: envinfo.EnvReport,
+    text: Redact,
+    title: str,
+    modules: list[ModuleEntry],
+    notes: list[str],
+    data: str,
+) -> Manifest:
+    return {
         "schema": manifest.SCHEMA_VERSION,
         "tool": manifest.tool_name(),
         "title": title,
@@ -74,19 +172,45 @@ def build(
         "guess": selection.guess,
         "modules": modules,
         "other_modules": len(selection.others),
-        "data": _data_text(data, planned, dropped),
+        "data": data,
         "notes": notes,
-        "files": manifest.file_entries(stage),
+        "files": [],
     }
-    manifest.write_manifest(stage, record)
-    return record
+
+
+def _target(
+    chosen: Sequence[Chosen],
+    planned: Sequence[Planned],
+    verdicts: Sequence[Verdict],
+    arrays: Path | None,
+) -> repro.Target | None:
+    """The module repro.py runs: the first that reproduced, else the first chosen one, of
+    those whose before-optimizations proto is in the bundle."""
+    by_name = {v.module: v for v in verdicts}
+    ordered = sorted(chosen, key=lambda c: not _reproduced(by_name.get(c.module.label)))
+    for c in ordered:
+        label = c.module.label
+        files = {p.role.value: p.arcname for p in planned if p.module == label}
+        if Role.BEFORE_PROTO.value in files:
+            folder = arrays / label if arrays is not None else None
+            return repro.Target(label, files, c.module.platform, by_name.get(label), folder)
+    return None
+
+
+def _reproduced(verdict: Verdict | None) -> bool:
+    return verdict is not None and verdict.reproduced
 
 
 def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -> str:
     if not data:
         return "no input data (--no-data)"
-    if any(".snapshot." in name for name in dropped):
-        kept = sum(p.role is Role.SNAPSHOT for p in planned)
+    kept = sum(p.role is Role.SNAPSHOT for p in planned)
+    left_out = any(".snapshot." in name for name in dropped)
+    if kept == 0 and left_out:
+        return "no real inputs: the snapshots were left out to fit the size budget"
+    if kept == 0:
+        return "no real inputs: XLA recorded no execution of the chosen modules"
+    if left_out:
         return f"real inputs (snapshots): {kept} kept, the rest left out to fit the size budget"
     return "real inputs (snapshots)"
 
@@ -104,31 +228,25 @@ def render(
     selection: Selection,
     verdicts: Sequence[Verdict],
     env: envinfo.EnvReport,
-    text: Any,
+    text: Redact,
     bundle_name: str,
+    stage: Path | None = None,
+    staged: Staged | None = None,
 ) -> tuple[str, str]:
     """The issue's suggested title and its body (ISSUE.md)."""
+    staged = staged or Staged(None, None, replayed=bool(verdicts))
     f = run.failure
     platform = next((c.module.platform for c in selection.chosen if c.module.platform), None)
-    title = issue.title_for(f.kind.value, text(f.signature or f.headline), platform=platform)
-    verdict_rows = [(v.module, v.outcome.value, text(v.evidence)) for v in verdicts]
-    reproduced = any(v.reproduced for v in verdicts)
-    replay_line = (
-        "The bundle's replay reproduces the failure without the original program."
-        if reproduced
-        else "The bundle's replay did not reproduce the failure on the reporter's machine."
-    )
-    description = (
-        f"Running the program below ends in a **{f.kind.value}**. {replay_line}\n\n"
-        f"xla-bugkit chose {len(selection.chosen)} of "
-        f"{len(selection.chosen) + len(selection.others)} dumped modules"
-        + (" (a guess: nothing in the failure named a module)." if selection.guess else ".")
-    )
+    first = selection.chosen[0].module.name if selection.chosen else None
+    judged = triage.triage(f, verdicts, module=first)
+    title = text(triage.title(judged, f, platform))
+    rep = staged.repro
+    inline = _module_inline(stage, rep)
     ctx = issue.IssueContext(
         title=title,
-        failure_kind=f.kind.value,
-        signature=text(f.headline),
-        description=description,
+        failure_kind=judged.what,
+        signature=text(_key_line(judged, f)),
+        description=text(_description(judged, f, selection, verdicts, staged)),
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
@@ -138,14 +256,83 @@ def render(
         jaxlib_version=env.version("jaxlib"),
         bundle_name=bundle_name,
         selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
-        replay_verdicts=verdict_rows,
+        replay_verdicts=[(v.module, v.outcome.value, text(v.evidence)) for v in verdicts],
+        replay_note=_replay_note(staged),
+        repro_command=f"python {repro.SCRIPT}" if rep and rep.script else "",
+        hlo_command=rep.hlo_command if rep else "",
+        module_label=rep.module if rep and inline else "",
+        module_text=inline,
+        wrong_values=rep.wrong_values if rep else (),
+        reference=rep.reference if rep else "",
+        inputs=_inputs_text(rep),
     )
     return title, issue.render_issue(ctx)
+
+
+def _description(
+    judged: triage.Triage,
+    failure: Failure,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    staged: Staged,
+) -> str:
+    """Markdown: what happened, what the replay showed, what xla-bugkit chose."""
+    lines = [triage.sentence(judged, failure)]
+    if judged.xla:
+        lines.append(_replay_line(judged, verdicts, staged))
+    paragraphs = [" ".join(lines)]
+    if staged.source:
+        paragraphs.append(
+            f"The program's script is attached as {issue.code_span(staged.source)} (redacted)."
+        )
+    total = len(selection.chosen) + len(selection.others)
+    guess = " (a guess: nothing in the failure named a module)" if selection.guess else ""
+    paragraphs.append(f"xla-bugkit chose {len(selection.chosen)} of {total} dumped modules{guess}.")
+    return "\n\n".join(paragraphs)
+
+
+def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Staged) -> str:
+    if judged.verdict is not None:
+        module = issue.code_span(judged.verdict.module)
+        return f"Replaying {module} from the bundle reproduces it without the original program."
+    if verdicts:
+        return "The bundle's replay did not reproduce it on the reporter's machine."
+    if not staged.replayed:
+        return "The replay was skipped (`--no-replay`): nothing shows yet that it reproduces."
+    return "No chosen module could be replayed (none has a before-optimizations proto)."
+
+
+def _key_line(judged: triage.Triage, failure: Failure) -> str:
+    # A wrong result's key line is the replay's numbers, not the program's own check.
+    if judged.what == "wrong result" and judged.verdict is not None:
+        return judged.verdict.evidence
+    return failure.headline
+
+
+def _replay_note(staged: Staged) -> str:
+    return "None: the replay was skipped (--no-replay)." if not staged.replayed else ""
+
+
+def _module_inline(stage: Path | None, rep: Repro | None) -> str:
+    """The module's HLO text, for ISSUE.md to show when it is short ("" when it is not)."""
+    if stage is None or rep is None or not rep.before_text:
+        return ""
+    body = (stage / rep.before_text).read_text("utf-8", "replace")
+    return body if len(body.rstrip("\n").splitlines()) <= INLINE_MODULE_LINES else ""
+
+
+def _inputs_text(rep: Repro | None) -> str:
+    if rep is None or not rep.inputs:
+        return ""
+    where = "the reporter's, in inputs.npz" if rep.recorded_inputs else "generated from seed 42"
+    return f"{rep.inputs} ({where})"
 
 
 def _exit_text(run: RunRecord) -> str:
     if run.timed_out:
         return "killed after the timeout"
+    if run.interrupted:
+        return "stopped by the user"
     if run.failure.signal:
         return f"killed by {run.failure.signal}"
     return f"exit status {run.exit_status}"

@@ -25,6 +25,10 @@ _LINE_MAX = 400  # one minified HLO line can be megabytes long
 _GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ")
 _SITE_FIRST = re.compile(r"^(?P<site>[\w./-]+\.\w+:\d+)\]?\s+(?P<msg>.+)$")
 _SITE_LAST = re.compile(r"^(?P<msg>.+?)\s+\((?P<site>[\w./-]+\.\w+:\d+)\)$")
+# Log lines that carry nothing: blank ones, and XLA's stack-trace banners and frames whose
+# symbol is unknown ("    @     0x7f22c8aa71f5  (unknown)").
+_NOISE = re.compile(r"^\s*(?:\*\*\*[^*]*\*\*\*|@\s+0x[0-9a-fA-F]+(?:\s+\(unknown\))?)?\s*$")
+_FATAL = re.compile(r"^F\d{4} \d|RET_CHECK failure|Check failed:")
 
 
 @dataclass(frozen=True)
@@ -48,37 +52,105 @@ class IssueContext:
     bundle_name: str
     selected_modules: Sequence[tuple[str, str]] = ()  # (module, why it is in the bundle)
     replay_verdicts: Sequence[tuple[str, str, str]] = ()  # (module, verdict, evidence)
+    replay_note: str = ""  # shown instead of an empty verdicts table ("not run (--no-replay)")
+    repro_command: str = ""  # "python repro.py": the bundle's standalone script
+    hlo_command: str = ""  # "run_hlo_module --platform=cpu ... FILE"
+    module_label: str = ""  # the module shown inline, when it is small
+    module_text: str = ""  # its before-optimizations HLO text
+    wrong_values: Sequence[tuple[str, str, str]] = ()  # (index, reference value, XLA's value)
+    reference: str = ""  # what the reference values come from ("op-by-op")
+    inputs: str = ""  # the inputs' shapes and where they come from
 
 
 def render_issue(ctx: IssueContext) -> str:
     """The issue body, rendered from ``templates/issue.md``."""
-    log_tail, log_lines = _tail(ctx.log_tail, LOG_TAIL_LINES)
+    tail, tail_lines = log_tail(ctx.log_tail)
+    optional = {
+        "wrong_values": _wrong_values(ctx),
+        "module_block": _module_block(ctx),
+    }
     values = {
+        **optional,
         "title_comment": _for_comment(ctx.title),
         "bundle_comment": _for_comment(ctx.bundle_name),
         "description": ctx.description.strip(),
-        "failure_kind": _plain(ctx.failure_kind),
-        "exit_status": _plain(ctx.exit_status),
+        "failure_kind": plain(ctx.failure_kind),
+        "exit_status": plain(ctx.exit_status),
         "signature": code_span(ctx.signature),
         "command": fenced(ctx.command, "shell"),
         "bundle": code_span(ctx.bundle_name),
-        "jax_version": _plain(ctx.jax_version),
-        "jaxlib_version": _plain(ctx.jaxlib_version),
-        "reproduce": fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell"),
+        "jax_version": plain(ctx.jax_version),
+        "jaxlib_version": plain(ctx.jaxlib_version),
+        "reproduce": _reproduce(ctx),
         "modules_table": _table(
             ("Module", "Why it is included"),
-            [(code_span(m), _plain(why)) for m, why in ctx.selected_modules],
+            [(code_span(m), plain(why)) for m, why in ctx.selected_modules],
         ),
         "verdicts_table": _table(
             ("Module", "Verdict", "Evidence"),
-            [(code_span(m), f"**{_plain(v)}**", _plain(e)) for m, v, e in ctx.replay_verdicts],
+            [(code_span(m), f"**{plain(v)}**", plain(e)) for m, v, e in ctx.replay_verdicts],
+            empty=plain(ctx.replay_note) if ctx.replay_note else "_None._",
         ),
-        "log_line_count": str(log_lines),
-        "log_tail": fenced(log_tail, "text"),
+        "log_line_count": str(tail_lines),
+        "log_tail": fenced(tail, "text"),
         "system_info": fenced(ctx.system_info, "text"),
         "bugkit_version": __version__,
     }
-    return _load_template(TEMPLATE).substitute(values)
+    template = load_template(TEMPLATE).template
+    for name, value in optional.items():
+        if not value:  # an absent section leaves no empty paragraph behind
+            template = template.replace(f"${name}\n\n", "")
+    return string.Template(template).substitute(values)
+
+
+def _reproduce(ctx: IssueContext) -> str:
+    """The ways to reproduce, quickest first: the bundle's script, XLA's own tool, verify."""
+    parts = []
+    if ctx.repro_command:
+        parts.append(
+            "Unpack it and run its standalone script (it needs only jax and numpy):\n\n"
+            + fenced(ctx.repro_command, "shell")
+        )
+    if ctx.hlo_command:
+        parts.append(
+            "Or with XLA's `run_hlo_module` (built from openxla/xla), on the module before "
+            "XLA's optimizations and with the XLA flags in force:\n\n"
+            + fenced(ctx.hlo_command, "shell")
+        )
+    parts.append(
+        ("Or, thoroughly, replay every module of the bundle against reference results:\n\n"
+         if parts else "")
+        + fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell")
+    )  # fmt: skip
+    return "\n\n".join(parts)
+
+
+def _wrong_values(ctx: IssueContext) -> str:
+    if not ctx.wrong_values:
+        return ""
+    rows = [(code_span(i), code_span(ref), code_span(got)) for i, ref, got in ctx.wrong_values]
+    reference = f"the {plain(ctx.reference)} reference" if ctx.reference else "the reference"
+    lines = [
+        f"**First differing values** ({reference} against XLA's result):",
+        "",
+        _table(("Output index", "Reference", "XLA"), rows),
+    ]
+    if ctx.inputs:
+        lines += ["", f"**Inputs:** {plain(ctx.inputs)}"]
+    return "\n".join(lines)
+
+
+def _module_block(ctx: IssueContext) -> str:
+    if not ctx.module_text:
+        return ""
+    lines = len(ctx.module_text.rstrip("\n").splitlines())
+    return (
+        "<details>\n"
+        f"<summary>The module before XLA's optimizations ({plain(ctx.module_label)}, "
+        f"{lines} lines)</summary>\n\n"
+        f"{fenced(ctx.module_text, 'text')}\n\n"
+        "</details>"
+    )
 
 
 def title_for(failure_kind: str, signature: str, *, platform: str | None = None) -> str:
@@ -120,8 +192,9 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{one_line.replace('|', chr(92) + '|')}{pad}{ticks}"
 
 
-def _plain(text: str) -> str:
-    # Shown as text: no HTML, no table breaks, and no @-mentions that would notify strangers.
+def plain(text: str) -> str:
+    """One line of ``text`` safe to show as Markdown text: no HTML, no table breaks, and no
+    @-mentions that would notify strangers."""
     one_line = " ".join(text.split())
     for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
         one_line = one_line.replace(raw, safe)
@@ -136,18 +209,31 @@ def _for_comment(text: str) -> str:
     return one_line
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "_None._") -> str:
     if not rows:
-        return "_None._"
+        return empty
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def _tail(text: str, n: int) -> tuple[str, int]:
-    lines = text.rstrip("\n").splitlines()[-n:]
+def log_tail(text: str, n: int = LOG_TAIL_LINES) -> tuple[str, int]:
+    """The last ``n`` lines worth reading: no blank lines, no stack-trace banners or frames
+    without a symbol, and the first CHECK/RET_CHECK line kept even when a long trace follows."""
+    kept = [line for line in text.rstrip("\n").splitlines() if not _NOISE.match(line)]
+    lines = kept[-n:]
+    fatal = next((i for i, line in enumerate(kept) if _FATAL.search(line)), None)
+    if fatal is not None and fatal < len(kept) - n and n > 2:
+        skipped = len(kept) - (n - 2) - fatal - 1
+        lines = [kept[fatal], f"[... {skipped} lines not shown ...]", *kept[-(n - 2) :]]
     lines = [line if len(line) <= _LINE_MAX else line[:_LINE_MAX] + " …" for line in lines]
     return "\n".join(lines), len(lines)
+
+
+def cut_title(title: str) -> str:
+    """``title`` on one line, cut to ``TITLE_MAX`` characters with an ellipsis."""
+    one_line = " ".join(title.split())
+    return one_line if len(one_line) <= TITLE_MAX else one_line[: TITLE_MAX - 1].rstrip() + "…"
 
 
 def _split_site(sig: str) -> tuple[str, str]:
@@ -159,10 +245,11 @@ def _split_site(sig: str) -> tuple[str, str]:
     return sig, ""
 
 
-def _load_template(name: str) -> string.Template:
+def load_template(name: str) -> string.Template:
+    """A template shipped in ``xla_bugkit.templates`` (``templates/`` in the source tree)."""
     try:
         text = resources.files("xla_bugkit.templates").joinpath(name).read_text("utf-8")
     except (ModuleNotFoundError, FileNotFoundError):
         # Running from a source checkout: templates/ is only mapped to the package on install.
-        text = (Path(__file__).resolve().parent.parent / "templates" / name).read_text("utf-8")
+        text = (Path(__file__).resolve().parents[2] / "templates" / name).read_text("utf-8")
     return string.Template(text)

@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import hashlib
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -162,6 +163,15 @@ def _is_optional_str(value: object) -> bool:
     return value is None or isinstance(value, str)
 
 
+def _is_optional_seconds(value: object) -> bool:
+    if value is None:
+        return True
+    # A hang's replay waits as long as its run went without progress: never NaN or negative.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
 # The failure record's fields that are there, each of its type (``Failure.from_json`` then
 # checks the kind and phase names and that nothing required is missing).
 _FAILURE: dict[str, tuple[_Check, str]] = {
@@ -170,7 +180,14 @@ _FAILURE: dict[str, tuple[_Check, str]] = {
     "exit_status": (lambda v: v is None or _is_int(v), "a number or null"),
     **{
         key: (_is_optional_str, "a string or null")
-        for key in ("kind", "phase", "signal", "status_code", "site", "exception", "compiling")
+        for key in (
+            *("kind", "phase", "signal", "status_code", "site", "exception", "compiling"),
+            *("stopped_by", "executing"),
+        )
+    },
+    **{
+        key: (_is_optional_seconds, "a number of seconds or null")
+        for key in ("ran_seconds", "stalled_seconds")
     },
 }
 
@@ -272,8 +289,18 @@ def load_manifest(path: Path) -> Manifest:
         raise BadBundleError(f"{path}: {MANIFEST}: {e}") from None
 
 
-def check_integrity(root: Path, manifest: Manifest, extracted: Sequence[Path]) -> None:
-    """Every file the manifest lists is there with its size and sha256, and nothing else is."""
+# Text written for people, which the reporter may well edit before filing (the ISSUE.md
+# template asks for it). No replay reads them: an edit is reported, not refused.
+EDITABLE = frozenset({"ISSUE.md", "log.txt", "other-modules.txt"})
+
+
+def edited_notice(name: str) -> str:
+    return f"{name} was edited after the bundle was made"
+
+
+def check_integrity(root: Path, manifest: Manifest, extracted: Sequence[Path]) -> tuple[str, ...]:
+    """Every file the manifest lists is there with its size and sha256, and nothing else is;
+    of the ``EDITABLE`` text files, those that differ are returned instead of refused."""
     listed = {f["path"]: f for f in manifest["files"]}
     present = {p.relative_to(root).as_posix() for p in extracted if p.is_file()}
     present.discard(MANIFEST)
@@ -281,10 +308,31 @@ def check_integrity(root: Path, manifest: Manifest, extracted: Sequence[Path]) -
         raise BadBundleError(f"the bundle holds files its manifest does not list: {extra[:3]}")
     if missing := sorted(set(listed) - present):
         raise BadBundleError(f"the bundle lacks files its manifest lists: {missing[:3]}")
+    edited: list[str] = []
     for name, entry in listed.items():
         path = root / name
-        if path.stat().st_size != entry["size"] or sha256_of(path) != entry["sha256"]:
+        if path.stat().st_size == entry["size"] and sha256_of(path) == entry["sha256"]:
+            continue
+        if name not in EDITABLE:
             raise BadBundleError(f"{name} does not match its sha256 in the manifest")
+        edited.append(name)
+    return tuple(edited)
+
+
+def reseal(bundle: OpenBundle) -> Manifest:
+    """The manifest of ``bundle`` with its edited files' new sizes and hashes, and a note for
+    each, written over the unpacked copy's manifest.json (the user's archive is untouched)."""
+    files: list[FileEntry] = []
+    for entry in bundle.manifest["files"]:
+        path = bundle.root / entry["path"]
+        if entry["path"] in bundle.edited:
+            entry = {"path": entry["path"], "size": path.stat().st_size, "sha256": sha256_of(path)}
+        files.append(entry)
+    notes = list(bundle.manifest["notes"])
+    notes += [n for n in map(edited_notice, bundle.edited) if n not in notes]
+    record = validate({**bundle.manifest, "files": files, "notes": notes})
+    write_manifest(bundle.root, record)
+    return record
 
 
 @dataclass(frozen=True)
@@ -295,6 +343,7 @@ class OpenBundle:
     root: Path  # where it is unpacked
     manifest: Manifest
     files: tuple[Path, ...]  # every extracted file, in archive order
+    edited: tuple[str, ...] = ()  # the EDITABLE files changed since the manifest was written
 
     def module_files(self, module: ModuleEntry) -> dict[str, Path]:
         """A module's files by role; the loader keeps each one among the listed files."""
@@ -318,7 +367,7 @@ def open_bundle(
     try:
         with unpacking or contextlib.nullcontext():
             extracted = archive.extract_safely(path, dest)
-        check_integrity(dest, manifest, extracted)
-        yield OpenBundle(path, dest, manifest, tuple(extracted))
+        edited = check_integrity(dest, manifest, extracted)
+        yield OpenBundle(path, dest, manifest, tuple(extracted), edited)
     finally:
         shutil.rmtree(dest, ignore_errors=True)

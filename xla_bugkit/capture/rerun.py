@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, proc
-from xla_bugkit.failure import Failure, classify
+from xla_bugkit.failure import Failure, Stop, classify
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 @dataclass(frozen=True)
@@ -56,16 +66,27 @@ def rerun(
     base_env: Mapping[str, str] | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
-    (``echo``) and to ``log_path`` as it arrives."""
+    (``echo``) and to ``log_path`` as it arrives.
+
+    A run stopped by ``timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy is a
+    hang; how long it ran and went without output before the stop go into its failure.
+    """
     env, merged = child_env(os.environ if base_env is None else base_env, dump_dir)
     dump_dir.mkdir(parents=True, exist_ok=True)
-    with proc.sigterm_as_interrupt(), log_path.open("wb") as log:
+    started = time.monotonic()
+    deadline = started + timeout if timeout is not None else None
+    with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         done = proc.run(command, env=env, timeout=timeout, echo=echo, log=log, stdin=None)
+    stop = None
+    if done.timed_out or done.interrupted:
+        by = "timeout" if done.timed_out else "user"
+        stop = _stop(log, by, started, deadline if done.timed_out else None)
     failure = classify(
         done.output,
         exit_status=done.returncode,
         timed_out=done.timed_out,
         interrupted=done.interrupted,
+        stop=stop,
     )
     return RunRecord(
         command=tuple(command),
@@ -78,3 +99,59 @@ def rerun(
         xla_flags=merged,
         failure=failure,
     )
+
+
+class _TimedLog(io.BufferedWriter):
+    """The run's log file, noting when output last arrived before the run was stopped: how
+    long a program went without printing anything is how a hang shows."""
+
+    def __init__(self, path: Path, deadline: float | None) -> None:
+        super().__init__(io.FileIO(path, "w"))
+        self.deadline = deadline  # when the timeout stops the run
+        self.last: float | None = None  # when output last arrived
+        self.stopped_at: float | None = None  # when a signal stopped the run
+        self.last_at_stop: float | None = None  # ``last`` at the stop
+
+    def stop_now(self) -> None:
+        if self.stopped_at is None:
+            self.stopped_at, self.last_at_stop = time.monotonic(), self.last
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        now = time.monotonic()
+        stopped = self.stopped_at is not None
+        if not stopped and (self.deadline is None or now <= self.deadline):
+            self.last = now  # output after the stop is the stop's doing (a traceback, say)
+        return super().write(data)
+
+
+def _stop(log: _TimedLog, by: str, started: float, deadline: float | None) -> Stop:
+    """When the run was stopped (at its ``deadline``, or by a signal)."""
+    # Without a moment noted (a signal handler of someone else's), the end has to do.
+    at = deadline if deadline is not None else log.stopped_at or time.monotonic()
+    last = log.last_at_stop if log.stopped_at is not None else log.last
+    stalled = at - (last if last is not None else started)
+    return Stop(by=by, ran=max(at - started, 0.0), stalled=max(stalled, 0.0))
+
+
+@contextlib.contextmanager
+def _stops_on_signals(log: _TimedLog) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP note the moment in ``log``, then interrupt as Ctrl-C does
+    (proc stops the child on ``KeyboardInterrupt``)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        log.stop_now()
+        raise KeyboardInterrupt
+
+    # Only the main thread gets signals; a handler of someone else's is left alone.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for sig in proc.INTERRUPTS:
+        if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -9,8 +9,11 @@ from pathlib import Path
 
 from xla_bugkit import config, github
 from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.bundle.source import SOURCE_DIR
+from xla_bugkit.bundle.triage import Triage, headline, triage
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection
+from xla_bugkit.capture.workdir import replaced_dump_dir
 from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
 from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.ui import Ui
@@ -26,7 +29,8 @@ def options_from(args: argparse.Namespace, defaults: config.Config) -> CollectOp
         fmt=fmt, timeout=args.timeout,
         replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
         workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
-        replay=args.replay, data=args.data, repo=args.repo,
+        replay=args.replay, data=args.data, repo=args.repo, force=args.force,
+        include_source=args.include_source,
         max_size=args.max_size if args.max_size is not None
         else config.parse_size(defaults.max_size),
     )  # fmt: skip
@@ -36,7 +40,22 @@ def collect_command(command: Sequence[str], options: CollectOptions, ui: Ui) -> 
     """CLI: run the pipeline, then print what was chosen, the verdicts and what next."""
     result = collect(command, options, ui)
     ui.summary(render_summary(result, repo=options.repo, verbose=ui.verbosity > 0))
+    if kept := kept_lines(result):
+        ui.summary("\n".join(kept))
     return int(result.exit_code)
+
+
+def kept_lines(result: CollectResult) -> list[str]:
+    """Where the run's files stay: the dumps of a --xla_dump_to of the user's that the run
+    replaced, and the kept work dir, which ``xla-bugkit bundle`` reads."""
+    lines = []
+    if result.user_dumps is not None:
+        theirs = f"--xla_dump_to={replaced_dump_dir(result.run)}"
+        lines.append(f"  your dumps: {result.user_dumps} (your {theirs} was replaced for this run)")
+    if result.workdir is not None:
+        again = f"xla-bugkit bundle {shlex.quote(str(result.workdir))} -o OUT"
+        lines.append(f"  work dir kept: {result.workdir} (a bundle from it again: {again})")
+    return lines
 
 
 def render_summary(result: CollectResult, *, repo: str, verbose: bool = False) -> str:
@@ -62,9 +81,10 @@ def summary(
     verbose: bool = False,
 ) -> str:
     """The closing lines of ``collect``: what was chosen and why, the verdict, what it
-    shares, what next."""
-    title = manifest["title"]
-    lines = [f"\nxla-bugkit: {run.failure.describe}"]
+    shares, what next (no issue link when nothing points at XLA)."""
+    first = selection.chosen[0].module.name if selection.chosen else None
+    judged = triage(run.failure, verdicts, module=first)
+    lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
     for v in verdicts:
@@ -81,14 +101,27 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
+    lines += _next_steps(path, manifest["title"], repo, judged)
+    return "\n".join(lines)
+
+
+def _next_steps(path: Path | None, title: str, repo: str, judged: Triage) -> list[str]:
+    """What to do with the bundle: file it, or, when nothing points at XLA, say so."""
+    shown = shlex.quote(str(path)) if path else "BUNDLE"
+    if not judged.xla:
+        return [
+            f"  this does not look like an XLA bug: {judged.reason}",
+            "  no issue link: look into the program first; the bundle is written anyway "
+            f"(xla-bugkit show --issue {shown})",
+        ]
     # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
     link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
-    shown = shlex.quote(str(path)) if path else "BUNDLE"
-    lines.append(f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue")
-    lines.append(f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}")
     gh = github.gh_command(repo, title, "-")
-    lines.append(f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}")
-    return "\n".join(lines)
+    return [
+        f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue",
+        f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}",
+        f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}",
+    ]
 
 
 def _mb(n: int) -> str:
@@ -99,7 +132,7 @@ def _shared(manifest: Manifest, verbose: bool) -> list[str]:
     """What leaves the machine: the files (all of them with -v), redactions and drops."""
     files = manifest["files"]
     total = sum(f["size"] for f in files)
-    top = [f["path"] for f in files if "/" not in f["path"]]
+    top = [f["path"] for f in files if not f["path"].startswith("modules/")]
     modules = len(files) - len(top)
     lines = [
         f"  shares: {len(files) + 1} files, {_mb(total)} before compression: "
@@ -109,4 +142,12 @@ def _shared(manifest: Manifest, verbose: bool) -> list[str]:
         lines += [f"    {f['size']:>10,}  {f['path']}" for f in files]
     lines += [f"  {note}" for note in manifest["notes"]]
     lines.append(f"  inputs: {manifest['data']}")
+    sources = [f["path"] for f in files if f["path"].startswith(f"{SOURCE_DIR}/")]
+    if sources:
+        lines.append(f"  source: {sources[0]} (the program's script, redacted)")
+    elif not any(note.startswith("--include-source") for note in manifest["notes"]):
+        lines.append(
+            "  source: not included (off by default; collect --include-source adds the "
+            "program's script, redacted)"
+        )
     return lines

@@ -5,18 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.manifest import open_bundle
+from xla_bugkit.bundle.manifest import edited_notice, open_bundle, reseal
+from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.ui import Ui
 
 
-def repack(bundle: Path, out: Path, *, fmt: str | None = None, ui: Ui | None = None) -> int:
-    """Unpack ``bundle`` safely, check it against its manifest, and write it again as ``out``."""
+def repack(
+    bundle: Path, out: Path, *, fmt: str | None = None, force: bool = False, ui: Ui | None = None
+) -> int:
+    """Unpack ``bundle`` safely, check it against its manifest, and write it again as ``out``;
+    edited human text (ISSUE.md, ...) is re-sealed: the new manifest records its new hashes.
+
+    An existing ``out`` is replaced only if it is an xla-bugkit bundle, or with ``force``.
+    """
     ui = ui or Ui()
     if out.resolve() == bundle.resolve():
         raise BugkitError(f"{out} is the bundle itself: choose another output name")
-    chosen = archive.output_format(out, fmt)
+    chosen = check_output(out, fmt, force=force)
     with open_bundle(bundle, prefix="xla-bugkit-repack-") as b:
+        if b.edited:
+            # Edited human text (ISSUE.md) is sealed again: the new manifest has its hashes.
+            reseal(b)
+            for name in b.edited:
+                ui.say(f"{edited_notice(name)}: the new bundle's manifest records it as it is")
         files = {p.relative_to(b.root).as_posix(): p for p in sorted(b.files) if p.is_file()}
         size = archive.write_archive(files, out, chosen, progress=ui.progress("compressing"))
     ui.say(f"wrote {out} ({size:,} bytes, {chosen})")

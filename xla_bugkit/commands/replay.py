@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from xla_bugkit import config
-from xla_bugkit.errors import ExitCode
+from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay.dump import failed, replay_dump
-from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.judge import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 
@@ -29,7 +29,12 @@ def replay_command(
     json_output: bool = False,
     ui: Ui | None = None,
 ) -> int:
-    """CLI: print each verdict; exit 0 when a module fails, 3 when all ran and matched."""
+    """CLI: print each verdict; exit 0 when a module fails, 3 when all ran and matched, 1
+    when none could run (each verdict says why).
+
+    ``flags`` replace every recorded flag: the module's debug options and the debug options
+    recorded in its PJRT folder's compile_options.pb.
+    """
     verdicts = replay_dump(
         target, module_re=module_re, snapshot=snapshot, xla_flags=flags, timeout=timeout, ui=ui
     )
@@ -39,5 +44,10 @@ def replay_command(
     else:
         for v in verdicts:
             print(describe(v))
-            print(f"    inputs: {v.inputs}")
-    return ExitCode.OK if any(failed(v) for v in verdicts) else ExitCode.NOT_REPRODUCED
+            if v.inputs:  # none when the module was refused before it got any
+                print(f"    inputs: {v.inputs}")
+    if any(failed(v) for v in verdicts):
+        return ExitCode.OK
+    if all(v.outcome is Outcome.NOT_REPLAYABLE for v in verdicts):
+        raise BugkitError("no module could be replayed here")
+    return ExitCode.NOT_REPRODUCED

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from xla_bugkit import config
+from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 from xla_bugkit.verify import VerifyResult, verify_bundle
@@ -31,7 +32,9 @@ def verify(
 
 
 def render_table(result: VerifyResult) -> str:
-    lines = [f"recorded failure: {result.failure.describe}", ""]
+    lines = [f"recorded failure: {result.failure.describe}"]
+    lines += [f"note: {edited_notice(name)}" for name in result.edited]
+    lines.append("")
     for c in result.checks:
         if c.verdict is None:
             lines.append(f"{c.label}: not replayable here (no before-optimizations proto)")

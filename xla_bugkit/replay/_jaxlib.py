@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.compile_options import without_recorded_flags
 
 # The oldest jaxlib whose private APIs match what this module calls.
 MIN_JAXLIB = "0.6"
@@ -168,6 +169,27 @@ def result_types(module_bytes: bytes) -> list[ArrayType]:
     return result
 
 
+def initialize_lapack() -> bool:
+    """Set up jaxlib's CPU LAPACK kernels (``lapack_*_ffi`` custom calls) in this process.
+
+    JAX does this itself when it lowers a linalg op, and ``jax.export`` does it for a
+    deserialised module; a module compiled straight from a dump gets neither, and its LAPACK
+    calls then segfault when they run (seen with 0.10.2). Returns False when this jaxlib has
+    no such step (then nothing is done: its kernels need none, or cannot be set up here).
+    """
+    for owner, path in (
+        ("jax._src.lax.linalg", "initialize_lapack"),  # jaxlib 0.6 to 0.10 at least
+        ("jaxlib.lapack", "_lapack.initialize"),  # what that function calls
+    ):
+        try:
+            initialize = _attr(_module(owner), path, "LAPACK initialisation")
+        except BugkitError:
+            continue
+        initialize()
+        return True
+    return False
+
+
 def custom_call_targets(platform: str) -> set[str]:
     """Custom-call targets registered with XLA for ``platform`` in this process."""
     targets = _attr(_xla_client(), "custom_call_targets", "xla_client.custom_call_targets")
@@ -182,8 +204,11 @@ def _compile_options(
     num_replicas: int,
     num_partitions: int,
     overrides: Sequence[Override] = (),
+    recorded_flags: bool = True,
 ) -> Any:
     options_cls = _attr(_xla_client(), "CompileOptions", "CompileOptions")
+    if serialized is not None and not recorded_flags:
+        serialized = without_recorded_flags(serialized)
     if serialized is not None:
         # A static constructor in jaxlib 0.10.2: it returns the options, leaving ``self`` be.
         options = _attr(options_cls, "ParseFromString", "CompileOptions.ParseFromString")(
@@ -193,12 +218,15 @@ def _compile_options(
         options = options_cls()
         options.num_replicas = num_replicas
         options.num_partitions = num_partitions
-    if overrides:
+    recorded = list(_attr(options, "env_option_overrides", "env_option_overrides"))
+    # A program's own .compile({"xla_dump_to": ...}) is recorded too: a replay must not
+    # write dumps into a folder named on someone else's machine.
+    kept = [(name, value) for name, value in recorded if not str(name).startswith("xla_dump")]
+    if overrides or len(kept) < len(recorded):
         # Applied over the process's XLA_FLAGS for this compile only (seen with 0.10.2: a
         # fast-math override flips a NaN-sensitive result either way), which lets one process
         # compile under the recorded flags and under the conservative ones.
-        recorded = list(_attr(options, "env_option_overrides", "env_option_overrides"))
-        options.env_option_overrides = [*recorded, *overrides]
+        options.env_option_overrides = [*kept, *overrides]
     return options
 
 
@@ -216,15 +244,20 @@ def compile(
     num_replicas: int = 1,
     num_partitions: int = 1,
     overrides: Sequence[Override] = (),
+    recorded_flags: bool = True,
 ) -> Executable:
     """Compile StableHLO (bytecode or text) for ``platform`` and load it on its devices.
 
-    ``overrides`` set DebugOptions fields for this compile only. XLA errors (an unknown
-    override among them) propagate as jaxlib's own exception, whose message carries the
-    status code the caller classifies.
+    ``overrides`` set DebugOptions fields for this compile only. ``recorded_flags=False``
+    drops the debug options and overrides recorded in ``compile_options``, so that only the
+    process's XLA_FLAGS and ``overrides`` apply. XLA errors (an unknown override among them)
+    propagate as jaxlib's own exception, whose message carries the status code the caller
+    classifies.
     """
     client = _client(platform)
-    options = _compile_options(compile_options, num_replicas, num_partitions, overrides)
+    options = _compile_options(
+        compile_options, num_replicas, num_partitions, overrides, recorded_flags
+    )
     count = max(1, int(options.num_replicas) * int(options.num_partitions))
     devices = client.devices()
     if len(devices) < count:

@@ -6,8 +6,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import config, flags
+from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
 from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.limits import memory_limit
 from xla_bugkit.ui import Ui
 
 
@@ -22,8 +24,10 @@ def replay_dump(
 ) -> list[Verdict]:
     """Replay every module ``target`` names (a dump folder or one dump file).
 
-    ``xla_flags`` replace the recorded flags; ``snapshot`` gives the inputs. A module with no
-    before-optimizations proto is skipped with a warning on ``ui``.
+    ``xla_flags`` replace the recorded flags (the dumped debug options, and those recorded
+    in the PJRT folder's compile_options.pb); ``snapshot`` gives the inputs. A module with
+    neither a before-optimizations proto nor its text is skipped with a warning on ``ui``;
+    a ``BugkitError`` says when that leaves nothing to replay.
     """
     ui = ui or Ui()
     verdicts = []
@@ -34,14 +38,18 @@ def replay_dump(
         inp = replay_input(module.label, files, module.platform)
         if inp is None:
             ui.warn(
-                f"{module.label}: no before_optimizations.hlo.pb "
+                f"{module.label}: no before_optimizations.hlo.pb or .txt "
                 "(dump with --xla_dump_hlo_as_proto)"
             )
             continue
         if xla_flags:
-            inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)))
+            inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)), flags_given=True)
         with ui.phase(f"replaying {module.label}"):
-            verdicts.append(replay(inp, expected=None, timeout=timeout))
+            # A dump may come from anyone: the same limits as verify's.
+            limit = memory_limit(inp.platform)
+            verdicts.append(replay(inp, expected=None, timeout=timeout, memory_limit=limit))
+    if not verdicts:
+        raise BugkitError(f"nothing in {target} can be replayed: no before-optimizations module")
     return verdicts
 
 

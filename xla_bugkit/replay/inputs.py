@@ -11,8 +11,15 @@ from xla_bugkit import flags
 from xla_bugkit.capture.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
 
-# What a replay reads of a module, by role; a bundle keeps these (and more for people).
-REPLAY_ROLES = (Role.BEFORE_PROTO, Role.DEBUG_OPTIONS, Role.PJRT_MLIR, Role.COMPILE_OPTIONS)
+# What a replay reads of a module, by role; a bundle keeps these (and more for people). The
+# before-optimizations text is read only when there is no proto (the worker parses it).
+REPLAY_ROLES = (
+    Role.BEFORE_PROTO,
+    Role.BEFORE_TEXT,
+    Role.DEBUG_OPTIONS,
+    Role.PJRT_MLIR,
+    Role.COMPILE_OPTIONS,
+)
 
 
 @dataclass(frozen=True)
@@ -20,20 +27,24 @@ class ReplayInput:
     """One module to replay, as found in a dump or a bundle."""
 
     name: str  # module name, e.g. "jit_train_step"
-    hlo: Path  # before-optimizations HloProto (.hlo.pb)
+    hlo: Path  # before-optimizations HloProto (.hlo.pb), or its text (.txt) when alone
     snapshot: Path | None = None  # HloSnapshot with the real arguments (+ recorded result)
     mlir: Path | None = None  # the PJRT folder's module.mlir
     compile_options: Path | None = None  # the PJRT folder's compile_options.pb
     xla_flags: tuple[str, ...] = ()  # recorded XLA flags, dump flags already removed
     platform: str = "cpu"
+    # xla_flags were given by hand: they replace every recorded flag, including the debug
+    # options and overrides recorded in compile_options.pb.
+    flags_given: bool = False
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:
     """What a replay of one module needs, from its files by role (a dump or an unpacked bundle).
 
-    None when there is no before-optimizations proto: nothing to compile.
+    Without a before-optimizations proto its text is used (a dump made without
+    ``--xla_dump_hlo_as_proto``); None when neither is there: nothing to compile.
     """
-    hlo = files.get(Role.BEFORE_PROTO.value)
+    hlo = files.get(Role.BEFORE_PROTO.value) or files.get(Role.BEFORE_TEXT.value)
     if hlo is None:
         return None
     options = files.get(Role.DEBUG_OPTIONS.value)
@@ -66,6 +77,10 @@ def dump_modules(target: Path, module_re: str | None) -> list[tuple[Path, DumpMo
         found_index = index(target)
         pattern = re.compile(module_re) if module_re else None
         found = [m for m in found_index.modules if pattern is None or pattern.search(m.label)]
+        if not found_index.modules:
+            raise BugkitError(
+                f"{target} holds no XLA dump (no files named module_NNNN.NAME.SUFFIX)"
+            )
         if not found:
             raise BugkitError(f"no module in {target} matches {module_re!r}")
         return [(target, m) for m in found]

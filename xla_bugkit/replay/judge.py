@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit import config, flags, proc
+from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Failure, Kind, Phase, classify
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.compare import Comparison, compare_outputs
@@ -171,6 +173,9 @@ def _spawn_settled(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any
             moved = [f for f in spec["flags"] if flags.name_of(f).lstrip("-") == rejected]
             env_flags.extend(moved)
             spec = {**spec, "flags": [f for f in spec["flags"] if f not in moved]}
+        elif (unknown := flags.unknown_flag(child.done.output)) is not None:
+            # XLA aborts at start-up on a flag it does not know: no fault of the module.
+            raise BugkitError(f"unknown XLA flag {unknown}")
         else:
             return child
 
@@ -184,6 +189,7 @@ def replay(
     use_data: bool = True,
     seed: int = 42,
     reference: bool = True,
+    keep_arrays: Path | None = None,
 ) -> Verdict:
     """Replay ``inp`` in a child process and judge the result against ``expected``.
 
@@ -192,7 +198,8 @@ def replay(
     snapshot) runs on inputs generated from ``seed``. ``reference=False`` skips the
     wrong-result check. The child gets ``timeout`` seconds and ``memory_limit`` bytes for the
     test and the references together; a reference cut short is reported missing, never as a
-    failure of the module.
+    failure of the module. ``keep_arrays``: a folder to copy the child's arrays into (the
+    test's outputs and the references, as ``protocol.save_arrays`` wrote them).
     """
     limits: dict[str, Any] = {
         "timeout": timeout,
@@ -204,6 +211,7 @@ def replay(
             "snapshot": str(inp.snapshot) if inp.snapshot else None,
             "mlir": str(inp.mlir) if inp.mlir else None,
             "compile_options": str(inp.compile_options) if inp.compile_options else None,
+            "flags_given": inp.flags_given,
             "platform": inp.platform,
             "use_data": use_data,
             "seed": seed,
@@ -212,6 +220,10 @@ def replay(
             "conservative": list(CONSERVATIVE_FLAGS),
         }
         child = _spawn_settled(inp, spec, limits)
+        if keep_arrays is not None:
+            keep_arrays.mkdir(parents=True, exist_ok=True)
+            for saved in Path(tmp).glob("*.npz"):
+                shutil.copyfile(saved, keep_arrays / saved.name)
         verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
         return verdict or _judge_result(inp, child, expected, timeout if reference else None)
 

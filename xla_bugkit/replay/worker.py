@@ -77,6 +77,10 @@ INTERNAL_TARGETS = frozenset(
     }
 )
 _TARGET = re.compile(r'custom_call_target="([^"]+)"')
+# jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
+LAPACK_PREFIX = "lapack_"
+# How HLO text prints a constant it leaves out (no --xla_dump_large_constants).
+_ELIDED = re.compile(r"constant\(\{\.\.\.\}\)")
 _REPLICAS = re.compile(r"\breplica_count=(\d+)")
 _PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
 
@@ -210,6 +214,8 @@ def run_module(
             num_replicas=layout[0],
             num_partitions=layout[1],
             overrides=recorded,
+            # Flags given by hand replace the recorded ones, those in compile_options.pb too.
+            recorded_flags=not spec["flags_given"],
         )
     except Exception as e:
         name = rejected_option(e)
@@ -268,17 +274,33 @@ def run_reference(spec: dict[str, Any], module_bytes: bytes, text: str, args: li
         error_path(out, OPBYOP).write_text(str(e))
 
 
-def work(spec: dict[str, Any]) -> int:
+def _module_bytes(path: str) -> bytes:
+    """The serialized HloModuleProto of a before-optimizations ``.hlo.pb``, or of its text."""
     from xla_bugkit.replay import hlo_proto
 
+    if not path.endswith(".txt"):
+        return hlo_proto.module_bytes(hlo_proto.read_hlo_proto(path))
+    text = Path(path).read_text("utf-8", "replace")
+    if _ELIDED.search(text):
+        raise NotReplayable(
+            f"{Path(path).name} elides large constants ({{...}}): dump with "
+            "--xla_dump_large_constants, or replay the .hlo.pb"
+        )
+    return _jaxlib.hlo_text_to_module_bytes(text)
+
+
+def work(spec: dict[str, Any]) -> int:
     out = Path(spec["out"])
     platform = spec["platform"]
     if platform not in _jaxlib.available_platforms():
         raise NotReplayable(
             f"platform {platform!r} is not available here (jaxlib {_jaxlib.jaxlib_version()})"
         )
-    module_bytes = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(spec["hlo"]))
+    module_bytes = _module_bytes(spec["hlo"])
     text = _jaxlib.module_text(module_bytes)
+    if any(t.startswith(LAPACK_PREFIX) for t in _TARGET.findall(text)):
+        # Once per process: the test and both references (op by op too) run here.
+        _jaxlib.initialize_lapack()
     options = _read(spec["compile_options"])
     layout = check_module(text, platform, pjrt=bool(spec["mlir"]) and options is not None)
     if options is not None:

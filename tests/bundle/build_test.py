@@ -1,0 +1,192 @@
+"""What a bundle's report says, from real collects: titles, the wrong values, the ways to
+reproduce, the script with --include-source, and "not an XLA bug"."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bundle.conftest import PROGRAMS, XLA_BUGKIT, Collected, cpu_env, run_collect
+from xla_bugkit.bundle.triage import triage
+from xla_bugkit.failure import Failure
+
+pytestmark = pytest.mark.slow  # real jax programs, end to end
+
+FAKE_TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+NOT_XLA = "this does not look like an XLA bug"
+
+
+def assert_no_issue_link(c: Collected) -> None:
+    assert "issues/new" not in c.stderr and "gh issue create" not in c.stderr
+
+
+def test_wrong_result_is_named_with_its_numbers(bundles: Callable[..., Collected]) -> None:
+    c = bundles("wrong_result", "--module", r"\.jit_f$")
+    assert c.returncode == 0, c.stderr
+    title = c.manifest()["title"]
+    assert re.fullmatch(
+        r"XLA CPU wrong result in jit\(f\): 1 of (16385|32769) elements differ from the "
+        r"op-by-op reference",
+        title,
+    ), title
+    issue = c.text("ISSUE.md")
+    assert "non-XLA failure" not in title + issue
+    assert "**Failure:** wrong result (exit status 1)" in issue
+    assert "XLA computes a wrong result in `jit(f)`, with no error: 1 of " in issue
+    # The first differing element, reference against XLA, and the inputs' shapes.
+    row = re.search(r"^\| `\[(16384|32768)\]` \| `(\S+)` \| `(\S+)` \|$", issue, re.M)
+    assert row and row.group(2) != row.group(3), issue
+    assert re.search(r"\*\*Inputs:\*\* f(32|64)\[(16385|32769),3\] \(the reporter's", issue)
+    assert "xla-bugkit: wrong result in jit(f): result differs from the op-by-op" in c.stderr
+
+
+def test_issue_shows_repro_then_run_hlo_module_then_verify(
+    bundles: Callable[..., Collected],
+) -> None:
+    c = bundles("wrong_result", "--module", r"\.jit_f$")
+    issue = c.text("ISSUE.md")
+    script = issue.index("```shell\npython repro.py\n```")
+    hlo = issue.index("run_hlo_module --platform=cpu --input_format=hlo ")
+    verify = issue.index(f"xla-bugkit verify {c.bundle.name}")
+    assert script < hlo < verify
+    # The command names a file that is in the bundle, with the flags in force.
+    command = issue[hlo:].split("\n", 1)[0]
+    assert command.split()[-1] in c.names()
+    assert "--xla_cpu_enable_fast_min_max=false" in command
+    assert "--xla_dump" not in command
+
+
+def test_a_small_module_is_shown_inline(bundles: Callable[..., Collected]) -> None:
+    c = bundles("wrong_result", "--module", r"\.jit_f$")
+    issue = c.text("ISSUE.md")
+    block = issue.split("<summary>The module before XLA's optimizations (module_", 1)[1]
+    block = block.split("</details>", 1)[0]
+    assert "HloModule jit_f" in block and "ENTRY %main" in block
+    assert issue.count("<details>") == 2  # the module and the program's output
+
+
+def test_a_python_error_is_not_an_xla_bug(bundles: Callable[..., Collected]) -> None:
+    c = bundles("value_error")
+    assert c.returncode == 3, c.stderr  # the bundle is written, nothing reproduced
+    assert f"{NOT_XLA}: the program raised ValueError, a Python error" in c.stderr
+    assert "did not reproduce it" in c.stderr  # the replay ran and found nothing
+    assert_no_issue_link(c)
+    issue = c.text("ISSUE.md")
+    assert "**This does not look like an XLA bug:** the program raised ValueError" in issue
+    assert not c.manifest()["title"].startswith("XLA")
+
+
+def test_ctrl_c_in_time_sleep_is_not_an_xla_bug(tmp_path: Path) -> None:
+    out = tmp_path / "sleep.zip"
+    argv = [XLA_BUGKIT, "collect", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "sleep_hang.py")]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=cpu_env(), cwd=tmp_path)  # fmt: skip
+    assert child.stdout is not None
+    for line in child.stdout:  # the program's own output, streamed by collect
+        if line.strip() == "ready":  # jax has compiled and run; now it only sleeps
+            break
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=600)
+    c = Collected(child.returncode, stderr, out)
+    assert c.returncode == 130, stderr
+    assert f"{NOT_XLA}: the program was stopped by the user, and nothing in its" in stderr
+    assert_no_issue_link(c)
+    assert "XLA" not in c.manifest()["title"].split("(")[0]
+
+
+def test_no_replay_claims_no_replay_result(bundles: Callable[..., Collected]) -> None:
+    c = bundles("compile_crash", "--no-replay")
+    assert c.returncode == 3, c.stderr
+    issue = c.text("ISSUE.md")
+    assert "did not reproduce" not in issue
+    assert "The replay was skipped (`--no-replay`)" in issue
+    assert "None: the replay was skipped (--no-replay)." in issue
+    # XLA's CHECK is evidence enough: the report is ready to file.
+    assert "issues/new?template=none&title=XLA%20CPU%20compile%20crash" in c.stderr
+    # A compile crash ran nothing: no snapshot, so no claim of real inputs.
+    assert c.manifest()["data"] == "no real inputs: XLA recorded no execution of the chosen modules"
+    assert "inputs: real inputs" not in c.stderr
+
+
+def test_log_tail_keeps_the_check_line_without_blank_lines(
+    bundles: Callable[..., Collected],
+) -> None:
+    c = bundles("compile_crash")
+    tail = c.text("ISSUE.md").split("lines of the program's output</summary>", 1)[1]
+    tail = tail.split("</details>", 1)[0].strip().strip("`").removeprefix("text\n")
+    lines = tail.strip("\n").splitlines()
+    assert any("buffer_assignment_util.cc:46] Check failed" in line for line in lines)
+    assert all(line.strip() for line in lines)
+    assert not any("*** Check failure stack trace" in line for line in lines)
+    assert "\n\n*** Check failure stack trace: ***" in c.text("log.txt")  # the log keeps all
+
+
+def test_titles_and_sentences_say_what_happened(bundles: Callable[..., Collected]) -> None:
+    crash = bundles("compile_crash")
+    assert crash.manifest()["title"] == (
+        "XLA CPU compile crash: Check failed: const_instr == nullptr (buffer_assignment_util.cc:46)"
+    )
+    assert "XLA crashes (SIGABRT) while compiling `jit(add_noise)`." in crash.text("ISSUE.md")
+    runtime = bundles("runtime_error")
+    assert "XLA returns an error while running `jit(make_buffer)`." in runtime.text("ISSUE.md")
+    for c in (crash, runtime):
+        assert " a **" not in c.text("ISSUE.md")  # no "ends in a **interrupted**"
+
+
+def test_source_is_off_by_default_and_said_so(bundles: Callable[..., Collected]) -> None:
+    c = bundles("compile_crash")
+    assert not any(n.startswith("source/") for n in c.names())
+    assert "  source: not included (off by default; collect --include-source adds" in c.stderr
+
+
+def test_include_source_ships_the_script_redacted_and_capped(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = project / "train_step.py"
+    padding = "".join(f"# padding line {i:06d} {'.' * 60}\n" for i in range(4500))
+    script.write_text(
+        f"API_TOKEN = '{FAKE_TOKEN}'\n"
+        + (PROGRAMS / "compile_error.py").read_text()
+        + padding  # past the 256 kB cap
+    )
+    c = run_collect(tmp_path / "src.zip", [sys.executable, script.name], "--include-source",
+                    cwd=project)  # fmt: skip
+    assert c.returncode == 0, c.stderr
+    shipped = c.text("source/train_step.py")
+    assert FAKE_TOKEN not in shipped and shipped.startswith("API_TOKEN = '<REDACTED>'\n")
+    assert "def train_step(w, x):" in shipped
+    assert len(shipped.encode()) < 256 * 1024 + 200 < script.stat().st_size
+    assert "more bytes not included ...]" in shipped.splitlines()[-1]
+    notes = c.manifest()["notes"]
+    assert "source/train_step.py holds only the first 256 kB of the script" in notes
+    assert "  source: source/train_step.py (the program's script, redacted)" in c.stderr
+    assert "attached as `source/train_step.py` (redacted)" in c.text("ISSUE.md")
+    assert script.read_text().startswith(f"API_TOKEN = '{FAKE_TOKEN}'")  # the user's file
+
+
+def test_include_source_without_a_script_says_why(tmp_path: Path) -> None:
+    code = (PROGRAMS / "compile_error.py").read_text()
+    c = run_collect(tmp_path / "inline.zip", [sys.executable, "-c", code], "--include-source",
+                    "--no-replay", cwd=tmp_path)  # fmt: skip
+    assert c.returncode == 3, c.stderr
+    assert not any(n.startswith("source/") for n in c.names())
+    assert "--include-source: the command names no .py or .sh script" in c.manifest()["notes"]
+    assert "source: not included" not in c.stderr  # the note says it instead
+
+
+def test_triage_reads_the_failure_record(bundles: Callable[..., Collected]) -> None:
+    error = Failure.from_json(bundles("compile_error").manifest()["failure"])
+    judged = triage(error, [])
+    assert judged.xla and judged.reason == "XLA returned the status INTERNAL"
+    crash = Failure.from_json(bundles("compile_crash").manifest()["failure"])
+    assert triage(crash, []).reason == "XLA's CHECK at buffer_assignment_util.cc:46 failed"
+    plain = Failure.from_json(bundles("value_error").manifest()["failure"])
+    judged = triage(plain, [])
+    assert not judged.xla and judged.reason.endswith("no replay ran to show otherwise")

@@ -1,0 +1,257 @@
+"""The bundle's standalone reproducer: ``repro.py``, and the arrays it reads.
+
+A maintainer should see the bug with ``python repro.py`` and nothing but jax, jaxlib and
+numpy installed. jaxlib ships no Python classes for XLA's protos, so the snapshot's arguments
+travel a second time as ``inputs.npz``, and the reference outputs of collect's replay as
+``expected.npz`` (both laid out as ``replay.protocol.save_arrays`` writes them).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from xla_bugkit import __version__, flags
+from xla_bugkit.bundle import issue
+from xla_bugkit.capture.dumps import Role
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.failure import Kind
+from xla_bugkit.replay import protocol
+from xla_bugkit.replay.compare import compare_outputs
+from xla_bugkit.replay.judge import Outcome, Verdict
+
+SCRIPT = "repro.py"
+INPUTS = "inputs.npz"
+EXPECTED = "expected.npz"
+TEMPLATE = "repro.py.in"
+# Reference outputs larger than this stay out of the bundle: verify recomputes them anyway.
+EXPECTED_LIMIT = 8 * 1000 * 1000
+HANG_SECONDS = 60  # how long repro.py waits before it calls a run a hang
+_REFERENCE_STEMS = {"op-by-op": protocol.OPBYOP, "conservative flags": protocol.CONSERVATIVE}
+_SHOWN = {
+    Outcome.REPRODUCED_CRASH: "crash",
+    Outcome.REPRODUCED_ERROR: "error",
+    Outcome.REPRODUCED_HANG: "hang",
+    Outcome.REPRODUCED_WRONG: "wrong result",
+}
+_KIND_SHOWN = {
+    Kind.COMPILE_CRASH: "crash",
+    Kind.CRASH: "crash",
+    Kind.COMPILE_ERROR: "error",
+    Kind.RUNTIME_ERROR: "error",
+    Kind.HANG: "hang",
+}
+
+
+@dataclass(frozen=True)
+class Repro:
+    """What the bundle holds to reproduce one module, and what ISSUE.md shows of it."""
+
+    module: str  # the module's label
+    script: bool  # repro.py was written
+    before_text: str  # the module's before-optimizations HLO text in the bundle ("": none)
+    hlo_command: str  # the run_hlo_module command line for the module
+    inputs: str  # the entry's parameter types, "f64[16385,3]"
+    recorded_inputs: bool  # inputs.npz holds the reporter's inputs
+    reference: str  # what expected.npz holds ("op-by-op"), "" when it is not there
+    wrong_values: tuple[tuple[str, str, str], ...] = ()  # (index, reference, XLA)
+    notes: tuple[str, ...] = ()  # why something is missing
+
+
+@dataclass(frozen=True)
+class Target:
+    """The module to reproduce: its files in the staged bundle, by role, and its replay."""
+
+    label: str
+    files: Mapping[str, str]  # role -> path inside the bundle
+    platform: str
+    verdict: Verdict | None
+    arrays: Path | None  # the replay's saved arrays (test.npz, opbyop.npz, ...)
+
+
+def write(
+    stage: Path, target: Target, *, saw: str, kind: Kind, user_flags: Sequence[str] = ()
+) -> Repro | None:
+    """Write repro.py, inputs.npz and expected.npz for ``target`` into ``stage``.
+
+    ``saw`` is how the reporter's run ended (redacted); ``kind`` its failure kind;
+    ``user_flags`` the reporter's own XLA_FLAGS (for flags the debug options cannot spell).
+    None when the bundle has no before-optimizations proto of the module: there is nothing
+    to compile.
+    """
+    proto = target.files.get(Role.BEFORE_PROTO.value)
+    if proto is None:
+        return None
+    header = _header(stage, target.files)
+    platform = "gpu" if "gpu" in target.platform else target.platform or "cpu"
+    notes: list[str] = []
+    xla_flags = _flags(stage, target.files, user_flags, notes)
+    recorded = _write_inputs(stage, target.files, notes)
+    reference = _write_expected(stage, target, recorded, notes)
+    script = _refusal(header, target.verdict)
+    if script is None:
+        values = {
+            "label": re.sub(r"[^\w.-]", "_", target.label),
+            "version": __version__,
+            "module": repr(proto),
+            "flags": repr(list(xla_flags)),
+            "platform": repr(platform),
+            "saw": repr(" ".join(saw.split())),
+            "expect": repr(_expect(target.verdict, kind, bool(reference))),
+            "reference": repr(reference or "reference"),
+            "hang_seconds": str(HANG_SECONDS),
+        }
+        text = issue.load_template(TEMPLATE).substitute(values)
+        (stage / SCRIPT).write_text(text, "utf-8")
+    else:
+        notes.append(f"{SCRIPT} is not in the bundle: {script}")
+    return Repro(
+        module=target.label,
+        script=script is None,
+        before_text=target.files.get(Role.BEFORE_TEXT.value, ""),
+        hlo_command=hlo_command(target.files, platform, xla_flags),
+        inputs=_parameters(header),
+        recorded_inputs=recorded,
+        reference=reference,
+        wrong_values=_wrong_values(target, reference),
+        notes=tuple(notes),
+    )
+
+
+def hlo_command(files: Mapping[str, str], platform: str, xla_flags: tuple[str, ...]) -> str:
+    """XLA's ``run_hlo_module`` command line for the module, with the flags in force."""
+    text = files.get(Role.BEFORE_TEXT.value)
+    path, fmt = (text, "hlo") if text else (files.get(Role.BEFORE_PROTO.value, ""), "pb")
+    argv = ["run_hlo_module", f"--platform={platform}", f"--input_format={fmt}", *xla_flags]
+    return shlex.join([*argv, path])
+
+
+def _header(stage: Path, files: Mapping[str, str]) -> str:
+    text = files.get(Role.BEFORE_TEXT.value)
+    if text is None:
+        return ""
+    with (stage / text).open(encoding="utf-8", errors="replace") as f:
+        return f.readline()
+
+
+def _flags(
+    stage: Path, files: Mapping[str, str], user_flags: Sequence[str], notes: list[str]
+) -> tuple[str, ...]:
+    """The flags in the dumped debug options (dump flags left out), as the replay reads them.
+
+    A map such as xla_backend_extra_options prints as a block no flag can spell; the
+    reporter's own flag of that name stands in for it, or it is left out (and said so).
+    """
+    options = files.get(Role.DEBUG_OPTIONS.value)
+    if options is None:
+        return ()
+    recorded = flags.from_debug_options((stage / options).read_text("utf-8", "replace"))
+    theirs = {flags.name_of(f): f for f in user_flags}
+    result = []
+    for flag in recorded:
+        if not (flags.value_of(flag) or "").startswith("{"):
+            result.append(flag)
+        elif flags.name_of(flag) in theirs:
+            result.append(theirs[flags.name_of(flag)])
+        else:
+            notes.append(f"{SCRIPT} leaves out {flags.name_of(flag)}: no flag spells its value")
+    return tuple(result)
+
+
+def _refusal(header: str, verdict: Verdict | None) -> str | None:
+    """Why repro.py cannot run the module (None: it can)."""
+    counts = [int(n) for n in re.findall(r"\b(?:replica_count|num_partitions)=(\d+)", header)]
+    devices = int(np.prod(counts)) if counts else 1
+    if devices > 1:
+        return f"the module runs on {devices} devices; xla-bugkit verify replays it"
+    if verdict is not None and verdict.outcome is Outcome.NOT_REPLAYABLE:
+        return f"the module cannot be replayed ({verdict.evidence})"
+    return None
+
+
+def _parameters(header: str) -> str:
+    """The entry's parameter types from the HLO header, layouts left out."""
+    m = re.search(r"entry_computation_layout=\{\((.*?)\)->", header)
+    return re.sub(r"\{[^{}]*\}", "", m.group(1)) if m else ""
+
+
+def _write_inputs(stage: Path, files: Mapping[str, str], notes: list[str]) -> bool:
+    """inputs.npz from the bundled snapshot's arguments; False when there is none."""
+    snapshot = files.get(Role.SNAPSHOT.value)
+    if snapshot is None:
+        return False
+    from xla_bugkit.replay import hlo_proto, literal
+
+    try:
+        arguments = [
+            literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(stage / snapshot).arguments
+        ]
+    except BugkitError as e:
+        notes.append(f"{INPUTS} is not in the bundle: {e}")
+        return False
+    arrays = [a for a in arguments if isinstance(a, np.ndarray)]
+    if len(arrays) != len(arguments):
+        notes.append(f"{INPUTS} is not in the bundle: the module takes a tuple argument")
+        return False
+    protocol.save_arrays(stage / INPUTS, arrays)
+    return True
+
+
+def _reference_file(target: Target) -> tuple[str, Path] | None:
+    """The reference the replay judged by (or op-by-op, the most independent one)."""
+    if target.verdict is None or target.arrays is None:
+        return None
+    named = str(target.verdict.numbers.get("reference", ""))
+    for label in (named, *_REFERENCE_STEMS):
+        stem = _REFERENCE_STEMS.get(label)
+        if stem is not None and protocol.arrays_path(target.arrays, stem).is_file():
+            return label, protocol.arrays_path(target.arrays, stem)
+    return None
+
+
+def _write_expected(stage: Path, target: Target, recorded: bool, notes: list[str]) -> str:
+    """expected.npz; returns what computed it ("" when it is not written)."""
+    found = _reference_file(target)
+    if found is None or target.verdict is None:
+        return ""
+    label, path = found
+    if (target.verdict.inputs == "snapshot") != recorded:
+        # repro.py runs on the inputs the bundle holds; a reference computed from other
+        # inputs would make a correct result look wrong.
+        notes.append(f"{EXPECTED} is not in the bundle: the replay ran on other inputs")
+        return ""
+    if path.stat().st_size > EXPECTED_LIMIT:
+        notes.append(f"{EXPECTED} is not in the bundle: over {EXPECTED_LIMIT // 10**6} MB")
+        return ""
+    shutil.copyfile(path, stage / EXPECTED)
+    return label
+
+
+def _wrong_values(target: Target, reference: str) -> tuple[tuple[str, str, str], ...]:
+    """The first differing elements of a wrong result: (index, reference value, XLA's)."""
+    verdict, arrays = target.verdict, target.arrays
+    if verdict is None or verdict.outcome is not Outcome.REPRODUCED_WRONG or arrays is None:
+        return ()
+    label = str(verdict.numbers.get("reference", reference))
+    test = protocol.arrays_path(arrays, protocol.TEST)
+    ref = protocol.arrays_path(arrays, _REFERENCE_STEMS.get(label, ""))
+    if not (test.is_file() and ref.is_file()):
+        return ()
+    got, want = protocol.load_arrays(test), protocol.load_arrays(ref)
+    rows = []
+    for output, *index in compare_outputs(got, want).first_indices:
+        where = f"output {output} {index}" if len(got) > 1 else str(index)
+        rows.append((where, str(want[output][tuple(index)]), str(got[output][tuple(index)])))
+    return tuple(rows)
+
+
+def _expect(verdict: Verdict | None, kind: Kind, has_reference: bool) -> str:
+    if verdict is not None and verdict.outcome in _SHOWN:
+        return _SHOWN[verdict.outcome]
+    return _KIND_SHOWN.get(kind, "wrong result" if has_reference else "")

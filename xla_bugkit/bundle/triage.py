@@ -1,0 +1,221 @@
+"""Does a failure point at XLA, and how should its report name what happened?
+
+Both the issue text (title, description) and collect's summary read one ``Triage``, so the
+two never disagree on whether a run looks like an XLA bug. The decision reads only the
+failure record and the replay verdicts: a CHECK/RET_CHECK site, an XLA status code or
+exception type, a crash signal while JAX compiled or ran, a run stopped while XLA was
+compiling or running (unless a replay of the module ran without hanging), or a replay that
+reproduced the failure without the original program.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xla_bugkit.bundle import issue
+from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.replay.judge import Outcome, Verdict
+
+# Python exception types that jax/jaxlib raise for an XLA status.
+_XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
+# Signals a program gets from outside (the user, a supervisor, the OOM killer), not from a
+# fault of its own: they say nothing about XLA.
+_OUTSIDE_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGPIPE", "SIGQUIT"})
+_CRASH_KINDS = (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
+
+
+@dataclass(frozen=True)
+class Triage:
+    """What happened, where, and whether anything points at XLA (``reason`` says why)."""
+
+    xla: bool
+    what: str  # "wrong result", "hang", "compile crash", ..., or the failure's own kind
+    where: str | None  # "jit(f)": the function JAX was compiling or the replayed module's
+    reason: str  # one line: the evidence for XLA, or why nothing points at it
+    verdict: Verdict | None = None  # the replay that reproduced the failure, if one did
+
+
+def function_name(module_name: str) -> str:
+    """``jit_train_step`` -> ``jit(train_step)``: how JAX's own log names the function."""
+    m = re.fullmatch(r"(jit|pmap|xla_pmap)_(.+)", module_name)
+    return f"{m.group(1)}({m.group(2)})" if m else module_name
+
+
+def _module_name(label: str) -> str:
+    # A label is "module_0006.jit_train_step"; the name may itself hold dots.
+    return label.split(".", 1)[1] if label.startswith("module_") and "." in label else label
+
+
+def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None = None) -> Triage:
+    """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
+    module's name (``jit_f``), used for ``where`` when nothing better is known."""
+    proof = next((v for v in verdicts if v.reproduced), None)
+    hung = _replay_hung(failure, verdicts)
+    where = _where(failure, proof or hung, module)
+    if proof is not None:
+        reason = f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
+        return Triage(True, _what(failure, proof), where, reason, proof)
+    if hung is not None:
+        # A stopped run has no timeout to compare with; a replay that hangs too is the proof.
+        return Triage(True, "hang", where, f"the replay of {hung.module} hangs as well", hung)
+    what, stuck = _what(failure, None), _stuck_in_xla(failure)
+    if stuck is not None and verdicts:
+        # Only the compile log said XLA was busy; a replay of the module that did not hang
+        # shows the program was waiting elsewhere (a sleep after its last jitted call, say).
+        names = ", ".join(v.module for v in verdicts)
+        return Triage(False, what, where, f"{stuck} when it stopped, but the replay of "
+                      f"{names} did not hang")  # fmt: skip
+    evidence = _record_evidence(failure) or stuck
+    if evidence is not None:
+        return Triage(True, what, where, evidence)
+    return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _stuck_in_xla(f: Failure) -> str | None:
+    """What a stopped run's compile log says XLA was doing at the stop."""
+    if f.kind not in (Kind.HANG, Kind.INTERRUPTED):
+        return None
+    if f.compiling:
+        return f"XLA was still compiling jit({f.compiling})"
+    if f.executing:
+        return f"XLA was running jit({f.executing})"
+    return None
+
+
+def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | None:
+    if failure.kind is not Kind.INTERRUPTED:
+        return None
+    return next((v for v in verdicts if v.failure and v.failure.kind is Kind.HANG), None)
+
+
+def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:
+    if failure.compiling or failure.executing:
+        return f"jit({failure.compiling or failure.executing})"
+    name = _module_name(proof.module) if proof is not None else module
+    return function_name(name) if name else None
+
+
+def _what(failure: Failure, proof: Verdict | None) -> str:
+    if proof is not None and proof.outcome is Outcome.REPRODUCED_WRONG:
+        return "wrong result"
+    if proof is not None and proof.outcome is Outcome.REPRODUCED_HANG:
+        return "hang"
+    return failure.kind.value
+
+
+def _record_evidence(f: Failure) -> str | None:
+    """The strongest sign of XLA in the failure record itself, as one clause."""
+    if f.site:
+        check = "RET_CHECK" if "RET_CHECK" in f.headline else "CHECK"
+        return f"XLA's {check} at {f.site} failed"
+    if f.status_code:
+        return f"XLA returned the status {f.status_code}"
+    if f.exception and _XLA_EXCEPTIONS.search(f.exception):
+        return f"XLA raised {f.exception}"
+    if f.kind in _CRASH_KINDS:
+        return f"the output shows XLA's {f.kind.value}"
+    doing = {Phase.COMPILE: "compiling", Phase.RUN: "running compiled code"}.get(f.phase)
+    if f.signal and f.signal not in _OUTSIDE_SIGNALS and doing:
+        return f"the process died on {f.signal} while JAX was {doing}"
+    return None
+
+
+def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
+    if f.kind is Kind.EXIT and f.exception:
+        ended = f"the program raised {f.exception}, a Python error"
+    elif f.kind is Kind.HANG:
+        ended = "the program was stopped after the timeout"
+    elif f.kind is Kind.INTERRUPTED:
+        ended = "the program was stopped by the user"
+    elif not f.kind.is_failure:
+        ended = "the program ran without failing"
+    else:
+        ended = f"the program ended with {f.describe}"
+    signs = "no CHECK failure, XLA status or XLA exception, and XLA was not busy at the end"
+    if verdicts:
+        names = ", ".join(v.module for v in verdicts)
+        replay = f"the replay of {names} did not reproduce it"
+    else:
+        replay = "no replay ran to show otherwise"
+    return f"{ended}, and nothing in its output points at XLA ({signs}); {replay}"
+
+
+# --- wording -------------------------------------------------------------------------
+
+
+def headline(t: Triage, failure: Failure) -> str:
+    """One line for people: what happened (a wrong result the replay proved is the news,
+    whatever the program's own check printed)."""
+    if t.what == "wrong result" and t.verdict is not None:
+        where = f" in {t.where}" if t.where else ""
+        return f"wrong result{where}: {t.verdict.evidence}"
+    return failure.describe
+
+
+def differences(verdict: Verdict) -> str:
+    """``"1 of 32769 elements differ from the op-by-op reference"`` for a wrong result."""
+    numbers = verdict.numbers
+    notes = numbers.get("notes")
+    if isinstance(notes, list) and notes:
+        return str(notes[0])
+    reference = numbers.get("reference", "a")
+    return (
+        f"{numbers.get('mismatches', '?')} of {numbers.get('elements', '?')} elements differ "
+        f"from the {reference} reference"
+    )
+
+
+def title(t: Triage, failure: Failure, platform: str | None) -> str:
+    """The issue's title: what happened, where, and the key line (not yet redacted)."""
+    xla = " ".join(p for p in ("XLA", (platform or "").upper()) if p)
+    where = f" in {t.where}" if t.where else ""
+    if not t.xla:
+        return issue.cut_title(f"{_ended(failure)} (no sign of an XLA bug)")
+    if t.what == "wrong result" and t.verdict is not None:
+        return issue.cut_title(f"{xla} wrong result{where}: {differences(t.verdict)}")
+    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+        if failure.phase is Phase.COMPILE and t.where:
+            return issue.cut_title(f"{xla} hang while compiling {t.where}")
+        return issue.cut_title(f"{xla} hang{where}")
+    return issue.title_for(failure.kind.value, failure.signature or failure.headline,
+                           platform=platform)  # fmt: skip
+
+
+def _ended(failure: Failure) -> str:
+    if failure.kind is Kind.HANG:
+        return "The program hangs"
+    if failure.kind is Kind.INTERRUPTED:
+        return "The program was interrupted"
+    if not failure.kind.is_failure:
+        return "The program runs without failing"
+    return failure.headline or f"exit status {failure.exit_status}"
+
+
+def sentence(t: Triage, failure: Failure) -> str:
+    """The description's first sentence, in Markdown; all program text is escaped."""
+    if not t.xla:
+        return f"**This does not look like an XLA bug:** {issue.plain(t.reason)}."
+    at = f" {issue.code_span(t.where)}" if t.where else ""
+    sig = f" ({failure.signal})" if failure.signal else ""
+    if t.what == "wrong result" and t.verdict is not None:
+        found = issue.plain(differences(t.verdict))
+        return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
+    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+        by_user = failure.kind is Kind.INTERRUPTED or failure.stopped_by == "user"
+        stopped = "by the user" if by_user else "after the timeout"
+        if failure.phase is Phase.COMPILE:
+            module = at or " a module"
+            return f"XLA never finishes compiling{module}: the run was stopped {stopped}."
+        return f"The program hangs{at and ' in' + at}: it was stopped {stopped}."
+    return {
+        Kind.COMPILE_CRASH: f"XLA crashes{sig} while compiling{at or ' a module'}.",
+        Kind.COMPILE_ERROR: f"XLA returns an error while compiling{at or ' a module'}.",
+        Kind.RUNTIME_ERROR: f"XLA returns an error while running{at or ' compiled code'}.",
+        Kind.CRASH: f"The process dies{sig} while running{at or ' compiled code'}.",
+    }.get(failure.kind, f"The run ends in {_article(failure.kind.value)} {failure.kind.value}.")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"

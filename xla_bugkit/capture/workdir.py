@@ -1,0 +1,145 @@
+"""collect's work dir: the run's dumps, its output and its record, kept on disk so that a
+bundle can be made from them again (``xla-bugkit bundle WORKDIR``) without rerunning a
+program that may have taken hours.
+
+Layout::
+
+    WORKDIR/
+      dump/      XLA's dumps (--xla_dump_to)
+      run.log    the program's output, as it arrived
+      run.json   how the run ended (``RunRecord`` without the output)
+      bundle/    the bundle's staging folder, while one is written
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from xla_bugkit import flags
+from xla_bugkit.capture.rerun import RunRecord
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.failure import Failure
+
+DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
+NAMES = (DUMP, LOG, RECORD, STAGE)
+RECORD_SCHEMA = 1
+
+
+def default_workdir() -> Path:
+    """A fresh folder under the user cache dir, named by the time it was made."""
+    base = Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+
+
+def prepare(given: Path | None) -> Path:
+    """The work dir for a new run: ``given`` (which must not hold a run already), else a
+    fresh one under the user cache dir."""
+    if given is None:
+        return default_workdir()
+    if any((given / name).exists() for name in NAMES):
+        raise BugkitError(f"{given} already holds a collect run: give an empty or new --workdir")
+    given.mkdir(parents=True, exist_ok=True)
+    return given
+
+
+def remove(work: Path, *, made_here: bool) -> None:
+    """Remove a run's work dir; a folder the user gave loses only what the run put there."""
+    if made_here:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    for name in NAMES:
+        path = work / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def save_run(work: Path, run: RunRecord) -> None:
+    """Write ``run.json``: everything of ``run`` but its output, which ``run.log`` holds."""
+    record = {
+        "schema": RECORD_SCHEMA,
+        "command": list(run.command),
+        "exit_status": run.exit_status,
+        "timed_out": run.timed_out,
+        "interrupted": run.interrupted,
+        "duration": run.duration,
+        "xla_flags": {
+            "flags": list(run.xla_flags.flags),
+            "user_flags": list(run.xla_flags.user_flags),
+            "notes": list(run.xla_flags.notes),
+        },
+        "failure": run.failure.to_json(),
+    }
+    (work / RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+
+
+def load_run(work: Path) -> RunRecord:
+    """The run a work dir holds, as ``collect`` recorded it; one clear error if it holds none."""
+    if not work.is_dir():
+        what = "is not a folder" if work.exists() else "does not exist"
+        raise BugkitError(f"{work} {what}: give the work dir collect kept")
+    record_path, log_path = work / RECORD, work / LOG
+    if not record_path.is_file():
+        raise BugkitError(
+            f"{work} has no {RECORD}: give a work dir that collect kept "
+            "(--keep-workdir, or the one it named when the bundle could not be written)"
+        )
+    try:
+        return _from_json(json.loads(record_path.read_text("utf-8")), log_path)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        why = f"no {e}" if isinstance(e, KeyError) else str(e)
+        raise BugkitError(
+            f"{record_path} is not a run record xla-bugkit can read ({why})"
+        ) from None
+
+
+def _from_json(data: Any, log_path: Path) -> RunRecord:
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != RECORD_SCHEMA:
+        raise ValueError(f"schema {schema!r}; this xla-bugkit reads schema {RECORD_SCHEMA}")
+    merged = data["xla_flags"]
+    try:
+        output = log_path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ValueError(f"its {LOG} is missing") from None
+    exit_status = data["exit_status"]
+    if exit_status is not None and not isinstance(exit_status, int):
+        raise TypeError("exit_status is not a number")
+    return RunRecord(
+        command=tuple(_strings(data["command"])),
+        exit_status=exit_status,
+        timed_out=bool(data["timed_out"]),
+        interrupted=bool(data["interrupted"]),
+        duration=float(data["duration"]),
+        log=log_path,
+        output=output,
+        xla_flags=flags.MergedFlags(
+            tuple(_strings(merged["flags"])),
+            tuple(_strings(merged["user_flags"])),
+            tuple(_strings(merged["notes"])),
+        ),
+        failure=Failure.from_json(data["failure"]),
+    )
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return value
+
+
+def replaced_dump_dir(run: RunRecord) -> str | None:
+    """The user's own ``--xla_dump_to`` folder, when collect dumped elsewhere for the run."""
+    for flag in run.xla_flags.user_flags:
+        if flags.name_of(flag) == "--xla_dump_to":
+            return flags.value_of(flag) or ""
+    return None

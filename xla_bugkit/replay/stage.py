@@ -1,0 +1,138 @@
+"""collect's replay stage: each chosen module replayed in a child, judged against the run's
+failure; Ctrl-C stops the stage, not the bundle that follows it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from xla_bugkit.capture.selection import Chosen
+from xla_bugkit.failure import Failure
+from xla_bugkit.replay.inputs import module_files, replay_input
+from xla_bugkit.replay.judge import Verdict, replay
+from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.ui import Ui
+
+
+@dataclass(frozen=True)
+class Replays:
+    """What the replay stage showed; ``note`` says so when Ctrl-C stopped it early."""
+
+    verdicts: tuple[Verdict, ...]
+    interrupted: bool = False
+    note: str = ""
+
+
+def replay_stage(
+    root: Path,
+    chosen: Sequence[Chosen],
+    expected: Failure,
+    *,
+    timeout: float,
+    use_data: bool,
+    ui: Ui,
+    arrays: Path | None = None,
+) -> Replays:
+    """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process;
+    ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label.
+
+    Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
+    verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
+    gone.
+    """
+    interrupts = _Interrupts(ui)
+    verdicts: list[Verdict] = []
+    try:
+        with interrupts.installed():
+            for c in chosen:
+                keep = arrays / c.module.label if arrays is not None else None
+                verdict = _replay_one(root, c, expected, timeout=timeout, use_data=use_data,
+                                      ui=ui, keep=keep)  # fmt: skip
+                if interrupts.count:
+                    break  # the child was stopped part-way: its verdict says nothing
+                if verdict is not None:
+                    verdicts.append(verdict)
+    except KeyboardInterrupt:
+        interrupts.count = max(interrupts.count, 1)
+    if interrupts.count > 1:
+        raise KeyboardInterrupt
+    if not interrupts.count:
+        return Replays(tuple(verdicts))
+    note = f"the replay was interrupted: {len(verdicts)} of {len(chosen)} chosen modules replayed"
+    ui.warn(note)
+    return Replays(tuple(verdicts), interrupted=True, note=note)
+
+
+def _replay_one(
+    root: Path,
+    chosen: Chosen,
+    expected: Failure,
+    *,
+    timeout: float,
+    use_data: bool,
+    ui: Ui,
+    keep: Path | None = None,
+) -> Verdict | None:
+    # Each module replays with the flags XLA really used for it (its dumped debug options),
+    # which include what the program appended to XLA_FLAGS itself.
+    m = chosen.module
+    inp = replay_input(m.label, module_files(root, m), m.platform)
+    if inp is None:
+        ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
+        return None
+    with ui.phase(f"replaying {m.label}"):
+        verdict = replay(
+            inp, expected=expected, timeout=timeout, use_data=use_data,
+            memory_limit=memory_limit(inp.platform), keep_arrays=keep,
+        )  # fmt: skip
+    ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
+    return verdict
+
+
+class _Interrupts:
+    """Ctrl-C and SIGTERM while the replay stage runs: the first stops it, the next aborts.
+
+    The first raises ``KeyboardInterrupt`` as Python's own handler does, and the wait for
+    the replay child answers it by stopping the child's process group. Later ones raise
+    nothing: raised while that stop is under way, they could leave the child running; the
+    stage raises once the child is gone.
+    """
+
+    def __init__(self, ui: Ui) -> None:
+        self.count = 0
+        self._ui = ui
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count == 1:
+            self._tell("stopping the replay (Ctrl-C again to abort)")
+            raise KeyboardInterrupt
+        if self.count == 2:
+            self._tell("aborting once the replay child has stopped")
+
+    def _tell(self, message: str) -> None:
+        # os.write, not print: the signal may have stopped a print to the same stream.
+        try:
+            fd = self._ui.stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return
+        with contextlib.suppress(OSError):
+            os.write(fd, f"\nxla-bugkit: {message}\n".encode())
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread gets signals, and only it may set handlers
+            return
+        previous = {sig: signal.signal(sig, self) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
