@@ -96,9 +96,11 @@ class Run:
     mark: str
 
     @classmethod
-    def start(cls, *argv: str, cwd: Path) -> Run:
+    def start(cls, *argv: str, cwd: Path, tmpdir: Path | None = None) -> Run:
         mark = uuid.uuid4().hex
         env = {**clean_env(), MARK: mark}
+        if tmpdir is not None:
+            env["TMPDIR"] = str(tmpdir)
         popen = subprocess.Popen(
             [XLA_BUGKIT, *argv], cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -170,7 +172,8 @@ def _cpu_seconds(pid: int) -> float:
 def _replay_running(hang_dump: Path, tmp_path: Path, *, spinning: bool = False) -> Run:
     """xla-bugkit replaying the hang; with ``spinning``, once its worker is in the loop."""
     argv = ["replay", str(hang_dump), "--module", r"\.jit__lambda$", "--timeout", "3600"]
-    run = Run.start(*argv, cwd=tmp_path)
+    (tmp_path / "tmp").mkdir()
+    run = Run.start(*argv, cwd=tmp_path, tmpdir=tmp_path / "tmp")
     worker: list[int] = []
 
     def worker_started() -> bool:
@@ -201,6 +204,7 @@ def test_sigterm_to_replay_stops_its_worker_first(hang_dump: Path, tmp_path: Pat
     err = run.stop(signal.SIGTERM)
     assert run.popen.returncode == 130, err
     assert err.strip().splitlines()[-1] == "xla-bugkit: interrupted"
+    assert not list((tmp_path / "tmp").iterdir())  # its temporary folders are gone
 
 
 def test_no_replay_worker_outlives_a_sigkilled_replay(hang_dump: Path, tmp_path: Path) -> None:

@@ -54,11 +54,13 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.NOT_REPRODUCED: "it does not",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
+        ExitCode.INTERRUPTED: "interrupted",
     },
     "replay": {
         ExitCode.OK: "the module failed (crash, error, hang or wrong result)",
         ExitCode.NOT_REPRODUCED: "it ran and matched its references",
         ExitCode.ERROR: "other errors",
+        ExitCode.INTERRUPTED: "interrupted",
     },
     "show": {
         ExitCode.OK: "listed",

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import __version__, config
+from xla_bugkit import __version__, config, proc
 from xla_bugkit.errors import BugkitError, ExitCode, exit_codes_help
 from xla_bugkit.ui import Ui
 
@@ -288,7 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code) if isinstance(e.code, int) else ExitCode.USAGE
     ui = Ui(verbosity=args.verbose - args.quiet)
     try:
-        return _dispatch(args, ui)
+        # SIGTERM and SIGHUP unwind like Ctrl-C, so temporary folders are removed.
+        with proc.sigterm_as_interrupt():
+            return _dispatch(args, ui)
     except BugkitError as e:
         print(f"xla-bugkit: error: {e}", file=sys.stderr)
         return int(e.exit_code)

@@ -270,13 +270,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
+    # Python's own Ctrl-C handler: code that notes a stop first (the rerun) recognises it
+    # as one it may replace.
     previous = {}
     for sig in INTERRUPTS:
         if signal.getsignal(sig) == signal.SIG_DFL:
-            previous[sig] = signal.signal(sig, handler)
+            previous[sig] = signal.signal(sig, signal.default_int_handler)
     try:
         yield
     finally:

@@ -56,10 +56,6 @@ PROGRAMS = {
         f = jax.jit(lambda x: jnp.broadcast_to(x, (1 << 20, 1 << 20)) * 2)
         print(f(np.float32(1)))
     """,
-    "hang": """
-        f = jax.jit(lambda x: jax.lax.while_loop(lambda c: c >= 0, lambda c: (c + 1) % 1000, x))
-        print(f(np.int32(1)))
-    """,
     "callback": """
         f = jax.jit(lambda x: jax.pure_callback(
             np.sin, jax.ShapeDtypeStruct((4,), jnp.float32), x) * 2)
@@ -135,7 +131,8 @@ def _dump(root: Path, program: str, flags: tuple[str, ...] = (), timeout: float 
 def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dumped]:
     root = tmp_path_factory.mktemp("programs")
     runs: dict[str, tuple[tuple[str, ...], float]] = {
-        "hang": ((), 4),  # first: it spends its whole timeout waiting
+        # Compiles a loop that never ends and stops before running it.
+        "compiled_hang": ((), 120),
         "normal": ((), 60),
         "crash": (("--xla_disable_all_hlo_passes=true",), 60),
         "split": (("--xla_cpu_parallel_codegen_split_count=0",), 60),
@@ -213,11 +210,18 @@ def test_runtime_error_reproduces(dumps: dict[str, Dumped]) -> None:
 
 
 def test_hang_reproduces_when_a_hang_is_expected(dumps: dict[str, Dumped]) -> None:
-    hang = dumps["hang"]
-    assert hang.failure.kind is Kind.HANG
-    verdict = replay(hang.module("jit__lambda"), expected=hang.failure, timeout=4)
+    spin = dumps["compiled_hang"].module("jit_spin")
+    expected = classify("", exit_status=None, timed_out=True)
+    assert expected.kind is Kind.HANG
+    # A replay that times out before it starts compiling (a loaded machine importing jax)
+    # proves nothing and says so; a longer timeout then lets it reach the loop.
+    for timeout in (10.0, 40.0, 160.0):
+        verdict = replay(spin, expected=expected, timeout=timeout)
+        if "did not start compiling" not in verdict.evidence:
+            break
+        assert verdict.outcome is Outcome.NOT_REPLAYABLE, verdict.evidence
     assert verdict.outcome is Outcome.REPRODUCED_HANG, verdict.evidence
-    assert verdict.evidence == "no result after 4 s while running"
+    assert verdict.evidence == f"no result after {timeout:g} s while running"
 
 
 def test_host_callback_is_not_replayable(dumps: dict[str, Dumped]) -> None:

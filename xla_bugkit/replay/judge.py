@@ -250,6 +250,14 @@ def _judge_failure(
         done.output, exit_status=done.returncode, timed_out=done.timed_out, phase=child.phase
     )
     where = "compiling" if child.phase is Phase.COMPILE else "running"
+    if done.timed_out and child.phase is None:
+        # It never got as far as compiling (importing jax on a loaded machine, say): that
+        # proves nothing about the module either way.
+        evidence = (
+            f"the replay did not start compiling within {timeout:g} s "
+            "(a busy machine? give it longer with --replay-timeout)"
+        )
+        return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, child.inputs)
     if done.timed_out:
         hang = _expected_kind(expected) is Kind.HANG
         outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
