@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from xla_bugkit.archive.read import DIR, FILE, Member, name_problem, normalize, open_archive
+from xla_bugkit.archive.members import DIR, FILE, Member, name_problem, normalize
+from xla_bugkit.archive.read import open_archive
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BadBundleError, BugkitError, DiskFullError
 
 

@@ -20,7 +20,8 @@ from typing import BinaryIO
 
 import py7zr
 
-from xla_bugkit.archive.read import CHUNK, name_problem, normalize, suffix_format
+from xla_bugkit.archive.members import CHUNK, name_problem, normalize
+from xla_bugkit.archive.read import suffix_format
 from xla_bugkit.config import FORMATS
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
 

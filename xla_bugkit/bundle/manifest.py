@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from xla_bugkit import __version__, archive
-from xla_bugkit.archive.read import name_problem, normalize
+from xla_bugkit.archive.members import name_problem, normalize
 from xla_bugkit.capture.dumps import Role
 from xla_bugkit.errors import BadBundleError
 from xla_bugkit.failure import Failure
