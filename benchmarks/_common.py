@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +35,10 @@ class Config:
     large_bytes: int  # the multiplied tree is at least this big
     reps: int  # repetitions of the fast measurements (medians are reported)
     python: str = sys.executable
+    only: frozenset[str] = frozenset()  # the parts to run (empty: all)
+
+    def wants(self, *parts: str) -> bool:
+        return not self.only or any(p in self.only for p in parts)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,18 @@ def timed(fn: Callable[[], T]) -> tuple[T, float]:
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
+
+
+def cpu_self() -> float:
+    """User + system CPU seconds of this process, all its threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_children() -> float:
+    """User + system CPU seconds of this process's children that have been waited for."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def median_time(fn: Callable[[], T], reps: int) -> tuple[T, float]:

@@ -8,7 +8,7 @@ import os
 import platform
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from _common import Row, Tools
@@ -25,6 +25,7 @@ class Report:
     bounds: list[str]  # why each target not met is not met
     took: float
     smoke: bool
+    training: list[Row] = field(default_factory=list)  # collect's stages on the training program
 
 
 def machine() -> list[tuple[str, str]]:
@@ -100,15 +101,23 @@ def render(r: Report) -> str:
                 for x in r.rows
             ],
         ),
-        "## Where `collect`'s time goes (P1, library pieces timed directly)\n",
-        _table(
-            ["Stage", "Time", "Share of the by-hand run", "Notes"],
-            [[x.figure, x.ours, x.ratio, x.note] for x in r.breakdown],
+        *_breakdown(
+            "Where `collect`'s time goes on the training program (stages timed inside the "
+            "CLI through `XLA_BUGKIT_TIMINGS`, medians of the paired runs)",
+            r.training,
         ),
+        *_breakdown("Where `collect`'s time goes (P1, library pieces timed directly)", r.breakdown),
         "## What bounds the targets not met\n",
         "".join(f"- {b}\n" for b in r.bounds) if r.bounds else "Every target was met.\n",
     ]
     return "\n".join(parts)
+
+
+def _breakdown(title: str, rows: list[Row]) -> list[str]:
+    if not rows:
+        return []
+    header = ["Stage", "Time", "Share of the by-hand run", "Notes"]
+    return [f"## {title}\n", _table(header, [[x.figure, x.ours, x.ratio, x.note] for x in rows])]
 
 
 def _met(met: bool | None) -> str:

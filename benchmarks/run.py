@@ -23,6 +23,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+PARTS = ("training", "p1", "p2", "p3", "p4")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -42,6 +43,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--count", type=int, help="jitted functions in the program (220; smoke 5)")
     p.add_argument("--large-gb", type=float, default=1.0, help="size of the large tree (1.0)")
     p.add_argument("--reps", type=int, help="repetitions of fast measurements (3; smoke 1)")
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=PARTS,
+        help="run only this part (repeatable): training = P1 on training_program.py",
+    )
     return p.parse_args(argv)
 
 
@@ -77,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         count=args.count or (5 if args.smoke else 220),
         large_bytes=int(args.large_gb * 1e9),
         reps=args.reps or (1 if args.smoke else 3),
+        only=frozenset(args.only or ()),
     )
     report = measure(cfg, _reproduce(sys.argv[1:] if argv is None else argv))
     tmp = cfg.out.with_name(f".{cfg.out.name}.partial")

@@ -11,6 +11,7 @@ every bound is generous, and a hang is stopped only once the program says it is 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import textwrap
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ PROGRAMS = TESTS / "programs"
 # The longest a test waits for a program to get where it wants it: only a broken run takes
 # this long, so it can be generous.
 READY_TIMEOUT = 900.0
+XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))  # the installed command
 
 # Two jitted functions and some jnp helper calls (each helper compiles its own module).
 # The big constant shows whether --xla_dump_large_constants reached XLA.
@@ -77,14 +80,57 @@ def literal_to_array(lit: Any) -> np.ndarray:
 
 
 def clean_env(xla_flags: str | None = None) -> dict[str, str]:
-    """This process's environment without the caller's JAX/XLA settings, on CPU."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "LIBTPU_", "TPU_"))
-    }
+    """This process's environment without the caller's JAX/XLA settings, on CPU. (``import
+    jax`` here set TF_CPP_MIN_LOG_LEVEL=1, which would hide XLA's INFO lines from collect.)"""
+    skip = ("JAX_", "XLA_", "LIBTPU_", "TPU_", "TF_CPP_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
     env["JAX_PLATFORMS"] = "cpu"
     if xla_flags is not None:
         env["XLA_FLAGS"] = xla_flags
     return env
+
+
+@dataclass(frozen=True)
+class Collected:
+    """One ``xla-bugkit collect``: its exit status, its summary (stderr) and the bundle."""
+
+    returncode: int
+    stderr: str
+    bundle: Path
+
+    def manifest(self) -> dict:  # type: ignore[type-arg]
+        with zipfile.ZipFile(self.bundle) as z:
+            return json.loads(z.read("manifest.json"))  # type: ignore[no-any-return]
+
+    def names(self) -> list[str]:
+        with zipfile.ZipFile(self.bundle) as z:
+            return z.namelist()
+
+    def text(self, name: str) -> str:
+        with zipfile.ZipFile(self.bundle) as z:
+            return z.read(name).decode()
+
+    def unpack(self, dest: Path) -> Path:
+        with zipfile.ZipFile(self.bundle) as z:
+            z.extractall(dest)
+        return dest
+
+
+def run_collect(
+    out: Path,
+    argv: list[str],
+    *extra: str,
+    cwd: Path | None = None,
+    xla_flags: str = "",
+    env: Mapping[str, str] | None = None,
+) -> Collected:
+    """``XLA_FLAGS=xla_flags xla-bugkit collect -o OUT EXTRA... -- ARGV`` on the CPU, with
+    ``env`` added to a clean environment."""
+    command = [XLA_BUGKIT, "collect", "-o", str(out), *extra, "--", *argv]
+    full_env = {**clean_env(xla_flags or None), **(env or {})}
+    done = subprocess.run(command, capture_output=True, text=True, env=full_env,
+                          cwd=cwd, timeout=READY_TIMEOUT)  # fmt: skip
+    return Collected(done.returncode, done.stderr, out)
 
 
 def wait_for_file(
@@ -135,6 +181,8 @@ VARIANTS: Mapping[str, Variant] = {
     # First: the hang holds a worker until it is inside XLA and stopped.
     "hang": Variant("hang.py", stop_when_ready=True),
     "wrong_result": Variant("wrong_result.py"),
+    # A training loop whose own check finds jax#39103's wrong value, then trains on.
+    "training_wrong": Variant("training_wrong.py"),
     "compile_crash": Variant("compile_crash.py"),
     "compile_crash_again": Variant("compile_crash.py"),
     "compile_error": Variant("compile_error.py"),

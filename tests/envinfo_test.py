@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import socket
 import subprocess
 import sys
 
 import pytest
+from conftest import clean_env
 
 from xla_bugkit import __version__
 from xla_bugkit.envinfo import NOT_INSTALLED, collect_env
@@ -19,8 +19,7 @@ COMMON_WORDS = {"localhost", "vm", "box", "ubuntu", "debian", "linux", "host", "
 
 
 def _cpu_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
-    return {**env, "JAX_PLATFORMS": "cpu", **extra}
+    return {**clean_env(), **extra}
 
 
 def test_versions_without_probing() -> None:

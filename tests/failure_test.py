@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from xla_bugkit.failure import (
 )
 
 CHECK_SIGNATURE = "buffer_assignment_util.cc:46] Check failed: const_instr == nullptr"
+GLOG_LINE = re.compile(r"^[IWEF]\d{4} ")
 
 
 def classified(run: ProgramRun) -> Failure:
@@ -119,8 +121,10 @@ def test_a_stopped_run_inside_xla_is_a_hang(program_runs: ProgramRuns, by: str, 
     run, failure = stopped_hang(program_runs, by)
     assert run.completed.returncode == -signal.SIGTERM  # stopped from outside, once ready
     assert "starting" in run.output
-    # The compile log's last line is the last thing the program printed.
-    assert run.output.rstrip().splitlines()[-1].startswith("Finished XLA compilation of jit(spin)")
+    # The compile log's last line is the last thing the program printed; XLA's own log of
+    # the snapshot it dumps as the execution starts may come after it.
+    printed = [line for line in run.output.splitlines() if not GLOG_LINE.match(line)]
+    assert printed[-1].startswith("Finished XLA compilation of jit(spin)")
     assert failure.kind is Kind.HANG
     assert failure.signature == "hang"
     # Compiled and started: the loop runs inside XLA, not in the compiler.
@@ -207,16 +211,16 @@ def test_wrong_result_exit_is_the_programs_own_check(program_runs: ProgramRuns) 
     run = program_runs["wrong_result"]
     failure = classified(run)
     assert run.completed.returncode == 1
-    assert failure.kind is Kind.EXIT
+    assert failure.kind is Kind.WRONG_RESULT
     assert failure.phase is Phase.RUN
     assert failure.signal is None and failure.status_code is None
     assert failure.site is None and failure.exception is None and failure.compiling is None
     assert "SystemExit" not in run.output  # a string SystemExit prints only its message
     lines = [line.strip() for line in run.output.splitlines() if line.strip()]
     message = next(line for line in lines if line.startswith("wrong result: jax.jit differs"))
-    # The headline should be that message; proc reads stdout and stderr on two threads, so the
-    # program's last stdout line can land after it (reported as a package bug).
-    assert failure.headline in (message[:300], lines[-1][:300])
+    # The program's own message, wherever the reader threads put it among the stdout lines
+    # (which count mismatches too, but do not say "wrong").
+    assert failure.headline == message[:300]
     # The sizes (16385, 32769) are long numbers; the signature does not depend on them.
     assert "n=N" in failure.signature
 
@@ -231,6 +235,135 @@ def test_unknown_llvm_option_exits_1_as_a_compile_crash(program_runs: ProgramRun
     assert failure.signal is None
     assert failure.compiling == "train_step"
     assert failure.headline.startswith("xla: Unknown command line argument 'bogus_opt'")
+
+
+def test_a_training_loop_check_is_the_signature_not_the_last_line(
+    program_runs: ProgramRuns,
+) -> None:
+    """tests/programs/training_wrong.py logs the wrong value it found, trains on, prints
+    "done in 4.0s" and exits 1: the signature is what its check said."""
+    run = program_runs["training_wrong"]
+    failure = classified(run)
+    assert run.completed.returncode == 1
+    assert failure.kind is Kind.WRONG_RESULT and failure.phase is Phase.RUN
+    assert failure.headline.startswith("feature energy mismatch: 1 of 16385 rows wrong (row ")
+    assert failure.signature.startswith("feature energy mismatch: 1 of N rows wrong (row N: ")
+    last = [line for line in run.output.splitlines() if line.strip()][-1]
+    assert last.startswith("done in ") and "done in" not in failure.signature
+
+
+# --- wrong values: the program's own check ------------------------------------------------
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "/home/alice/train.py", line 88, in <module>
+    main()
+  File "/home/alice/train.py", line 80, in main
+"""
+
+# np.testing.assert_allclose as numpy 2 prints it ("AssertionError: " ends in a space).
+NP_TESTING = (
+    TRACEBACK
+    + "    np.testing.assert_allclose(logits, expected, rtol=1e-5)\n"
+    + '  File "/venv/lib/python3.11/site-packages/numpy/testing/_private/utils.py", '
+    + "line 983, in assert_array_compare\n"
+    + "    raise AssertionError(msg)\n"
+    + "AssertionError: \n"
+    + """\
+Not equal to tolerance rtol=1e-05, atol=0
+
+Mismatched elements: 1 / 32769 (0.00305%)
+Mismatch at index:
+ [32768]: 1.07 (ACTUAL), 0.5 (DESIRED)
+Max absolute difference among violations: 0.57
+ ACTUAL: array([0.1, 0.2, ...])
+ DESIRED: array([0.1, 0.2, ...])
+"""
+)
+BARE_ASSERT = TRACEBACK + "    assert not np.isnan(loss), loss_history\nAssertionError\n"
+DEBUG_NANS = (
+    TRACEBACK
+    + """\
+    loss = step(params, batch)
+           ^^^^^^^^^^^^^^^^^^^
+FloatingPointError: invalid value (nan) encountered in jit(step)
+"""
+)
+NAN_CHECK = (
+    TRACEBACK
+    + "    raise ValueError(f'loss is NaN at step {i}')\nValueError: loss is NaN at step 412\n"
+)
+PRINTED_THEN_EXIT = """\
+Compiling jit(train_step) with global shapes and types (ShapedArray(float32[128,784]),).
+step 100: loss 0.3121
+eval: max |jit - numpy| = 0.57 at [32768]: MISMATCH
+step 200: loss nan
+I1202 09:49:08.829582  1892 cpu_client.cc:120] loss scale NaN guard active
+Finished XLA compilation of jit(scatter-add) in 0.01 sec
+done in 11.4s
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "headline", "exception"),
+    [
+        (
+            NP_TESTING,
+            "AssertionError: Not equal to tolerance rtol=1e-05, atol=0; "
+            "Mismatched elements: 1 / 32769 (0.00305%)",
+            "AssertionError",
+        ),
+        (BARE_ASSERT, "AssertionError: assert not np.isnan(loss), loss_history", "AssertionError"),
+        (
+            DEBUG_NANS,
+            "FloatingPointError: invalid value (nan) encountered in jit(step)",
+            "FloatingPointError",
+        ),
+        (NAN_CHECK, "ValueError: loss is NaN at step 412", "ValueError"),
+        # No traceback: the line that says the value is wrong, not "done in 11.4s"; a
+        # mismatch beats a NaN in a later log line, and glog and compile-log lines never count.
+        (PRINTED_THEN_EXIT, "eval: max |jit - numpy| = 0.57 at [32768]: MISMATCH", None),
+    ],
+)
+def test_a_failed_value_check_is_a_wrong_result(
+    output: str, headline: str, exception: str | None
+) -> None:
+    failure = classify(output, exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.headline == headline
+    assert failure.signature == normalise(headline)
+    assert failure.exception == exception
+    assert failure.describe == f"wrong result: {headline}"
+
+
+@pytest.mark.parametrize(
+    ("output", "kind"),
+    [
+        # The program's own mistake about shapes is no wrong value.
+        (TRACEBACK + "ValueError: shape mismatch: (3,) vs (4,)\n", Kind.EXIT),
+        (TRACEBACK + "ValueError: expected 3 values, got 4\n", Kind.EXIT),
+        # XLA's own status stays XLA's, whatever words its message uses.
+        (
+            TRACEBACK + "jax.errors.JaxRuntimeError: INTERNAL: operand mismatch in fusion\n",
+            Kind.RUNTIME_ERROR,
+        ),
+        ("step 1: loss 0.3\nstep 2: loss 0.2\nexiting\n", Kind.EXIT),
+    ],
+)
+def test_other_failures_are_not_wrong_results(output: str, kind: Kind) -> None:
+    assert classify(output, exit_status=1).kind is kind
+
+
+def test_a_run_that_succeeds_is_no_wrong_result_whatever_it_printed() -> None:
+    assert classify(PRINTED_THEN_EXIT, exit_status=0).kind is Kind.SUCCESS
+
+
+def test_a_wrong_result_is_its_own_family() -> None:
+    wrong = make(Kind.WRONG_RESULT, "x mismatch")
+    assert wrong.same_bug(make(Kind.WRONG_RESULT, "x mismatch"))
+    assert not wrong.same_bug(make(Kind.EXIT, "x mismatch"))
+    assert not wrong.same_bug(make(Kind.RUNTIME_ERROR, "x mismatch"))
+    assert Failure.from_json(wrong.to_json()) == wrong
 
 
 # --- normalise -----------------------------------------------------------------------------

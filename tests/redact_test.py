@@ -301,3 +301,17 @@ def test_collect_keeps_command_line_secrets_out_of_every_file(tmp_path: Path) ->
     note = "redacted: the command line's values of --password, --token"
     assert note in manifest["notes"] and f"  {note}\n" in done.stderr
     assert any(n.startswith("redacted: ") and "4 secrets" in n for n in manifest["notes"])
+
+
+def test_a_work_dir_outside_home_is_redacted_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, work = tmp_path / "home" / "alice", tmp_path / "scratch" / "run1"
+    monkeypatch.setenv("HOME", str(home))
+    dumped = f'xla_dump_to: "{work}/dump"'
+    redactor = Redactor.for_this_machine(private=[work])
+    assert redactor.text(dumped) == 'xla_dump_to: "~/dump"'
+    # Under the home, the home rule keeps the rest of the path readable.
+    inside = home / ".cache" / "run2"
+    redactor = Redactor.for_this_machine(private=[inside])
+    assert redactor.text(f"{inside}/dump") == "~/.cache/run2/dump"

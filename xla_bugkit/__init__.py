@@ -29,6 +29,7 @@ __all__ = [
     "__version__",
     "collect",
     "replay_dump",
+    "start_capture",
     "verify_bundle",
 ]
 
@@ -42,13 +43,23 @@ _HOMES = {
     "replay_dump": "xla_bugkit.replay.dump",
     "VerifyResult": "xla_bugkit.verify",
     "verify_bundle": "xla_bugkit.verify",
+    "start_capture": "xla_bugkit.capture.here",
 }
 
 if TYPE_CHECKING:
+    from xla_bugkit.capture.here import start_capture
     from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
     from xla_bugkit.replay.dump import replay_dump
     from xla_bugkit.replay.judge import Outcome, Verdict
     from xla_bugkit.verify import VerifyResult, verify_bundle
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext xla_bugkit``: the ``%xla_bugkit collect`` magic, which reruns the notebook's
+    cells in a fresh process under collect (a kernel cannot turn XLA's dumps on afterwards)."""
+    from xla_bugkit.notebook import magic
+
+    magic.load(ipython)
 
 
 def __getattr__(name: str) -> Any:

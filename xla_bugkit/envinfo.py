@@ -6,11 +6,13 @@ once and may grab a GPU, so devices are probed in a child process, and only on r
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
 import shutil
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +36,9 @@ _PLUGIN_DISTS = (
     "jax-rocm7-pjrt",
     "libtpu",
 )
+# Backends a probe could hold while the program runs (a TPU opens in one process only; a
+# GPU probe takes device memory): with any of them installed, the probe waits for the run.
+_ACCELERATOR_DISTS = (*_PLUGIN_DISTS, "jax-metal", "jax-tpu", "tensorflow", "torch-xla")
 NOT_INSTALLED = "not installed"
 
 # Runs in the child; prints one JSON line so that jax's own log lines cannot confuse us.
@@ -156,8 +161,66 @@ def _uname(redactor: Redactor) -> tuple[tuple[str, str], ...]:
     )
 
 
+class _EarlyProbe(threading.Thread):
+    """The device probe, run in the background while the user's program runs."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        # A daemon: an interrupted collect must not wait for it (proc stops its child).
+        super().__init__(name="xla-bugkit device probe", daemon=True)
+        self.env = env
+        self.result: tuple[int | None, str] = (None, "device probe did not finish")
+
+    def run(self) -> None:
+        try:
+            self.result = _capture([sys.executable, "-c", _PROBE], self.env, PROBE_TIMEOUT_S)
+        except KeyboardInterrupt:
+            self.result = (None, "device probe interrupted")
+
+
+_early: list[_EarlyProbe] = []
+
+
+def start_device_probe(environ: dict[str, str] | None = None) -> bool:
+    """Start the device probe now, in the background, where it cannot contend with a
+    program for its devices: only the CPU backend is installed, or ``JAX_PLATFORMS=cpu``.
+
+    The probe imports jax in a child (seconds); started before the program runs, it is done
+    by the time the bundle is written, and ``collect_env(probe_devices=True)`` with the same
+    environment takes its result. Returns whether it started.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if not cpu_only(env):
+        return False
+    probe = _EarlyProbe(env)
+    probe.start()
+    _early.append(probe)
+    return True
+
+
+def cpu_only(env: dict[str, str]) -> bool:
+    """True when jax can use nothing but the CPU here: no accelerator plugin or framework
+    is installed (or a CUDA/ROCm jaxlib), or ``JAX_PLATFORMS`` asks for the CPU alone."""
+    if env.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
+        return True
+    if any(_dist_version(d) != NOT_INSTALLED for d in _ACCELERATOR_DISTS):
+        return False
+    jaxlib = _dist_version("jaxlib")
+    if "cuda" in jaxlib or "rocm" in jaxlib:
+        return False
+    return importlib.util.find_spec("jax_plugins") is None
+
+
+def _run_probe(env: dict[str, str]) -> tuple[int | None, str]:
+    for probe in _early:
+        if probe.env == env:
+            _early.remove(probe)
+            probe.join()
+            return probe.result
+    return _capture([sys.executable, "-c", _PROBE], env, PROBE_TIMEOUT_S)
+
+
 def _probe_devices(env: dict[str, str], redactor: Redactor) -> tuple[tuple[str, ...], str]:
-    code, out = _capture([sys.executable, "-c", _PROBE], env, PROBE_TIMEOUT_S)
+    code, out = _run_probe(env)
     for line in out.splitlines():
         if line.startswith("XLA_BUGKIT_PROBE "):
             info = json.loads(line.split(" ", 1)[1])

@@ -22,7 +22,8 @@ class ExitCode(IntEnum):
 # What each code means, for the README's table (a test keeps the two equal).
 MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "`collect`: bundle written and the failure reproduced by replay; `verify`: the "
-    "recorded failure reproduces here; `replay`: the module failed",
+    "recorded failure reproduces here; `replay`: the module failed; `shrink`: the shrunk module "
+    "fails the same way",
     ExitCode.ERROR: "an error, explained in one line (bad arguments, unreadable input, disk "
     "full, ...)",
     ExitCode.USAGE: "a bad command line",
@@ -66,6 +67,14 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.OK: "listed",
         ExitCode.BAD_BUNDLE: "not a readable xla-bugkit bundle",
         ExitCode.ERROR: "other errors",
+    },
+    "shrink": {
+        ExitCode.OK: "shrunk, and the shrunk module fails the same way through replay",
+        ExitCode.NOT_REPRODUCED: "the module does not fail (reliably) here, or the shrunk "
+        "one did not replay the same way (the bundle is written without it)",
+        ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
+        ExitCode.ERROR: "other errors",
+        ExitCode.INTERRUPTED: "interrupted",
     },
     "repack": {
         ExitCode.OK: "written",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from xla_bugkit import value_check
 from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
 from xla_bugkit.compile_log import FINISHED_RE, busy_in_xla, compile_open
 
@@ -26,6 +27,9 @@ class Kind(StrEnum):
     CRASH = "process crash"  # the process died on a signal outside compilation
     HANG = "hang"  # killed after the timeout
     INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C, SIGTERM)
+    # The program's own check found a wrong value (an assertion, np.testing, a NaN check, a
+    # printed "mismatch"): no XLA error, so only a replay against a reference can prove XLA.
+    WRONG_RESULT = "wrong result"
     EXIT = "non-XLA failure"  # non-zero exit with no sign of XLA in the output
     SUCCESS = "success"
 
@@ -64,7 +68,19 @@ STATUS_CODES = (
 _STATUS = "|".join(STATUS_CODES)
 
 # glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
-_CHECK_RE = re.compile(r"^F\d{4} [\d:.]+\s+\d+ (?P<site>[\w./-]+:\d+)\] (?P<msg>.*)$", re.M)
+# or the dated form of TensorFlow's and PyTorch/XLA's logging:
+# "2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] Check failed: ...".
+_CHECK_RE = re.compile(
+    r"^(?:F\d{4} [\d:.]+\s+\d+|\d{4}-\d\d-\d\d [\d:.]+: F) (?P<site>[\w./-]+:\d+)\] (?P<msg>.*)$",
+    re.M,
+)
+# TensorFlow logs the XLA status an op failed with ("OP_REQUIRES failed at xla_ops.cc:602 :
+# UNIMPLEMENTED: ...") and raises it without the code, naming the function last:
+# "...errors_impl.UnimplementedError: RngBitGenerator should be ... [Op:__inference_f_23]".
+_TF_XLA_OP_RE = re.compile(rf"OP_REQUIRES failed at xla_\w+\.cc:\d+ : (?P<code>{_STATUS}): ")
+_TF_FUNCTION_RE = re.compile(r"\s*\[Op:(?P<name>__inference_[\w.]+)[^\]]*\]\s*$")
+# XLA's status inside a framework's message: "RuntimeError: Bad StatusOr access: INTERNAL: ...".
+_INNER_STATUS_RE = re.compile(rf"(?:^|: )(?P<code>{_STATUS}): ")
 _RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
 # "jax.errors.JaxRuntimeError: INTERNAL: message" (older jaxlib: "...XlaRuntimeError: ...").
 _STATUS_RE = re.compile(
@@ -94,6 +110,8 @@ _TMP_PATH = re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s'\":,)]+")
 _INSTR_ID = re.compile(r"(%?[A-Za-z_][\w-]*)\.\d+\b")
 _LONG_NUMBER = re.compile(r"\b\d{5,}\b")
 _SPACES = re.compile(r"\s+")
+# Colours: Jupyter prints a cell's traceback with them (`jupyter execute`, nbconvert).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -116,6 +134,7 @@ class Failure:
     ran_seconds: float | None = None
     stalled_seconds: float | None = None
     executing: str | None = None
+    function: str | None = None  # the framework's name for it: TensorFlow's "__inference_f_13"
 
     @property
     def describe(self) -> str:
@@ -214,6 +233,7 @@ def classify(
     A run that ``timed_out`` or was ``interrupted`` is a hang when XLA was busy at the stop;
     ``stop`` says when that was.
     """
+    output = _ANSI.sub("", output)
     compiling = compile_open(output)
     if phase is None:
         phase = _phase_from_output(output, compiling)
@@ -270,7 +290,7 @@ def _seconds(value: float) -> str:
 
 def _classify_failure(output: str, base: Failure) -> Failure:
     fatal = _first_fatal(output)
-    status = _last_status(output)
+    status = _framework_status(output, _last_status(output))
     if base.signal is not None or fatal is not None:
         headline, site = fatal if fatal else (f"killed by {base.signal}", None)
         kind = Kind.COMPILE_CRASH if base.phase is Phase.COMPILE else Kind.CRASH
@@ -281,6 +301,19 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             signature=normalise(headline),
             site=site,
             status_code=status[1] if status else None,
+            function=_tf_function(output),
+        )
+    from_xla = status is not None and (
+        status[1] is not None or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
+    )
+    checked = value_check.message(output, status, from_xla=from_xla)
+    if checked is not None:
+        return replace(
+            base,
+            kind=Kind.WRONG_RESULT,
+            headline=checked,
+            signature=normalise(checked),
+            exception=value_check.exception_of(checked),
         )
     if status is not None:
         exc, code, msg = status
@@ -300,6 +333,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             site=site_m.group("site").rsplit("/", 1)[-1] if site_m else None,
             status_code=code,
             exception=exc or None,
+            function=_tf_function(output),
         )
     tail = _last_nonempty_line(output)
     return replace(
@@ -359,6 +393,29 @@ def _last_status(output: str) -> tuple[str, str | None, str] | None:
         for m in _BARE_STATUS_RE.finditer(output):
             found = ("", m.group("code"), m.group("msg").strip())
     return found
+
+
+def _framework_status(
+    output: str, status: tuple[str, str | None, str] | None
+) -> tuple[str, str | None, str] | None:
+    """``status`` with the XLA status code a framework printed apart from its exception
+    (TensorFlow) or inside its message (torch_xla), and without TensorFlow's ``[Op:...]``,
+    which names the function (``function``) and is not part of XLA's message."""
+    if status is None:
+        return None
+    exc, code, msg = status
+    msg = _TF_FUNCTION_RE.sub("", msg)
+    if code is None:
+        tf_op = list(_TF_XLA_OP_RE.finditer(output))
+        inner = _INNER_STATUS_RE.search(msg)
+        code = tf_op[-1].group("code") if tf_op else inner.group("code") if inner else None
+    return exc, code, msg
+
+
+def _tf_function(output: str) -> str | None:
+    found = [m.group("name") for line in output.splitlines()[-400:]
+             if (m := _TF_FUNCTION_RE.search(line))]  # fmt: skip
+    return found[-1] if found else None
 
 
 def _signal_name(exit_status: int | None) -> str | None:

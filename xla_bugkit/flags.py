@@ -118,14 +118,30 @@ def from_debug_options(text: str) -> tuple[str, ...]:
     left out; repeated fields and sub-messages have no single flag and are skipped.
     """
     values: dict[str, list[str]] = {}
+    depth = 0  # inside a sub-message or map entry (``name: {`` ... ``}``): no flag spells it
     for line in text.splitlines():
+        if depth:
+            depth += line.count("{") - line.count("}")
+            continue
         name, sep, value = line.partition(": ")
-        name = name.strip()
+        name, value = name.strip(), value.strip()
+        if value.startswith("{") or (not sep and line.rstrip().endswith("{")):
+            depth = line.count("{") - line.count("}")
+            continue
         if not sep or not name.startswith("xla_") or name in _NOT_FLAGS:
             continue
-        value = value.strip()
         if value.startswith('"') and value.endswith('"'):
             value = value[1:-1]
         values.setdefault(name, []).append(value)
     # A repeated field is printed once per element; its flag takes a comma-separated list.
     return without_dump_flags([f"--{name}={','.join(v)}" for name, v in values.items()])
+
+
+def in_force(recorded: Sequence[str], process: Sequence[str]) -> tuple[str, ...]:
+    """A module's ``recorded`` flags (its dumped debug options), then the flags of the
+    process that compiled it that those cannot spell: a flag set to an empty value or to a
+    proto default, a map such as ``--xla_backend_extra_options``, a start-up flag. Where
+    both name a flag, the module's own record wins (a per-compile override may differ)."""
+    names = {name_of(f) for f in recorded}
+    extra = [f for f in without_dump_flags(process) if name_of(f) not in names]
+    return (*recorded, *extra)

@@ -9,7 +9,8 @@ from urllib.parse import quote, urlencode
 
 from xla_bugkit.errors import BugkitError
 
-REPOS = ("jax-ml/jax", "openxla/xla")
+# Where reports go: JAX, TensorFlow, PyTorch/XLA, and XLA itself (see ``frameworks``).
+REPOS = ("jax-ml/jax", "tensorflow/tensorflow", "pytorch/xla", "openxla/xla")
 
 # GitHub answers 414 for new-issue URLs past roughly 8 KB; stay under it.
 URL_LIMIT = 8000

@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_show(sub)
     _add_repack(sub)
+    _add_shrink(sub)
     return p
 
 
@@ -116,6 +117,9 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--keep-workdir", action="store_true",
                    help="keep the dumps afterwards (xla-bugkit bundle reads them)")  # fmt: skip
     p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument("--shrink", nargs="?", const="10m", metavar="BUDGET",
+                   help="then shrink the failing module into the bundle (xla-bugkit shrink), "
+                   "within BUDGET (default 10m)")  # fmt: skip
     p.add_argument("--include-source", action="store_true",
                    help="add the command's script (python train.py: train.py), redacted, "
                    "to the bundle; off by default")  # fmt: skip
@@ -133,6 +137,10 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
                    help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
     p.add_argument("--replay-timeout", type=float, default=config.REPLAY_TIMEOUT,
                    help="seconds one module's replay may take (default %(default)g)")  # fmt: skip
+    p.add_argument("--budget", type=float, default=config.SEARCH_BUDGET, metavar="SECONDS",
+                   help="for a wrong result: seconds to spend replaying modules against "
+                   "the op-by-op reference to find the one that differs "
+                   "(default %(default)g)")  # fmt: skip
     p.add_argument("--module", dest="module_re", metavar="REGEX",
                    help="bundle the modules whose name matches")  # fmt: skip
     p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
@@ -143,8 +151,10 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
         help=f"size budget of the bundle, e.g. 10MB (default {config.Config.max_size}, "
         "GitHub's limit)",
     )
-    p.add_argument("--repo", default="jax-ml/jax",
-                   help="where to file: jax-ml/jax (default) or openxla/xla")  # fmt: skip
+    p.add_argument("--repo", default=None,
+                   help="where to file (default: the framework's tracker, jax-ml/jax, "
+                   "tensorflow/tensorflow or pytorch/xla; openxla/xla when a jaxlib replay "
+                   "of a TensorFlow or PyTorch/XLA module reproduces it)")  # fmt: skip
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
     p.add_argument("--no-data", dest="data", action="store_false",
                    help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
@@ -240,6 +250,37 @@ def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="replace an existing OUT that is not an xla-bugkit bundle")  # fmt: skip
 
 
+def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "shrink",
+        help="shrink a failing module, and find the pass or flag behind it",
+        description="Shrink the failing module of a bundle (or dump folder) to the smallest "
+        "module that fails the same way, find the flags it needs, the HLO pass behind it and "
+        "flags that work around it; write a bundle that keeps the original module and adds "
+        "the shrunk one.",
+        epilog="examples:\n  xla-bugkit shrink bug.zip\n"
+        "  xla-bugkit shrink bug.zip -o small.zip --budget 5m --only module,passes\n"
+        "  xla-bugkit shrink dump/ --module jit_train_step",
+    )
+    p.add_argument("target", type=Path, metavar="BUNDLE|DUMP_DIR", help="what to shrink")
+    p.add_argument("-o", "--output", type=Path,
+                   help="the bundle to write (default: NAME.shrunk.zip beside it)")  # fmt: skip
+    p.add_argument("--module", dest="module_re", metavar="RE",
+                   help="shrink the module whose label matches RE")  # fmt: skip
+    p.add_argument("--budget", default="10m",
+                   help="wall time for probes, e.g. 10m, 90s (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-probes", type=int, default=1000,
+                   help="at most this many probes (default %(default)s)")  # fmt: skip
+    p.add_argument("--only", default="flags,module,passes",
+                   help="the stages to run, of flags,module,passes (default: all)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds each confirming replay may take")  # fmt: skip
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the shrink record as JSON")
+
+
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
         from xla_bugkit.commands.collect import collect_command, options_from
@@ -261,6 +302,14 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.repack import repack
 
         return repack(args.bundle, args.out, force=args.force, ui=ui)
+    if args.command == "shrink":
+        from xla_bugkit.commands.shrink import shrink_command
+
+        return shrink_command(
+            args.target, out=args.output, module_re=args.module_re, budget=args.budget,
+            max_probes=args.max_probes, only=args.only, timeout=args.timeout,
+            force=args.force, json_output=args.json, ui=ui,
+        )  # fmt: skip
     if args.command == "show":
         from xla_bugkit.commands.show import show
 

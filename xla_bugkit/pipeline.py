@@ -8,11 +8,12 @@ no summary: that is the commands'.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,13 +22,13 @@ from xla_bugkit.archive.read import suffix_format
 from xla_bugkit.bundle import build, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.output import check_output
-from xla_bugkit.capture import dumps, workdir
+from xla_bugkit.capture import dumps, evidence, processes, workdir
 from xla_bugkit.capture.rerun import RunRecord, rerun
 from xla_bugkit.capture.selection import Selection, select
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
 from xla_bugkit.failure import Kind
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import stage
+from xla_bugkit.replay import differential, stage
 from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.stage import Replays
 from xla_bugkit.ui import Ui
@@ -41,6 +42,8 @@ class CollectOptions:
     fmt: str | None = None  # from the output's suffix when None
     timeout: float | None = None
     replay_timeout: float = config.REPLAY_TIMEOUT
+    # Seconds to spend finding the module that computes a wrong value (differential replay).
+    budget: float = config.SEARCH_BUDGET
     module_re: str | None = None
     symbol: str | None = None
     workdir: Path | None = None
@@ -49,10 +52,12 @@ class CollectOptions:
     replay: bool = True
     data: bool = True  # ship snapshots (real inputs)
     limit: int = 3
-    repo: str = "jax-ml/jax"  # where the summary's new-issue link points
+    # Where the summary's new-issue link points; None: the framework's tracker (or openxla/xla).
+    repo: str | None = None
     max_size: int | None = config.MAX_SIZE
     force: bool = False  # replace an existing output that is not an xla-bugkit bundle
     include_source: bool = False  # ship the command's main script, redacted
+    shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,10 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
     """
     if not command:
         raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
-    github.check_repo(options.repo)
+    if options.repo is not None:
+        github.check_repo(options.repo)
+    if not math.isfinite(options.budget) or options.budget <= 0:
+        raise BugkitError(f"--budget must be a positive number of seconds, not {options.budget:g}")
     if options.module_re is not None:
         try:
             re.compile(options.module_re)
@@ -114,6 +122,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     fmt = check_options(command, options)
     work = workdir.prepare(options.workdir)
     keep, run = options.keep_workdir, None
+    # The environment report's device probe imports jax (seconds): on a CPU-only machine it
+    # runs alongside the program instead of after it.
+    envinfo.start_device_probe()
     try:
         run = _run_stage(work, command, options, ui)
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
@@ -160,6 +171,8 @@ def rebundle_command(work: Path, options: CollectOptions) -> str:
         argv += ["--module", options.module_re]
     if options.symbol is not None:
         argv += ["--symbol", options.symbol]
+    if options.budget != config.SEARCH_BUDGET:
+        argv += ["--budget", f"{options.budget:g}"]
     if options.max_size is not None and options.max_size != config.MAX_SIZE:
         argv += ["--max-size", str(options.max_size)]
     argv += [] if options.replay else ["--no-replay"]
@@ -169,7 +182,8 @@ def rebundle_command(work: Path, options: CollectOptions) -> str:
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
     ui.say(f"running {' '.join(command)} with XLA dumps on")
-    run = run_program(command, work, options, echo=ui.verbosity >= 0)
+    with ui.timed("run"):
+        run = run_program(command, work, options, echo=ui.verbosity >= 0)
     try:
         workdir.save_run(work, run)
     except OSError as e:
@@ -192,19 +206,33 @@ def _after_run(
 def _bundle_from(
     work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
 ) -> CollectResult:
-    """The stages after the run: index, choose, replay, write the bundle."""
-    dump_dir, stage_dir = work / workdir.DUMP, work / workdir.STAGE
-    with ui.phase("indexing dumps"):
+    """The stages after the run: index, choose (for a wrong result, by replaying candidates:
+    ``search_wrong_value``), replay, write the bundle."""
+    run = with_culprit(work, run, ui)
+    # The failing process's own dumps (each process of a run dumps into its own folder).
+    dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
+    stage_dir = work / workdir.STAGE
+    with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)
     for problem in found.problems:
         ui.warn(f"{problem}: free disk space or raise the file-size limit, then run again")
     if not found.index.modules:
         raise BugkitError(_no_dumps_message(run))
-    selection = choose(found.index, run, options)
+    with ui.timed("select"):
+        # Module ids are per process: only the failing process's records describe its dumps.
+        selection = choose(found.index, run, options, run.culprit_evidence)
     # The replays' outputs and references: the bundle's expected.npz and wrong values.
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-arrays-") as kept:
         arrays = Path(kept)
-        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays)
+        search = search_wrong_value(dump_dir, found.index, run, options, ui, arrays)
+        if search is not None:
+            selection = differential.merged(selection, search, limit=options.limit)
+            found = Dumps(found.index, (*found.problems, search.note) if search.note
+                          else found.problems)  # fmt: skip
+        # The search replayed on the real inputs; --no-data replays on generated ones.
+        known = differential.known_verdicts(search if options.data else None, selection.chosen)
+        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays,
+                                  known=known)
                    if options.replay else None) or Replays(())  # fmt: skip
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
@@ -220,6 +248,20 @@ def _bundle_from(
         selection, replays.verdicts, options.output, size, tuple(manifest["notes"]),
         manifest, fmt, replay_interrupted=replays.interrupted,
     )  # fmt: skip
+
+
+def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
+    """``run`` with the process its failure belongs to, chosen from what each process of
+    the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
+    culprit = processes.failing(evidence.load(work))
+    if culprit is None:
+        return run
+    if culprit.others:
+        ui.say(f"the failure is in {culprit.label}: {culprit.why}")
+    folder = processes.dump_folder(work / workdir.DUMP, culprit)
+    for note in processes.gather_elsewhere(culprit.process, folder):
+        ui.say(note)
+    return replace(run, culprit=culprit)
 
 
 def _holds_dumps(work: Path) -> bool:
@@ -276,11 +318,18 @@ def index_dumps(dump_dir: Path, run: RunRecord) -> Dumps:
     return Dumps(index, problems)
 
 
-def choose(index: dumps.DumpIndex, run: RunRecord, options: CollectOptions) -> Selection:
-    """The modules that matter, each with the reasons it was chosen."""
+def choose(
+    index: dumps.DumpIndex,
+    run: RunRecord,
+    options: CollectOptions,
+    processes: Sequence[evidence.ProcessEvidence] = (),
+) -> Selection:
+    """The modules that matter, each with the reasons it was chosen; ``processes``: what the
+    run's processes recorded about themselves (``evidence.load``)."""
     return select(
         index, run.failure, run.output,
         module_re=options.module_re, symbol=options.symbol, limit=options.limit,
+        evidence=processes,
     )  # fmt: skip
 
 
@@ -298,14 +347,47 @@ def replay_modules(
     options: CollectOptions,
     ui: Ui,
     arrays: Path | None = None,
+    known: Mapping[str, Verdict] | None = None,
 ) -> Replays:
     """``replay_chosen``, which Ctrl-C stops without stopping the bundle (``Replays``);
-    ``arrays``: where each replay's arrays are kept (a subfolder per module)."""
-    return stage.replay_stage(
-        root, selection.chosen, run.failure,
+    ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
+    verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
+    known = known or {}
+    replays = stage.replay_stage(
+        root, tuple(c for c in selection.chosen if c.module.label not in known), run.failure,
         timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
-        ui=ui, arrays=arrays,
+        ui=ui, arrays=arrays, process_flags=run.flags_in_force, memory_cap=run.memory_cap,
     )  # fmt: skip
+    if not known:
+        return replays
+    by_label = {**known, **{v.module: v for v in replays.verdicts}}
+    in_order = (by_label.get(c.module.label) for c in selection.chosen)
+    return replace(replays, verdicts=tuple(v for v in in_order if v is not None))
+
+
+def search_wrong_value(
+    root: Path,
+    index: dumps.DumpIndex,
+    run: RunRecord,
+    options: CollectOptions,
+    ui: Ui,
+    arrays: Path | None = None,
+) -> differential.Differential | None:
+    """For a wrong result, the modules whose replay differs from the op-by-op reference
+    (``differential.search``); None when the run failed otherwise, when the replay is off,
+    or when the user chose the modules (--module, --symbol)."""
+    if run.failure.kind is not Kind.WRONG_RESULT or not options.replay:
+        return None
+    if options.module_re is not None or options.symbol is not None:
+        return None
+    with ui.phase("looking for the module that computes the wrong value"):
+        return differential.search(
+            root, index, run.failure, budget=options.budget, timeout=options.replay_timeout,
+            # The first module that differs ends it: the modules that ran after it were
+            # given its wrong value and compute the right function of it.
+            ui=ui, arrays=arrays if options.data else None, limit=1,
+            process_flags=run.flags_in_force, memory_cap=run.memory_cap,
+        )  # fmt: skip
 
 
 def write_bundle(
@@ -323,18 +405,21 @@ def write_bundle(
     The compressed size is only known after compressing, so each drop rewrites the archive;
     bundles are small and drops are rare, which keeps this simpler than estimating.
     """
-    redactor = Redactor.for_this_machine(run.command)
+    redactor = Redactor.for_this_machine(run.command, private=(run.log.parent,))
     if note := command_note(run.command):
         found = Dumps(found.index, (*found.problems, note))
     # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
-    env = envinfo.collect_env(redactor, probe_devices=True)
+    with ui.timed("environment"):
+        env = envinfo.collect_env(redactor, probe_devices=True)
     order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
     dropped: list[str] = []
     while True:
-        manifest = stage_bundle(stage_dir, found, selection, run, verdicts, options,
-                                redactor=redactor, env=env, dropped=dropped,
-                                arrays=arrays)  # fmt: skip
-        size = archive_bundle(stage_dir, options, ui)
+        with ui.timed("stage"):
+            manifest = stage_bundle(stage_dir, found, selection, run, verdicts, options,
+                                    redactor=redactor, env=env, dropped=dropped,
+                                    arrays=arrays)  # fmt: skip
+        with ui.timed("archive"):
+            size = archive_bundle(stage_dir, options, ui)
         if options.max_size is None or size <= options.max_size:
             return manifest, size
         if len(dropped) == len(order):
@@ -397,3 +482,22 @@ def _no_dumps_message(run: RunRecord) -> str:
         "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
         "before JAX compiles anything, or not use XLA at all"
     )
+
+
+def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | None:
+    """``collect --shrink``: the written bundle, shrunk in place (its modules all stay, the
+    shrunk one is added); None when it was not shrunk, the bundle then left as it was."""
+    from xla_bugkit.shrink.run import parse_budget, shrink_in_place
+    from xla_bugkit.shrink.shrinker import ShrinkOptions
+
+    assert options.shrink is not None
+    shrink_options = ShrinkOptions(budget=parse_budget(options.shrink),
+                                   timeout=options.replay_timeout)  # fmt: skip
+    try:
+        written = shrink_in_place(bundle, options=shrink_options, ui=ui)
+    except BugkitError as e:
+        ui.warn(f"not shrunk: {e}")
+        return None
+    for line in written.result.findings():
+        ui.say(line)
+    return ExitCode(written.exit_code)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import config
+from xla_bugkit import config, flags
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import Verdict, replay
-from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.ui import Ui
 
 
@@ -84,8 +84,11 @@ def _replay_module(
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
+    # The flags in force in the reporter's process reach XLA as they did there, and a memory
+    # cap the program set itself is set again: the module must meet the same limits.
+    inp = replace(inp, xla_flags=flags.in_force(inp.xla_flags, b.manifest["xla_flags"]))
+    cap = b.manifest.get("process", {}).get("memory_cap")
+    limit = capped(memory_limit(inp.platform), cap if isinstance(cap, int) else None)
     with ui.phase(f"replaying {module['label']}"):
-        verdict = replay(
-            inp, expected=failure, timeout=timeout, memory_limit=memory_limit(inp.platform)
-        )
+        verdict = replay(inp, expected=failure, timeout=timeout, memory_limit=limit)
     return ModuleCheck(module["label"], verdict, recorded)

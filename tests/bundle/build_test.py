@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 
-from bundle.conftest import PROGRAMS, XLA_BUGKIT, Collected, cpu_env, run_collect
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure import Failure
 
@@ -87,7 +87,7 @@ def test_ctrl_c_in_time_sleep_is_not_an_xla_bug(tmp_path: Path) -> None:
     argv = [XLA_BUGKIT, "collect", "-o", str(out), "--",
             sys.executable, str(PROGRAMS / "sleep_hang.py")]  # fmt: skip
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=cpu_env(), cwd=tmp_path)  # fmt: skip
+                             env=clean_env(), cwd=tmp_path)  # fmt: skip
     assert child.stdout is not None
     for line in child.stdout:  # the program's own output, streamed by collect
         if line.strip() == "ready":  # jax has compiled and run; now it only sleeps

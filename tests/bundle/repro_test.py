@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Collected, clean_env
 
-from bundle.conftest import Collected, cpu_env
 from xla_bugkit.bundle import repro
 from xla_bugkit.capture.dumps import Role
 from xla_bugkit.replay import protocol
@@ -32,7 +32,7 @@ def run_repro(bundle: Collected, where: Path, **env: str) -> subprocess.Complete
     argv = [sys.executable, "-c", WITHOUT_XLA_BUGKIT, str(folder / repro.SCRIPT)]
     # cwd is not the bundle: the script finds its files next to itself.
     return subprocess.run(argv, capture_output=True, text=True, cwd=where, timeout=600,
-                          env=cpu_env(**env))  # fmt: skip
+                          env={**clean_env(), **env})  # fmt: skip
 
 
 def test_the_harness_hides_xla_bugkit(tmp_path: Path) -> None:

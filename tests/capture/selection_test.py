@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from conftest import ProgramRuns
+from conftest import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 
-from xla_bugkit.capture.dumps import DumpIndex, index
+from xla_bugkit import proc
+from xla_bugkit.capture import rerun, xla_log
+from xla_bugkit.capture.dumps import DumpIndex, DumpModule, index
+from xla_bugkit.capture.evidence import Event, ProcessEvidence, load
 from xla_bugkit.capture.selection import Selection, is_helper, select
 from xla_bugkit.failure import Failure, Kind, Phase, classify
 
@@ -49,7 +56,12 @@ def test_compile_crash_chooses_the_function_jax_was_compiling(
     assert not selection.guess
     first = selection.chosen[0]
     assert first.module.name == "jit_add_noise"
-    assert first.reasons[0] == "JAX was compiling jit(add_noise) when the run stopped"
+    # XLA's log names the module by number; JAX's compile log only by name.
+    assert first.reasons == (
+        f"XLA's log: {first.module.label}.debug_options was the last file dumped before its "
+        "first fatal line (buffer_assignment_util.cc:46)",
+        "JAX was compiling jit(add_noise) when the run stopped",
+    )
     # The helpers compiled before it have no evidence and are not chosen.
     assert labels(selection) == [first.module.label]
     assert set(selection.others) == {m.label for m in idx.modules if m.name != "jit_add_noise"}
@@ -97,7 +109,7 @@ def test_eager_primitive_modules_are_helpers(program_runs: ProgramRuns, name: st
 
 def test_wrong_result_chooses_the_jitted_function(program_runs: ProgramRuns) -> None:
     idx, failure, output = dumped(program_runs, "wrong_result")
-    assert failure.kind is Kind.EXIT
+    assert failure.kind.is_failure
     selection = select(idx, failure, output)
     assert selection.chosen[0].module.name == "jit_f", labels(selection)
 
@@ -226,3 +238,210 @@ def test_a_module_named_in_the_failure(tmp_path: Path) -> None:
     assert labels(selection)[0] == "module_0002.jit_train_step"
     assert selection.chosen[0].reasons == ("named in the failure's output",)
     assert labels(selection) == ["module_0002.jit_train_step"]
+
+
+# --- a training loop: 30-odd modules, six same-name siblings, one fails ---------------------
+
+LOOP = PROGRAMS / "training_loop_oom.py"
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    index: DumpIndex
+    failure: Failure
+    output: str
+
+
+def run_loop(root: Path, *args: str) -> LoopRun:
+    dump_dir = root / "dump"
+    env, _ = rerun.child_env(clean_env(), dump_dir)
+    done = proc.run([sys.executable, str(LOOP), *args], env=env, cwd=root, timeout=READY_TIMEOUT)
+    failure = classify(done.output, exit_status=done.returncode, timed_out=done.timed_out)
+    return LoopRun(index(dump_dir), failure, done.output)
+
+
+@pytest.fixture(scope="module")
+def loop_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoopRun]:
+    root = tmp_path_factory.mktemp("training_loop")
+    (root / "plain").mkdir()
+    (root / "checkpoint").mkdir()
+    return {
+        "plain": run_loop(root / "plain"),
+        "checkpoint": run_loop(root / "checkpoint", "--checkpoint-on-error"),
+    }
+
+
+def culprit(idx: DumpIndex) -> DumpModule:
+    """The third of the six ``jit__lambda`` modules: the metrics are compiled in order."""
+    siblings = [m for m in idx.modules if m.name == "jit__lambda"]
+    assert len(siblings) == 6, [m.label for m in idx.modules]
+    return siblings[2]
+
+
+@pytest.mark.parametrize("variant", ["plain", "checkpoint"])
+def test_the_failing_sibling_is_chosen_among_30_modules(
+    loop_runs: dict[str, LoopRun], variant: str
+) -> None:
+    run = loop_runs[variant]
+    assert run.failure.kind is Kind.RUNTIME_ERROR, run.output[-3000:]
+    assert "Out of memory allocating 4398046511104 bytes" in run.failure.headline
+    assert len(run.index.modules) >= 28
+    bad = culprit(run.index)
+    # In the middle: user functions were compiled after it, and run after it.
+    assert bad.id < max(m.id for m in run.index.modules if not is_helper(m))
+    selection = select(run.index, run.failure, run.output)
+    first = selection.chosen[0]
+    assert first.module.label == bad.label, labels(selection)
+    (log_reason, *rest) = first.reasons
+    assert log_reason.startswith(f"XLA's log: {bad.label}.snapshot.")
+    assert log_reason.endswith("was the last file dumped before its first error line "
+                               "(cpu_client.cc:1923)")  # fmt: skip
+    assert rest == ([NEWEST_SNAPSHOT] if variant == "plain" else [])
+
+
+def test_without_xla_log_lines_the_checkpoint_misleads(loop_runs: dict[str, LoopRun]) -> None:
+    """The evidence the log lines add: without them, the newest snapshot is the checkpoint's."""
+    run = loop_runs["checkpoint"]
+    quiet = xla_log.without_dump_lines(run.output)
+    selection = select(run.index, run.failure, quiet)
+    assert selection.chosen[0].module.name == "jit_checksum"
+    assert selection.chosen[0].reasons == (NEWEST_SNAPSHOT,)
+
+
+# --- evidence the processes recorded about themselves ---------------------------------------
+
+
+def siblings_dump(root: Path) -> DumpIndex:
+    """Six ``jit__lambda`` modules compiled for the same shapes, the last still compiling."""
+    for i in range(6):
+        label = f"module_{10 + 2 * i:04d}.jit__lambda"
+        (root / f"{label}.before_optimizations.txt").write_bytes(b"")
+        if i < 5:
+            (root / f"{label}.cpu_after_optimizations.txt").write_bytes(b"")
+            snapshot(root / f"{label}.snapshot.{i}.pb", 1000 + i)
+    (root / "module_0030.jit_checksum.cpu_after_optimizations.txt").write_bytes(b"")
+    snapshot(root / "module_0030.jit_checksum.snapshot.9.pb", 2000)
+    return index(root)
+
+
+def snapshot(path: Path, mtime: float) -> None:
+    """An empty snapshot written at ``mtime``: files written in one go may share a time."""
+    path.write_bytes(b"")
+    os.utime(path, (mtime, mtime))
+
+
+def process(*events: Event, pid: int = 7, rank: int | None = None) -> ProcessEvidence:
+    return ProcessEvidence(pid=pid, ppid=1, argv=("python", "train.py"), events=events, rank=rank)
+
+
+def compile_event(n: int, mid: int | None, *, ended: bool = True) -> Event:
+    return Event("compile", n, "jit__lambda", mid, "jit(<lambda>)", "f32[32,64]", 1.0 + n,
+                 2.0 + n if ended else None)  # fmt: skip
+
+
+def execute_event(n: int, mid: int, module: str = "jit__lambda", *, ended: bool = True) -> Event:
+    return Event("execute", n, module, mid, started=10.0 + n, ended=11.0 + n if ended else None)
+
+
+RUNTIME = Failure(Kind.RUNTIME_ERROR, Phase.RUN, "INTERNAL: boom", "INTERNAL: boom")
+
+
+def test_the_execution_under_way_wins_over_the_newest_snapshot(tmp_path: Path) -> None:
+    idx = siblings_dump(tmp_path)
+    evidence = [process(*(execute_event(i, 10 + 2 * i) for i in range(5)),
+                        execute_event(5, 14, ended=False), execute_event(6, 30))]  # fmt: skip
+    selection = select(idx, RUNTIME, "", evidence=evidence)
+    assert labels(selection)[:2] == ["module_0014.jit__lambda", "module_0030.jit_checksum"]
+    assert selection.chosen[0].reasons == ("XLA was executing it (jit__lambda) when the process "
+                                           "stopped",)  # fmt: skip
+
+
+def test_a_compilation_under_way_without_a_number_is_the_unfinished_sibling(
+    tmp_path: Path,
+) -> None:
+    idx = siblings_dump(tmp_path)
+    evidence = [process(*(compile_event(i, 10 + 2 * i) for i in range(5)),
+                        compile_event(5, None, ended=False))]  # fmt: skip
+    crash = Failure(Kind.CRASH, Phase.COMPILE, "Check failed: x", "Check failed: x")
+    selection = select(idx, crash, "", evidence=evidence)
+    first = selection.chosen[0]
+    assert first.module.label == "module_0020.jit__lambda"
+    assert first.reasons == (
+        "XLA was compiling it (jit(<lambda>) on f32[32,64]) when the process stopped",
+        UNFINISHED,
+    )
+
+
+def test_the_last_finished_execution_before_a_runtime_failure(tmp_path: Path) -> None:
+    idx = siblings_dump(tmp_path)
+    evidence = [process(execute_event(0, 12), execute_event(1, 16),
+                        execute_event(2, 0, "jit_convert_element_type"))]  # fmt: skip
+    selection = select(idx, RUNTIME, "", evidence=evidence)
+    assert labels(selection)[0] == "module_0016.jit__lambda"
+    assert selection.chosen[0].reasons == ("the last execution to finish before the process "
+                                           "failed",)  # fmt: skip
+
+
+def test_several_processes_are_named_and_a_rank_that_ended_well_is_not_evidence(
+    tmp_path: Path,
+) -> None:
+    idx = siblings_dump(tmp_path)
+    healthy = replace(process(execute_event(0, 30), pid=8, rank=1), exited=True)
+    failing = process(execute_event(0, 12), execute_event(1, 18, ended=False), pid=9, rank=0)
+    selection = select(idx, RUNTIME, "", evidence=[healthy, failing])
+    assert labels(selection)[0] == "module_0018.jit__lambda"
+    assert selection.chosen[0].reasons[0] == (
+        "XLA was executing it (jit__lambda) when process 9 (rank 0) stopped"
+    )
+    assert all("process 8" not in r for c in selection.chosen for r in c.reasons)
+
+
+def test_evidence_counts_only_for_a_failure(tmp_path: Path) -> None:
+    idx = siblings_dump(tmp_path)
+    success = classify("ok\n", exit_status=0)
+    evidence = [process(execute_event(0, 12, ended=False))]
+    assert select(idx, success, "", evidence=evidence).guess
+
+
+def test_an_execution_that_raised_wins_over_what_ran_after_it(tmp_path: Path) -> None:
+    idx = siblings_dump(tmp_path)
+    oom = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes."
+    raised = replace(execute_event(1, 14), error=oom)
+    evidence = [process(execute_event(0, 12), raised, execute_event(2, 30))]
+    selection = select(idx, RUNTIME, "", evidence=evidence)
+    assert labels(selection)[:2] == ["module_0014.jit__lambda", "module_0030.jit_checksum"]
+    assert selection.chosen[0].reasons == (
+        f"XLA was executing it (jit__lambda) when the process raised {oom}",
+    )
+
+
+# --- the same loop under collect, with the start-up hook recording each process ------------
+
+
+def hook_missing() -> bool:
+    return importlib.util.find_spec("xla_bugkit.capture.hook") is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(hook_missing(), reason="xla_bugkit.capture.hook (the start-up hook) is missing")
+def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
+    """The user silenced XLA's INFO lines and the program checkpoints after the error: only
+    what the process recorded about itself points at the culprit among its siblings."""
+    work = tmp_path / "work"
+    argv = [sys.executable, str(LOOP), "--checkpoint-on-error", "--metrics-of-norms"]
+    done = run_collect(tmp_path / "loop.zip", argv, "--keep-workdir", "--workdir", str(work),
+                       env={"TF_CPP_MIN_LOG_LEVEL": "2"})  # fmt: skip
+    if not any(e.error for p in load(work) for e in p.events):
+        pytest.skip("XLA ran the failing computation asynchronously here: no call raised")
+    assert done.returncode == 0, done.stderr
+    m = done.manifest()
+    assert m["failure"]["kind"] == "runtime error"
+    first = m["modules"][0]
+    assert first["name"] == "jit__lambda"
+    before = done.text(f"modules/{first['label']}/{first['label']}.before_optimizations.txt")
+    assert "f32[1048576,1048576]" in before  # the activation map, not a sibling
+    assert first["reasons"][0].startswith(
+        "XLA was executing it (jit__lambda) when the process raised JaxRuntimeError: "
+        "RESOURCE_EXHAUSTED: Out of memory allocating"
+    )
+    assert first["replay"]["outcome"] == "reproduced: error"

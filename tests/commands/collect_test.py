@@ -6,17 +6,15 @@ session and several tests read its bundle.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import READY_TIMEOUT, wait_for_child
+from conftest import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, run_collect, wait_for_child
 
 from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
 from xla_bugkit.failure import HANG_REPLAY_START_SECONDS
@@ -24,39 +22,14 @@ from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-
-
-@dataclass(frozen=True)
-class Collected:
-    returncode: int
-    stderr: str
-    bundle: Path
-
-    def manifest(self) -> dict:  # type: ignore[type-arg]
-        with zipfile.ZipFile(self.bundle) as z:
-            return json.loads(z.read("manifest.json"))  # type: ignore[no-any-return]
-
-    def names(self) -> list[str]:
-        with zipfile.ZipFile(self.bundle) as z:
-            return z.namelist()
-
-    def text(self, name: str) -> str:
-        with zipfile.ZipFile(self.bundle) as z:
-            return z.read(name).decode()
 
 
 def collect(
     tmp: Path, program: str, *extra: str, env: dict[str, str] | None = None, name: str = ""
 ) -> Collected:
     out = tmp / (name or f"{program}.zip")
-    argv = [XLA_BUGKIT, "collect", "-o", str(out), *extra, "--",
-            sys.executable, str(PROGRAMS / f"{program}.py")]  # fmt: skip
-    full_env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
-    done = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=600)
-    return Collected(done.returncode, done.stderr, out)
+    return run_collect(out, [sys.executable, str(PROGRAMS / f"{program}.py")], *extra, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +92,15 @@ def test_compile_crash_bundle(compile_crash: Collected) -> None:
     assert m["failure"]["site"] == "buffer_assignment_util.cc:46"
     (module,) = m["modules"]
     assert module["name"] == "jit_add_noise"
-    assert module["reasons"] == ["JAX was compiling jit(add_noise) when the run stopped"]
+    # The process's own record, XLA's log (by module number), JAX's compile log (by name).
+    hook, *logs = module["reasons"]
+    assert hook.startswith("XLA was compiling it (jit(add_noise) on ")
+    assert hook.endswith(") when the process stopped")
+    assert logs == [
+        f"XLA's log: {module['label']}.debug_options was the last file dumped before its first "
+        "fatal line (buffer_assignment_util.cc:46)",
+        "JAX was compiling jit(add_noise) when the run stopped",
+    ]
     assert module["replay"]["outcome"] == "reproduced: crash"
     assert_report_files(compile_crash, "jit_add_noise")
     assert (
@@ -146,7 +127,11 @@ def test_manifest_hashes_every_file(compile_crash: Collected) -> None:
 
 
 def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:
-    assert compile_crash.manifest()["xla_flags"] == ["--xla_cpu_enable_fast_math=false"]
+    # The user's flag, then the one the program appended itself (the flags in force).
+    assert compile_crash.manifest()["xla_flags"] == [
+        "--xla_cpu_enable_fast_math=false",
+        "--xla_disable_all_hlo_passes=true",
+    ]
     with zipfile.ZipFile(compile_crash.bundle) as z:
         for name in z.namelist():
             assert FAKE_TOKEN.encode() not in z.read(name), name
@@ -265,7 +250,7 @@ def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
     c = collect(tmp, "wrong_result", "--module", r"\.jit_f$")
     assert c.returncode == 0, c.stderr
     m = c.manifest()
-    assert m["failure"]["kind"] == "non-XLA failure"  # the program's own check exits 1
+    assert m["failure"]["kind"] == "wrong result"  # the program's own check exits 1
     outcomes = {x["replay"]["outcome"] for x in m["modules"]}
     assert "reproduced: wrong result" in outcomes
     wrong = next(x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: wrong result")
@@ -334,7 +319,7 @@ def test_a_bundle_that_cannot_be_written_keeps_the_run(
         f"in {work}: once that is fixed, make the bundle with: xla-bugkit bundle {work} "
         f"-o {out} --no-replay\n"
     )
-    assert {p.name for p in work.iterdir()} == {"dump", "run.log", "run.json"}
+    assert {p.name for p in work.iterdir()} == {"dump", "run.log", "run.json", "processes"}
     out_dir.mkdir()
     assert main(["bundle", "-q", str(work), "-o", str(out)]) == 0
     c = Collected(0, capsys.readouterr().err, out)

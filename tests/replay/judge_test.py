@@ -258,7 +258,7 @@ def test_ynn_fusion_wrong_result_reproduces_against_op_by_op(dumps: dict[str, Du
     # takes f64, so the replay must not canonicalise its arguments to f32 (it once failed
     # with "INVALID_ARGUMENT: E0102: RuntimeProgramInputMismatch").
     wrong = dumps["wrong_result"]
-    assert wrong.failure.kind is Kind.EXIT  # the program's own check exits 1
+    assert wrong.failure.kind is Kind.WRONG_RESULT  # the program's own check exits 1
     inp = wrong.first_module("jit_f", "f64")
     verdict = replay(inp, expected=None)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence

@@ -13,6 +13,7 @@ import os
 import stat
 import tarfile
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import BinaryIO
 
 import py7zr
 
+from xla_bugkit.archive import sevenzip
 from xla_bugkit.archive.members import CHUNK, name_problem, normalize
 from xla_bugkit.archive.read import suffix_format
 from xla_bugkit.config import FORMATS
@@ -136,12 +138,14 @@ def _fsync_dir(directory: Path) -> None:
 class _Counter:
     def __init__(self, progress: Progress | None, total: int) -> None:
         self._progress, self._total, self._done = progress, total, 0
+        self._lock = threading.Lock()  # 7z streams are read in several threads at once
         self.add(0)
 
     def add(self, n: int) -> None:
-        self._done += n
-        if self._progress is not None:
-            self._progress(self._done, self._total)
+        with self._lock:
+            self._done += n
+            if self._progress is not None:
+                self._progress(self._done, self._total)
 
 
 class _CountingReader(io.BufferedReader):
@@ -173,22 +177,31 @@ def _open_source(src: Path, counter: _Counter) -> Iterator[tuple[_CountingReader
         yield reader, st.st_size
 
 
-def _7z_filters(sources: Sequence[_Source]) -> list[dict[str, int]]:
-    """LZMA2 at preset 9, with a dictionary no larger than the input.
+def _7z_filters(total: int) -> list[dict[str, int]]:
+    """LZMA2 at preset 9, with a dictionary no larger than the ``total`` bytes it will see.
 
     The encoder needs about 11x its dictionary in memory (~700 MB at 64 MiB); a dictionary
     larger than everything it will see compresses no better, so a small bundle gets a small
     one and collect's memory stays flat.
     """
-    total = sum(src.stat().st_size for _, src in sources)
+    # LZMA2 stores a dictionary size of 2^n or 3 * 2^(n-1) exactly: the half steps save up
+    # to a quarter of the encoder's memory for nothing.
+    want = min(total, _7Z_MAX_DICT)
     dict_size = _7Z_MIN_DICT
-    while dict_size < min(total, _7Z_MAX_DICT):
-        dict_size *= 2
+    while dict_size < want:
+        dict_size = dict_size * 3 // 2 if dict_size & (dict_size - 1) == 0 else dict_size * 4 // 3
     return [{"id": py7zr.FILTER_LZMA2, "preset": 9, "dict_size": dict_size}]
 
 
 def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> None:
-    sz = py7zr.SevenZipFile(f, "w", filters=_7z_filters(sources))
+    sizes = [src.stat().st_size for _, src in sources]
+    streams = sevenzip.workers(sum(sizes))
+    if streams > 1:  # one LZMA2 stream per core, compressed side by side
+        sevenzip.write_parallel(
+            f, sources, sizes, streams, lambda src: _open_source(src, counter), _7z_filters
+        )
+        return
+    sz = py7zr.SevenZipFile(f, "w", filters=_7z_filters(sum(sizes)))
     for arcname, src in sources:
         with _open_source(src, counter) as (reader, _):
             # writef on our open file, not write(path): write() would store a symlink as one.

@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit import envinfo
+from xla_bugkit import envinfo, frameworks
 from xla_bugkit.bundle import issue, layout, manifest, repro, triage
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.bundle.source import add_source
+from xla_bugkit.capture import processes
 from xla_bugkit.capture.dumps import DumpIndex, Role
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Chosen, Selection
@@ -36,6 +37,7 @@ class Staged:
     repro: Repro | None
     source: str | None  # the script's path in the bundle
     replayed: bool  # the replay stage ran (False: --no-replay)
+    framework: frameworks.FrameworkInfo | None = None  # the program's, when it is known
 
 
 def build(
@@ -72,7 +74,7 @@ def build(
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(triage.headline(triage.triage(run.failure, verdicts, module=first), run.failure))
     target = _target(selection.chosen, planned, verdicts, arrays)
-    user_flags = [text(f) for f in run.xla_flags.user_flags]
+    user_flags = [text(f) for f in run.flags_in_force]
     reproducer = _reproducer(stage, target, saw, run.failure.kind, user_flags, notes)
     source = None
     if include_source:
@@ -82,11 +84,18 @@ def build(
     notes += [f"left out to fit the size budget: {name}" for name in dropped]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
-    staged = Staged(reproducer, source, replayed)
+    found = frameworks.detect(run.command, run.output, (m.name for m in index.modules))
+    framework = frameworks.info(found) if found is not None else None
+    staged = Staged(reproducer, source, replayed, framework)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, ISSUE, body)
-    data_text = _data_text(data, planned, dropped)
+    data_text = frameworks.inputs_text(framework, _data_text(data, planned, dropped))
     record = _manifest(run, selection, env, text, title, modules, notes, data_text)
+    if run.culprit is not None:
+        record["process"] = processes.process_record(run.culprit)
+        record["other_processes"] = processes.other_records(run.culprit)
+    if framework is not None:
+        record["framework"] = framework.to_json()
     record["files"] = manifest.file_entries(stage)
     manifest.write_manifest(stage, record)
     return record
@@ -164,7 +173,8 @@ def _manifest(
         "created": manifest.now(),
         "versions": dict(env.versions),
         "command": [text(a) for a in run.command],
-        "xla_flags": [text(f) for f in run.xla_flags.user_flags],
+        # In force in the failing process: flags the program set itself included.
+        "xla_flags": [text(f) for f in run.flags_in_force],
         "exit_status": run.exit_status,
         "failure": {
             k: text(v) if isinstance(v, str) else v for k, v in run.failure.to_json().items()
@@ -281,6 +291,8 @@ def _description(
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
     paragraphs = [" ".join(lines)]
+    if staged.framework and (said := frameworks.describe(staged.framework, bool(verdicts))):
+        paragraphs.append(issue.plain(said))
     if staged.source:
         paragraphs.append(
             f"The program's script is attached as {issue.code_span(staged.source)} (redacted)."

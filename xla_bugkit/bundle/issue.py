@@ -253,3 +253,33 @@ def load_template(name: str) -> string.Template:
         # Running from a source checkout: templates/ is only mapped to the package on install.
         text = (Path(__file__).resolve().parents[2] / "templates" / name).read_text("utf-8")
     return string.Template(text)
+
+
+# The shrunk module is shown inline up to this many lines; beyond, the bundle holds it.
+SHRUNK_INLINE_LINES = 60
+
+
+def shrink_section(findings: Sequence[str], module_text: str, path: str) -> str:
+    """ISSUE.md's section on a shrink: its findings, and the shrunk module (``path`` in the
+    bundle) inline when it is short."""
+    lines = ["#### Shrunk reproducer", ""]
+    lines += [f"- {plain(f)}" for f in findings]
+    lines.append("")
+    shown = module_text.strip("\n").splitlines()
+    if not shown:
+        return "\n".join(lines)
+    if len(shown) <= SHRUNK_INLINE_LINES:
+        lines += [f"The shrunk module ({code_span(path)} in the bundle):", ""]
+        lines += [fenced("\n".join(line[:_LINE_MAX] for line in shown), "text"), ""]
+    else:
+        lines += [f"The shrunk module is {code_span(path)} in the bundle.", ""]
+    return "\n".join(lines)
+
+
+def with_section(issue: str, section: str) -> str:
+    """``issue`` with ``section`` put before its System info heading (or at its end)."""
+    marker = "\n### System info"
+    at = issue.find(marker)
+    if at < 0:
+        return issue.rstrip("\n") + "\n\n" + section
+    return issue[: at + 1] + section + "\n" + issue[at + 1 :]

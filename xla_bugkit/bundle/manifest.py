@@ -18,13 +18,14 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from xla_bugkit import __version__, archive
 from xla_bugkit.archive.members import name_problem, normalize
 from xla_bugkit.capture.dumps import Role
 from xla_bugkit.errors import BadBundleError
 from xla_bugkit.failure import Failure
+from xla_bugkit.frameworks import FrameworkEntry
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -47,6 +48,24 @@ class ModuleEntry(TypedDict):
     replay: dict[str, Any] | None
 
 
+class ProcessEntry(TypedDict):
+    """The process of the run that failed (a rank, a worker): where the modules come from."""
+
+    pid: int
+    rank: int | None
+    processes: int | None  # jax.process_count() in that process
+    devices: int | None  # the device count its backend had (sharded modules need as many)
+    platform: str
+    why: str  # why this process was taken as the failing one
+    memory_cap: int | None  # an address-space limit the program set itself (bytes)
+
+
+class OtherProcessEntry(TypedDict):
+    pid: int
+    rank: int | None
+    ended: str
+
+
 class Manifest(TypedDict):
     schema: int
     tool: str
@@ -63,6 +82,10 @@ class Manifest(TypedDict):
     data: str  # "real inputs (snapshots)", "no input data (--no-data)", ...
     notes: list[str]
     files: list[FileEntry]
+    framework: NotRequired[FrameworkEntry]  # absent in bundles of older versions
+    process: NotRequired[ProcessEntry]  # absent without the start-up hook's records
+    other_processes: NotRequired[list[OtherProcessEntry]]
+    shrink: NotRequired[dict[str, Any]]  # what ``xla-bugkit shrink`` found
 
 
 # --- writing -------------------------------------------------------------------------
@@ -182,13 +205,75 @@ _FAILURE: dict[str, tuple[_Check, str]] = {
         key: (_is_optional_str, "a string or null")
         for key in (
             *("kind", "phase", "signal", "status_code", "site", "exception", "compiling"),
-            *("stopped_by", "executing"),
+            *("stopped_by", "executing", "function"),
         )
     },
     **{
         key: (_is_optional_seconds, "a number of seconds or null")
         for key in ("ran_seconds", "stalled_seconds")
     },
+}
+
+
+_FRAMEWORK: dict[str, tuple[_Check, str]] = {
+    "name": (lambda v: isinstance(v, str) and bool(v), "a name"),
+    "version": (_is_optional_str, "a string or null"),
+    "revision": (_is_optional_str, "a string or null"),
+    "detected_from": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def _is_optional_int(value: object) -> bool:
+    return value is None or _is_int(value)
+
+
+_PROCESS: dict[str, tuple[_Check, str]] = {
+    "pid": (_is_int, "a number"),
+    **{k: (_is_optional_int, "a number or null") for k in ("rank", "processes", "devices")},
+    "platform": (lambda v: isinstance(v, str), "a string"),
+    "why": (lambda v: isinstance(v, str), "a string"),
+    "memory_cap": (lambda v: v is None or _is_size(v), "a size in bytes or null"),
+}
+_OTHER_PROCESS: dict[str, tuple[_Check, str]] = {
+    "pid": (_is_int, "a number"),
+    "rank": (_is_optional_int, "a number or null"),
+    "ended": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def _check_processes(data: dict[str, Any]) -> None:
+    if "process" in data:
+        _check_keys(data["process"], _PROCESS, "the process record")
+    others = data.get("other_processes", [])
+    if not isinstance(others, list):
+        raise BadBundleError("the manifest: 'other_processes' must be a list")
+    for i, other in enumerate(others):
+        _check_keys(other, _OTHER_PROCESS, f"other_processes[{i}]")
+
+
+# The shrink record: the keys it must have (others, such as notes, are free-form).
+_CULPRIT_HOW = frozenset({"crash-inside", "disabling-hides", "not-a-pass"})
+
+
+def _is_culprit(value: object) -> bool:
+    if value is None:
+        return True
+    return (
+        isinstance(value, dict)
+        and value.get("how") in _CULPRIT_HOW
+        and _is_optional_str(value.get("pass"))
+    )
+
+
+_SHRINK: dict[str, tuple[_Check, str]] = {
+    "module": (lambda v: isinstance(v, str), "a string"),
+    "instructions_before": (_is_size, "a count"),
+    "instructions_after": (_is_size, "a count"),
+    "probes": (_is_size, "a count"),
+    "seconds": (lambda v: v is not None and _is_optional_seconds(v), "a number of seconds"),
+    "culprit": (_is_culprit, 'null or {"pass": ..., "how": "crash-inside", ...}'),
+    "needed_flags": (_is_str_list, "a list of strings"),
+    "workarounds": (_is_str_list, "a list of strings"),
 }
 
 
@@ -265,6 +350,11 @@ def validate(data: object) -> Manifest:
     listed = _check_files(data["files"])
     _check_modules(data["modules"], listed)
     _check_failure(data["failure"])
+    if "framework" in data:
+        _check_keys(data["framework"], _FRAMEWORK, "the framework record")
+    _check_processes(data)
+    if "shrink" in data:
+        _check_keys(data["shrink"], _SHRINK, "the shrink record")
     manifest: Manifest = data  # type: ignore[assignment]  # every key checked above
     return manifest
 

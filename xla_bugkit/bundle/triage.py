@@ -93,6 +93,8 @@ def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | Non
 def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:
     if failure.compiling or failure.executing:
         return f"jit({failure.compiling or failure.executing})"
+    if failure.function:
+        return failure.function  # the framework's own name: TensorFlow's __inference_f_13
     name = _module_name(proof.module) if proof is not None else module
     return function_name(name) if name else None
 
@@ -123,7 +125,9 @@ def _record_evidence(f: Failure) -> str | None:
 
 
 def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
-    if f.kind is Kind.EXIT and f.exception:
+    if f.kind is Kind.WRONG_RESULT:
+        ended = "the program's own check found a wrong value"
+    elif f.kind is Kind.EXIT and f.exception:
         ended = f"the program raised {f.exception}, a Python error"
     elif f.kind is Kind.HANG:
         ended = "the program was stopped after the timeout"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -65,16 +66,62 @@ _PJRT_FILES = {
 }
 
 
-@dataclass(frozen=True)
 class DumpFile:
-    path: Path  # relative to the dump root
+    """One dump file: its ``path`` relative to the dump root, ``role``, ``size``, ``platform``
+    ("cpu", "gpu", "sm_9.0_gpu", "" for generic or not an after-optimizations file), ``mtime``.
+
+    A tree of a long run holds 100k+ of these: slots and the path kept as its text (a
+    ``Path`` is made on access) hold the index to about a third of a dataclass of Paths.
+    Immutable, and equal when all fields are, like a frozen dataclass.
+    """
+
+    __slots__ = ("mtime", "platform", "rel", "role", "size")
+    rel: str  # ``path`` as text, "/"-separated
     role: Role
     size: int
-    platform: str = ""  # "cpu", "gpu", "sm_9.0_gpu", "" (generic) for after-optimizations files
-    mtime: float = 0.0
+    platform: str
+    mtime: float
+
+    def __init__(
+        self, path: Path | str, role: Role, size: int, platform: str = "", mtime: float = 0.0
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "rel", path if isinstance(path, str) else str(path))
+        set_(self, "role", role)
+        set_(self, "size", size)
+        set_(self, "platform", sys.intern(platform))
+        set_(self, "mtime", mtime)
+
+    @property
+    def path(self) -> Path:
+        """Relative to the dump root."""
+        return Path(self.rel)
+
+    @property
+    def name(self) -> str:
+        """The file name (``path.name`` without making a Path)."""
+        return self.rel.rpartition("/")[2]
+
+    def _key(self) -> tuple[str, Role, int, str, float]:
+        return (self.rel, self.role, self.size, self.platform, self.mtime)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"DumpFile is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DumpFile) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"DumpFile(path={self.path!r}, role={self.role!r}, size={self.size!r}, "
+            f"platform={self.platform!r}, mtime={self.mtime!r})"
+        )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DumpModule:
     """All files XLA wrote for one module; one jitted function may span two ids."""
 
@@ -96,7 +143,7 @@ class DumpModule:
     def newest_snapshot(self) -> DumpFile | None:
         """The snapshot of the latest execution: the one closest to a failure."""
         snaps = self.all(Role.SNAPSHOT)
-        return max(snaps, key=lambda f: (f.mtime, str(f.path))) if snaps else None
+        return max(snaps, key=lambda f: (f.mtime, f.rel)) if snaps else None
 
     @property
     def compiled(self) -> bool:
@@ -112,7 +159,7 @@ class DumpModule:
         return sum(f.size for f in self.files)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DumpIndex:
     root: Path
     modules: tuple[DumpModule, ...]  # in id order, which is compile order
@@ -160,7 +207,7 @@ def index(root: Path) -> DumpIndex:
     pending: list[tuple[int, str, DumpFile]] = []  # names we can only resolve at the end
     stray: list[DumpFile] = []
     for parts, size, mtime in _walk(root):
-        rel = Path(*parts)
+        rel = "/".join(parts)  # a Path per file would cost more than the rest of indexing
         m = _PREFIX.match(parts[0])
         if m is None or len(parts) > 2:
             stray.append(DumpFile(rel, Role.OTHER, size, mtime=mtime))
@@ -183,7 +230,7 @@ def index(root: Path) -> DumpIndex:
     for mod_id, rest, file in pending:
         known[(mod_id, _owner_name(rest, names_by_id[mod_id]))].append(_backend_role(file))
     modules = tuple(
-        DumpModule(mod_id, name, tuple(sorted(files, key=lambda f: str(f.path))))
+        DumpModule(mod_id, name, tuple(sorted(files, key=lambda f: f.rel)))
         for (mod_id, name), files in sorted(known.items())
     )
     return DumpIndex(root, modules, tuple(stray))
@@ -196,8 +243,8 @@ def _owner_name(rest: str, names: list[str]) -> str:
 
 
 def _backend_role(file: DumpFile) -> DumpFile:
-    if _BACKEND.search(file.path.name):
-        return DumpFile(file.path, Role.BACKEND, file.size, mtime=file.mtime)
+    if _BACKEND.search(file.name):
+        return DumpFile(file.rel, Role.BACKEND, file.size, mtime=file.mtime)
     return file
 
 

@@ -10,24 +10,37 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``start``      ``pid``, ``ppid``, ``argv``, ``cwd``, ``rlimits`` ({"RLIMIT_AS": [soft, hard]})
 ``backend``    the moment XLA's backend started in this process: ``platform``, ``rank``,
                ``processes``, ``devices``, ``env`` (``XLA_FLAGS``, ``LIBTPU_INIT_ARGS`` as in
-               force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``
+               force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``.
+               One per platform started; the first holds the flags XLA read.
 ``compile``    a compilation started: ``n`` (sequence number in this process), ``fun``
                (``jit(f)``), ``module`` (``jit_f``), ``id`` (the dump's module number, null when
-               not known yet), ``shapes`` (argument shapes as text)
-``compiled``   that compilation ended: ``n``, ``id`` (known now)
-``execute``    an execution started: ``n``, ``module``, ``id``
-``executed``   that execution ended: ``n``
+               not known yet), ``shapes`` (argument shapes as text), ``dump_to`` (only when the
+               program's compile options sent this module's dumps elsewhere)
+``compiled``   that compilation ended: ``n``, ``id`` (when known), ``error`` (when it raised)
+``execute``    an execution started: ``n``, ``module``, ``id`` or ``c`` (the ``n`` of its
+               compilation)
+``executed``   that execution ended: ``n``, ``error`` (when it raised)
 ``args``       the arguments of execution ``n`` were saved: ``n``, ``file`` (relative to
-               ``processes/``), ``bytes``
+               ``processes/``; an ``.npz`` of ``arr_0``, ``arr_1``, ... in parameter order),
+               ``bytes``. Only multi-device executions, which XLA writes no snapshot of, and
+               only the newest within a size budget (older files are deleted)
+``args_skipped`` execution ``n``'s arguments were over the budget: ``n``, ``bytes``
 ``rlimit``     the program changed a limit: ``name``, ``soft``, ``hard``
-``exit``       the interpreter is exiting normally: ``status`` when known
+``exit``       the interpreter is exiting normally: ``status`` when known (1: an uncaught
+               exception)
+``hook_error`` the hook could not record something (a jax release it does not know)
 
 Unknown records and keys are ignored, so the hook can grow without breaking readers.
+
+Module ids the hook could not learn are filled in by ``load``: a process's compilations, in
+order, are matched with the modules in its dump folder(s), in id order, by name.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +62,8 @@ class Event:
     started: float = 0.0
     ended: float | None = None  # None: still running when the process died or was stopped
     args: Path | None = None  # saved arguments (executions only)
+    error: str | None = None  # the exception it raised, when it ended by raising one
+    dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
 
     @property
     def finished(self) -> bool:
@@ -71,6 +86,8 @@ class ProcessEvidence:
     rlimits: dict[str, tuple[int, int]] = field(default_factory=dict)  # the last value seen
     stack: str | None = None  # faulthandler's Python stack at a fatal signal or Ctrl-C
     exited: bool = False  # the interpreter reached a normal exit
+    exit_status: int | None = None  # 1: it exited with an uncaught exception; None: unknown
+    local_devices: int | None = None
 
     @property
     def unfinished(self) -> Event | None:
@@ -105,25 +122,21 @@ def _records(path: Path) -> Iterable[dict[str, Any]]:
 
 def _load_one(path: Path) -> _Loaded | None:
     start: dict[str, Any] = {}
-    backend: dict[str, Any] = {}
+    backends: list[dict[str, Any]] = []
     events: dict[tuple[str, int], dict[str, Any]] = {}
     rlimits: dict[str, tuple[int, int]] = {}
-    exited = False
+    exit_record: dict[str, Any] | None = None
     for r in _records(path):
         kind = r["e"]
         if kind == "start":
             start = r
             rlimits.update(_limits(r.get("rlimits")))
         elif kind == "backend":
-            backend = r
+            backends.append(r)
         elif kind in ("compile", "execute") and isinstance(r.get("n"), int):
             events[(kind, r["n"])] = dict(r)
         elif kind in ("compiled", "executed") and isinstance(r.get("n"), int):
-            begun = events.get(({"compiled": "compile", "executed": "execute"}[kind], r["n"]))
-            if begun is not None:
-                begun["ended"] = r.get("t", 0.0)
-                if isinstance(r.get("id"), int):
-                    begun["id"] = r["id"]
+            _end(events.get(({"compiled": "compile", "executed": "execute"}[kind], r["n"])), r)
         elif kind == "args" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
             begun = events.get(("execute", r["n"]))
             if begun is not None:
@@ -131,29 +144,85 @@ def _load_one(path: Path) -> _Loaded | None:
         elif kind == "rlimit" and isinstance(r.get("name"), str):
             rlimits.update(_limits({r["name"]: [r.get("soft"), r.get("hard")]}))
         elif kind == "exit":
-            exited = True
+            exit_record = r
     if not isinstance(start.get("pid"), int):
         return None
     stack_file = path.with_name(f"{start['pid']}.stack.txt")
     stack = stack_file.read_text(errors="replace") if stack_file.is_file() else None
+    # XLA read its flags when the first backend started; an accelerator's describes the run.
+    first = backends[0] if backends else {}
+    main = next((b for b in backends if b.get("platform") != "cpu"), first)
+    dump_dir = Path(first["dump_dir"]) if isinstance(first.get("dump_dir"), str) else None
     ordered = sorted(events.values(), key=lambda r: (r.get("t", 0.0), r["n"]))
+    _fill_ids(ordered, dump_dir)
     return _Loaded(
         pid=start["pid"],
         ppid=_int(start.get("ppid")) or 0,
         argv=tuple(str(a) for a in start.get("argv", ()) if isinstance(a, str)),
         events=tuple(_event(r) for r in ordered),
-        rank=_int(backend.get("rank")),
-        processes=_int(backend.get("processes")),
-        devices=_int(backend.get("devices")),
-        platform=str(backend.get("platform") or ""),
-        env=_strings(backend.get("env")),
-        jax_config=_strings(backend.get("jax_config")),
-        dump_dir=Path(backend["dump_dir"]) if isinstance(backend.get("dump_dir"), str) else None,
+        rank=_int(main.get("rank")),
+        processes=_int(main.get("processes")),
+        devices=_int(main.get("devices")),
+        platform=str(main.get("platform") or ""),
+        env=_strings(first.get("env")),
+        jax_config=_strings(first.get("jax_config")),
+        dump_dir=dump_dir,
         rlimits=rlimits,
         stack=stack or None,
-        exited=exited,
+        exited=exit_record is not None,
+        exit_status=_int(exit_record.get("status")) if exit_record else None,
+        local_devices=_int(main.get("local_devices")),
         pid_order=float(start.get("t", 0.0)),
     )
+
+
+def _end(begun: dict[str, Any] | None, r: dict[str, Any]) -> None:
+    if begun is None:
+        return
+    begun["ended"] = r.get("t", 0.0)
+    if isinstance(r.get("id"), int):
+        begun["id"] = r["id"]
+    if isinstance(r.get("error"), str):
+        begun["error"] = r["error"]
+
+
+# The file every compiled module gets first (collect dumps text and protos of each).
+_BEFORE = re.compile(r"^(?:\d+\.)?module_(\d+)\.(.+)\.before_optimizations\.(?:txt|hlo\.pb)$")
+
+
+def _dumped(folder: Path) -> list[tuple[int, str]]:
+    """(module id, name) of each module dumped directly in ``folder``, in id order."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = {(int(m.group(1)), m.group(2)) for n in names if (m := _BEFORE.match(n))}
+    return sorted(found)
+
+
+def _fill_ids(ordered: list[dict[str, Any]], dump_dir: Path | None) -> None:
+    """Give compilations without an id the id of their module in the dump: module ids grow
+    in compile order, so the k-th compilation of ``jit_f`` is the next ``jit_f`` dumped after
+    the previous match. Executions take the id of the compilation they ran."""
+    cursors: dict[Path, tuple[list[tuple[int, str]], int]] = {}
+    by_n: dict[int, dict[str, Any]] = {}
+    for r in ordered:
+        if r["e"] != "compile":
+            continue
+        by_n[r["n"]] = r
+        folder = Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else dump_dir
+        if folder is None or isinstance(r.get("id"), int):
+            continue
+        dumped, at = cursors.get(folder) or (_dumped(folder), 0)
+        name = str(r.get("module") or "")
+        hit = next((i for i in range(at, len(dumped)) if dumped[i][1] == name), None)
+        if hit is not None:
+            r["id"], at = dumped[hit][0], hit + 1
+        cursors[folder] = (dumped, at)
+    for r in ordered:
+        compiled = by_n.get(r["c"]) if r["e"] == "execute" and isinstance(r.get("c"), int) else None
+        if compiled is not None and not isinstance(r.get("id"), int):
+            r["id"] = compiled.get("id")
 
 
 @dataclass(frozen=True)
@@ -172,6 +241,8 @@ def _event(r: dict[str, Any]) -> Event:
         started=float(r.get("t", 0.0)),
         ended=float(r["ended"]) if isinstance(r.get("ended"), (int, float)) else None,
         args=r.get("args") if isinstance(r.get("args"), Path) else None,
+        error=r["error"] if isinstance(r.get("error"), str) else None,
+        dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
     )
 
 

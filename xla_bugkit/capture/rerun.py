@@ -14,7 +14,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from xla_bugkit import flags, proc
+from xla_bugkit import flags, frameworks, proc
+from xla_bugkit.capture import evidence, hook, xla_log
+from xla_bugkit.capture.processes import Culprit, flags_in_force, memory_cap
 from xla_bugkit.failure import Failure, Stop, classify
 
 if TYPE_CHECKING:
@@ -34,11 +36,38 @@ class RunRecord:
     output: str
     xla_flags: flags.MergedFlags
     failure: Failure
+    # The process the failure belongs to, from what each process recorded (set once the
+    # evidence is read: ``processes.failing``); None without the hook's records.
+    culprit: Culprit | None = None
+
+    @property
+    def flags_in_force(self) -> tuple[str, ...]:
+        """The flags the failing process ran with (set by the program itself included, dump
+        flags left out); without the hook's records, the user's XLA_FLAGS."""
+        if self.culprit is not None:
+            return flags_in_force(self.culprit.process)
+        return self.xla_flags.user_flags
+
+    @property
+    def memory_cap(self) -> int | None:
+        """The address-space limit the failing process set itself, if it did."""
+        return memory_cap(self.culprit.process) if self.culprit is not None else None
+
+    @property
+    def culprit_evidence(self) -> tuple[evidence.ProcessEvidence, ...]:
+        return (self.culprit.process,) if self.culprit is not None else ()
 
 
-def child_env(base: Mapping[str, str], dump_dir: Path) -> tuple[dict[str, str], flags.MergedFlags]:
-    """The environment for the rerun: the user's, plus what makes XLA and JAX tell all."""
-    env = dict(base)
+def child_env(
+    base: Mapping[str, str],
+    dump_dir: Path,
+    processes: Path | None = None,
+    framework: frameworks.Framework | None = None,
+) -> tuple[dict[str, str], flags.MergedFlags]:
+    """The environment for the rerun: the user's, plus what makes XLA and JAX tell all;
+    with ``processes``, the start-up hook that records each process there (``hook``);
+    adapted to ``framework`` (TensorFlow, PyTorch/XLA) when it is known."""
+    env = dict(base) if processes is None else hook.environment(base, processes, dump_dir)
     merged = flags.merge(base.get("XLA_FLAGS"), dump_dir)
     env["XLA_FLAGS"] = merged.value
     # Names of what was compiled, in order: the strongest evidence of which module failed.
@@ -53,7 +82,9 @@ def child_env(base: Mapping[str, str], dump_dir: Path) -> tuple[dict[str, str], 
     mosaic = flags.join([f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"])
     env["LIBTPU_INIT_ARGS"] = f"{base.get('LIBTPU_INIT_ARGS', '')} {mosaic}".strip()
     env["PYTHONUNBUFFERED"] = "1"
-    return env, merged
+    # XLA names each dump file it writes: the last name before a crash is the culprit's.
+    env.update(xla_log.log_env(base))
+    return frameworks.adapt(env, merged, framework)
 
 
 def rerun(
@@ -64,15 +95,24 @@ def rerun(
     timeout: float | None,
     echo: bool,
     base_env: Mapping[str, str] | None = None,
+    processes: Path | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
-    (``echo``) and to ``log_path`` as it arrives.
+    (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
+    what it did under ``processes`` (default: ``processes/`` next to ``dump_dir``), and
+    each one that starts an XLA backend dumps into a subfolder of ``dump_dir`` named by its
+    pid (``hook.process_dump_dir``).
 
     A run stopped by ``timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy is a
     hang; how long it ran and went without output before the stop go into its failure.
     """
-    env, merged = child_env(os.environ if base_env is None else base_env, dump_dir)
+    processes = processes or dump_dir.parent / evidence.PROCESSES
+    base = os.environ if base_env is None else base_env
+    # Known before the run only from the script's imports; unsure means JAX's settings.
+    framework = frameworks.from_command(command)
+    env, merged = child_env(base, dump_dir, processes, framework)
     dump_dir.mkdir(parents=True, exist_ok=True)
+    processes.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):

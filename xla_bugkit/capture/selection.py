@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from xla_bugkit import frameworks
+from xla_bugkit.capture import xla_log
 from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.capture.evidence import Event, ProcessEvidence
+from xla_bugkit.capture.search import search_symbol
 from xla_bugkit.failure import COMPILING_RE, Failure, Kind, Phase
 
 # Modules JAX compiles for single primitives (jnp helpers, dispatch of one op). They are in
@@ -30,8 +31,12 @@ HELPER_NAMES = frozenset(
     }
 )  # fmt: skip
 
-# Scores: explicit choice > named by the failure > crash evidence > the last-compiled guess.
-_EXPLICIT, _COMPILING, _NAMED, _UNFINISHED, _LAST_RUN, _GUESS = 100, 80, 70, 60, 50, 10
+# Scores: explicit choice > what the process was doing when it died (by module number) >
+# named by the failure > crash evidence > the last-compiled guess.
+_EXPLICIT, _IN_FLIGHT, _LOG_FATAL, _COMPILING, _LOG_ERROR, _NAMED = 100, 90, 85, 80, 75, 70
+_LOG_UNFINISHED, _UNFINISHED, _LOG_LAST, _LAST_EXECUTED, _LAST_RUN, _GUESS = 65, 60, 55, 55, 50, 10
+
+Reasons = dict[str, list[tuple[int, str]]]
 
 
 @dataclass(frozen=True)
@@ -58,34 +63,6 @@ def _loose(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def search_symbol(index: DumpIndex, modules: Iterable[DumpModule], text: str) -> dict[str, str]:
-    """Labels of modules whose text dumps contain ``text``, with the file it was found in.
-
-    Files are memory-mapped and searched with ``find`` (a C loop), not read line by line.
-    """
-    needle = text.encode()
-    found: dict[str, str] = {}
-    for module in modules:
-        for file in module.files:
-            if file.role not in (Role.BEFORE_TEXT, Role.AFTER_TEXT) or file.size == 0:
-                continue
-            if _file_contains(index.root / file.path, needle):
-                found[module.label] = file.path.name
-                break
-    return found
-
-
-_MMAP_FROM = 1 << 20  # below this, one read() is cheaper than setting up a mapping
-
-
-def _file_contains(path: Path, needle: bytes) -> bool:
-    with path.open("rb") as f:
-        if os.fstat(f.fileno()).st_size < _MMAP_FROM:
-            return needle in f.read()
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return m.find(needle) >= 0
-
-
 def select(
     index: DumpIndex,
     failure: Failure,
@@ -94,9 +71,14 @@ def select(
     module_re: str | None = None,
     symbol: str | None = None,
     limit: int = 3,
+    evidence: Sequence[ProcessEvidence] = (),
 ) -> Selection:
-    """Rank the modules of ``index`` by the evidence for each; keep the best ``limit``."""
-    reasons: dict[str, list[tuple[int, str]]] = {m.label: [] for m in index.modules}
+    """Rank the modules of ``index`` by the evidence for each; keep the best ``limit``.
+
+    ``output`` is the run's output (JAX's compile log and XLA's own log lines in it);
+    ``evidence`` what each process of the run recorded about itself (``evidence.load``).
+    """
+    reasons: Reasons = {m.label: [] for m in index.modules}
     if module_re:
         pattern = re.compile(module_re)
         for m in index.modules:
@@ -107,12 +89,12 @@ def select(
             reasons[label].append((_EXPLICIT, f"{file} contains {symbol!r}"))
     if failure.kind.is_failure:
         _failure_evidence(index, failure, output, reasons)
+        _log_evidence(index, failure, output, reasons)
+        _process_evidence(index, failure, evidence, reasons)
     return _rank(index, failure, reasons, limit)
 
 
-def _failure_evidence(
-    index: DumpIndex, failure: Failure, output: str, reasons: dict[str, list[tuple[int, str]]]
-) -> None:
+def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
     if failure.compiling is not None:
         wanted = _loose(f"jit{failure.compiling}")
         matches = [m for m in index.modules if _loose(m.name) == wanted]
@@ -120,9 +102,16 @@ def _failure_evidence(
             reasons[matches[-1].label].append(
                 (_COMPILING, f"JAX was compiling jit({failure.compiling}) when the run stopped")
             )
+    if failure.function is not None:
+        # TensorFlow names the failing function in its error: "[Op:__inference_f_13]".
+        runs = [m for m in index.modules if frameworks.runs_function(m.name, failure.function)]
+        if runs:
+            reasons[runs[-1].label].append(
+                (_COMPILING, f"TensorFlow's error names its function {failure.function}")
+            )
     tail = _failure_text(output, failure)
     for m in index.modules:
-        if re.search(rf"\b{re.escape(m.name)}\b", tail):
+        if re.search(rf"\b{re.escape(m.name)}\b", tail) and not frameworks.name_is_shared(m.name):
             reasons[m.label].append((_NAMED, "named in the failure's output"))
     in_compile = failure.phase is Phase.COMPILE or failure.kind in (Kind.COMPILE_CRASH, Kind.HANG)
     for m in index.modules:
@@ -148,7 +137,9 @@ def _failure_text(output: str, failure: Failure) -> str:
         starts.append(output.find(failure.headline.split("] ", 1)[-1][:80]))
     start = max(s for s in (*starts, 0) if s >= 0)
     # Compile-log lines name what was compiled, not what failed; keep them out.
-    return COMPILING_RE.sub("", output[max(0, start - 2000) :][-200_000:])
+    return COMPILING_RE.sub(
+        "", xla_log.without_dump_lines(output[max(0, start - 2000) :][-200_000:])
+    )
 
 
 def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
@@ -158,9 +149,134 @@ def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
     return max(ran, key=lambda t: t[0])[1] if ran else None
 
 
-def _rank(
-    index: DumpIndex, failure: Failure, reasons: dict[str, list[tuple[int, str]]], limit: int
-) -> Selection:
+def _stopped_in_xla(failure: Failure) -> bool:
+    """The process died or was stopped (not an error it raised), or failed compiling."""
+    return failure.phase is Phase.COMPILE or failure.kind in (
+        Kind.COMPILE_CRASH, Kind.CRASH, Kind.HANG
+    )  # fmt: skip
+
+
+def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
+    """XLA's ``Dumping module_NNNN...`` lines: the last before its first error line, or
+    before the end of a run that crashed or was stopped, names the module by number."""
+    lines = xla_log.dump_lines(output)
+    if not lines:
+        return
+    error = xla_log.first_error(output, after=lines[0].offset)
+    if error is not None:
+        last = xla_log.last_before(lines, error.offset)
+        if last is not None and (module := _by_log_line(index, last)) is not None:
+            what = "fatal" if error.fatal else "error"
+            reasons[module.label].append(
+                (_LOG_FATAL if error.fatal else _LOG_ERROR,
+                 f"XLA's log: {last.file} was the last file dumped before its first "
+                 f"{what} line ({error.site})")
+            )  # fmt: skip
+        return
+    last = xla_log.last_before(lines)
+    if last is None or not _stopped_in_xla(failure):
+        return
+    module = _by_log_line(index, last)
+    if module is None:
+        return
+    if last.stage != "snapshot" and not xla_log.compile_finished(lines, last.id):
+        reasons[module.label].append(
+            (_LOG_UNFINISHED, f"XLA's log: {last.file} was the last file dumped before the run "
+             "stopped, and no optimised module of it was dumped: its compilation did not finish")
+        )  # fmt: skip
+    else:
+        reasons[module.label].append(
+            (_LOG_LAST, f"XLA's log: {last.file} was the last file dumped before the run stopped")
+        )
+
+
+def _by_log_line(index: DumpIndex, line: xla_log.DumpLine) -> DumpModule | None:
+    """The module a log line names: by number; the name tells apart modules of different
+    processes that share a number."""
+    same_id = [m for m in index.modules if m.id == line.id]
+    named = [m for m in same_id if line.rest.startswith(f"{m.name}.")]
+    found = named or same_id
+    return found[-1] if len(found) == 1 or named else None
+
+
+def _process_evidence(
+    index: DumpIndex, failure: Failure, processes: Sequence[ProcessEvidence], reasons: Reasons
+) -> None:
+    """What each process recorded: the compilation or execution under way when it stopped,
+    or the one that raised, wins; without either, the last execution that finished before a
+    runtime failure."""
+    several = len(processes) > 1
+    for process in processes:
+        found = _process_reason(index, failure, process, several=several)
+        if found is not None:
+            module, score, why = found
+            reasons[module.label].append((score, why))
+
+
+def _process_reason(
+    index: DumpIndex, failure: Failure, process: ProcessEvidence, *, several: bool
+) -> tuple[DumpModule, int, str] | None:
+    who = _who(process) if several else "the process"
+    busy = process.unfinished
+    raised = next((e for e in reversed(process.events) if e.error), None)
+    for event in (busy, raised):
+        if event is None:
+            continue
+        module = _event_module(index, process, event)
+        doing = "compiling" if event.kind == "compile" else "executing"
+        if module is None:
+            return None
+        if event is busy:
+            return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped"
+        error = event.error or ""
+        error = f"{error[:120]}…" if len(error) > 120 else error
+        return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} raised {error}"
+    # A compile failure is not about executions; a rank that ended well is no evidence.
+    if failure.phase is Phase.COMPILE or (several and process.exited and not process.exit_status):
+        return None
+    for event in reversed(process.events):
+        if event.kind == "execute" and event.finished:
+            module = _event_module(index, process, event)
+            if module is not None and not is_helper(module):
+                return module, _LAST_EXECUTED, f"the last execution to finish before {who} failed"
+    return None
+
+
+def _who(process: ProcessEvidence) -> str:
+    rank = f" (rank {process.rank})" if process.rank is not None else ""
+    return f"process {process.pid}{rank}"
+
+
+def _call(event: Event) -> str:
+    what = event.fun or event.module
+    return f" ({what}{' on ' + event.shapes if event.shapes else ''})" if what else ""
+
+
+def _event_module(index: DumpIndex, process: ProcessEvidence, event: Event) -> DumpModule | None:
+    """The dumped module of ``event``: by number when the hook knew it (same-name siblings
+    differ only there), else the newest module of that name, preferring one whose
+    compilation did not finish."""
+    named = [m for m in index.modules if not event.module or _loose(m.name) == _loose(event.module)]
+    if event.id is not None:
+        same = [m for m in (named or index.modules) if m.id == event.id]
+        mine = [m for m in same if _under(index, m, process)]
+        found = mine or same
+        return found[-1] if found else None
+    if not event.module or not named:
+        return None
+    unfinished = [m for m in named if not m.compiled]
+    return (unfinished or named)[-1]
+
+
+def _under(index: DumpIndex, module: DumpModule, process: ProcessEvidence) -> bool:
+    """Whether ``module``'s files are in ``process``'s own dump folder."""
+    if process.dump_dir is None or not module.files:
+        return False
+    path = index.root / module.files[0].path
+    return path.parent.resolve() == process.dump_dir.resolve()
+
+
+def _rank(index: DumpIndex, failure: Failure, reasons: Reasons, limit: int) -> Selection:
     def score(m: DumpModule) -> int:
         best = max((s for s, _ in reasons[m.label]), default=0)
         # A helper keeps its place only when explicit or named evidence points at it.
@@ -170,7 +286,7 @@ def _rank(
     # What the user chose (--module, --symbol) is what they get; other evidence only ranks.
     explicit = [m for m in candidates if score(m) >= _EXPLICIT]
     ranked = sorted(explicit or candidates, key=lambda m: (-score(m), -m.id))
-    chosen = [Chosen(m, tuple(r for _, r in reasons[m.label]), score(m)) for m in ranked[:limit]]
+    chosen = [Chosen(m, _strongest_first(reasons[m.label]), score(m)) for m in ranked[:limit]]
     guess = not chosen
     if guess and index.modules:
         pool = [m for m in index.modules if not is_helper(m)] or list(index.modules)
@@ -183,3 +299,7 @@ def _rank(
     labels = {c.module.label for c in chosen}
     others = tuple(m.label for m in index.modules if m.label not in labels)
     return Selection(tuple(chosen), guess, others)
+
+
+def _strongest_first(reasons: list[tuple[int, str]]) -> tuple[str, ...]:
+    return tuple(r for _, r in sorted(reasons, key=lambda sr: -sr[0]))

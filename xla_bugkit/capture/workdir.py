@@ -5,7 +5,9 @@ program that may have taken hours.
 Layout::
 
     WORKDIR/
-      dump/      XLA's dumps (--xla_dump_to)
+      dump/      XLA's dumps (--xla_dump_to); a second process with a backend (another rank,
+                 a worker) dumps into dump/<pid>/
+      processes/ what each Python process of the run recorded (``capture.evidence``)
       run.log    the program's output, as it arrived
       run.json   how the run ended (``RunRecord`` without the output)
       bundle/    the bundle's staging folder, while one is written
@@ -28,7 +30,8 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Failure
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
-NAMES = (DUMP, LOG, RECORD, STAGE)
+PROCESSES = "processes"  # what each process recorded (``capture.evidence``)
+NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES)
 RECORD_SCHEMA = 1
 
 

@@ -21,7 +21,7 @@ def options_from(args: argparse.Namespace, defaults: config.Config) -> CollectOp
     max_size = args.max_size if args.max_size is not None else config.parse_size(defaults.max_size)
     return CollectOptions(
         output=args.output or Path(f"bundle.{args.format or defaults.format}"),
-        fmt=fmt, replay_timeout=args.replay_timeout, module_re=args.module_re,
+        fmt=fmt, replay_timeout=args.replay_timeout, module_re=args.module_re, budget=args.budget,
         symbol=args.symbol, replay=args.replay, data=args.data, repo=args.repo,
         max_size=max_size, force=args.force,
     )  # fmt: skip

@@ -7,14 +7,14 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import config, github
+from xla_bugkit import config, frameworks, github
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage, headline, triage
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection
 from xla_bugkit.capture.workdir import replaced_dump_dir
-from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
+from xla_bugkit.pipeline import CollectOptions, CollectResult, collect, shrink_written
 from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.ui import Ui
 
@@ -28,9 +28,10 @@ def options_from(args: argparse.Namespace, defaults: config.Config) -> CollectOp
         output=args.output or Path(f"bundle.{args.format or defaults.format}"),
         fmt=fmt, timeout=args.timeout,
         replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
+        budget=args.budget,
         workdir=args.workdir, keep_workdir=args.keep_workdir, always=args.always,
         replay=args.replay, data=args.data, repo=args.repo, force=args.force,
-        include_source=args.include_source,
+        include_source=args.include_source, shrink=getattr(args, "shrink", None),
         max_size=args.max_size if args.max_size is not None
         else config.parse_size(defaults.max_size),
     )  # fmt: skip
@@ -38,10 +39,17 @@ def options_from(args: argparse.Namespace, defaults: config.Config) -> CollectOp
 
 def collect_command(command: Sequence[str], options: CollectOptions, ui: Ui) -> int:
     """CLI: run the pipeline, then print what was chosen, the verdicts and what next."""
+    if options.shrink is not None:
+        # Imported here: shrink pulls in ml_dtypes (~1 s), which a collect without it never needs.
+        from xla_bugkit.shrink.run import parse_budget
+
+        parse_budget(options.shrink)  # a mistake must stop the run before it starts
     result = collect(command, options, ui)
     ui.summary(render_summary(result, repo=options.repo, verbose=ui.verbosity > 0))
     if kept := kept_lines(result):
         ui.summary("\n".join(kept))
+    if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
+        shrink_written(result.bundle, options, ui)
     return int(result.exit_code)
 
 
@@ -58,7 +66,7 @@ def kept_lines(result: CollectResult) -> list[str]:
     return lines
 
 
-def render_summary(result: CollectResult, *, repo: str, verbose: bool = False) -> str:
+def render_summary(result: CollectResult, *, repo: str | None, verbose: bool = False) -> str:
     """The closing lines of ``collect`` for ``result``; ``repo`` gets the new-issue link."""
     if result.selection is None or result.manifest is None:
         return NO_FAILURE
@@ -76,7 +84,7 @@ def summary(
     run: RunRecord,
     fmt: str,
     *,
-    repo: str,
+    repo: str | None,
     manifest: Manifest,
     verbose: bool = False,
 ) -> str:
@@ -85,12 +93,19 @@ def summary(
     first = selection.chosen[0].module.name if selection.chosen else None
     judged = triage(run.failure, verdicts, module=first)
     lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
+    if run.culprit is not None and run.culprit.others:
+        lines.append(
+            f"  failing process: {run.culprit.label}: {run.culprit.why} "
+            f"({len(run.culprit.others)} other processes listed in manifest.json)"
+        )
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
     for v in verdicts:
         lines.append(f"  replay {v.module}: {v.outcome.value} ({v.inputs}): {v.evidence}")
     if not verdicts:
         lines.append("  replay: not run")
+    elif label := frameworks.replay_label_of(manifest.get("framework")):
+        lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")
     lines += _shared(manifest, verbose)
     if size > config.MAX_SIZE:
@@ -101,6 +116,9 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
+    reproduced = any(v.reproduced for v in verdicts)
+    framework = frameworks.of_record(manifest.get("framework"))
+    repo = repo or frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
     lines += _next_steps(path, manifest["title"], repo, judged)
     return "\n".join(lines)
 

@@ -119,7 +119,8 @@ class _Child:
     tested: bool = False  # the test ran to the end and its outputs are saved
 
 
-def _child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
+def child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
+    """The environment of a replay child: ours, with ``xla_flags`` and ``platform``."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     env["JAX_PLATFORMS"] = platform
@@ -136,7 +137,11 @@ def _spawn(
     spec_path = out / protocol.SPEC
     spec_path.write_text(json.dumps(spec))
     argv = [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)]
-    done = proc.run_captured(argv, env=_child_env(tuple(env_flags), inp.platform), **limits)
+    done = proc.run_captured(argv, env=child_env(tuple(env_flags), inp.platform), **limits)
+    return _child_of(done, out)
+
+
+def _child_of(done: proc.Completed, out: Path) -> _Child:
     phase = marker(done.output, protocol.PHASE)
     return _Child(
         done=done,
@@ -154,9 +159,8 @@ def _saved(out: Path, stem: str) -> bool:
 
 def _spawn_settled(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
     """Spawn the child; again with more devices or a flag moved to XLA_FLAGS, if it asks."""
-    recorded = flags.without_dump_flags(inp.xla_flags)
-    env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
-    spec = {**spec, "flags": [f for f in recorded if f not in env_flags]}
+    env_flags, spec_flags = split_flags(inp)
+    spec = {**spec, "flags": spec_flags}
     while True:
         child = _spawn(inp, spec, env_flags, limits)
         needs = marker(child.done.output, protocol.NEEDS_DEVICES)
@@ -178,6 +182,33 @@ def _spawn_settled(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any
             raise BugkitError(f"unknown XLA flag {unknown}")
         else:
             return child
+
+
+def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
+    """``inp``'s recorded flags as (those for XLA_FLAGS, those for per-compile overrides)."""
+    recorded = flags.without_dump_flags(inp.xla_flags)
+    env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
+    return env_flags, [f for f in recorded if f not in env_flags]
+
+
+def child_spec(
+    inp: ReplayInput, out: Path, *, use_data: bool = True, seed: int = 42, reference: bool = True
+) -> dict[str, Any]:
+    """What a replay child (``worker``) is asked to do for ``inp``, leaving its arrays in
+    ``out``; without the flags, which ``split_flags`` gives."""
+    return {
+        "hlo": str(inp.hlo),
+        "snapshot": str(inp.snapshot) if inp.snapshot else None,
+        "mlir": str(inp.mlir) if inp.mlir else None,
+        "compile_options": str(inp.compile_options) if inp.compile_options else None,
+        "flags_given": inp.flags_given,
+        "platform": inp.platform,
+        "use_data": use_data,
+        "seed": seed,
+        "out": str(out),
+        "reference": reference,
+        "conservative": list(CONSERVATIVE_FLAGS),
+    }
 
 
 def replay(
@@ -206,26 +237,35 @@ def replay(
         "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
-        spec = {
-            "hlo": str(inp.hlo),
-            "snapshot": str(inp.snapshot) if inp.snapshot else None,
-            "mlir": str(inp.mlir) if inp.mlir else None,
-            "compile_options": str(inp.compile_options) if inp.compile_options else None,
-            "flags_given": inp.flags_given,
-            "platform": inp.platform,
-            "use_data": use_data,
-            "seed": seed,
-            "out": tmp,
-            "reference": reference,
-            "conservative": list(CONSERVATIVE_FLAGS),
-        }
+        spec = child_spec(inp, Path(tmp), use_data=use_data, seed=seed, reference=reference)
         child = _spawn_settled(inp, spec, limits)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, keep_arrays / saved.name)
-        verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
-        return verdict or _judge_result(inp, child, expected, timeout if reference else None)
+        return _verdict(inp, child, expected, timeout, reference=reference)
+
+
+def judged(
+    inp: ReplayInput,
+    done: proc.Completed,
+    out: Path,
+    expected: Failure | None,
+    *,
+    timeout: float,
+    reference: bool = True,
+) -> Verdict:
+    """The verdict on a child that already replayed ``inp`` (``done``: its status and
+    output, ``out``: its arrays), as ``replay`` judges its own: for callers that run several
+    modules in one child."""
+    return _verdict(inp, _child_of(done, out), expected, timeout, reference=reference)
+
+
+def _verdict(
+    inp: ReplayInput, child: _Child, expected: Failure | None, timeout: float, *, reference: bool
+) -> Verdict:
+    verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
+    return verdict or _judge_result(inp, child, expected, timeout if reference else None)
 
 
 def _expected_kind(expected: Failure | None) -> Kind:
@@ -234,8 +274,8 @@ def _expected_kind(expected: Failure | None) -> Kind:
 
 def _wrong_result_suspected(expected: Failure | None) -> bool:
     """The run showed no XLA failure: it succeeded, or the program's own check failed
-    (a non-XLA exit, such as an assertion on the numbers)."""
-    return _expected_kind(expected) in (Kind.SUCCESS, Kind.EXIT)
+    (a wrong value it found, or any other non-XLA exit)."""
+    return _expected_kind(expected) in (Kind.SUCCESS, Kind.WRONG_RESULT, Kind.EXIT)
 
 
 def _judge_failure(

@@ -17,3 +17,11 @@ def memory_limit(platform: str) -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
     except (ValueError, OSError):
         return None
+
+
+def capped(limit: int | None, cap: int | None) -> int | None:
+    """``limit``, lowered to ``cap``: the limit a program set itself, which its modules
+    must meet again in the replay to fail as they did."""
+    if cap is None:
+        return limit
+    return cap if limit is None else min(limit, cap)

@@ -144,6 +144,16 @@ def _called(lines: Sequence[str]) -> list[str]:
     return names
 
 
+def called_computations(lines: Sequence[str]) -> list[str]:
+    """The computations these instruction lines call (to_apply, body, ...), as named."""
+    return _called(lines)
+
+
+def closing_bracket(text: str, start: int) -> int:
+    """Index of the bracket closing the one at ``start``."""
+    return _closing(text, start)
+
+
 def _callees(module: Module, instruction: Instruction) -> list[str]:
     """The computations ``instruction`` needs, transitively, in the module's order."""
     needed: set[str] = set()
@@ -231,14 +241,19 @@ def run_op_by_op(text: str, args: Sequence[Value], run: Runner) -> list[np.ndarr
     instruction that cannot run alone.
     """
     module = parse_module(text)
+    values = entry_values(text, args, run)
+    root = next((i for i in module.entry if i.is_root), module.entry[-1])
+    return leaves(values[root.name])
+
+
+def entry_values(text: str, args: Sequence[Value], run: Runner) -> dict[str, Value]:
+    """The value of every entry instruction of HLO ``text``, each computed on its own."""
+    module = parse_module(text)
     values: dict[str, Value] = {}
     shapes = {i.name: i.shape for i in module.entry}
-    root = module.entry[-1]
     for instruction in module.entry:
         values[instruction.name] = _evaluate(module, instruction, values, shapes, args, run)
-        if instruction.is_root:
-            root = instruction
-    return leaves(values[root.name])
+    return values
 
 
 def _evaluate(

@@ -8,15 +8,16 @@ import os
 import signal
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
+from xla_bugkit import flags
 from xla_bugkit.capture.selection import Chosen
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay.inputs import module_files, replay_input
 from xla_bugkit.replay.judge import Verdict, replay
-from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.ui import Ui
 
 
@@ -38,9 +39,13 @@ def replay_stage(
     use_data: bool,
     ui: Ui,
     arrays: Path | None = None,
+    process_flags: Sequence[str] = (),
+    memory_cap: int | None = None,
 ) -> Replays:
     """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process;
-    ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label.
+    ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label;
+    ``process_flags``: the XLA flags of the process that compiled them (``flags.in_force``);
+    ``memory_cap``: an address-space limit that process ran under (it set it itself).
 
     Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
     verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
@@ -53,7 +58,8 @@ def replay_stage(
             for c in chosen:
                 keep = arrays / c.module.label if arrays is not None else None
                 verdict = _replay_one(root, c, expected, timeout=timeout, use_data=use_data,
-                                      ui=ui, keep=keep)  # fmt: skip
+                                      ui=ui, keep=keep, process_flags=process_flags,
+                                      memory_cap=memory_cap)  # fmt: skip
                 if interrupts.count:
                     break  # the child was stopped part-way: its verdict says nothing
                 if verdict is not None:
@@ -78,6 +84,8 @@ def _replay_one(
     use_data: bool,
     ui: Ui,
     keep: Path | None = None,
+    process_flags: Sequence[str] = (),
+    memory_cap: int | None = None,
 ) -> Verdict | None:
     # Each module replays with the flags XLA really used for it (its dumped debug options),
     # which include what the program appended to XLA_FLAGS itself.
@@ -86,10 +94,12 @@ def _replay_one(
     if inp is None:
         ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
         return None
+    inp = replace(inp, xla_flags=flags.in_force(inp.xla_flags, process_flags))
+    limit = capped(memory_limit(inp.platform), memory_cap)
     with ui.phase(f"replaying {m.label}"):
         verdict = replay(
             inp, expected=expected, timeout=timeout, use_data=use_data,
-            memory_limit=memory_limit(inp.platform), keep_arrays=keep,
+            memory_limit=limit, keep_arrays=keep,
         )  # fmt: skip
     ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
     return verdict

@@ -1,0 +1,151 @@
+"""P1 on a realistic program: ``collect --no-replay`` against the same program run by hand.
+
+The program (``training_program.py``) trains with many small jitted modules and eager ops,
+dumps a snapshot of every execution and ends in a real XLA crash. Runs are paired and
+interleaved (hand, collect, collect, hand, ...), so drift on a shared machine lands on both
+sides; each side reports the median wall time and the median CPU time of its whole process
+tree (``os.wait4``). collect's own stages come from ``XLA_BUGKIT_TIMINGS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import BENCH, Config, Row, child_env, fresh_dir, ratio, secs
+
+from xla_bugkit.capture.rerun import child_env as rerun_env
+from xla_bugkit.ui import TIMINGS_ENV
+
+TRAINING = BENCH / "training_program.py"
+_STAGES = ("index", "select", "environment", "stage", "archive")
+
+
+@dataclass(frozen=True)
+class Tree:
+    wall: float
+    cpu: float  # user + system of the process and every descendant it waited for
+    status: int
+
+
+def run_tree(cmd: Sequence[str], env: dict[str, str], log: Path) -> Tree:
+    """Run ``cmd`` with its output to ``log``; wall and CPU time of its whole process tree."""
+    with log.open("wb") as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(list(cmd), env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait again
+    return Tree(wall, usage.ru_utime + usage.ru_stime, child.returncode)
+
+
+def program(cfg: Config) -> list[str]:
+    size = ["--steps", "3", "--width", "16"] if cfg.smoke else []
+    return [cfg.python, str(TRAINING), *size]
+
+
+@dataclass(frozen=True)
+class Training:
+    hand: list[Tree]
+    collect: list[Tree]
+    stages: dict[str, list[dict[str, float]]]  # stage -> one {"wall", "cpu"} per collect run
+    bundle_ok: bool
+
+
+def measure_training(cfg: Config) -> Training:
+    base = fresh_dir(cfg.work / "p1-training")
+    hand: list[Tree] = []
+    collect: list[Tree] = []
+    stages: dict[str, list[dict[str, float]]] = {}
+    ok = True
+    pairs = 1 if cfg.smoke else max(cfg.reps, 3)
+    for i in range(pairs):
+        # ABBA order: neither side always runs first, after the other has warmed the caches.
+        for side in ("hand", "collect") if i % 2 == 0 else ("collect", "hand"):
+            if side == "hand":
+                hand.append(_by_hand(cfg, base / f"hand-{i}"))
+            else:
+                tree, times = _collect(cfg, base / f"collect-{i}")
+                collect.append(tree)
+                ok = ok and tree.status in (0, 3)  # a bundle was written
+                for name, t in times.items():
+                    stages.setdefault(name, []).append(t)
+    return Training(hand, collect, stages, ok)
+
+
+def _by_hand(cfg: Config, where: Path) -> Tree:
+    where = fresh_dir(where)
+    # Exactly the environment collect gives the program: dump flags, compile log, no cache.
+    env, _ = rerun_env(child_env(), where / "dump")
+    return run_tree(program(cfg), env, where / "run.log")
+
+
+def _collect(cfg: Config, where: Path) -> tuple[Tree, dict[str, dict[str, float]]]:
+    where = fresh_dir(where)
+    timings = where / "timings.jsonl"
+    cmd = [cfg.python, "-m", "xla_bugkit", "collect", "--no-replay", "--workdir"]
+    cmd += [str(where / "w"), "-o", str(where / "b.zip"), "--", *program(cfg)]
+    tree = run_tree(cmd, child_env({TIMINGS_ENV: str(timings)}), where / "collect.log")
+    times: dict[str, dict[str, float]] = {}
+    if timings.exists():
+        for line in timings.read_text().splitlines():
+            rec = json.loads(line)
+            times[rec["stage"]] = {"wall": rec["wall"], "cpu": rec["cpu"]}
+    return tree, times
+
+
+def training_rows(t: Training) -> tuple[list[Row], list[Row]]:
+    """The P1 row, and collect's stages (for the breakdown)."""
+    hand_w, hand_c = _med(t.hand, "wall"), _med(t.hand, "cpu")
+    ours_w, ours_c = _med(t.collect, "wall"), _med(t.collect, "cpu")
+    stage_w = {k: statistics.median(x["wall"] for x in v) for k, v in t.stages.items()}
+    after = sum(stage_w.get(k, 0.0) for k in _STAGES)
+    rest = ours_w - stage_w.get("run", 0.0) - after
+    note = (
+        f"{len(t.hand)} pairs, ABBA; CPU (process tree) {secs(ours_c)} vs {secs(hand_c)}: "
+        f"{ratio(ours_c, hand_c)}; by hand {_spread(t.hand)}, collect {_spread(t.collect)}"
+        + ("" if t.bundle_ok else "; a collect run FAILED to write its bundle")
+    )
+    row = Row(
+        "P1 `collect --no-replay -o b.zip` of a training program that crashes XLA",
+        secs(ours_w),
+        f"{secs(hand_w)} by hand",
+        ratio(ours_w, hand_w),
+        "≤ 1.10x",
+        ours_w <= 1.10 * hand_w,
+        note,
+        bound=f"after the program: {secs(after)} in collect's stages and {secs(rest)} of "
+        "CLI start-up and exit",
+    )
+    rows = []
+    for name in ("run", *_STAGES):
+        if name in t.stages:
+            cpu = statistics.median(x["cpu"] for x in t.stages[name])
+            rows.append(
+                Row(
+                    f"collect stage `{name}`",
+                    secs(stage_w[name]),
+                    ratio=ratio(stage_w[name], hand_w),
+                    note=f"CPU {secs(cpu)}",
+                )
+            )
+    rows.append(
+        Row("CLI start-up, other and exit (the rest)", secs(rest), ratio=ratio(rest, hand_w))
+    )
+    hand = Row("program run by hand (same environment)", secs(hand_w), ratio=ratio(1, 1),
+               note=f"CPU {secs(hand_c)}")  # fmt: skip
+    return [row], [hand, *rows]
+
+
+def _med(trees: list[Tree], what: str) -> float:
+    return float(statistics.median(getattr(x, what) for x in trees))
+
+
+def _spread(trees: list[Tree]) -> str:
+    return "/".join(f"{x.wall:.1f}" for x in trees) + " s"

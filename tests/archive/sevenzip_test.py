@@ -1,0 +1,99 @@
+"""7z archives written as several LZMA2 streams at once read back whole, here and by 7-Zip."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import py7zr
+import pytest
+
+from xla_bugkit.archive import extract_safely, list_entries, read_member, sevenzip, write_archive
+from xla_bugkit.errors import BugkitError
+
+
+def _files(root: Path, n: int = 24) -> dict[str, Path]:
+    """Text like an HLO dump (compressible), binary noise, and an empty file."""
+    rng = random.Random(7)
+    files: dict[str, Path] = {}
+    for i in range(n):
+        name = f"modules/m{i:02d}/module_{i:04d}.jit_f.txt"
+        body = "".join(f"%add.{j} = f32[{rng.randrange(99)}] add(%p, %q)\n" for j in range(400 * i))
+        files[name] = root / f"t{i}.txt"
+        files[name].write_text(body)
+    files["noise.bin"] = root / "noise.bin"
+    files["noise.bin"].write_bytes(rng.randbytes(300_000))
+    files["empty.txt"] = root / "empty.txt"
+    files["empty.txt"].write_bytes(b"")
+    return files
+
+
+@pytest.fixture
+def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several streams even for test-sized inputs and on a one-core machine."""
+    monkeypatch.setattr(sevenzip, "PARALLEL_FROM", 1 << 10)
+    monkeypatch.setattr(sevenzip.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+
+
+def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    files = _files(src)
+    out = tmp_path / "b.7z"
+    write_archive(files, out, "7z")
+    with py7zr.SevenZipFile(out) as z:
+        assert len(z.header.main_streams.unpackinfo.folders) == 3  # one stream per "core"
+    assert [e.name for e in list_entries(out)] == sorted(files)
+    for name, path in files.items():
+        assert read_member(out, name, 1 << 30) == path.read_bytes()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    extract_safely(out, dest)
+    for name, path in files.items():
+        assert (dest / name).read_bytes() == path.read_bytes()
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(x) for x in ("7z", "7zz", "7za")), reason="7-Zip is not installed"
+)
+def test_7zip_tests_the_archive_clean(tmp_path: Path, parallel: None) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    out = tmp_path / "b.7z"
+    write_archive(_files(src), out, "7z")
+    exe = next(p for x in ("7z", "7zz", "7za") if (p := shutil.which(x)))
+    done = subprocess.run([exe, "t", str(out)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Everything is Ok" in done.stdout
+
+
+def test_a_small_bundle_stays_one_stream(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    out = tmp_path / "b.7z"
+    write_archive(_files(src, n=3), out, "7z")
+    with py7zr.SevenZipFile(out) as z:
+        assert len(z.header.main_streams.unpackinfo.folders) == 1
+
+
+def test_an_unreadable_member_leaves_no_archive(tmp_path: Path, parallel: None) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    files = _files(src)
+    files["modules/m05/module_0005.jit_f.txt"].unlink()  # gone after it was listed
+    out = tmp_path / "b.7z"
+    with pytest.raises(BugkitError):
+        write_archive(files, out, "7z")
+    assert list(tmp_path.glob("*.7z*")) == []
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_groups_are_contiguous_and_cover_every_member(n: int) -> None:
+    sizes = [5, 100, 3, 3, 50, 0, 70, 1]
+    runs = sevenzip.groups(sizes, n)
+    assert [i for r in runs for i in r] == list(range(len(sizes)))
+    assert 1 <= len(runs) <= n
+    if n == 2:
+        assert sum(sizes[i] for i in runs[0]) >= 100  # no run is far below its share

@@ -1,0 +1,107 @@
+"""The reader of what each process recorded: written here as the hook writes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit.capture import evidence
+
+
+def write(work: Path, pid: int, *records: dict[str, Any], damaged: bool = False) -> Path:
+    folder = work / evidence.PROCESSES
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{pid}.jsonl"
+    lines = [json.dumps(r) for r in records]
+    text = "\n".join(lines) + "\n" + ('{"e": "execute", "n": 9' if damaged else "")
+    path.write_text(text)
+    return path
+
+
+def start(pid: int, t: float = 1.0, **extra: Any) -> dict[str, Any]:
+    return {"e": "start", "t": t, "pid": pid, "ppid": 1, "argv": ["x.py"], "cwd": "/", **extra}
+
+
+def touch_dump(folder: Path, *names: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text("")
+
+
+def test_no_folder_no_processes(tmp_path: Path) -> None:
+    assert evidence.load(tmp_path) == ()
+
+
+def test_a_crashed_process_its_unfinished_compile_and_damaged_last_line(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    touch_dump(
+        dump,
+        "module_0000.jit_f.before_optimizations.txt",
+        "module_0002.jit_g.before_optimizations.hlo.pb",
+        "module_0004.jit_f.before_optimizations.txt",
+    )
+    write(
+        tmp_path, 10,
+        start(10, rlimits={"RLIMIT_AS": [-1, -1]}),
+        {"e": "backend", "t": 2, "platform": "cpu", "rank": 0, "processes": 1, "devices": 4,
+         "local_devices": 4, "env": {"XLA_FLAGS": "--xla_foo= --xla_dump_to=" + str(dump)},
+         "dump_dir": str(dump)},
+        {"e": "compile", "t": 3, "n": 1, "module": "jit_f", "fun": "jit(f)", "id": None},
+        {"e": "compiled", "t": 4, "n": 1},
+        {"e": "execute", "t": 5, "n": 2, "module": "jit_f", "c": 1},
+        {"e": "executed", "t": 6, "n": 2, "error": "JaxRuntimeError: INTERNAL: boom"},
+        {"e": "compile", "t": 7, "n": 3, "module": "jit_g", "id": None},
+        {"e": "compiled", "t": 8, "n": 3},
+        {"e": "compile", "t": 9, "n": 4, "module": "jit_f", "id": None, "shapes": "tensor<4xf32>"},
+        {"e": "rlimit", "t": 9.5, "name": "RLIMIT_AS", "soft": 1 << 30, "hard": -1},
+        damaged=True,
+    )  # fmt: skip
+    (tmp_path / evidence.PROCESSES / "10.stack.txt").write_text("Fatal Python error: Aborted\n")
+    (p,) = evidence.load(tmp_path)
+    assert (p.pid, p.rank, p.devices, p.local_devices, p.platform) == (10, 0, 4, 4, "cpu")
+    assert p.env["XLA_FLAGS"].startswith("--xla_foo= ")  # the empty value is kept
+    assert p.dump_dir == dump and p.stack is not None and not p.exited
+    assert p.rlimits["RLIMIT_AS"] == (1 << 30, -1)  # the last value set
+    # Ids come from the dump folder: the second jit_f compiled is module 4, not module 0.
+    assert [(e.kind, e.module, e.id) for e in p.events] == [
+        ("compile", "jit_f", 0), ("execute", "jit_f", 0), ("compile", "jit_g", 2),
+        ("compile", "jit_f", 4),
+    ]  # fmt: skip
+    assert p.events[1].error == "JaxRuntimeError: INTERNAL: boom" and p.events[1].finished
+    assert p.unfinished == p.events[3] and p.unfinished.shapes == "tensor<4xf32>"
+
+
+def test_dumps_sent_elsewhere_get_their_ids_from_that_folder(tmp_path: Path) -> None:
+    dump, elsewhere = tmp_path / "dump", tmp_path / "mine"
+    touch_dump(dump, "module_0000.jit_h.before_optimizations.txt")
+    touch_dump(elsewhere, "module_0002.jit_f.before_optimizations.txt")
+    write(
+        tmp_path, 11, start(11),
+        {"e": "backend", "t": 2, "platform": "cpu", "dump_dir": str(dump)},
+        {"e": "compile", "t": 3, "n": 1, "module": "jit_h"},
+        {"e": "compile", "t": 4, "n": 2, "module": "jit_f", "dump_to": str(elsewhere)},
+    )  # fmt: skip
+    (p,) = evidence.load(tmp_path)
+    assert [(e.id, e.dump_to) for e in p.events] == [(0, None), (2, elsewhere)]
+
+
+def test_an_accelerator_backend_describes_the_run_the_first_holds_the_flags(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path, 12, start(12),
+        {"e": "backend", "t": 2, "platform": "cpu", "devices": 1, "env": {"XLA_FLAGS": "--a=1"}},
+        {"e": "backend", "t": 3, "platform": "cuda", "devices": 8, "rank": 3, "env": {}},
+        {"e": "exit", "t": 4, "status": 1},
+    )  # fmt: skip
+    (p,) = evidence.load(tmp_path)
+    assert (p.platform, p.devices, p.rank, p.env) == ("cuda", 8, 3, {"XLA_FLAGS": "--a=1"})
+    assert p.exited and p.exit_status == 1 and p.events == ()
+
+
+def test_processes_in_start_order_files_without_start_skipped(tmp_path: Path) -> None:
+    write(tmp_path, 30, start(30, t=5.0))
+    write(tmp_path, 20, start(20, t=3.0))
+    write(tmp_path, 40, {"e": "compile", "n": 1, "module": "jit_f"})
+    assert [p.pid for p in evidence.load(tmp_path)] == [20, 30]

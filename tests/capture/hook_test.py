@@ -1,0 +1,242 @@
+"""The start-up hook in real Python processes: what it records, and what it leaves alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import PROGRAMS, READY_TIMEOUT, clean_env, run_collect, wait_for_file
+from xla_bugkit import flags
+from xla_bugkit.capture import evidence, hook, rerun
+from xla_bugkit.capture.dumps import Role
+from xla_bugkit.capture.hook import jax_patches
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.failure import Failure
+from xla_bugkit.main import main
+from xla_bugkit.replay.inputs import replay_input
+from xla_bugkit.replay.judge import replay
+
+# Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
+# a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.
+PROGRAM = textwrap.dedent(
+    """
+    import os, resource, subprocess, sys
+    os.environ["XLA_FLAGS"] += " --xla_cpu_experimental_ynn_fusion_type="
+    import jax, jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return jnp.sin(x) * 2.0
+
+    step(jnp.ones(4)).block_until_ready()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+    child = "import jax; print(jax.jit(lambda x: x + 1)(1.0))"
+    subprocess.run([sys.executable, "-c", child], check=True)
+    print("parent done")
+    """
+)
+
+
+def hooked_env(work: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env, _ = rerun.child_env(clean_env() if base is None else base, work / "dump",
+                             work / evidence.PROCESSES)  # fmt: skip
+    (work / "dump").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=READY_TIMEOUT)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    work = tmp_path_factory.mktemp("hooked")
+    (work / "program.py").write_text(PROGRAM)
+    done = run([sys.executable, "program.py"], hooked_env(work), work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return work, done.stdout
+
+
+def test_a_process_without_jax_writes_nothing_and_runs_the_site_hook_it_shadows(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "user_site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.user_site_ran = True\n")
+    script = "import sys; print(getattr(sys, 'user_site_ran', False), sys.argv[1:])"
+    plain = clean_env()
+    plain["PYTHONPATH"] = str(site)
+    env = hooked_env(tmp_path, plain)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(hook.SITE), str(site)]
+    with_hook = run([sys.executable, "-c", script, "a b"], env, tmp_path)
+    without = run([sys.executable, "-c", script, "a b"], plain, tmp_path)
+    assert with_hook.stdout == without.stdout == "True ['a b']\n"
+    assert with_hook.stderr == without.stderr == ""
+    assert not (tmp_path / evidence.PROCESSES).exists()
+
+
+def test_a_broken_shadowed_site_hook_is_reported_as_python_reports_it(tmp_path: Path) -> None:
+    site = tmp_path / "user_site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("raise ValueError('broken site')\n")
+    env = hooked_env(tmp_path, {**clean_env(), "PYTHONPATH": str(site)})
+    done = run([sys.executable, "-c", "print('ran')"], env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n"
+    assert "Error in sitecustomize" in done.stderr and "broken site" in done.stderr
+
+
+@pytest.mark.slow
+def test_each_jax_process_records_itself_and_dumps_apart(recorded: tuple[Path, str]) -> None:
+    work, stdout = recorded
+    assert stdout.splitlines()[-2:] == ["2.0", "parent done"]
+    parent, child = evidence.load(work)
+    assert child.ppid == parent.pid
+    # The flag the program set itself, with its empty value, as XLA read it.
+    assert "--xla_cpu_experimental_ynn_fusion_type=" in parent.env["XLA_FLAGS"].split()
+    assert (parent.rank, parent.processes, parent.devices, parent.platform) == (0, 1, 1, "cpu")
+    # The first process keeps collect's folder; the second dumps into one of its own.
+    assert parent.dump_dir == work / "dump"
+    assert child.dump_dir == work / "dump" / str(child.pid)
+    assert any(child.dump_dir.glob("module_*.jit__lambda.before_optimizations.txt"))
+    step = [e for e in parent.events if e.module == "jit_step"]
+    assert [e.kind for e in step] == ["compile", "execute"] and all(e.finished for e in step)
+    assert step[0].id is not None and step[1].id == step[0].id
+    assert step[0].shapes == "tensor<4xf32>" and step[0].fun == "jit(step)"
+    assert any((work / "dump").glob(f"module_{step[0].id:04d}.jit_step.*"))
+    soft = parent.rlimits["RLIMIT_NOFILE"][0]
+    assert soft == child.rlimits["RLIMIT_NOFILE"][0]  # inherited, and recorded as changed
+    assert parent.exited and parent.exit_status is None and parent.stack is None
+    assert parent.unfinished is None
+
+
+WAITS = textwrap.dedent(
+    """
+    import sys
+    import jax
+    open(sys.argv[1], "w").close()
+
+    def waiting_for_the_signal():
+        sys.stdin.read()
+
+    waiting_for_the_signal()
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigterm_leaves_the_python_stack_and_still_terminates(tmp_path: Path) -> None:
+    (tmp_path / "waits.py").write_text(WAITS)
+    ready = tmp_path / "ready"
+    with subprocess.Popen(
+        [sys.executable, "waits.py", str(ready)], env=hooked_env(tmp_path), cwd=tmp_path,
+        stdin=subprocess.PIPE,
+    ) as p:  # fmt: skip
+        wait_for_file(ready, ended=lambda: p.poll() is not None)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=READY_TIMEOUT) == -signal.SIGTERM
+    (process,) = evidence.load(tmp_path)
+    assert process.stack is not None and "waiting_for_the_signal" in process.stack
+    assert not process.exited
+
+
+def test_only_collects_own_dump_folder_moves() -> None:
+    ours = "/w/dump"
+    flags = "--a=1 --xla_dump_to=/w/dump --xla_dump_hlo_as_text"
+    assert jax_patches.own_dump_flags(flags, ours, "/w/dump/9") == (
+        "--a=1 --xla_dump_to=/w/dump/9 --xla_dump_hlo_as_text"
+    )
+    # The program's own folder, or one that merely starts with ours, stays.
+    for theirs in ("--xla_dump_to=/mine", "--xla_dump_to=/w/dump2"):
+        assert jax_patches.own_dump_flags(theirs, ours, "/w/dump/9") == theirs
+    spaced = "--xla_dump_to='/w/a b' --b"
+    assert (
+        jax_patches.own_dump_flags(spaced, "/w/a b", "/w/a b/9") == "--xla_dump_to='/w/a b/9' --b"
+    )
+    assert jax_patches.dump_dir_of(spaced) == "/w/a b"
+
+
+# --- what the hook recorded, through collect and verify ---------------------------------
+
+
+@pytest.mark.slow
+def test_a_flag_the_program_set_itself_reaches_collects_and_verifys_replay(
+    tmp_path: Path,
+) -> None:
+    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "sets_own_flags.py")])
+    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    m = c.manifest()
+    flag = "--xla_backend_extra_options=-xla-bugkit-no-such-option"
+    assert m["xla_flags"] == [flag]
+    (module,) = [x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: crash"]
+    assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
+    # The PJRT folder's compile_options.pb carries the map too; a module replayed from its
+    # HLO and debug options alone (no PJRT folder) has only the process's flags to go by.
+    root = c.unpack(tmp_path / "unpacked")
+    pjrt = {Role.PJRT_MLIR.value, Role.COMPILE_OPTIONS.value}
+    files = {r: root / path for r, path in module["files"].items() if r not in pjrt}
+    alone = replay_input(module["label"], files, "cpu")
+    assert alone is not None and flag not in alone.xla_flags
+    expected = Failure.from_json(m["failure"])
+    assert not replay(alone, expected=expected, reference=False).reproduced
+    given = replace(alone, xla_flags=flags.in_force(alone.xla_flags, m["xla_flags"]))
+    assert replay(given, expected=expected, reference=False).reproduced
+
+
+@pytest.mark.slow
+def test_dumps_the_program_sent_elsewhere_are_bundled(tmp_path: Path) -> None:
+    mine = tmp_path / "my dumps"
+    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "own_dump_dir.py"),
+                                         str(mine)])  # fmt: skip
+    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    chosen = c.manifest()["modules"][0]
+    assert chosen["name"] == "jit_add_noise" and chosen["replay"]["outcome"] == "reproduced: crash"
+    assert any(mine.glob("module_*.jit_add_noise.before_optimizations.txt"))  # left in place
+
+
+@pytest.mark.slow
+def test_a_memory_cap_the_program_set_itself_is_the_replays_cap(tmp_path: Path) -> None:
+    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "own_rlimit.py")])
+    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    m = c.manifest()
+    assert 0 < m["process"]["memory_cap"] < 4 << 30  # the module needs 4 GiB
+    assert m["modules"][0]["replay"]["outcome"] == "reproduced: error"
+    assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
+
+
+SHARDED_RUN = textwrap.dedent(
+    """
+    import os
+    os.environ["XLA_FLAGS"] += " --xla_force_host_platform_device_count=4"
+    import jax, jax.numpy as jnp
+    from jax.sharding import NamedSharding, Mesh, PartitionSpec
+
+    mesh = Mesh(jax.devices(), ("i",))
+    x = jax.device_put(jnp.arange(16.0), NamedSharding(mesh, PartitionSpec("i")))
+    print(jax.jit(lambda x, y: x * y + 1.0)(x, 3.0).sum())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_multi_device_execution_keeps_its_arguments(tmp_path: Path) -> None:
+    (tmp_path / "sharded_run.py").write_text(SHARDED_RUN)
+    done = run([sys.executable, "sharded_run.py"], hooked_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (p,) = evidence.load(tmp_path)
+    assert p.devices == 4
+    (saved,) = [e.args for e in p.events if e.args is not None and e.module == "jit__lambda"]
+    assert saved is not None
+    with np.load(saved) as args:
+        assert np.array_equal(args["arr_0"], np.arange(16.0, dtype=np.float32))
+        assert float(args["arr_1"]) == 3.0

@@ -1,0 +1,143 @@
+"""End to end: ``xla-bugkit shrink`` on bundles of real XLA bugs (jaxlib 0.10.2, CPU), and
+``verify`` on what it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import READY_TIMEOUT, Collected, clean_env, run_collect
+
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.main import main
+
+from .conftest import SPLIT_COUNT, USER_FLAGS
+
+pytestmark = pytest.mark.slow  # real jax programs, many probes
+
+
+def _manifest(bundle: Path) -> dict:  # type: ignore[type-arg]
+    with zipfile.ZipFile(bundle) as z:
+        return json.loads(z.read("manifest.json"))  # type: ignore[no-any-return]
+
+
+def _shrink(bundle: Path, out: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code = main(["shrink", str(bundle), "-o", str(out), "--json", *extra])
+    return code, _manifest(out)["shrink"]
+
+
+@pytest.fixture(scope="module")
+def log_exp(
+    shrink_bundles: Callable[..., Collected], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, Path]:
+    out = tmp_path_factory.mktemp("log-exp") / "shrunk.zip"
+    code = main(["shrink", str(shrink_bundles("log_exp_big").bundle), "-o", str(out)])
+    return code, out
+
+
+def test_a_big_wrong_result_module_shrinks_below_a_tenth(log_exp: tuple[int, Path]) -> None:
+    code, out = log_exp
+    assert code == ExitCode.OK
+    record = _manifest(out)["shrink"]
+    assert record["instructions_before"] >= 300
+    assert record["instructions_after"] <= record["instructions_before"] // 10
+    assert record["culprit"] == {"pass": "algsimp", "how": "disabling-hides"}
+    assert "--xla_disable_hlo_passes=algsimp" in record["workarounds"]
+
+
+def test_the_shrunk_module_fails_the_same_way_through_verify(
+    log_exp: tuple[int, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = log_exp
+    manifest = _manifest(out)
+    labels = [m["label"] for m in manifest["modules"]]
+    shrunk = next(label for label in labels if label.endswith(".shrunk"))
+    assert labels.index(shrunk) == len(labels) - 1  # the original modules stay
+    capsys.readouterr()
+    assert main(["verify", "--json", str(out)]) == ExitCode.OK
+    verdicts = {m["label"]: m["verdict"] for m in json.loads(capsys.readouterr().out)["modules"]}
+    assert verdicts[shrunk]["outcome"] == "reproduced: wrong result"
+    with zipfile.ZipFile(out) as z:
+        issue = z.read("ISSUE.md").decode()
+    assert "#### Shrunk reproducer" in issue
+    assert "log(exp" in issue.replace(".1", "").replace(" ", "")
+
+
+def test_a_flag_crash_names_the_flag_and_is_module_independent(
+    shrink_bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    bundle = shrink_bundles("flag_crash", xla_flags=USER_FLAGS).bundle
+    code, record = _shrink(bundle, tmp_path / "out.zip")
+    assert code == ExitCode.OK
+    assert record["needed_flags"] == [SPLIT_COUNT]
+    assert record["module_independent"] is True
+    assert record["culprit"] == {"pass": None, "how": "not-a-pass"}
+    assert main(["verify", str(tmp_path / "out.zip")]) == ExitCode.OK
+
+
+def test_a_spent_budget_still_writes_the_best_so_far(
+    shrink_bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    bundle = shrink_bundles("flag_crash", xla_flags=USER_FLAGS).bundle
+    code, record = _shrink(bundle, tmp_path / "out.zip", "--max-probes", "2")
+    assert code == ExitCode.OK
+    assert record["probes"] == 2
+    assert any("budget exhausted" in n for n in record["notes"])
+
+
+def test_a_dump_folder_is_shrunk_into_a_bundle(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_proto {SPLIT_COUNT}"
+    program = Path(__file__).resolve().parent / "programs" / "flag_crash.py"
+    subprocess.run([sys.executable, str(program)], env=clean_env(flags), capture_output=True,
+                   timeout=READY_TIMEOUT, check=False)  # fmt: skip
+    out = tmp_path / "dump.zip"
+    assert main(["shrink", str(dump), "-o", str(out)]) == ExitCode.OK
+    record = _manifest(out)["shrink"]
+    assert record["needed_flags"] == [SPLIT_COUNT]
+    assert main(["verify", str(out)]) == ExitCode.OK
+
+
+def test_collect_shrink_adds_the_shrunk_module(tmp_path: Path) -> None:
+    program = Path(__file__).resolve().parent / "programs" / "flag_crash.py"
+    out = tmp_path / "bug.zip"
+    done = run_collect(out, [sys.executable, str(program)], "--shrink", "5m",
+                       cwd=tmp_path, xla_flags=USER_FLAGS)  # fmt: skip
+    assert done.returncode == ExitCode.OK, done.stderr
+    manifest = _manifest(out)
+    assert manifest["shrink"]["needed_flags"] == [SPLIT_COUNT]
+    assert manifest["modules"][-1]["label"].endswith(".shrunk")
+    assert not list(tmp_path.glob(".*"))  # no partial bundle or checkpoint left behind
+
+
+def test_a_module_that_does_not_fail_is_not_shrunk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = Path(__file__).resolve().parents[1] / "programs" / "success.py"
+    bundle = tmp_path / "ok.zip"
+    run_collect(bundle, [sys.executable, str(program)], "--always", cwd=tmp_path)
+    assert main(["shrink", str(bundle), "-o", str(tmp_path / "out.zip")]) == 3
+    assert "the unmodified module does not fail here" in capsys.readouterr().err
+    assert not (tmp_path / "out.zip").exists()
+
+
+def test_a_crash_inside_a_called_computation_is_reached(
+    shrink_bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    # tests/programs/compile_crash.py: with every HLO pass disabled (a flag the program sets
+    # itself), emitting the constants of jax.random's threefry loop fails a CHECK.
+    bundle = shrink_bundles("../../programs/compile_crash").bundle
+    code, record = _shrink(bundle, tmp_path / "out.zip")
+    assert code == ExitCode.OK
+    assert record["needed_flags"] == ["--xla_disable_all_hlo_passes=true"]
+    assert record["culprit"] == {"pass": None, "how": "not-a-pass"}
+    # The entry only calls the random-number code: the reducer had to make a called
+    # computation the entry to get anywhere.
+    assert record["instructions_after"] < record["instructions_before"] // 2
+    assert {"generated": True} in record["parameters"]
+    assert main(["verify", str(tmp_path / "out.zip")]) == ExitCode.OK

@@ -1,0 +1,142 @@
+"""Writing 7z archives with LZMA2 streams compressed side by side, one per core.
+
+py7zr writes every member into one folder (one LZMA2 stream) compressed in the calling
+thread, so it uses one core where ``7z a -mx=9`` uses all. A 7z archive may hold several
+folders, each an independent stream: here the members, in archive order, are cut into
+contiguous groups of about equal size, each group is compressed into a folder of its own in
+a thread (liblzma and zlib's crc32 release the GIL), and the packed streams are then written
+one after another with the header py7zr would write for them. Members of one module sit
+side by side in archive order, so a cut rarely separates the files that compress together.
+
+This uses py7zr's header classes beyond its public API (checked on 1.x): ``supported()``
+says whether the installed py7zr has them, and the caller falls back to one stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import py7zr
+
+# Below this, one stream: a cut would cost more in ratio than the threads save in time.
+PARALLEL_FROM = 2 << 20
+# Per file: (arcname, input size, packed size, crc32), in archive order.
+_Packed = tuple[str, int, int, int]
+OpenSource = Callable[[Path], AbstractContextManager[tuple[BinaryIO, int]]]
+Filters = Callable[[int], list[dict[str, int]]]
+
+
+def supported() -> bool:
+    """Whether the installed py7zr has the internals ``write_parallel`` relies on."""
+    return py7zr.__version__.startswith("1.") and hasattr(py7zr.SevenZipFile, "_write_header")
+
+
+def workers(total: int) -> int:
+    """How many streams to compress ``total`` bytes in (1: the plain py7zr way)."""
+    if total < PARALLEL_FROM or not supported():
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, total // (PARALLEL_FROM // 2)))
+
+
+def groups(sizes: Sequence[int], n: int) -> list[range]:
+    """Cut indices ``0..len(sizes)`` into at most ``n`` contiguous runs of about equal bytes."""
+    total, bounds, acc = sum(sizes), [0], 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if len(bounds) < n and acc >= total * len(bounds) / n and i + 1 < len(sizes):
+            bounds.append(i + 1)
+    bounds.append(len(sizes))
+    return [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def write_parallel(
+    f: BinaryIO,
+    sources: Sequence[tuple[str, Path]],
+    sizes: Sequence[int],
+    n: int,
+    open_source: OpenSource,
+    filters: Filters,
+) -> None:
+    """Write ``sources`` (arcname, path; ``sizes`` their sizes) to ``f`` as a 7z archive of up
+    to ``n`` folders compressed at once; ``filters(group_bytes)`` gives each folder's filters."""
+    runs = groups(sizes, n)
+    sz = py7zr.SevenZipFile(f, "w", filters=filters(max(sum(sizes[i] for i in r) for r in runs)))
+    header: Any = sz.header
+    folders = []
+    for run in runs:
+        header._initialized = False  # initialize() then appends a new folder
+        folder = header.initialize()
+        folder.prepare_coderinfo(filters(sum(sizes[i] for i in run)))
+        folders.append(folder)
+    with ThreadPoolExecutor(len(runs), thread_name_prefix="xla-bugkit-7z") as pool:
+        jobs = [
+            pool.submit(_compress, folder, [sources[i] for i in run], open_source)
+            for folder, run in zip(folders, runs, strict=True)
+        ]
+        done = [job.result() for job in jobs]  # all of them, or the first error
+    try:
+        for g, (folder, (packed, stream)) in enumerate(zip(folders, done, strict=True)):
+            _add_folder(sz, header, g, folder, packed)
+            stream.seek(0)
+            shutil.copyfileobj(stream, f, 1 << 20)
+    finally:
+        for _, stream in done:
+            stream.close()
+    header._initialized = False  # every folder is flushed: close() writes only the header
+    sz.close()
+
+
+def _compress(
+    folder: Any, sources: Sequence[tuple[str, Path]], open_source: OpenSource
+) -> tuple[list[_Packed], IO[bytes]]:
+    """Compress ``sources`` into one stream with ``folder``'s compressor (in a worker)."""
+    stream = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (closed by caller)
+    try:
+        packed = []
+        compressor = folder.get_compressor()
+        for arcname, src in sources:
+            with open_source(src) as (reader, _):
+                insize, outsize, crc = compressor.compress(reader, stream)
+            packed.append((arcname, insize, outsize, crc))
+        tail = compressor.flush(stream)
+        if packed:  # py7zr counts the flushed bytes to the last member
+            arcname, insize, outsize, crc = packed[-1]
+            packed[-1] = (arcname, insize, outsize + tail, crc)
+    except BaseException:
+        stream.close()
+        raise
+    return packed, stream
+
+
+def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]) -> None:
+    """The header entries py7zr's writer makes for ``packed``, the members of folder ``g``."""
+    sub, pack = header.main_streams.substreamsinfo, header.main_streams.packinfo
+    for arcname, insize, outsize, crc in packed:
+        info = sz._make_file_info_from_name(None, insize, arcname)
+        info["maxsize"], info["digest"] = outsize, crc
+        header.files_info.files.append(info)
+        header.files_info.emptyfiles.append(info["emptystream"])
+        sz.files.append(info)
+        sub.digestsdefined.append(True)
+        sub.digests.append(crc)
+        sub.unpacksizes.append(insize)
+        sub.num_unpackstreams_folders[g] += 1
+    compressor = folder.get_compressor()
+    pack.numstreams += 1
+    if pack.enable_digests:
+        pack.crcs.append(compressor.digest)
+        pack.digestdefined.append(True)
+    pack.packsizes.append(compressor.packsize)
+    folder.unpacksizes = compressor.unpacksizes

@@ -1,0 +1,38 @@
+"""The start-up hook that puts a recorder into every Python process of a rerun.
+
+``environment`` prepends ``site/`` (which holds nothing but a ``sitecustomize.py``) to
+``PYTHONPATH`` and names the folder the processes write to. Launchers, shells,
+``multiprocessing`` and subprocesses inherit both, so every Python process of the run loads
+the hook at start-up; one that never imports jax pays for a file lookup and nothing more.
+
+The hook runs inside the user's interpreter, which may not have xla-bugkit installed, so
+``recorder`` and ``jax_patches`` use the standard library only and are loaded by file path,
+never through ``sys.path``. What they write is read back by ``capture.evidence``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+SITE = Path(__file__).resolve().parent / "site"
+# Where each process writes its evidence (``<work>/processes``).
+ENV_PROCESSES = "XLA_BUGKIT_PROCESSES"
+# The --xla_dump_to the rerun gave; a process moves it to a folder of its own.
+ENV_DUMP_DIR = "XLA_BUGKIT_DUMP_DIR"
+
+
+def environment(base: Mapping[str, str], processes: Path, dump_dir: Path) -> dict[str, str]:
+    """``base`` with the hook on ``PYTHONPATH`` (first, so it shadows any other
+    ``sitecustomize``, which the hook then runs itself) and told where to write."""
+    env = dict(base)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), base.get("PYTHONPATH")]))
+    env[ENV_PROCESSES] = str(processes)
+    env[ENV_DUMP_DIR] = str(dump_dir)
+    return env
+
+
+def process_dump_dir(dump_dir: Path, pid: int) -> Path:
+    """The folder a process with a backend dumps into."""
+    return dump_dir / str(pid)

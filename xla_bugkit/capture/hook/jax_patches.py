@@ -1,0 +1,254 @@
+"""The recorder's patches of private jax internals: the one place the hook touches them.
+
+``xla_bugkit.replay._jaxlib`` is the adapter the rest of xla-bugkit uses for private APIs,
+but it cannot be imported here: this module runs inside the user's interpreter, which may
+not have xla-bugkit installed, and importing it would cost the program time. So it keeps its
+own small set of patches, each checked against the names it needs and skipped (with a
+``hook_error`` record) when a jax release moved them. Checked against jax 0.10.2.
+
+Patched, each wrapper calling the original with the same arguments and returning its result
+or raising its exception unchanged:
+
+- ``xla_bridge._init_backend``: before the first backend starts, collect's ``--xla_dump_to``
+  is moved to a folder of this process's own (``_own_dump_dir``); afterwards, the
+  ``backend`` record.
+- ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records.
+- ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records, and the arguments
+  of multi-device executions (``args``), which XLA writes no snapshot of. Calls that jax's
+  C++ fast path dispatches never reach Python and are not recorded; the first call of each
+  compiled function always comes through here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import Any
+
+# jax config options a replay or a reader of the report may need.
+_CONFIG = (
+    "jax_enable_x64",
+    "jax_platforms",
+    "jax_default_matmul_precision",
+    "jax_default_prng_impl",
+    "jax_threefry_partitionable",
+    "jax_numpy_rank_promotion",
+    "jax_enable_compilation_cache",
+    "jax_compilation_cache_dir",
+    "jax_debug_nans",
+    "jax_disable_jit",
+)
+OLDEST = (0, 4, 30)  # older releases lay these internals out differently
+
+
+def apply(recorder: Any) -> None:
+    import jax
+
+    version = tuple(int(p) for p in re.findall(r"\d+", jax.__version__)[:3])
+    if version < OLDEST:
+        recorder.write("hook_error", error=f"jax {jax.__version__} is older than the hook knows")
+        return
+    for patch in (_patch_backend, _patch_compile, _patch_execute):
+        try:
+            patch(recorder)
+        except Exception as e:  # the others still help
+            recorder.write("hook_error", error=f"{patch.__name__}: {type(e).__name__}: {e}")
+
+
+# --- backend start -------------------------------------------------------------------
+
+
+def own_dump_flags(value: str, ours: str, new: str) -> str:
+    """``value`` (XLA_FLAGS) with collect's ``--xla_dump_to=ours`` moved to ``new``;
+    unchanged when the program replaced it with a folder of its own."""
+    for old in (f"--xla_dump_to={ours}", f"--xla_dump_to={shlex.quote(ours)}"):
+        pattern = re.compile(re.escape(old) + r"(?=\s|$)")
+        if pattern.search(value):
+            return pattern.sub(lambda _: f"--xla_dump_to={_quoted(new)}", value, count=1)
+    return value
+
+
+def _quoted(path: str) -> str:
+    return shlex.quote(path) if " " in path else path
+
+
+def dump_dir_of(value: str) -> str | None:
+    """The folder ``--xla_dump_to`` names in an XLA_FLAGS value (the last one wins)."""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        words = value.split()
+    found = None
+    for word in words:
+        if word.startswith("--xla_dump_to="):
+            found = word.split("=", 1)[1]
+    return found
+
+
+def _patch_backend(recorder: Any) -> None:
+    from jax._src import xla_bridge
+
+    original = xla_bridge._init_backend
+    state = {"started": False}
+
+    def _init_backend(platform: str) -> Any:
+        if not state["started"]:
+            state["started"] = True
+            _own_dump_dir(recorder)
+        backend = original(platform)
+        _record_backend(recorder, backend)
+        return backend
+
+    setattr(xla_bridge, "_init_backend", _init_backend)  # noqa: B010  # a private name
+
+
+def _own_dump_dir(recorder: Any) -> None:
+    """The first process of the run to start a backend keeps collect's folder, so a
+    single-process run dumps exactly where it always did; every later one (another rank, a
+    worker) moves to ``<folder>/<pid>``, since ranks given one folder write the same
+    module numbers into it."""
+    ours = os.environ.get("XLA_BUGKIT_DUMP_DIR")
+    value = os.environ.get("XLA_FLAGS")
+    if not ours or not value:
+        return
+    claim = os.path.join(recorder.folder, "dump-root")
+    try:
+        fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        os.environ["XLA_FLAGS"] = own_dump_flags(value, ours, os.path.join(ours, str(os.getpid())))
+        return
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+
+
+def _record_backend(recorder: Any, backend: Any) -> None:
+    try:
+        devices = backend.devices()
+        flags = os.environ.get("XLA_FLAGS", "")
+        recorder.write(
+            "backend",
+            platform=str(backend.platform),
+            rank=int(backend.process_index()),
+            processes=len({d.process_index for d in devices}),
+            devices=int(backend.device_count()),
+            local_devices=int(backend.local_device_count()),
+            env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
+            jax_config=_config(),
+            dump_dir=dump_dir_of(flags),
+        )
+    except Exception as e:
+        recorder.write("hook_error", error=f"backend record: {type(e).__name__}: {e}")
+
+
+def _config() -> dict[str, str]:
+    import jax
+
+    out = {}
+    for name in _CONFIG:
+        try:
+            out[name] = repr(getattr(jax.config, name))
+        except Exception:  # an option this jax does not have
+            continue
+    return out
+
+
+# --- compilations and executions -----------------------------------------------------
+
+_MODULES: dict[int, tuple[str, int]] = {}  # id(executable) -> (module name, compile n)
+
+
+def _describe(computation: Any) -> tuple[str, str]:
+    """The module's name and its arguments' types, from the MLIR module being compiled."""
+    name = _symbol(computation.operation)
+    shapes = ""
+    try:
+        main = next(op for op in computation.body.operations if _symbol(op) == "main")
+        shapes = ", ".join(str(t) for t in main.type.inputs)
+    except Exception:  # no main function, or a jax that lays it out otherwise: no shapes
+        pass
+    return name, shapes
+
+
+def _symbol(op: Any) -> str:
+    attributes = op.attributes
+    return str(attributes["sym_name"]).strip('"') if "sym_name" in attributes else ""
+
+
+def _overridden_dump_dir(options: Any) -> str | None:
+    for key, value in getattr(options, "env_option_overrides", None) or ():
+        if key == "xla_dump_to" and isinstance(value, str):
+            return value
+    return None
+
+
+def _patch_compile(recorder: Any) -> None:
+    from jax._src import compiler
+
+    original = compiler.compile_or_get_cached
+
+    def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
+        n = recorder.next_n()
+        name, shapes, extra = "", "", {}
+        try:
+            computation = args[1] if len(args) > 1 else kwargs["computation"]
+            options = args[3] if len(args) > 3 else kwargs.get("compile_options")
+            name, shapes = _describe(computation)
+            extra = {"dump_to": d} if (d := _overridden_dump_dir(options)) else {}
+        except Exception:  # the start is still worth recording, nameless
+            pass
+        fun = f"jit({name[4:]})" if name.startswith("jit_") else name
+        recorder.write("compile", n=n, fun=fun, module=name, id=None, shapes=shapes, **extra)
+        try:
+            executable = original(*args, **kwargs)
+        except Exception as e:
+            recorder.write("compiled", n=n, error=_error(e))
+            raise
+        # Ctrl-C or SIGTERM (KeyboardInterrupt, SystemExit) leaves it unfinished: it was
+        # still compiling when the program was stopped.
+        recorder.write("compiled", n=n)
+        _MODULES[id(executable)] = (name, n)
+        return executable
+
+    setattr(compiler, "compile_or_get_cached", compile_or_get_cached)  # noqa: B010  # same
+
+
+def _patch_execute(recorder: Any) -> None:
+    from jax._src.interpreters import pxla
+
+    cls = pxla.ExecuteReplicated
+    original = cls.__call__
+
+    def __call__(self: Any, *args: Any) -> Any:
+        n = recorder.next_n()
+        module, c = _MODULES.get(id(self.xla_executable), ("", None))
+        recorder.write("execute", n=n, module=module or str(self.name), c=c)
+        if len(getattr(self, "_local_devices", ())) > 1:
+            _save_arguments(recorder, n, self, args)
+        try:
+            out = original(self, *args)
+        except Exception as e:  # as for compilations, a stop leaves it unfinished
+            recorder.write("executed", n=n, error=_error(e))
+            raise
+        recorder.write("executed", n=n)
+        return out
+
+    setattr(cls, "__call__", __call__)  # noqa: B010  # a method, replaced on its class
+
+
+def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> None:
+    """The arguments of a multi-device execution, which XLA writes no snapshot of, saved
+    before it runs (so a crash in it keeps them), within the recorder's size budget."""
+    try:
+        kept = getattr(call, "kept_var_idx", None)
+        params = [a for i, a in enumerate(args) if kept is None or i in kept]
+        # Another process holds part of a global array: its values are not here to save.
+        if all(getattr(a, "is_fully_addressable", True) for a in params):
+            recorder.save_arrays(n, params)
+    except Exception as e:  # a value that cannot be copied to the host: no arguments kept
+        recorder.write("hook_error", error=f"arguments of {n}: {type(e).__name__}: {e}")
+
+
+def _error(e: Exception) -> str:
+    first = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {first[0][:300] if first else ''}"

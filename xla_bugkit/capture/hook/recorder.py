@@ -1,0 +1,222 @@
+"""The recorder each Python process of a rerun carries: what it did, written as it happens.
+
+Loaded by the start-up hook (``site/sitecustomize.py``) by file path, in the user's own
+interpreter, once the program has imported jax: standard library only, and nothing may
+raise into the program. It opens ``<folder>/<pid>.jsonl`` and patches jax
+(``jax_patches``). The format is documented, and read, by ``xla_bugkit.capture.evidence``.
+
+Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
+line being written, and nothing waits on a buffer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import faulthandler
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+# The most bytes of execution arguments one process keeps (``save_arrays``): a bundle
+# carries a few of them at most, and a GitHub attachment is 25 MB.
+ARGS_BUDGET = int(os.environ.get("XLA_BUGKIT_ARGS_BUDGET", 64 << 20))
+# Limits a program may lower itself, and that a replay should then share.
+_LIMITS = (
+    "RLIMIT_AS",
+    "RLIMIT_DATA",
+    "RLIMIT_STACK",
+    "RLIMIT_FSIZE",
+    "RLIMIT_NOFILE",
+    "RLIMIT_CPU",
+)
+
+
+class Recorder:
+    """One process's evidence file; after a fork the child gets a file of its own."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.fd = -1
+        self.pid = 0
+        self.stack_file: Any = None
+        self.lock = threading.Lock()
+        self.sequence = 0
+        self.saved: list[tuple[str, int]] = []  # argument files kept, oldest first
+        self.saved_bytes = 0
+
+    def next_n(self) -> int:
+        with self.lock:
+            self.sequence += 1
+            return self.sequence
+
+    def open(self) -> None:
+        """Start this process's file (again, in a forked child) with its start record."""
+        self.pid = os.getpid()
+        self.sequence = 0
+        self.saved, self.saved_bytes = [], 0  # a forked child starts its own
+        os.makedirs(self.folder, exist_ok=True)
+        path = os.path.join(self.folder, f"{self.pid}.jsonl")
+        old, self.fd = self.fd, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if old >= 0:
+            _close_quietly(old)
+        self.write(
+            "start",
+            pid=self.pid,
+            ppid=os.getppid(),
+            argv=list(getattr(sys, "argv", [])),
+            cwd=_cwd(),
+            rlimits=current_limits(),
+        )
+        self._catch_stacks()
+
+    def write(self, event: str, **fields: Any) -> None:
+        if self.fd < 0 or os.getpid() != self.pid:
+            return
+        try:
+            line = json.dumps({"e": event, "t": time.time(), **fields}, default=str)
+            os.write(self.fd, line.encode("utf-8", "replace") + b"\n")
+        except Exception:  # a record lost is better than a program broken
+            pass
+
+    def save_arrays(self, n: int, arrays: list[Any]) -> None:
+        """Save the arguments of execution ``n`` as ``<pid>.args-<n>.npz`` and record it.
+
+        The newest are what matter (the execution under way at a crash): older files go
+        once the process's files pass ``ARGS_BUDGET`` bytes; arguments larger than the whole
+        budget are not saved at all.
+        """
+        import numpy as np
+
+        values = [np.asarray(a) for a in arrays]
+        size = sum(v.nbytes for v in values)
+        if size > ARGS_BUDGET:
+            self.write("args_skipped", n=n, bytes=size)
+            return
+        while self.saved and self.saved_bytes + size > ARGS_BUDGET:
+            old, old_size = self.saved.pop(0)
+            self.saved_bytes -= old_size
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.folder, old))
+        name = f"{self.pid}.args-{n}.npz"
+        partial = os.path.join(self.folder, f".{name}.partial")
+        with open(partial, "wb") as f:
+            np.savez(f, *values)
+        os.replace(partial, os.path.join(self.folder, name))
+        self.saved.append((name, size))
+        self.saved_bytes += size
+        self.write("args", n=n, file=name, bytes=size)
+
+    def _catch_stacks(self) -> None:
+        """faulthandler writes the Python stack on a fatal signal, and on SIGTERM/SIGINT
+        before the handler that was there runs as before."""
+        path = os.path.join(self.folder, f"{self.pid}.stack.txt")
+        if self.stack_file is not None:
+            self.stack_file.close()
+        self.stack_file = open(path, "w")  # noqa: SIM115  # faulthandler keeps it open
+        # A program that enabled faulthandler itself keeps its own choice.
+        if not faulthandler.is_enabled():
+            faulthandler.enable(self.stack_file, all_threads=True)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+                faulthandler.register(sig, self.stack_file, all_threads=True, chain=True)
+
+
+def current_limits() -> dict[str, list[int]]:
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return {}
+    out = {}
+    for name in _LIMITS:
+        number = getattr(resource, name, None)
+        if number is not None:
+            soft, hard = resource.getrlimit(number)
+            out[name] = [soft, hard]
+    return out
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+RECORDER: Recorder | None = None
+
+
+def _on_exit() -> None:
+    # An uncaught exception was printed before atexit runs, leaving sys.last_value.
+    if RECORDER is not None:
+        failed = getattr(sys, "last_value", None) is not None
+        RECORDER.write("exit", status=1 if failed else None)
+
+
+def _watch_setrlimit(recorder: Recorder) -> None:
+    """``resource.setrlimit`` records what the program sets, then does exactly that."""
+    import resource
+
+    original = resource.setrlimit
+    names = {getattr(resource, n): n for n in _LIMITS if hasattr(resource, n)}
+
+    def setrlimit(which: int, limits: Any, /) -> None:
+        original(which, limits)
+        try:
+            soft, hard = limits
+            recorder.write("rlimit", name=names.get(which, str(which)), soft=soft, hard=hard)
+        except Exception:
+            pass
+
+    resource.setrlimit = setrlimit
+
+
+def jax_imported() -> None:
+    """jax has just been imported: start this process's file and patch jax."""
+    global RECORDER
+    folder = os.environ.get("XLA_BUGKIT_PROCESSES")
+    if RECORDER is not None or not folder:
+        return
+    recorder = Recorder(folder)
+    recorder.open()
+    RECORDER = recorder
+    atexit.register(_on_exit)
+    os.register_at_fork(after_in_child=_after_fork)
+    _watch_setrlimit(recorder)
+    try:
+        patches = _load_sibling("jax_patches")
+        patches.apply(recorder)
+    except Exception as e:
+        recorder.write("hook_error", error=f"{type(e).__name__}: {e}")
+
+
+def _after_fork() -> None:
+    if RECORDER is not None:
+        try:
+            RECORDER.open()
+        except Exception:
+            RECORDER.fd = -1
+
+
+def _load_sibling(name: str) -> Any:
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_xla_bugkit_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,89 @@
+"""xla-bugkit's start-up hook, put first on PYTHONPATH by ``xla-bugkit collect``.
+
+It runs the ``sitecustomize`` it shadows (if any) and, only while collect's variable is
+set, watches for the import of jax: a process that never imports jax pays for one cheap
+check per import and nothing else. Once jax is imported it loads the recorder from the
+folder above by file path (never through ``sys.path``, which stays the program's). Nothing
+here may raise into the program or change what it does.
+"""
+
+import os
+import sys
+
+_HOOK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _start_recorder() -> None:
+    import importlib.util
+
+    path = os.path.join(_HOOK, "recorder.py")
+    spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.jax_imported()
+
+
+class _JaxWatcher:
+    """A meta-path finder that notices the import of jax: it hands the import system jax's
+    own spec, whose loader then starts the recorder once jax has finished executing."""
+
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name != "jax":
+            return None
+        try:
+            sys.meta_path.remove(self)
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None:
+                return None
+            _run_after(spec.loader)
+            return spec
+        except Exception:  # the import then goes on as if the hook were not there
+            return None
+
+
+def _run_after(loader) -> None:  # type: ignore[no-untyped-def]
+    """This loader instance (jax's alone) starts the recorder after executing jax."""
+    original = loader.exec_module
+
+    def exec_module(module) -> None:  # type: ignore[no-untyped-def]
+        original(module)
+        try:
+            del loader.exec_module  # back to the class's own method
+            _start_recorder()
+        except Exception:  # the program must run as it would without the hook
+            pass
+
+    loader.exec_module = exec_module
+
+
+def _chain_shadowed() -> None:
+    """Run the sitecustomize that would have been imported without this folder."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+if os.environ.get("XLA_BUGKIT_PROCESSES"):
+    if "jax" in sys.modules:
+        _start_recorder()
+    else:
+        sys.meta_path.insert(0, _JaxWatcher())
+try:
+    _chain_shadowed()
+except Exception as e:
+    # Its errors are the program's, reported as site reports them without the hook.
+    print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(e).__name__}: {e}",
+          file=sys.stderr)  # fmt: skip

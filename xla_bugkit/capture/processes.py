@@ -1,0 +1,168 @@
+"""Which process of a run failed, and what of its evidence a bundle and a replay need.
+
+A run may hold many Python processes (a launcher, ranks, workers); the hook recorded each
+(``evidence``) and gave each one that started a backend a dump folder of its own. The
+failing process is the one whose dumps are indexed and bundled; the others are listed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xla_bugkit import flags
+from xla_bugkit.capture.evidence import ProcessEvidence
+
+if TYPE_CHECKING:  # the manifest's types; capture does not depend on bundle at run time
+    from xla_bugkit.bundle.manifest import OtherProcessEntry, ProcessEntry
+
+_LIMIT_NAMES = ("RLIMIT_AS", "RLIMIT_DATA")  # the caps a replay shares (memory)
+_FATAL = "Fatal Python error"  # how faulthandler starts the stack of a crash
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The process the bundle is about, why it was chosen, and the others of the run."""
+
+    process: ProcessEvidence
+    why: str
+    others: tuple[ProcessEvidence, ...] = ()
+
+    @property
+    def label(self) -> str:
+        p = self.process
+        rank = f"rank {p.rank} of {p.processes}, " if (p.processes or 0) > 1 else ""
+        return f"{rank}pid {p.pid}"
+
+
+def _why(p: ProcessEvidence) -> tuple[int, str]:
+    """How strongly ``p``'s own record says it failed (higher: stronger), and why.
+
+    A process that crashed on its own (faulthandler's "Fatal Python error") beats one that
+    raised an XLA error, which beats one stopped part-way by someone else (the launcher's
+    SIGTERM to the other ranks once one has failed; collect's timeout on a hang).
+    """
+    unfinished = p.unfinished
+    doing = ""
+    if unfinished is not None:
+        verb = "compiling" if unfinished.kind == "compile" else "running"
+        doing = f" while {verb} {unfinished.module or 'a module'}"
+    raised = next((e for e in reversed(p.events) if e.error), None)
+    if p.stack is not None and _FATAL in p.stack:
+        return (6 if unfinished else 5), f"it crashed{doing}"
+    if raised is not None and (not p.exited or p.exit_status):
+        verb = "compiling" if raised.kind == "compile" else "running"
+        return 4, f"XLA raised while {verb} {raised.module}: {raised.error}"
+    if unfinished is not None:
+        return 3, f"it stopped{doing}"
+    if not p.exited:
+        return 2, "it did not exit normally"
+    if p.exit_status:
+        return 1, "it exited with an uncaught exception"
+    return 0, "the only process that started XLA"
+
+
+def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
+    """The process the failure belongs to, among those that started an XLA backend; None
+    when none recorded one (the program never reached XLA, or ran outside the hook)."""
+    xla = [p for p in processes if p.started_backend]
+    if not xla:
+        return None
+    # The strongest sign of failure wins; among equals, the one that stopped first (a rank
+    # that died takes the others down after it).
+    best = max(xla, key=lambda p: (_why(p)[0], -_last_moment(p)))
+    strength, why = _why(best)
+    if strength == 0 and len(xla) > 1:
+        why = "no process recorded a failure; the first to start XLA"
+        best = xla[0]
+    return Culprit(best, why, tuple(p for p in xla if p is not best))
+
+
+def _last_moment(p: ProcessEvidence) -> float:
+    return max((e.started for e in p.events), default=0.0)
+
+
+def flags_in_force(p: ProcessEvidence) -> tuple[str, ...]:
+    """The XLA flags in force when ``p``'s backend started (what it set itself included,
+    empty values kept), less the dump flags."""
+    return flags.without_dump_flags(flags.split(p.env.get("XLA_FLAGS")))
+
+
+def memory_cap(p: ProcessEvidence) -> int | None:
+    """The address-space cap the process ran under, when it had one (it set it itself)."""
+    caps = [soft for name in _LIMIT_NAMES if (soft := p.rlimits.get(name, (-1, -1))[0]) >= 0]
+    return min(caps) if caps else None
+
+
+def dump_folder(dump_dir: Path, culprit: Culprit | None) -> Path:
+    """Where the failing process's dumps are: its own folder, else collect's."""
+    if culprit is None or culprit.process.dump_dir is None:
+        return dump_dir
+    folder = culprit.process.dump_dir
+    return folder if folder.is_dir() else dump_dir
+
+
+def gather_elsewhere(p: ProcessEvidence, folder: Path) -> list[str]:
+    """Copy into ``folder`` the dumps of the modules that ``p`` compiled with a dump folder
+    of its own choosing (``compile({'xla_dump_to': ...})``); returns one note per folder."""
+    notes = []
+    by_folder: dict[Path, set[int]] = {}
+    for e in p.events:
+        if e.kind == "compile" and e.dump_to is not None and e.id is not None:
+            by_folder.setdefault(e.dump_to, set()).add(e.id)
+    for source, ids in by_folder.items():
+        copied = 0
+        for path in _module_files(source, ids):
+            target = folder / path.relative_to(source)
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _copy(path, target)
+                copied += 1
+        if copied:
+            notes.append(f"{len(ids)} modules dumped by the program to {source} were gathered")
+    return notes
+
+
+def _module_files(source: Path, ids: set[int]) -> list[Path]:
+    prefixes = tuple(f"module_{i:04d}." for i in ids)
+    try:
+        entries = list(source.iterdir())
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        name = entry.name.split(".", 1)[1] if entry.name[:1].isdigit() else entry.name
+        if not name.startswith(prefixes):
+            continue
+        found += [f for f in entry.rglob("*") if f.is_file()] if entry.is_dir() else [entry]
+    return found
+
+
+def _copy(source: Path, target: Path) -> None:
+    try:
+        shutil.copy2(source, target)
+    except OSError:
+        target.unlink(missing_ok=True)  # a partial copy would be indexed as a dump
+
+
+def process_record(culprit: Culprit) -> ProcessEntry:
+    """The failing process, as the manifest's ``process`` records it (no argv or paths:
+    the manifest is public, and they are the machine's)."""
+    p = culprit.process
+    return {
+        "pid": p.pid,
+        "rank": p.rank,
+        "processes": p.processes,
+        "devices": p.devices,
+        "platform": p.platform,
+        "why": culprit.why,
+        "memory_cap": memory_cap(p),
+    }
+
+
+def other_records(culprit: Culprit) -> list[OtherProcessEntry]:
+    """The run's other processes that started XLA, each with how it ended."""
+    return [{"pid": p.pid, "rank": p.rank, "ended": _why(p)[1]} for p in culprit.others]

@@ -1,0 +1,365 @@
+"""Which framework handed XLA its modules (JAX, TensorFlow, PyTorch/XLA), and what that
+changes: the rerun's environment, the names of its functions, where its issues go.
+
+XLA's dump flags work the same under all three, but each names its modules its own way
+(TensorFlow ``a_inference_f_13__XlaMustCompile_true_...``, Keras
+``a_inference_one_step_on_data_240__.5``, auto-clustering ``cluster_0__XlaCompiledKernel_true...``,
+PyTorch/XLA ``SyncTensorsGraph.N``) and each fails differently with the flags JAX takes well:
+TensorFlow's ``tf.function(jit_compile=True)`` segfaults at its first run with
+``--xla_dump_hlo_snapshots``. When unsure, everything stays as it is for JAX.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import metadata
+from pathlib import Path
+from typing import TypedDict
+
+from xla_bugkit import flags
+from xla_bugkit.capture import xla_log
+
+
+class FrameworkEntry(TypedDict):
+    """The manifest's ``framework`` record."""
+
+    name: str  # a ``Framework`` value
+    version: str | None
+    revision: str | None  # the framework's git revision (torch_xla: its XLA's), where it says
+    detected_from: str
+
+
+class Framework(StrEnum):
+    """The values appear in manifests."""
+
+    JAX = "jax"
+    TENSORFLOW = "tensorflow"
+    PYTORCH_XLA = "pytorch/xla"
+
+    @property
+    def display(self) -> str:
+        return _TITLES[self]
+
+    @property
+    def issue_repo(self) -> str:
+        """The tracker for bugs seen through this framework."""
+        return _REPOS[self]
+
+
+_TITLES = {
+    Framework.JAX: "JAX",
+    Framework.TENSORFLOW: "TensorFlow",
+    Framework.PYTORCH_XLA: "PyTorch/XLA",
+}
+_REPOS = {
+    Framework.JAX: "jax-ml/jax",
+    Framework.TENSORFLOW: "tensorflow/tensorflow",
+    Framework.PYTORCH_XLA: "pytorch/xla",
+}
+XLA_REPO = "openxla/xla"  # a bug a plain jaxlib replay shows is XLA's, whoever found it
+
+# --- detection ---------------------------------------------------------------------------
+
+_IMPORT = re.compile(
+    r"^\s*(?:import|from)\s+(?P<mod>jax|jaxlib|flax|tensorflow|keras|tf_keras|torch_xla)\b", re.M
+)
+_SOURCE_LIMIT = 1 << 20  # a script's imports are at its top; a megabyte is plenty
+
+_TF_MODULE = re.compile(r"^(?:a_inference_\w+|cluster_\d+(?:__\w+)?)(?:\.\d+)?$|__XlaMustCompile_")
+_TORCH_MODULE = re.compile(r"^SyncTensorsGraph\.\d+$")
+_JAX_MODULE = re.compile(r"^(?:jit|pmap|xla_pmap)_")
+
+_TF_OUTPUT = re.compile(
+    r"\[Op:__inference_|xla_ops\.cc:\d+|tensorflow\.python\.framework\.errors_impl|"
+    r"XlaLocalLaunchOpBase|^\s*File \"[^\"]*/tensorflow/",
+    re.M,
+)
+_TORCH_OUTPUT = re.compile(r"torch_xla|SyncTensorsGraph|PT_XLA_DEBUG|xla_graph_executor")
+_JAX_OUTPUT = re.compile(r"JaxRuntimeError|Compiling jit\(|^\s*File \"[^\"]*/jax/_src/", re.M)
+
+
+@dataclass(frozen=True)
+class Detection:
+    framework: Framework
+    source: str  # what told: "dump module names", "the program's output", "the command"
+
+
+def from_command(command: Sequence[str], cwd: Path | None = None) -> Framework | None:
+    """The framework the command's Python script imports: known before the run, cheaply.
+
+    A script that imports JAX is JAX's even when it imports TensorFlow too (for data,
+    say); ``None`` when there is no script to read or it imports none of them.
+    """
+    source = _script_source(command, cwd or Path.cwd())
+    return from_imports(source) if source is not None else None
+
+
+def from_imports(source: str) -> Framework | None:
+    """The framework a Python source imports (JAX wins a tie: the safe default)."""
+    found = {m.group("mod") for m in _IMPORT.finditer(source)}
+    if found & {"jax", "jaxlib", "flax"}:
+        return Framework.JAX
+    if "torch_xla" in found:
+        return Framework.PYTORCH_XLA
+    if found & {"tensorflow", "tf_keras"}:
+        return Framework.TENSORFLOW
+    return None
+
+
+def _script_source(command: Sequence[str], cwd: Path) -> str | None:
+    """The code ``python [options] script.py ...`` or ``python -c CODE`` runs."""
+    args = list(command)
+    if args and Path(args[0]).name.startswith("python"):
+        args = args[1:]
+        while args and args[0].startswith("-") and args[0] not in ("-c", "-m"):
+            # Options that take a value as the next word.
+            args = args[2:] if args[0] in ("-X", "-W") else args[1:]
+        if args[:1] == ["-c"]:
+            return args[1] if len(args) > 1 else None
+    if not args or not args[0].endswith(".py"):
+        return None
+    path = Path(args[0]) if Path(args[0]).is_absolute() else cwd / args[0]
+    try:
+        with path.open("rb") as f:
+            return f.read(_SOURCE_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def from_module_names(names: Iterable[str]) -> Framework | None:
+    """The framework whose naming the dumped modules follow; JAX only when nothing else's is
+    there (a TensorFlow program run under a JAX-using harness dumps both)."""
+    names = list(names)
+    if any(_TORCH_MODULE.match(n) for n in names):
+        return Framework.PYTORCH_XLA
+    if any(_TF_MODULE.search(n) for n in names):
+        return Framework.TENSORFLOW
+    if any(_JAX_MODULE.match(n) for n in names):
+        return Framework.JAX
+    return None
+
+
+def from_output(output: str) -> Framework | None:
+    if _TORCH_OUTPUT.search(output):
+        return Framework.PYTORCH_XLA
+    if _TF_OUTPUT.search(output):
+        return Framework.TENSORFLOW
+    if _JAX_OUTPUT.search(output):
+        return Framework.JAX
+    return None
+
+
+def detect(
+    command: Sequence[str], output: str, module_names: Iterable[str], cwd: Path | None = None
+) -> Detection | None:
+    """The framework of a finished run: the dumped names say most, then the output, then
+    the script's imports."""
+    found = from_module_names(module_names)
+    if found is not None:
+        return Detection(found, "dump module names")
+    found = from_output(output)
+    if found is not None:
+        return Detection(found, "the program's output")
+    found = from_command(command, cwd)
+    return Detection(found, "the script's imports") if found is not None else None
+
+
+# --- the rerun ---------------------------------------------------------------------------
+
+SNAPSHOT_FLAG = "--xla_dump_hlo_snapshots"
+# TF_CPP_VMODULE entries: TensorFlow logs the function each XLA launch runs
+# ("XlaLocalLaunchOpBase::Compute __inference_f_13[...]").
+_TF_VMODULE: Mapping[str, int] = {"xla_ops": 1}
+
+
+def adapt(
+    env: Mapping[str, str], merged: flags.MergedFlags, framework: Framework | None
+) -> tuple[dict[str, str], flags.MergedFlags]:
+    """The rerun's environment and XLA flags (as made for JAX) adapted to ``framework``."""
+    env = dict(env)
+    if framework is Framework.TENSORFLOW:
+        merged = _without_snapshots(merged)
+        env["XLA_FLAGS"] = merged.value
+        env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _TF_VMODULE)
+    elif framework is Framework.PYTORCH_XLA:
+        # The graph hash and the Python line that made each compilation.
+        env.setdefault("PT_XLA_DEBUG_LEVEL", "1")
+        # PyTorch/XLA raises the log level to 1 itself unless told; XLA's INFO lines name
+        # each module it dumps.
+        env.setdefault(xla_log.MIN_LOG_LEVEL, "0")
+    return env, merged
+
+
+def _without_snapshots(merged: flags.MergedFlags) -> flags.MergedFlags:
+    kept = tuple(f for f in merged.flags if flags.name_of(f) != SNAPSHOT_FLAG)
+    note = (
+        f"{SNAPSHOT_FLAG} is left out for TensorFlow (it crashes jit_compile functions at "
+        "their first run): the replay uses generated inputs"
+    )
+    return flags.MergedFlags(kept, merged.user_flags, (*merged.notes, note))
+
+
+# --- versions ----------------------------------------------------------------------------
+
+_DISTS = {
+    Framework.JAX: ("jaxlib",),
+    Framework.TENSORFLOW: ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
+    Framework.PYTORCH_XLA: ("torch-xla", "torch_xla"),
+}
+# Files that hold the revision, read as bytes: importing TensorFlow or torch_xla takes
+# seconds and may start a backend. TensorFlow keeps its git version only in a compiled
+# module ("v2.21.0-rc1-5-ga481b10260d"); its XLA is the one that commit pins.
+_REVISION_FILES: dict[Framework, tuple[str, re.Pattern[bytes]]] = {
+    Framework.JAX: (
+        "jaxlib/version.py",
+        re.compile(rb"^_git_hash\s*(?::\s*str\s*)?=\s*['\"](\w+)", re.M),
+    ),
+    Framework.PYTORCH_XLA: (
+        "torch_xla/version.py",
+        re.compile(rb"^__xla_gitrev__\s*=\s*['\"](\w+)", re.M),
+    ),
+    Framework.TENSORFLOW: (
+        "tensorflow/python/client/_pywrap_tf_session.so",
+        re.compile(rb"\bv\d+\.\d+\.\d+(?:-rc\d+)?-\d+-g[0-9a-f]{7,40}\b"),
+    ),
+}
+_REVISION_READ_LIMIT = 16 << 20
+
+
+@dataclass(frozen=True)
+class FrameworkInfo:
+    """What the manifest's ``framework`` record holds."""
+
+    name: Framework
+    version: str | None  # the installed distribution's version
+    revision: str | None  # its git revision (torch_xla: its XLA's), where it says
+    detected_from: str
+
+    def to_json(self) -> FrameworkEntry:
+        return {
+            "name": self.name.value,
+            "version": self.version,
+            "revision": self.revision,
+            "detected_from": self.detected_from,
+        }
+
+    @property
+    def describe(self) -> str:
+        version = f" {self.version}" if self.version else ""
+        return f"{self.name.display}{version}"
+
+
+def info(found: Detection) -> FrameworkInfo:
+    """Versions of the framework as installed where xla-bugkit runs (the program's own
+    environment, as a rule: collect runs next to it)."""
+    dist = _installed(_DISTS[found.framework])
+    version = metadata.version(dist) if dist else None
+    revision = _revision(found.framework, dist) if dist else None
+    return FrameworkInfo(found.framework, version, revision, found.source)
+
+
+def _installed(names: Sequence[str]) -> str | None:
+    for name in names:
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return name
+    return None
+
+
+def _revision(framework: Framework, dist: str) -> str | None:
+    relative, pattern = _REVISION_FILES[framework]
+    try:
+        path = Path(str(metadata.distribution(dist).locate_file(relative)))
+        with path.open("rb") as f:
+            data = f.read(_REVISION_READ_LIMIT)
+    except (OSError, metadata.PackageNotFoundError):
+        return None
+    found = pattern.search(data)
+    if found is None:
+        return None
+    return (found.group(1) if pattern.groups else found.group(0)).decode("ascii", "replace")
+
+
+def issue_repo(framework: Framework | None, *, reproduced_under_jaxlib: bool) -> str:
+    """Where a report goes: the framework's tracker, or openxla/xla when a plain jaxlib
+    replay of another framework's module shows the bug (it is XLA's, not the framework's)."""
+    if framework in (Framework.TENSORFLOW, Framework.PYTORCH_XLA) and reproduced_under_jaxlib:
+        return XLA_REPO
+    return (framework or Framework.JAX).issue_repo
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+def describe(found: FrameworkInfo, replayed: bool) -> str | None:
+    """A paragraph for ISSUE.md: the framework, and what a jaxlib replay of its module is
+    (None for JAX, whose versions the system info shows)."""
+    if found.name is Framework.JAX:
+        return None
+    revision = f" ({found.revision})" if found.revision else ""
+    lines = [f"Framework: {found.describe}{revision}, detected from {found.detected_from}."]
+    label = replay_label(found) if replayed else None
+    if label:
+        lines.append(f"The bundle's replay ran {label}.")
+    return " ".join(lines)
+
+
+def replay_label(found: FrameworkInfo) -> str | None:
+    """ "under jaxlib 0.10.2, not TensorFlow's own XLA" for another framework's module: the
+    two XLAs differ in version, so one may show a bug the other does not."""
+    if found.name is Framework.JAX:
+        return None
+    jaxlib = _installed(_DISTS[Framework.JAX])
+    version = f" {metadata.version(jaxlib)}" if jaxlib else ""
+    return f"under jaxlib{version}, not {found.name.display}'s own XLA"
+
+
+def inputs_text(found: FrameworkInfo | None, recorded: str) -> str:
+    """The manifest's ``data`` line, saying plainly that inputs are generated when the
+    framework left XLA no way to record them."""
+    if found is None or found.name is Framework.JAX or not recorded.startswith("no real inputs"):
+        return recorded
+    why = "writes no snapshots of the inputs on CPU"
+    if found.name is Framework.TENSORFLOW:
+        why = f"runs without {SNAPSHOT_FLAG} (it crashes), so no inputs are recorded"
+    return f"generated inputs (seed 42): {found.name.display} {why}"
+
+
+# --- names -------------------------------------------------------------------------------
+
+
+def runs_function(module_name: str, function: str) -> bool:
+    """Whether the dumped module is TensorFlow's ``function``: ``__inference_f_13`` (the
+    error's ``[Op:__inference_f_13]``) is dumped as ``a_inference_f_13__XlaMustCompile_...``;
+    ``__inference_f_1`` must not match ``a_inference_f_13``."""
+    if not function.startswith("__inference_"):
+        return False
+    return re.match(rf"a{re.escape(function[1:])}(?:__|\.|$)", module_name) is not None
+
+
+def name_is_shared(module_name: str) -> bool:
+    """PyTorch/XLA gives different graphs one name (``SyncTensorsGraph.8`` thrice in a run):
+    such a name, seen in the output, tells nothing about which module; only ids do."""
+    return _TORCH_MODULE.match(module_name) is not None
+
+
+def of_record(record: FrameworkEntry | None) -> Framework | None:
+    """The framework of a manifest's record; None for none, or one a newer version knows."""
+    try:
+        return Framework(record["name"]) if record is not None else None
+    except ValueError:
+        return None
+
+
+def replay_label_of(record: FrameworkEntry | None) -> str | None:
+    """``replay_label`` for a manifest's record."""
+    framework = of_record(record)
+    if framework is None or record is None:
+        return None
+    found = FrameworkInfo(framework, record["version"], record["revision"], "")
+    return replay_label(found)

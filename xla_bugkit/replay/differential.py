@@ -1,0 +1,305 @@
+"""Find the module that computed a wrong value: replay the candidates against the op-by-op
+reference, newest execution first, within a time budget.
+
+A wrong result leaves no trace in the output: the program's own check notices it later,
+often many modules later, so the newest snapshot is rarely the culprit. Each module with a
+snapshot is replayed on its real arguments; the one whose output differs from the op-by-op
+reference on the same arguments is the one XLA got wrong. Modules that ran after it were
+given wrong inputs but compute the right function of them, so they agree with theirs.
+
+This lives in ``replay`` rather than ``capture``: it is replays (``judge.replay``, one child
+per module) put to the service of selection, and replay already depends on capture, not
+the other way round.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from xla_bugkit import flags
+from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.capture.selection import Chosen, Selection, is_helper
+from xla_bugkit.failure import Failure
+from xla_bugkit.replay.batch import env_flags, replay_batch
+from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
+from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.ui import Ui
+
+# Above every heuristic of capture.selection (a crash site, "named in the output", the newest
+# snapshot) and below an explicit --module/--symbol: a replay that shows the wrong value is
+# proof, the rest is circumstance.
+DIFFERS_SCORE = 90
+# A check started with less time than this left could not even import jax in its child.
+MIN_CHECK_SECONDS = 5.0
+# Modules per replay child: jax is imported once for them all, and the search learns what
+# they showed when the child ends, so a culprit found early wastes at most this many.
+BATCH = 8
+
+
+@dataclass(frozen=True)
+class Differential:
+    """What the search showed: the modules whose output differs (in the order found), the
+    verdict of every module it checked, and, when it found none, what it did (``note``)."""
+
+    found: tuple[Chosen, ...]
+    verdicts: tuple[Verdict, ...]
+    candidates: int
+    note: str = ""
+
+    @property
+    def checked(self) -> int:
+        return len(self.verdicts)
+
+
+def candidates(index: DumpIndex) -> list[DumpModule]:
+    """The modules a replay can check: a snapshot (real inputs) and a module to compile.
+
+    Newest execution first, since the check that failed ran after the culprit; helper
+    modules (single jnp primitives) last, as they are almost never the bug.
+    """
+    replayable = [
+        m
+        for m in index.modules
+        if m.newest_snapshot is not None
+        and (m.first(Role.BEFORE_PROTO) or m.first(Role.BEFORE_TEXT))
+    ]
+
+    def newest_first(m: DumpModule) -> tuple[bool, float, int]:
+        snap = m.newest_snapshot
+        return (is_helper(m), -(snap.mtime if snap else 0.0), -m.id)
+
+    return sorted(replayable, key=newest_first)
+
+
+def reason(verdict: Verdict) -> str:
+    """Why a module was chosen, from its verdict's numbers."""
+    n = verdict.numbers
+    ref = n.get("reference", "op-by-op")
+    notes = n.get("notes")
+    if isinstance(notes, list) and notes:
+        return f"its output differs from the {ref} reference: {notes[0]}"
+    max_abs = n.get("max_abs")
+    diff = f"{max_abs:.3g}" if isinstance(max_abs, int | float) else "?"
+    return (
+        f"its output differs from the {ref} reference: max abs diff {diff}, "
+        f"{n.get('mismatches', '?')} of {n.get('elements', '?')} elements"
+    )
+
+
+def _said(verdict: Verdict) -> str:
+    if verdict.outcome is Outcome.REPRODUCED_WRONG:
+        return reason(verdict)
+    if verdict.outcome is Outcome.NOT_REPRODUCED and verdict.failure is None:
+        if verdict.numbers.get("reference") == "no reference":
+            return f"no reference to compare with: {verdict.evidence[:160]}"
+        return "matches the reference"
+    return f"{verdict.outcome.value}: {verdict.evidence[:160]}"
+
+
+def search(
+    root: Path,
+    index: DumpIndex,
+    expected: Failure,
+    *,
+    budget: float,
+    timeout: float,
+    ui: Ui,
+    arrays: Path | None = None,
+    limit: int = 3,
+    process_flags: Sequence[str] = (),
+    memory_cap: int | None = None,
+    batch: int = BATCH,
+    clock: Callable[[], float] = time.monotonic,
+) -> Differential:
+    """Replay the ``candidates`` of the dump folder ``root`` against the op-by-op reference
+    until ``limit`` of them differ, all are checked, or ``budget`` seconds are spent.
+
+    Up to ``batch`` modules share a child (``replay.batch``), so jax is imported once for
+    them. A child gets ``timeout`` seconds, never more than the budget has left; a replay
+    cut short by the budget says nothing and is not counted. ``arrays``: where each
+    replay's arrays are kept (a subfolder per module), so its verdict can stand for
+    collect's replay. ``process_flags`` and ``memory_cap``: as for the replay stage
+    (``stage.replay_stage``), so a module replays here as it would there. Ctrl-C stops the
+    search, not collect: the heuristics choose then.
+    """
+    pool = candidates(index)
+    limits = _Limits(timeout, process_flags, memory_cap)
+    run = _Search(root, expected, ui, arrays, len(pool), limits, budget, clock)
+    queue = list(pool)
+    try:
+        while queue and len(run.found) < limit and not run.stopped:
+            group = _group(queue, batch, run.input_of)
+            if len(group) == 1:
+                run.solo(group[0], number=len(pool) - len(queue))
+                continue
+            run.batch(group, number=len(pool) - len(queue) - len(group) + 1, limit=limit)
+            # The modules the child did not reach go back to the front of the queue.
+            queue[:0] = [m for m in group if m.label not in run.done]
+    except KeyboardInterrupt:
+        run.stopped = "it was interrupted"
+    note = "" if run.found else _fell_back(len(run.verdicts), len(pool), run.stopped)
+    if note:
+        ui.warn(note)
+    return Differential(tuple(run.found), tuple(run.verdicts), len(pool), note)
+
+
+def _group(
+    queue: list[DumpModule], size: int, input_of: Callable[[DumpModule], ReplayInput | None]
+) -> list[DumpModule]:
+    """Take from the front of ``queue`` up to ``size`` modules that one child can replay:
+    one platform, one set of start-up flags."""
+    first = queue.pop(0)
+    group = [first]
+    head = input_of(first)
+    while queue and len(group) < size and head is not None:
+        inp = input_of(queue[0])
+        if inp is None or (inp.platform, env_flags(inp)) != (head.platform, env_flags(head)):
+            break
+        group.append(queue.pop(0))
+    return group
+
+
+class _Search:
+    """The search's state: what it checked, what it found, and why it stopped."""
+
+    def __init__(
+        self,
+        root: Path,
+        expected: Failure,
+        ui: Ui,
+        arrays: Path | None,
+        total: int,
+        limits: _Limits,
+        budget: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.root, self.expected, self.ui, self.arrays = root, expected, ui, arrays
+        self.total, self.limits, self.budget, self.clock = total, limits, budget, clock
+        self.started = clock()
+        self.verdicts: list[Verdict] = []
+        self.found: list[Chosen] = []
+        self.done: set[str] = set()
+        self.stopped = ""
+        self._inputs: dict[str, ReplayInput | None] = {}
+
+    def input_of(self, module: DumpModule) -> ReplayInput | None:
+        if module.label not in self._inputs:
+            inp = replay_input(module.label, module_files(self.root, module), module.platform)
+            if inp is not None:
+                inp = replace(
+                    inp, xla_flags=flags.in_force(inp.xla_flags, self.limits.process_flags)
+                )
+            self._inputs[module.label] = inp
+        return self._inputs[module.label]
+
+    def _time_left(self) -> float | None:
+        """Seconds a child may take now; None (and ``stopped`` says so) when none are left."""
+        left = self.budget - (self.clock() - self.started)
+        if left < MIN_CHECK_SECONDS:
+            self.stopped = f"the {self.budget:g} s budget (--budget) ran out"
+            return None
+        return min(self.limits.timeout, left)
+
+    def _keep(self, module: DumpModule) -> Path | None:
+        return self.arrays / module.label if self.arrays is not None else None
+
+    def _memory(self, inp: ReplayInput) -> int | None:
+        return capped(memory_limit(inp.platform), self.limits.memory_cap)
+
+    def solo(self, module: DumpModule, *, number: int) -> None:
+        """Replay ``module`` in a child of its own."""
+        self.done.add(module.label)
+        inp = self.input_of(module)
+        timeout = self._time_left()
+        if inp is None or timeout is None:
+            return
+        verdict = replay(
+            inp, expected=self.expected, timeout=timeout, memory_limit=self._memory(inp),
+            keep_arrays=self._keep(module),
+        )  # fmt: skip
+        if self.clock() - self.started >= self.budget and not verdict.reproduced:
+            self.stopped = f"the {self.budget:g} s budget (--budget) ran out"
+            return
+        self.record(module, verdict, number=number)
+
+    def batch(self, group: Sequence[DumpModule], *, number: int, limit: int) -> None:
+        """Replay ``group`` in one child; those it did not finish, alone (the first) or
+        later (the rest)."""
+        timeout = self._time_left()
+        if timeout is None:
+            return
+        inps = [inp for m in group if (inp := self.input_of(m)) is not None]
+        verdicts = replay_batch(inps, self.expected, timeout=timeout,
+                                memory_limit=self._memory(inps[0]),
+                                keep_arrays=[self._keep(m) for m in group])  # fmt: skip
+        for offset, module in enumerate(group[: len(verdicts) + 1]):
+            if len(self.found) >= limit or self.stopped:
+                return
+            verdict = verdicts[offset] if offset < len(verdicts) else None
+            if verdict is None:
+                self.solo(module, number=number + offset)
+            else:
+                self.done.add(module.label)
+                self.record(module, verdict, number=number + offset)
+
+    def record(self, module: DumpModule, verdict: Verdict, *, number: int) -> None:
+        self.verdicts.append(verdict)
+        self.ui.say(f"checking {number}/{self.total} {module.label}: {_said(verdict)}")
+        if verdict.outcome is Outcome.REPRODUCED_WRONG:
+            self.found.append(Chosen(module, (reason(verdict),), DIFFERS_SCORE))
+
+
+def _fell_back(checked: int, candidates: int, stopped: str) -> str:
+    """What the bundle's notes say when the search found nothing."""
+    fallback = "so the choice falls back to the other evidence"
+    if not candidates:
+        return (
+            "no module has real inputs (a snapshot) to replay against the op-by-op reference, "
+            + fallback
+        )
+    if stopped:
+        return (
+            f"the search for the module that computes the wrong value stopped after "
+            f"{checked} of {candidates} modules with real inputs ({stopped}); "
+            f"none differed from its reference, {fallback}"
+        )
+    return (
+        f"none of the {candidates} modules with real inputs differs from its op-by-op "
+        f"reference when replayed on them, {fallback}"
+    )
+
+
+@dataclass(frozen=True)
+class _Limits:
+    timeout: float
+    process_flags: Sequence[str]
+    memory_cap: int | None
+
+
+def merged(selection: Selection, diff: Differential, *, limit: int) -> Selection:
+    """``selection`` with the modules the search found ahead, each with its reason first."""
+    if not diff.found:
+        return selection
+    others = {c.module.label: c for c in selection.chosen}
+    chosen: list[Chosen] = []
+    for c in diff.found:
+        before = others.pop(c.module.label, None)
+        chosen.append(Chosen(c.module, (*c.reasons, *(before.reasons if before else ())), c.score))
+    if not selection.guess:
+        chosen.extend(others.values())
+    chosen = chosen[:limit]
+    labels = {c.module.label for c in chosen}
+    rest = tuple(label for label in (*selection.others, *others) if label not in labels)
+    return Selection(tuple(chosen), guess=False, others=rest)
+
+
+def known_verdicts(diff: Differential | None, chosen: Sequence[Chosen]) -> dict[str, Verdict]:
+    """The verdicts the search already has for ``chosen`` modules, by label."""
+    if diff is None:
+        return {}
+    labels = {c.module.label for c in chosen}
+    return {v.module: v for v in diff.verdicts if v.module in labels}

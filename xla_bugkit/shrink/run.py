@@ -1,0 +1,248 @@
+"""``shrink`` on a bundle or on a dump folder: pick the module, shrink it, write the bundle."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from xla_bugkit import __version__
+from xla_bugkit.bundle import manifest as mf
+from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
+from xla_bugkit.bundle.output import check_output
+from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.replay.dump import failed
+from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
+from xla_bugkit.replay.judge import Outcome, replay
+from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.shrink import output
+from xla_bugkit.shrink.result import ShrinkResult
+from xla_bugkit.shrink.shrinker import STAGES, ShrinkOptions, shrink
+from xla_bugkit.ui import Ui
+
+SHRUNK = ".shrunk"
+
+_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smh]?)$")
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_budget(text: str) -> float:
+    """``"10m"``, ``"90s"``, ``"1h"`` or plain seconds, as seconds."""
+    found = _DURATION.match(text.strip().lower())
+    if found is None or float(found.group("n")) <= 0:
+        raise BugkitError(f"--budget {text!r}: give a duration such as 10m, 90s or 1h")
+    return float(found.group("n")) * _UNITS[found.group("unit")]
+
+
+def parse_only(text: str) -> tuple[str, ...]:
+    """``"flags,module"``: the stages to run, each one of ``STAGES``."""
+    chosen = tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown or not chosen:
+        raise BugkitError(f"--only {text!r}: choose among {', '.join(STAGES)} (comma-separated)")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Written:
+    result: ShrinkResult
+    bundle: Path
+    verified: bool  # the shrunk module fails the same way through the normal replay
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK if self.verified else ExitCode.NOT_REPRODUCED
+
+
+def checkpoint_path(out: Path) -> Path:
+    """Where the best module so far is kept while a shrink runs: if the shrink is killed,
+    this is what it had found."""
+    return out.with_name(out.name + ".checkpoint.hlo")
+
+
+def _save_checkpoint(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, "utf-8")
+    os.replace(partial, path)
+
+
+def default_output(target: Path) -> Path:
+    name = target.name
+    for suffix in (".tar.gz", ".tgz", ".7z", ".zip"):
+        if name.endswith(suffix):
+            return target.with_name(name[: -len(suffix)] + SHRUNK + suffix)
+    return target.with_name(name + SHRUNK + ".zip")
+
+
+def _pick(modules: Sequence[ModuleEntry], module_re: str | None) -> ModuleEntry:
+    pattern = re.compile(module_re) if module_re else None
+    found = [
+        m
+        for m in modules
+        if not m["label"].endswith(SHRUNK) and (pattern is None or pattern.search(m["label"]))
+    ]
+    if not found:
+        raise BugkitError(f"no module of the bundle matches {module_re!r}")
+    reproduced = [m for m in found if (m["replay"] or {}).get("outcome", "").startswith("repro")]
+    return (reproduced or found)[0]
+
+
+def shrink_bundle(
+    bundle: Path,
+    out: Path,
+    *,
+    module_re: str | None = None,
+    options: ShrinkOptions | None = None,
+    fmt: str | None = None,
+    force: bool = False,
+    ui: Ui | None = None,
+) -> Written:
+    """Shrink the failing module of ``bundle``; write the bundle plus the shrunk one to ``out``."""
+    ui = ui or Ui()
+    options = options or ShrinkOptions()
+    if out.resolve() == bundle.resolve():
+        raise BugkitError(f"{out} is the bundle itself: choose another output name")
+    chosen_fmt = check_output(out, fmt, force=force)
+    with open_bundle(bundle, prefix="xla-bugkit-shrink-") as b:
+        failure = Failure.from_json(b.manifest["failure"])
+        module = _pick(b.manifest["modules"], module_re)
+        inp = replay_input(module["label"], b.module_files(module), module["platform"])
+        if inp is None:
+            raise BugkitError(f"{module['label']} has no before-optimizations module to shrink")
+        return _shrink_into(b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui)
+
+
+def _shrink_into(
+    root: Path,
+    manifest: Manifest,
+    module: ModuleEntry,
+    inp: ReplayInput,
+    failure: Failure | None,
+    out: Path,
+    fmt: str,
+    options: ShrinkOptions,
+    ui: Ui,
+) -> Written:
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-work-") as tmp:
+        work = Path(tmp)
+        saved = checkpoint_path(out)
+        shrunk = shrink(inp, failure, work / "probes", options=options, ui=ui,
+                        checkpoint=lambda c: _save_checkpoint(saved, c.text()))  # fmt: skip
+        stage = work / "bundle"
+        shutil.copytree(root, stage)
+        files = output.add_files(stage, shrunk, module["label"] + SHRUNK)
+        with ui.phase("replaying the shrunk module"):
+            verdict = output.check_replay(stage, files, inp, failure, options.timeout)
+        entry = output.shrunk_entry(module, files, verdict) if verdict.reproduced else None
+        if entry is None:
+            ui.warn(f"{output.NOT_VERIFIED} ({verdict.outcome.value}: {verdict.evidence})")
+        output.finish(stage, manifest, shrunk, entry, out, fmt, ui)
+        saved.unlink(missing_ok=True)  # the bundle holds the result now
+    return Written(shrunk.result, out, entry is not None)
+
+
+def shrink_dump(
+    dump: Path,
+    out: Path,
+    *,
+    module_re: str | None = None,
+    options: ShrinkOptions | None = None,
+    fmt: str | None = None,
+    force: bool = False,
+    ui: Ui | None = None,
+) -> Written:
+    """Shrink the first module of the dump folder ``dump`` whose replay fails."""
+    ui = ui or Ui()
+    options = options or ShrinkOptions()
+    chosen_fmt = check_output(out, fmt, force=force)
+    for root, m in dump_modules(dump, module_re):
+        files = module_files(root, m)
+        inp = replay_input(m.label, files, m.platform)
+        if inp is None:
+            continue
+        with ui.phase(f"replaying {m.label}"):
+            verdict = replay(
+                inp, expected=None, timeout=options.timeout, memory_limit=memory_limit(inp.platform)
+            )
+        if not failed(verdict):
+            ui.detail(f"{m.label}: {verdict.outcome.value}")
+            continue
+        wrong = verdict.outcome is Outcome.REPRODUCED_WRONG
+        expected = None if wrong else verdict.failure
+        with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-dump-") as tmp:
+            stage = Path(tmp)
+            entry = _stage_module(stage, files, m.label, m.name, m.id, inp.platform)
+            manifest = _dump_manifest(expected, entry, verdict.evidence)
+            return _shrink_into(stage, manifest, entry, inp, expected, out, chosen_fmt, options, ui)
+    raise BugkitError(f"no module of {dump} fails when replayed: nothing to shrink")
+
+
+def _stage_module(
+    stage: Path, files: dict[str, Path], label: str, name: str, number: int, platform: str
+) -> ModuleEntry:
+    folder = stage / "modules" / label
+    folder.mkdir(parents=True)
+    placed: dict[str, str] = {}
+    for role, path in files.items():
+        shutil.copyfile(path, folder / path.name)
+        placed[role] = f"modules/{label}/{path.name}"
+    return {
+        "label": label,
+        "name": name,
+        "id": number,
+        "platform": platform,
+        "reasons": ["failed when replayed from the dump"],
+        "files": placed,
+        "replay": None,
+    }
+
+
+def _versions() -> dict[str, str]:
+    found = {"xla-bugkit": __version__}
+    for dist in ("jax", "jaxlib"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
+
+
+def _dump_manifest(expected: Failure | None, entry: ModuleEntry, evidence: str) -> Manifest:
+    if expected is None:
+        kind = getattr(Kind, "WRONG_RESULT", Kind.SUCCESS)
+        expected = Failure(kind, Phase.RUN, evidence[:300], "wrong result")
+    return {
+        "schema": mf.SCHEMA_VERSION,
+        "tool": mf.tool_name(),
+        "title": f"XLA {expected.kind.value}: {expected.headline[:80]}",
+        "created": mf.now(),
+        "versions": _versions(),
+        "command": [],
+        "xla_flags": [],
+        "exit_status": None,
+        "failure": expected.to_json(),
+        "guess": False,
+        "modules": [entry],
+        "other_modules": 0,
+        "data": "the dump's snapshot, if any",
+        "notes": ["made by xla-bugkit shrink from a dump folder, not by collect"],
+        "files": [],
+    }
+
+
+def shrink_in_place(bundle: Path, *, options: ShrinkOptions, ui: Ui) -> Written:
+    """Shrink ``bundle`` and put the result in its place (``collect --shrink``); on any
+    failure the bundle is left as it was."""
+    partial = bundle.with_name("." + default_output(bundle).name)
+    try:
+        written = shrink_bundle(bundle, partial, options=options, force=True, ui=ui)
+        os.replace(partial, bundle)
+    finally:
+        partial.unlink(missing_ok=True)
+    return Written(written.result, bundle, written.verified)

@@ -1,0 +1,161 @@
+"""One shrink's probing: the budget, the inputs of each candidate, the reference values, and
+the count of probes; every probe runs in a child (``probe``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit import flags
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay import protocol
+from xla_bugkit.shrink import child
+from xla_bugkit.shrink.hlo_text import Candidate, parameter_number
+from xla_bugkit.shrink.oracle import Answer, Judged, Oracle
+from xla_bugkit.shrink.probe import ForkServer, ProbeRun, run_fresh
+from xla_bugkit.ui import Ui
+
+_SHAPE = re.compile(r"^(?P<type>[a-z]+\d*[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
+_DTYPES = {
+    "pred": np.bool_,
+    "s8": np.int8,
+    "s16": np.int16,
+    "s32": np.int32,
+    "s64": np.int64,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "c64": np.complex64,
+    "c128": np.complex128,
+}
+
+
+class Exhausted(Exception):
+    """The budget (wall time or probes) is spent; the best result so far stands."""
+
+
+@dataclass
+class Budget:
+    seconds: float
+    max_probes: int
+    started: float = field(default_factory=time.monotonic)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def spent(self, probes: int) -> bool:
+        return probes >= self.max_probes or self.elapsed() >= self.seconds
+
+
+def generated(shape: str, seed: int) -> np.ndarray:
+    """Seeded inputs for a parameter of HLO ``shape`` (a cut whose value is not known)."""
+    found = _SHAPE.match(shape)
+    dtype = _DTYPES.get(found.group("type")) if found else None
+    if found is None or dtype is None:
+        raise BugkitError(f"cannot make inputs for a parameter of type {shape}")
+    dims = tuple(int(d) for d in found.group("dims").split(",") if d)
+    rng = np.random.default_rng(seed)
+    if dtype is np.bool_:
+        return rng.integers(0, 2, dims).astype(np.bool_)
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 4, dims).astype(dtype)
+    return rng.standard_normal(dims).astype(dtype)
+
+
+@dataclass
+class Session:
+    """Probes against one oracle. ``values``: every entry value of the original module (the
+    op-by-op reference), or None when it could not be computed (then cuts get seeded data)."""
+
+    work: Path
+    oracle: Oracle
+    budget: Budget
+    args: list[np.ndarray]
+    xla_flags: tuple[str, ...]
+    ui: Ui
+    server: ForkServer | None = None
+    platform: str = "cpu"
+    timeout: float = 60.0
+    values: dict[str, np.ndarray] | None = None
+    probes: int = 0
+    accepted: int = 0
+
+    def inputs(self, c: Candidate) -> list[np.ndarray]:
+        shapes = {parameter_number(i): i.shape for i in c.entry if i.opcode == "parameter"}
+        arrays: list[np.ndarray] = []
+        for number, source in enumerate(c.sources):
+            if source.index is not None:
+                arrays.append(self.args[source.index])
+            elif self.values is not None and source.value in self.values:
+                arrays.append(self.values[source.value])
+            else:
+                arrays.append(generated(shapes[number], seed=42 + number))
+        return arrays
+
+    def reference(self, c: Candidate) -> list[np.ndarray] | None:
+        """The root's value in the original run (wrong results only)."""
+        if self.values is None:
+            return None
+        root = c.root
+        names = list(root.operands) if root.opcode == "tuple" else [root.name]
+        found = [self.values.get(n) for n in names]
+        return None if any(v is None for v in found) else [v for v in found if v is not None]
+
+    def run(
+        self,
+        c: Candidate,
+        *,
+        xla_flags: Sequence[str] | None = None,
+        overrides: Sequence[tuple[str, Any]] = (),
+        task: str = "run",
+        fresh_env: dict[str, str] | None = None,
+    ) -> ProbeRun:
+        if self.budget.spent(self.probes):
+            raise Exhausted
+        self.probes += 1
+        folder = self.work / f"probe-{self.probes:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / child.TEXT).write_text(c.text(), "utf-8")
+        protocol.save_arrays(folder / "args.npz", self.inputs(c))
+        spec = {
+            "task": task,
+            "hlo": str(folder / child.TEXT),
+            "args": str(folder / "args.npz"),
+            "platform": self.platform,
+            "overrides": [list(o) for o in overrides],
+        }
+        joined = flags.join(self.xla_flags if xla_flags is None else xla_flags)
+        if self.server is None or fresh_env is not None:
+            env = {**(fresh_env or {}), "JAX_PLATFORMS": self.platform}
+            return run_fresh(folder, spec, xla_flags=joined, timeout=self.timeout, env=env)
+        return self.server.run(folder, spec, xla_flags=joined, timeout=self.timeout)
+
+    def check(
+        self,
+        c: Candidate,
+        *,
+        xla_flags: Sequence[str] | None = None,
+        overrides: Sequence[tuple[str, Any]] = (),
+    ) -> Judged:
+        """Run ``c`` and judge it; raises ``Exhausted`` when the budget is spent."""
+        if self.oracle.wrong_result and self.reference(c) is None:
+            return Judged(Answer.OTHER)
+        return self.check_run(c, self.run(c, xla_flags=xla_flags, overrides=overrides))
+
+    def check_run(self, c: Candidate, run: ProbeRun) -> Judged:
+        """Judge a probe of ``c`` that has run."""
+        reference = self.reference(c) if self.oracle.wrong_result else None
+        return self.oracle.judge(run, reference)
+
+    def progress(self, before: int, now: int) -> None:
+        self.ui.say(f"probe {self.probes}, {before} → {now} instructions")

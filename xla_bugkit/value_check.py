@@ -1,0 +1,99 @@
+"""Did the program's own check of its values fail? Its message, for the failure record.
+
+XLA says nothing when it computes a wrong value: the program finds out itself, with an
+``assert`` (np.testing's too), a NaN check, or a printed line, and often exits non-zero
+only later, after more work and more log lines. ``failure.classify`` asks here whether a
+run that showed no XLA failure ended so, and takes the program's message as the headline.
+"""
+
+from __future__ import annotations
+
+import re
+
+# How programs say a value is wrong, strongest first: a line saying "wrong" beats a count of
+# mismatches printed beside it, which beats a mere NaN in a log line.
+_WRONG_WORDS = (
+    re.compile(r"\b(?:wrong|incorrect)\b", re.I),
+    re.compile(r"\bmismatch(?:es|ed)?\b|\bnot (?:all)?close\b|\bnot equal\b|\bdiffers?\b", re.I),
+    re.compile(r"\bnan\b|\binf\b", re.I),
+)
+# "shape mismatch", "dtype mismatch": a program's mistake, not a wrong value.
+_NOT_A_VALUE = re.compile(r"\b(?:shape|dtype|type|rank|ndim|length|size)s?\b", re.I)
+# Exceptions that are a check of values by their nature: asserts (np.testing's too) and
+# FloatingPointError (jax_debug_nans, np.seterr(all="raise")).
+_VALUE_EXCEPTIONS = re.compile(r"(?:^|\.)(?:AssertionError|FloatingPointError)$")
+# Lines no program prints about its values: glog lines and JAX's compile log.
+_LOG_LINE = re.compile(r"^[IWEF]\d{4} |^(?:Compiling|Finished) ")
+# A bare ``assert`` ends its traceback with "AssertionError" alone; the line above is the code.
+_BARE_ASSERT_RE = re.compile(r"^ +(?P<code>\S[^\n]*)\n(?:[ ^~]+\n)?AssertionError$", re.M)
+
+
+def message(
+    output: str, status: tuple[str, str | None, str] | None, *, from_xla: bool
+) -> str | None:
+    """The program's own message when its check of the values failed, else None.
+
+    The last traceback tells first: an ``assert`` (bare or np.testing's), a
+    FloatingPointError, or a Python error whose message says the value is wrong or NaN. With
+    no traceback (the program printed what it found and exited non-zero later), the line
+    that says so: never the last line, which is whatever the program printed at the end.
+    """
+    last_traceback = output.rfind("Traceback (most recent call last)")
+    if last_traceback >= 0:
+        bare = _BARE_ASSERT_RE.search(output, last_traceback)
+        if bare is not None:
+            return f"AssertionError: {bare.group('code').strip()}"[:300]
+    if status is not None:
+        exc, _, msg = status
+        if from_xla and not _is_value_error(exc):
+            return None
+        if _is_value_error(exc):
+            return f"{exc}: {msg or _message_after(output, exc)}".rstrip(": ")[:300]
+        return f"{exc}: {msg}"[:300] if _wrong_words(msg) else None
+    return _wrong_line(output)
+
+
+def exception_of(headline: str) -> str | None:
+    """The exception type a ``message`` starts with ("AssertionError"), if it does."""
+    name = headline.split(":", 1)[0]
+    return name if re.fullmatch(r"[\w.]*(?:Error|Exception)", name) else None
+
+
+def _is_value_error(exc: str) -> bool:
+    return _VALUE_EXCEPTIONS.search(exc) is not None
+
+
+def _wrong_words(line: str) -> int:
+    """How strongly ``line`` says a value is wrong: 3 (says "wrong") to 0 (not at all)."""
+    if _NOT_A_VALUE.search(line):
+        return 0
+    for strength, words in zip((3, 2, 1), _WRONG_WORDS, strict=True):
+        if words.search(line):
+            return strength
+    return 0
+
+
+def _wrong_line(output: str) -> str | None:
+    """The line that says most strongly that a value is wrong; the last of equals."""
+    best, strength = None, 0
+    for line in output.splitlines():
+        line = line.strip()
+        if not line or _LOG_LINE.search(line):
+            continue
+        found = _wrong_words(line)
+        if found and found >= strength:
+            best, strength = line[:300], found
+    return best
+
+
+def _message_after(output: str, exc: str) -> str:
+    """The message an exception printed below its own line, as np.testing's asserts do:
+    what was compared and how many elements differ, joined on one line."""
+    at = output.rfind(f"\n{exc}:")
+    lines: list[str] = []
+    for line in output[at + 1 :].splitlines()[1:]:
+        if line.strip():
+            lines.append(line.strip())
+        if len(lines) == 3 or line.startswith("Mismatched elements"):
+            break
+    return "; ".join(lines)
