@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +58,27 @@ def test_echo_streams_to_our_stdout_and_stderr(capfd: pytest.CaptureFixture[str]
     assert out == "live out\n"
     assert err == "live err\n"
     assert "live out" in done.output and "live err" in done.output
+
+
+def test_hidden_lines_stay_in_the_output_but_leave_the_terminal(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # Lines shaped like the glog INFO lines XLA prints once its log level is lowered; the
+    # second arrives in two writes, split inside its prefix.
+    script = (
+        "import sys, time\n"
+        "w = sys.stderr.write\n"
+        "w('I1202 23:03:16.202233  5727 dump.cc:233] Dumping module_0001.jit_f.txt to d\\n')\n"
+        "w('step 1\\nIter'); sys.stderr.flush(); time.sleep(0.2)\n"
+        "w('ation 2\\nI12'); sys.stderr.flush(); time.sleep(0.2)\n"
+        "w('02 23:03:16.3  5727 dump.cc:233] Dumping module_0002.jit_g.txt to d\\n')\n"
+        "w('I1202 is a name, not a log line')\n"
+    )
+    hide = re.compile(rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
+    done = proc.run([sys.executable, "-c", script], echo=True, hide=hide)
+    err = capfd.readouterr().err
+    assert err == "step 1\nIteration 2\nI1202 is a name, not a log line"
+    assert done.output.count("Dumping module_") == 2
 
 
 def test_log_gets_the_output_as_it_arrives(tmp_path: Path) -> None:

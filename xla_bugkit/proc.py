@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,6 +158,41 @@ def _pump(
                 with contextlib.suppress(OSError, ValueError):
                     sink.write(chunk)
                     sink.flush()
+    for sink in sinks:
+        if isinstance(sink, _Hiding):
+            with contextlib.suppress(OSError, ValueError):
+                sink.finish()
+
+
+class _Hiding:
+    """A terminal that leaves out whole lines ``hide`` matches. Other output passes at once;
+    an unfinished line that looks like the start of a log line waits for its end."""
+
+    def __init__(self, sink: BinaryIO, hide: re.Pattern[bytes]) -> None:
+        self._sink, self._hide, self._held = sink, hide, b""
+
+    def write(self, data: bytes) -> None:
+        *lines, rest = (self._held + data).split(b"\n")
+        shown = [line + b"\n" for line in lines if not self._hide.match(line)]
+        self._held = rest if len(rest) < _HOLD_AT_MOST and _LOG_LINE_START.match(rest) else b""
+        if not self._held:
+            shown.append(rest)
+        self._sink.write(b"".join(shown))
+
+    def flush(self) -> None:
+        self._sink.flush()
+
+    def finish(self) -> None:
+        """The output ended: a last unfinished line is shown, unless it is hidden."""
+        if self._held and not self._hide.match(self._held):
+            self._sink.write(self._held)
+            self._sink.flush()
+
+
+_HOLD_AT_MOST = 1 << 16
+# How glog/absl lines ("I1202 23:03:16.2 ...") and TensorFlow's ("2026-12-02 17:51:18...")
+# begin, as far as an unfinished line shows: "I", "I12", "2026-1" all may be one.
+_LOG_LINE_START = re.compile(rb"(?:I\d{0,4}|\d{1,4}(?:-\d{0,2}){0,2})(?: |$)")
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[bool, bool]:
@@ -183,19 +219,21 @@ def run(
     echo: bool = False,
     log: BinaryIO | None = None,
     stdin: int | None = subprocess.DEVNULL,
+    hide: re.Pattern[bytes] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
     With ``echo`` the output also goes live to our stdout; with ``log`` to that file as it
-    arrives, so a crash of this process still leaves the log on disk. Ctrl-C, SIGTERM and
-    SIGHUP stop the whole group and end the run as ``interrupted``; whatever else ends this
-    call (or this process) early stops the group too, and the group never outlives the run.
+    arrives, so a crash of this process still leaves the log on disk; lines ``hide``
+    matches are left out of the terminal, not of the log. Ctrl-C, SIGTERM and SIGHUP stop
+    the whole group and end the run as ``interrupted``; whatever else ends this call (or
+    this process) early stops the group too, and the group never outlives the run.
     """
     # From before the child starts: a signal at any point stops it as Ctrl-C does.
     with sigterm_as_interrupt():
         started = time.monotonic()
         child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
-        return _follow(child, argv, timeout, echo, log, started)
+        return _follow(child, argv, timeout, echo, log, started, hide)
 
 
 def _follow(
@@ -205,6 +243,7 @@ def _follow(
     echo: bool,
     log: BinaryIO | None,
     started: float,
+    hide: re.Pattern[bytes] | None = None,
 ) -> Completed:
     """Run a started child to its end, gathering its output; its group ends with it."""
     popen = child.popen
@@ -217,7 +256,8 @@ def _follow(
         for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
             if pipe is None:  # stderr merged into stdout
                 continue
-            sinks = [s for s in (terminal.buffer if echo else None, log) if s is not None]
+            shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
+            sinks = [s for s in (shown if echo else None, log) if s is not None]
             reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
             reader.start()
             readers.append((reader, pipe))

@@ -86,6 +86,10 @@ def assert_report_files(c: Collected, name: str) -> None:
 
 def test_compile_crash_bundle(compile_crash: Collected) -> None:
     assert compile_crash.returncode == 0, compile_crash.stderr
+    # XLA's log lines that collect turned on reach neither the terminal nor the bundle's log.
+    assert "] Dumping module_" not in compile_crash.stderr
+    assert "] Dumping module_" not in compile_crash.text("log.txt")
+    assert "Check failed: const_instr == nullptr" in compile_crash.text("log.txt")
     m = compile_crash.manifest()
     assert m["failure"]["kind"] == "compile crash"
     assert m["failure"]["signal"] == "SIGABRT"

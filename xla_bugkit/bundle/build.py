@@ -15,7 +15,7 @@ from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.bundle.source import add_source
-from xla_bugkit.capture import processes
+from xla_bugkit.capture import processes, xla_log
 from xla_bugkit.capture.dumps import DumpIndex, Role
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Chosen, Selection
@@ -105,7 +105,10 @@ def _write_texts(
     stage: Path, run: RunRecord, selection: Selection, env: envinfo.EnvReport, redactor: Redactor
 ) -> Counter[str]:
     """log.txt, other-modules.txt and environment.txt; returns what the log had redacted."""
-    log_tail, counts = redactor.text_with_report(_tail(run.output, LOG_TAIL_BYTES))
+    # XLA's "Dumping ..." lines name every file of the dump (most of a long run's output);
+    # selection has read them, and the bundle holds the files themselves.
+    log = xla_log.without_dump_lines(run.output)
+    log_tail, counts = redactor.text_with_report(_tail(log, LOG_TAIL_BYTES))
     layout.write_text(stage, "log.txt", log_tail)
     others = "\n".join(selection.others)
     layout.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")

@@ -143,7 +143,8 @@ def _header(stage: Path, files: Mapping[str, str]) -> str:
 def _flags(
     stage: Path, files: Mapping[str, str], user_flags: Sequence[str], notes: list[str]
 ) -> tuple[str, ...]:
-    """The flags in the dumped debug options (dump flags left out), as the replay reads them.
+    """The flags in the dumped debug options (dump flags left out), then the reporter's own
+    flags those cannot spell (``flags.in_force``), as the replay takes them.
 
     A map such as xla_backend_extra_options prints as a block no flag can spell; the
     reporter's own flag of that name stands in for it, or it is left out (and said so).
@@ -151,17 +152,17 @@ def _flags(
     options = files.get(Role.DEBUG_OPTIONS.value)
     if options is None:
         return ()
-    recorded = flags.from_debug_options((stage / options).read_text("utf-8", "replace"))
-    theirs = {flags.name_of(f): f for f in user_flags}
-    result = []
-    for flag in recorded:
-        if not (flags.value_of(flag) or "").startswith("{"):
-            result.append(flag)
-        elif flags.name_of(flag) in theirs:
-            result.append(theirs[flags.name_of(flag)])
-        else:
-            notes.append(f"{SCRIPT} leaves out {flags.name_of(flag)}: no flag spells its value")
-    return tuple(result)
+    text = (stage / options).read_text("utf-8", "replace")
+    result = flags.in_force(flags.from_debug_options(text), user_flags)
+    spelled = {flags.name_of(f) for f in result}
+    for name in dict.fromkeys(_BLOCK.findall(text)):
+        if f"--{name}" not in spelled:
+            notes.append(f"{SCRIPT} leaves out --{name}: no flag spells its value")
+    return result
+
+
+# A map or sub-message in the debug options ("xla_backend_extra_options {" or "...: {").
+_BLOCK = re.compile(r"^\s*(xla_\w+)(?::)?\s*\{", re.M)
 
 
 def _refusal(header: str, verdict: Verdict | None) -> str | None:

@@ -58,6 +58,10 @@ class RunRecord:
         return (self.culprit.process,) if self.culprit is not None else ()
 
 
+# JAX shows none of XLA's INFO lines by itself (TensorFlow does).
+_JAX = (None, frameworks.Framework.JAX)
+
+
 def child_env(
     base: Mapping[str, str],
     dump_dir: Path,
@@ -115,8 +119,11 @@ def rerun(
     processes.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
+    # The terminal shows what the program would show by itself; run.log has everything.
+    hide = xla_log.hidden_on_terminal(base, all_info=framework in _JAX)
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
-        done = proc.run(command, env=env, timeout=timeout, echo=echo, log=log, stdin=None)
+        done = proc.run(command, env=env, timeout=timeout, echo=echo, log=log, stdin=None,
+                        hide=hide)  # fmt: skip
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"

@@ -81,6 +81,23 @@ def log_env(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+# The terminal leaves out what these settings made XLA print; run.log keeps everything.
+_INFO_LINE = rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "
+_DUMPING_BYTES = rb"[^\n]*\] Dumping (?:\d+\.)?module_\d+\."
+
+
+def hidden_on_terminal(base: Mapping[str, str], all_info: bool) -> re.Pattern[bytes] | None:
+    """The lines of output that exist only because of ``log_env``: all of XLA's INFO lines
+    when the user set no log level and the framework shows none by itself (``all_info``:
+    JAX), else the ``Dumping`` lines unless the user asked for them. None: hide nothing."""
+    if all_info and MIN_LOG_LEVEL not in base:
+        return re.compile(_INFO_LINE)
+    users = merge_vmodule(base.get(VMODULE), {})
+    if any(e.partition("=")[0].strip() == "dump" for e in users.split(",")):
+        return None
+    return re.compile(_DUMPING_BYTES)
+
+
 def users_level(env: Mapping[str, str]) -> str | None:
     """The ``TF_CPP_MIN_LOG_LEVEL`` the user chose, if any, in the environment of this
     process. ``import jax`` sets 1 when none is set, so in a process that imported jax (a
