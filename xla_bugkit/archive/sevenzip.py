@@ -14,6 +14,7 @@ says whether the installed py7zr has them, and the caller falls back to one stre
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import shutil
@@ -51,12 +52,17 @@ def workers(total: int) -> int:
 
 
 def groups(sizes: Sequence[int], n: int) -> list[range]:
-    """Cut indices ``0..len(sizes)`` into at most ``n`` contiguous runs of about equal bytes."""
-    total, bounds, acc = sum(sizes), [0], 0
-    for i, size in enumerate(sizes):
-        acc += size
-        if len(bounds) < n and acc >= total * len(bounds) / n and i + 1 < len(sizes):
-            bounds.append(i + 1)
+    """Cut indices ``0..len(sizes)`` into at most ``n`` contiguous runs of about equal bytes:
+    each cut falls at the member boundary nearest its share, before or after a large member."""
+    prefix = list(itertools.accumulate(sizes, initial=0))
+    total, bounds = prefix[-1], [0]
+    for k in range(1, n):
+        target = total * k / n
+        at = bisect.bisect_left(prefix, target)
+        if at > 0 and (at == len(prefix) or target - prefix[at - 1] < prefix[at] - target):
+            at -= 1  # the boundary before the member that crosses the target is nearer
+        if bounds[-1] < at < len(sizes):
+            bounds.append(at)
     bounds.append(len(sizes))
     return [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 

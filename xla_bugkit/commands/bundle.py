@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from xla_bugkit import config
-from xla_bugkit.commands.collect import render_summary
+from xla_bugkit.commands._summary import render_summary
 from xla_bugkit.pipeline import CollectOptions, rebundle
 from xla_bugkit.ui import Ui
 

@@ -1,0 +1,279 @@
+"""The command line's grammar: every subcommand, its options, its help and examples.
+
+``main`` parses with it and dispatches; each command's work is in ``xla_bugkit.commands``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from xla_bugkit import __version__, config
+from xla_bugkit.errors import exit_codes_help
+
+DESCRIPTION = """\
+Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
+
+examples:
+  xla-bugkit collect -- python train.py
+  xla-bugkit collect -o bug.zip --timeout 600 -- python train.py --steps 10
+  xla-bugkit verify bundle.7z
+  xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
+  xla-bugkit show bundle.7z
+"""
+
+COLLECT_EPILOG = """\
+examples:
+  xla-bugkit collect -- python train.py
+      rerun train.py with XLA dumps on; write bundle.7z
+  xla-bugkit collect -o bug.zip -- python train.py
+      a .zip, which GitHub accepts as an attachment
+  xla-bugkit collect --module 'jit_train_step' --timeout 900 -- bash run.sh
+      choose the module yourself; stop the run (and bundle what exists) after 15 minutes
+  xla-bugkit collect --symbol 'custom_call_target="my_kernel"' -- python train.py
+      choose the modules whose HLO contains the text
+"""
+
+BUNDLE_EPILOG = """\
+examples:
+  xla-bugkit collect --keep-workdir --workdir run1 -- python train.py
+  xla-bugkit bundle run1 -o other.zip --module jit_train_step
+      bundle the same run again, choosing another module, without running it again
+"""
+
+VERIFY_EPILOG = """\
+examples:
+  xla-bugkit verify bundle.7z
+  xla-bugkit verify --json bug.zip > verdicts.json
+"""
+
+REPLAY_EPILOG = """\
+examples:
+  xla-bugkit replay dump/module_0006.jit_train_step.before_optimizations.hlo.pb
+  xla-bugkit replay dump/ --module jit_train_step --flags "--xla_cpu_enable_fast_math=true"
+  xla-bugkit replay m.before_optimizations.hlo.pb --snapshot m.snapshot.123.pb
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="xla-bugkit",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"xla-bugkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_collect(sub)
+    _add_bundle(sub)
+    _add_verify(sub)
+    _add_replay(sub)
+    _add_show(sub)
+    _add_repack(sub)
+    _add_shrink(sub)
+    return p
+
+
+def _size(text: str) -> int:
+    """ "25MB", "500kB", "1GB" or a number of bytes."""
+    try:
+        return config.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _subcommand(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A subcommand's parser: examples kept as written, and the -q/-v every command takes."""
+    epilog = f"{epilog.rstrip()}\n\n{textwrap.fill(exit_codes_help(name), 90)}\n"
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
+    return p
+
+
+def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "collect",
+        help="rerun a failing program with XLA dumps on and write a bug bundle",
+        description="Rerun CMD with XLA dumps on, pick the modules that matter, prove by "
+        "replay that they reproduce the failure, and write a bundle.",
+        epilog=COLLECT_EPILOG,
+    )
+    _add_bundle_options(p)
+    p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
+    p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
+    p.add_argument("--keep-workdir", action="store_true",
+                   help="keep the dumps afterwards (xla-bugkit bundle reads them)")  # fmt: skip
+    p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument("--shrink", nargs="?", const="10m", metavar="BUDGET",
+                   help="then shrink the failing module into the bundle (xla-bugkit shrink), "
+                   "within BUDGET (default 10m)")  # fmt: skip
+    p.add_argument("--include-source", action="store_true",
+                   help="add the command's script (python train.py: train.py), redacted, "
+                   "to the bundle; off by default")  # fmt: skip
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                   help="the program to run, after --")  # fmt: skip
+
+
+def _add_bundle_options(p: argparse.ArgumentParser) -> None:
+    """The options of the bundle itself, which collect and bundle share."""
+    p.add_argument("-o", "--output", type=Path,
+                   help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
+                   "the format set in the user config file)")  # fmt: skip
+    p.add_argument("--format", choices=config.FORMATS, help="archive format")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
+    p.add_argument("--replay-timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds one module's replay may take (default %(default)g)")  # fmt: skip
+    p.add_argument("--budget", type=float, default=config.SEARCH_BUDGET, metavar="SECONDS",
+                   help="for a wrong result: seconds to spend replaying modules against "
+                   "the op-by-op reference to find the one that differs "
+                   "(default %(default)g)")  # fmt: skip
+    p.add_argument("--module", dest="module_re", metavar="REGEX",
+                   help="bundle the modules whose name matches")  # fmt: skip
+    p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
+    p.add_argument(
+        "--max-size",
+        type=_size,
+        metavar="SIZE",
+        help=f"size budget of the bundle, e.g. 10MB (default {config.Config.max_size}, "
+        "GitHub's limit)",
+    )
+    p.add_argument("--repo", default=None,
+                   help="where to file (default: the framework's tracker, jax-ml/jax, "
+                   "tensorflow/tensorflow or pytorch/xla; openxla/xla when a jaxlib replay "
+                   "of a TensorFlow or PyTorch/XLA module reproduces it)")  # fmt: skip
+    p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
+    p.add_argument("--no-data", dest="data", action="store_false",
+                   help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
+
+
+def _add_bundle(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "bundle",
+        help="make a bundle again from a work dir that collect kept",
+        description="Index, choose, replay and bundle the run kept in WORKDIR again, with "
+        "new options; the program does not run again.",
+        epilog=BUNDLE_EPILOG,
+    )
+    p.add_argument("workdir", type=Path, help="the work dir collect kept")
+    _add_bundle_options(p)
+
+
+def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "verify",
+        help="check a bundle's integrity and replay it here",
+        description="Unpack a bundle safely, check every file against the manifest, replay "
+        "its modules, and say whether the recorded failure reproduces on this machine.",
+        epilog=VERIFY_EPILOG,
+    )
+    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds per module replay")  # fmt: skip
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "replay",
+        help="replay one dumped module (run_hlo_module without Bazel)",
+        description="Compile and run a dumped HLO module in a child process, compare it with "
+        "an op-by-op reference and its recorded result, and print the verdict.",
+        epilog=REPLAY_EPILOG,
+    )
+    p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
+    p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
+    p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
+    p.add_argument("--flags", default="", metavar='"--xla_a=1 ..."',
+                   help="XLA flags that replace every recorded one (the module's debug options "
+                   "and those in its compile_options.pb); quote them")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds the replay may take")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+
+
+def attach_flags(argv: Sequence[str]) -> list[str]:
+    """``replay --flags "--xla_a=1"`` as ``--flags=--xla_a=1``: argparse takes a lone value
+    that starts with "--" for an option, and then says --flags lacks its argument."""
+    args = list(argv)
+    if next((a for a in args if not a.startswith("-")), None) != "replay":
+        return args  # collect's CMD may hold a --flags of its own
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--flags" and args[i + 1].startswith("--xla"):
+            args[i : i + 2] = [f"--flags={args[i + 1]}"]
+            break
+    return args
+
+
+def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "show",
+        help="list what a bundle shares, without extracting it",
+        description="Print a bundle's failure, modules, notes and every file with its size, "
+        "reading the archive in place.",
+        epilog="examples:\n  xla-bugkit show bundle.7z\n  xla-bugkit show --json bug.zip",
+    )
+    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
+
+
+def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "repack",
+        help="write a bundle again in another format (GitHub accepts .zip, not .7z)",
+        description="Unpack a bundle safely, check it against its manifest, and write it "
+        "again in the format OUT's name asks for.",
+        epilog="examples:\n  xla-bugkit repack bundle.7z bundle.zip",
+    )
+    p.add_argument("bundle", type=Path, help="the bundle to read")
+    p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing OUT that is not an xla-bugkit bundle")  # fmt: skip
+
+
+def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        sub,
+        "shrink",
+        help="shrink a failing module, and find the pass or flag behind it",
+        description="Shrink the failing module of a bundle (or dump folder) to the smallest "
+        "module that fails the same way, find the flags it needs, the HLO pass behind it and "
+        "flags that work around it; write a bundle that keeps the original module and adds "
+        "the shrunk one.",
+        epilog="examples:\n  xla-bugkit shrink bug.zip\n"
+        "  xla-bugkit shrink bug.zip -o small.zip --budget 5m --only module,passes\n"
+        "  xla-bugkit shrink dump/ --module jit_train_step",
+    )
+    p.add_argument("target", type=Path, metavar="BUNDLE|DUMP_DIR", help="what to shrink")
+    p.add_argument("-o", "--output", type=Path,
+                   help="the bundle to write (default: NAME.shrunk.zip beside it)")  # fmt: skip
+    p.add_argument("--module", dest="module_re", metavar="RE",
+                   help="shrink the module whose label matches RE")  # fmt: skip
+    p.add_argument("--budget", default="10m",
+                   help="wall time for probes, e.g. 10m, 90s (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-probes", type=int, default=1000,
+                   help="at most this many probes (default %(default)s)")  # fmt: skip
+    p.add_argument("--only", default="flags,module,passes",
+                   help="the stages to run, of flags,module,passes (default: all)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
+                   help="seconds each confirming replay may take")  # fmt: skip
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the shrink record as JSON")

@@ -1,0 +1,138 @@
+"""What ``collect`` and ``bundle`` print at the end: what was chosen and why, the verdicts,
+where the bundle is, and what to do next."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from xla_bugkit import config, frameworks, github
+from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.bundle.source import SOURCE_DIR
+from xla_bugkit.bundle.triage import Triage, headline, triage
+from xla_bugkit.capture.rerun import RunRecord
+from xla_bugkit.capture.selection import Selection
+from xla_bugkit.capture.workdir import replaced_dump_dir
+from xla_bugkit.pipeline import CollectResult
+from xla_bugkit.replay.judge import Verdict
+
+NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
+
+
+def kept_lines(result: CollectResult) -> list[str]:
+    """Where the run's files stay: the dumps of a --xla_dump_to of the user's that the run
+    replaced, and the kept work dir, which ``xla-bugkit bundle`` reads."""
+    lines = []
+    if result.user_dumps is not None:
+        theirs = f"--xla_dump_to={replaced_dump_dir(result.run)}"
+        lines.append(f"  your dumps: {result.user_dumps} (your {theirs} was replaced for this run)")
+    if result.workdir is not None:
+        again = f"xla-bugkit bundle {shlex.quote(str(result.workdir))} -o OUT"
+        lines.append(f"  work dir kept: {result.workdir} (a bundle from it again: {again})")
+    return lines
+
+
+def render_summary(result: CollectResult, *, repo: str | None, verbose: bool = False) -> str:
+    """The closing lines of ``collect`` for ``result``; ``repo`` gets the new-issue link."""
+    if result.selection is None or result.manifest is None:
+        return NO_FAILURE
+    return summary(
+        result.bundle, result.size, result.selection, result.verdicts, result.run, result.fmt,
+        repo=repo, manifest=result.manifest, verbose=verbose,
+    )  # fmt: skip
+
+
+def summary(
+    path: Path | None,
+    size: int,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    run: RunRecord,
+    fmt: str,
+    *,
+    repo: str | None,
+    manifest: Manifest,
+    verbose: bool = False,
+) -> str:
+    """The closing lines of ``collect``: what was chosen and why, the verdict, what it
+    shares, what next (no issue link when nothing points at XLA)."""
+    first = selection.chosen[0].module.name if selection.chosen else None
+    judged = triage(run.failure, verdicts, module=first)
+    lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
+    if run.culprit is not None and run.culprit.others:
+        lines.append(
+            f"  failing process: {run.culprit.label}: {run.culprit.why} "
+            f"({len(run.culprit.others)} other processes listed in manifest.json)"
+        )
+    for c in selection.chosen:
+        lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
+    for v in verdicts:
+        lines.append(f"  replay {v.module}: {v.outcome.value} ({v.inputs}): {v.evidence}")
+    if not verdicts:
+        lines.append("  replay: not run")
+    elif label := frameworks.replay_label_of(manifest.get("framework")):
+        lines.append(f"  replayed {label}")
+    lines.append(f"  bundle: {path} ({_mb(size)})")
+    lines += _shared(manifest, verbose)
+    if size > config.MAX_SIZE:
+        lines.append(f"  note: over GitHub's {config.MAX_SIZE // 10**6} MB attachment limit")
+    if fmt == "7z" and path is not None:
+        zipped = shlex.quote(str(path.with_suffix(".zip")))
+        lines.append(
+            "  note: GitHub does not accept .7z attachments; to attach it there run: "
+            f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
+        )
+    reproduced = any(v.reproduced for v in verdicts)
+    framework = frameworks.of_record(manifest.get("framework"))
+    repo = repo or frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
+    lines += _next_steps(path, manifest["title"], repo, judged)
+    return "\n".join(lines)
+
+
+def _next_steps(path: Path | None, title: str, repo: str, judged: Triage) -> list[str]:
+    """What to do with the bundle: file it, or, when nothing points at XLA, say so."""
+    shown = shlex.quote(str(path)) if path else "BUNDLE"
+    if not judged.xla:
+        return [
+            f"  this does not look like an XLA bug: {judged.reason}",
+            "  no issue link: look into the program first; the bundle is written anyway "
+            f"(xla-bugkit show --issue {shown})",
+        ]
+    # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
+    link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
+    gh = github.gh_command(repo, title, "-")
+    return [
+        f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue",
+        f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}",
+        f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}",
+    ]
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def _shared(manifest: Manifest, verbose: bool) -> list[str]:
+    """What leaves the machine: the files (all of them with -v), redactions and drops."""
+    files = manifest["files"]
+    total = sum(f["size"] for f in files)
+    top = [f["path"] for f in files if not f["path"].startswith("modules/")]
+    modules = len(files) - len(top)
+    lines = [
+        f"  shares: {len(files) + 1} files, {_mb(total)} before compression: "
+        f"{', '.join([*top, 'manifest.json'])} and {modules} module files"
+    ]
+    if verbose:
+        lines += [f"    {f['size']:>10,}  {f['path']}" for f in files]
+    lines += [f"  {note}" for note in manifest["notes"]]
+    lines.append(f"  inputs: {manifest['data']}")
+    sources = [f["path"] for f in files if f["path"].startswith(f"{SOURCE_DIR}/")]
+    if sources:
+        lines.append(f"  source: {sources[0]} (the program's script, redacted)")
+    elif not any(note.startswith("--include-source") for note in manifest["notes"]):
+        lines.append(
+            "  source: not included (off by default; collect --include-source adds the "
+            "program's script, redacted)"
+        )
+    return lines
