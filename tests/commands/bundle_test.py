@@ -82,7 +82,8 @@ def test_the_kept_work_dir_holds_the_run_record(crash_run: Kept) -> None:
     assert record["failure"]["kind"] == "compile crash"
     assert record["failure"]["signal"] == "SIGABRT"
     assert record["exit_status"] == -6
-    assert {"dump", "run.log", "run.json"} == {p.name for p in crash_run.workdir.iterdir()}
+    names = {p.name for p in crash_run.workdir.iterdir()}
+    assert names == {"dump", "processes", "run.log", "run.json"}
 
 
 def test_bundle_again_with_another_module(

@@ -13,7 +13,6 @@ import ctypes.util
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
 
@@ -21,7 +20,7 @@ _TEXT_ROLES = (Role.BEFORE_TEXT, Role.AFTER_TEXT)
 CHUNK = 4 << 20  # per read: large enough that syscalls cost nothing next to the search
 _SLICES_PER_THREAD = 8  # work is split finer than the threads, so that none idles at the end
 
-_Job = tuple[str, list[Path]]  # a module's label and its text dumps, in the module's order
+_Job = tuple[str, list[str]]  # a module's label and its text dumps, in the module's order
 
 
 def search_symbol(index: DumpIndex, modules: Iterable[DumpModule], text: str) -> dict[str, str]:
@@ -29,8 +28,9 @@ def search_symbol(index: DumpIndex, modules: Iterable[DumpModule], text: str) ->
     (the first such file in the module's order), in the order of ``modules``."""
     needle = text.encode()
     jobs: list[_Job] = []
+    root = str(index.root)  # plain strings: a Path per file costs as much as searching it
     for module in modules:
-        paths = [index.root / f.rel for f in module.files if f.role in _TEXT_ROLES and f.size]
+        paths = [f"{root}/{f.rel}" for f in module.files if f.role in _TEXT_ROLES and f.size]
         if paths:
             jobs.append((module.label, paths))
     threads = min(_cores(), len(jobs))
@@ -59,20 +59,20 @@ def _search(jobs: Sequence[_Job], needle: bytes) -> list[tuple[str, str]]:
     for label, paths in jobs:
         for path in paths:
             if _file_contains(path, needle, buf, find):
-                found.append((label, path.name))
+                found.append((label, path.rpartition("/")[2]))
                 break
     return found
 
 
 def _file_contains(
-    path: Path, needle: bytes, buf: bytearray, find: Callable[[int, bytes], bool]
+    path: str, needle: bytes, buf: bytearray, find: Callable[[int, bytes], bool]
 ) -> bool:
     """Whether ``path`` holds ``needle``, read ``CHUNK`` bytes at a time into ``buf``; the
     last ``len(needle) - 1`` bytes of each chunk are kept in front of the next, so a needle
     that straddles two chunks is found."""
     view = memoryview(buf)
     keep = 0
-    with path.open("rb", buffering=0) as f:
+    with open(path, "rb", buffering=0) as f:
         while n := f.readinto(view[keep : keep + CHUNK]):
             filled = keep + n
             if find(filled, needle):
