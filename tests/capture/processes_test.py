@@ -122,6 +122,8 @@ def test_two_ranks_the_bundle_names_the_rank_that_failed(tmp_path: Path) -> None
     assert m["modules"][0]["name"] == "jit__lambda"
     assert m["xla_flags"] == ["--xla_disable_all_hlo_passes=true"]  # rank 1's own flag
     assert "failing process: rank 1 of 2" in c.stderr
+    # Rank 1's module names rank 1's device (2048); the replay compiles it for device 0.
+    assert m["modules"][0]["replay"]["outcome"] == "reproduced: crash", c.stderr[-3000:]
 
 
 @pytest.mark.slow

@@ -120,6 +120,23 @@ def test_a_module_calling_lapack_replays_and_agrees_with_its_references(
     assert verdict.matches_recorded is True
 
 
+def test_without_device_assignment_keeps_the_flags_and_counts(dumps: dict[str, Dumped]) -> None:
+    from jax._src.lib import xla_client
+
+    raw = (dumps["crash"].pjrt("jit__lambda") / "compile_options.pb").read_bytes()
+    stripped = compile_options.without_device_assignment(raw)
+    before = xla_client.CompileOptions.ParseFromString(raw)
+    after = xla_client.CompileOptions.ParseFromString(stripped)
+    assert before.executable_build_options.device_assignment is not None
+    assert after.executable_build_options.device_assignment is None
+    assert after.executable_build_options.debug_options.xla_cpu_enable_fast_math is True
+    assert (after.num_replicas, after.num_partitions) == (
+        before.num_replicas,
+        before.num_partitions,
+    )
+    assert compile_options.without_device_assignment(stripped) == stripped
+
+
 def test_without_recorded_flags_keeps_everything_else(dumps: dict[str, Dumped]) -> None:
     from jax._src.lib import xla_client
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.compile_options import without_recorded_flags
+from xla_bugkit.replay.compile_options import without_device_assignment, without_recorded_flags
 
 # The oldest jaxlib whose private APIs match what this module calls.
 MIN_JAXLIB = "0.6"
@@ -209,6 +209,9 @@ def _compile_options(
     options_cls = _attr(_xla_client(), "CompileOptions", "CompileOptions")
     if serialized is not None and not recorded_flags:
         serialized = without_recorded_flags(serialized)
+    if serialized is not None:
+        # The device list given to the compile decides where it runs, here.
+        serialized = without_device_assignment(serialized)
     if serialized is not None:
         # A static constructor in jaxlib 0.10.2: it returns the options, leaving ``self`` be.
         options = _attr(options_cls, "ParseFromString", "CompileOptions.ParseFromString")(

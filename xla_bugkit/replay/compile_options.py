@@ -19,6 +19,7 @@ from xla_bugkit.errors import BugkitError
 EXECUTABLE_BUILD_OPTIONS = 3  # CompileOptionsProto: ExecutableBuildOptionsProto
 ENV_OPTION_OVERRIDES = 7  # CompileOptionsProto: map<string, OptionOverrideProto>
 DEBUG_OPTIONS = 3  # ExecutableBuildOptionsProto: xla.DebugOptions
+DEVICE_ASSIGNMENT = 9  # ExecutableBuildOptionsProto: xla.DeviceAssignmentProto
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 
@@ -68,13 +69,15 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, bytes, bytes]]:
         at = end
 
 
-def _rewrite(data: bytes, drop: int, inside: int | None = None, edit: int | None = None) -> bytes:
-    """``data`` without field ``drop``; field ``inside`` (a message) loses field ``edit``."""
+def _rewrite(
+    data: bytes, drop: frozenset[int], inside: int | None = None, edit: frozenset[int] = frozenset()
+) -> bytes:
+    """``data`` without the fields ``drop``; field ``inside`` (a message) loses ``edit``."""
     out = bytearray()
     for number, kind, whole, payload in _fields(data):
-        if number == drop:
+        if number in drop:
             continue
-        if number == inside and kind == _LENGTH and edit is not None:
+        if number == inside and kind == _LENGTH and edit:
             inner = _rewrite(payload, edit)
             out += _encode_varint(number << 3 | _LENGTH) + _encode_varint(len(inner)) + inner
         else:
@@ -88,4 +91,16 @@ def without_recorded_flags(serialized: bytes) -> bytes:
     A compile from the result starts from the process's XLA_FLAGS, as a fresh compile does,
     and takes the overrides given with it; layouts, device assignment and partitioning stay.
     """
-    return _rewrite(serialized, ENV_OPTION_OVERRIDES, EXECUTABLE_BUILD_OPTIONS, DEBUG_OPTIONS)
+    return _rewrite(
+        serialized, frozenset({ENV_OPTION_OVERRIDES}), EXECUTABLE_BUILD_OPTIONS,
+        frozenset({DEBUG_OPTIONS}),
+    )  # fmt: skip
+
+
+def without_device_assignment(serialized: bytes) -> bytes:
+    """``serialized`` less the recorded device assignment, which names the reporter's
+    devices (those of a second ``jax.distributed`` rank are numbered from 2048): a replay
+    compiles for the devices it is given here. Replica and partition counts stay."""
+    return _rewrite(
+        serialized, frozenset(), EXECUTABLE_BUILD_OPTIONS, frozenset({DEVICE_ASSIGNMENT})
+    )
