@@ -24,6 +24,8 @@ _JAX_DEFAULT_LEVEL = "1"  # what ``import jax`` sets when no level is set
 _DUMPING = re.compile(
     r"Dumping (?:\d+\.)?module_(?P<id>\d+)\.(?P<rest>\S+) to (?P<dir>[^\n]*)$", re.M
 )
+# What every such line holds, for the filters below.
+_DUMPING_WORDS = r"Dumping (?:\d+\.)?module_\d+\."
 # glog/absl ("E1202 23:03:16.202233  5727 cpu_client.cc:1923] ...") and TensorFlow's dated
 # form ("2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] ...").
 _ERROR_LINE = re.compile(
@@ -83,7 +85,7 @@ def log_env(base: Mapping[str, str]) -> dict[str, str]:
 
 # The terminal leaves out what these settings made XLA print; run.log keeps everything.
 _INFO_LINE = rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "
-_DUMPING_BYTES = rb"[^\n]*\] Dumping (?:\d+\.)?module_\d+\."
+_DUMPING_BYTES = rf"[^\n]*\] {_DUMPING_WORDS}".encode()
 
 
 def hidden_on_terminal(base: Mapping[str, str], all_info: bool) -> re.Pattern[bytes] | None:
@@ -128,7 +130,7 @@ def merge_vmodule(user: str | None, wanted: Mapping[str, int]) -> str:
     return ",".join(f"{e}={levels[e]}" if e in levels else e for e in entries)
 
 
-_DUMPING_LINE = re.compile(r"^[^\n]*Dumping (?:\d+\.)?module_\d+\.[^\n]*\n?", re.M)
+_DUMPING_LINE = re.compile(rf"^[^\n]*{_DUMPING_WORDS}[^\n]*\n?", re.M)
 
 
 def without_dump_lines(text: str) -> str:
