@@ -22,7 +22,7 @@ from xla_bugkit.archive.read import suffix_format
 from xla_bugkit.bundle import build, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.output import check_output
-from xla_bugkit.capture import dumps, evidence, processes, workdir
+from xla_bugkit.capture import arguments, dumps, evidence, processes, workdir
 from xla_bugkit.capture.rerun import RunRecord, rerun
 from xla_bugkit.capture.selection import Selection, select
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
@@ -212,6 +212,9 @@ def _bundle_from(
     # The failing process's own dumps (each process of a run dumps into its own folder).
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
     stage_dir = work / workdir.STAGE
+    # XLA writes no snapshot of a multi-device execution: the arguments the hook saved.
+    for note in arguments.write_snapshots(dump_dir, run.culprit_evidence):
+        ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)
     for problem in found.problems:

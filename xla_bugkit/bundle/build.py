@@ -15,7 +15,7 @@ from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.bundle.source import add_source
-from xla_bugkit.capture import processes, xla_log
+from xla_bugkit.capture import arguments, processes, xla_log
 from xla_bugkit.capture.dumps import DumpIndex, Role
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Chosen, Selection
@@ -214,6 +214,9 @@ def _reproduced(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.reproduced
 
 
+_NO_XLA_SNAPSHOT = "XLA writes no snapshot of a multi-device execution"
+
+
 def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -> str:
     if not data:
         return "no input data (--no-data)"
@@ -225,6 +228,8 @@ def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -
         return "no real inputs: XLA recorded no execution of the chosen modules"
     if left_out:
         return f"real inputs (snapshots): {kept} kept, the rest left out to fit the size budget"
+    if all(arguments.is_recorded(p.arcname) for p in planned if p.role is Role.SNAPSHOT):
+        return f"real inputs (recorded by the capture hook: {_NO_XLA_SNAPSHOT})"
     return "real inputs (snapshots)"
 
 

@@ -15,6 +15,7 @@ import enum
 import gzip
 import os
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -143,6 +144,12 @@ _MESSAGES: dict[str, list[_Field]] = {
         ("id", 5, _F.TYPE_INT64, _OPT, ""),
         ("entry_computation_id", 6, _F.TYPE_INT64, _OPT, ""),
     ],
+    # HloModuleProto.host_program_shape's bytes: the entry's parameters, read on their own.
+    "ProgramShapeProto": [
+        ("parameters", 1, _F.TYPE_MESSAGE, _REP, "ShapeProto"),
+        ("result", 2, _F.TYPE_MESSAGE, _OPT, "ShapeProto"),
+        ("parameter_names", 3, _F.TYPE_STRING, _REP, ""),
+    ],
     "HloProto": [("hlo_module", 1, _F.TYPE_MESSAGE, _OPT, "HloModuleProto")],
     "HloSnapshot": [
         ("hlo", 1, _F.TYPE_MESSAGE, _OPT, "HloProto"),
@@ -182,6 +189,7 @@ LayoutProto: ProtoMessage = _message_class("LayoutProto")
 ShapeProto: ProtoMessage = _message_class("ShapeProto")
 LiteralProto: ProtoMessage = _message_class("LiteralProto")
 HloModuleProto: ProtoMessage = _message_class("HloModuleProto")
+ProgramShapeProto: ProtoMessage = _message_class("ProgramShapeProto")
 HloProto: ProtoMessage = _message_class("HloProto")
 HloSnapshot: ProtoMessage = _message_class("HloSnapshot")
 
@@ -245,4 +253,25 @@ def module_bytes(hlo_proto: ProtoMessage) -> bytes:
     """The serialized ``HloModuleProto`` of an ``HloProto``: what jaxlib's
     ``hlo_to_stablehlo`` takes. Byte-identical to the field as XLA wrote it."""
     data: bytes = hlo_proto.hlo_module.SerializeToString()
+    return data
+
+
+def parameter_shapes(hlo_proto: ProtoMessage) -> list[ProtoMessage]:
+    """The ``ShapeProto`` of each entry parameter of an ``HloProto``'s module, in order."""
+    shape = ProgramShapeProto()
+    try:
+        shape.ParseFromString(hlo_proto.hlo_module.host_program_shape)
+    except DecodeError as e:
+        raise BugkitError(f"module {hlo_proto.hlo_module.name}: corrupt program shape") from e
+    return list(shape.parameters)
+
+
+def make_snapshot(hlo: bytes, arguments: Sequence[ProtoMessage]) -> bytes:
+    """A serialized ``HloSnapshot`` of a serialized ``HloProto`` and argument literals
+    (no result: none was read back)."""
+    snapshot = HloSnapshot()
+    snapshot.hlo.ParseFromString(hlo)
+    for argument in arguments:
+        snapshot.arguments.add().CopyFrom(argument)
+    data: bytes = snapshot.SerializeToString()
     return data

@@ -38,15 +38,6 @@ ISSUE = "ISSUE.md"
 NOT_VERIFIED = "the shrunk module did not fail the same way through the normal replay: left out"
 
 
-def _snapshot(proto: bytes, inputs: Sequence[np.ndarray]) -> bytes:
-    snapshot = hlo_proto.HloSnapshot()
-    snapshot.hlo.ParseFromString(proto)
-    for array in inputs:
-        snapshot.arguments.add().CopyFrom(numpy_to_literal(np.asarray(array)))
-    data: bytes = snapshot.SerializeToString()
-    return data
-
-
 def add_files(stage: Path, shrunk: Shrunk, stem: str) -> dict[str, str]:
     """Write the shrunk module's files under ``stage/shrunk``; returns them by role."""
     folder = stage / FOLDER
@@ -59,7 +50,9 @@ def add_files(stage: Path, shrunk: Shrunk, stem: str) -> dict[str, str]:
     }
     (folder / names[Role.BEFORE_TEXT.value]).write_text(result.text, "utf-8")
     (folder / names[Role.BEFORE_PROTO.value]).write_bytes(shrunk.proto)
-    (folder / names[Role.SNAPSHOT.value]).write_bytes(_snapshot(shrunk.proto, shrunk.inputs))
+    (folder / names[Role.SNAPSHOT.value]).write_bytes(hlo_proto.make_snapshot(
+        shrunk.proto, [numpy_to_literal(np.asarray(a)) for a in shrunk.inputs]
+    ))
     if result.trace:
         (folder / "pass_trace.txt").write_text(result.trace, "utf-8")
     (folder / "shrink.json").write_text(json.dumps(result.record(), indent=2) + "\n", "utf-8")

@@ -1,0 +1,113 @@
+"""Snapshots made from the arguments the hook saved for multi-device executions, which XLA
+writes no snapshot of: real hooked runs, real dumps, real replays."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.capture.hook_test import hooked_env, run
+from tests.conftest import PROGRAMS, run_collect
+from xla_bugkit.capture import arguments, dumps, evidence
+from xla_bugkit.capture.dumps import Role
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.main import main
+from xla_bugkit.replay import hlo_proto, literal
+
+# A sharded execution of a two-parameter module on four devices, one of them a Python
+# scalar (jax casts it to f32 on the way in), and a pmap (a jit over 4 partitions in jax 0.10).
+PROGRAM = textwrap.dedent(
+    """
+    import os
+    os.environ["XLA_FLAGS"] += " --xla_force_host_platform_device_count=4"
+    import jax, jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(jax.devices(), ("i",))
+    x = jax.device_put(jnp.arange(16.0), NamedSharding(mesh, PartitionSpec("i")))
+    print(jax.jit(lambda x, y: x * y + 1.0)(x, 3.0).sum())
+    print(jax.pmap(lambda v: v * 2.0)(jnp.ones((4, 3))).sum())
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("arguments")
+    (work / "program.py").write_text(PROGRAM)
+    done = run([sys.executable, "program.py"], hooked_env(work), work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return work
+
+
+def _snapshots(dump_dir: Path) -> list[Path]:
+    return sorted(dump_dir.glob(f"*.snapshot.{arguments.RECORDED}-*.pb"))
+
+
+def test_saved_arguments_become_a_snapshot_of_their_module(hooked: Path) -> None:
+    dump_dir = hooked / "dump"
+    notes = arguments.write_snapshots(dump_dir, evidence.load(hooked))
+    (made,) = [p for p in _snapshots(dump_dir) if "jit__lambda" in p.name]
+    snapshot = hlo_proto.read_snapshot(made)
+    x, y = (literal.literal_to_numpy(a) for a in snapshot.arguments)
+    assert np.array_equal(x, np.arange(16.0, dtype=np.float32))
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and float(y) == 3.0
+    assert not snapshot.HasField("result")  # the run's result was never read back
+    # The dump index takes it as a snapshot of that very module.
+    index = dumps.index(dump_dir)
+    (module,) = [m for m in index.modules if m.name == "jit__lambda" and m.all(Role.SNAPSHOT)]
+    assert module.newest_snapshot is not None and module.newest_snapshot.name == made.name
+    assert made.name.startswith(module.label)
+    # pmap's module takes the whole stacked array, as the hook saved it.
+    pmapped = [p for p in _snapshots(dump_dir) if "jit__fun" in p.name]
+    assert len(pmapped) == 1 and notes == []
+    (ones,) = (literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(pmapped[0]).arguments)
+    assert np.array_equal(ones, np.ones((4, 3), np.float32))
+
+
+def test_a_second_pass_keeps_what_is_there_and_broken_saves_are_notes(hooked: Path) -> None:
+    dump_dir = hooked / "dump"
+    processes = evidence.load(hooked)
+    arguments.write_snapshots(dump_dir, processes)
+    before = {p.name: p.read_bytes() for p in _snapshots(dump_dir)}
+    assert before
+    arguments.write_snapshots(dump_dir, processes)  # a second bundle from a kept run
+    assert {p.name: p.read_bytes() for p in _snapshots(dump_dir)} == before
+    # Saved arrays that do not fit the module, or a file cut short (a crash while the hook
+    # wrote it), are reported, not raised, and leave no snapshot.
+    for path in _snapshots(dump_dir):
+        path.unlink()
+    saved = {e.module: e.args for p in processes for e in p.events if e.args is not None}
+    np.savez(saved["jit__fun"], np.ones((2, 3), np.int32))  # type: ignore[arg-type]
+    lam = saved["jit__lambda"]
+    assert lam is not None
+    lam.write_bytes(lam.read_bytes()[:40])
+    notes = arguments.write_snapshots(dump_dir, processes)
+    assert any("jit__lambda" in n and "cannot be read" in n for n in notes), notes
+    assert any("jit__fun" in n and "argument 0 is s32[2,3], the parameter f32[4,3]" in n
+               for n in notes), notes  # fmt: skip
+    assert not [p for p in _snapshots(dump_dir) if "jit__fun" in p.name or "lambda" in p.name]
+
+
+@pytest.mark.slow
+def test_a_sharded_wrong_result_is_bundled_and_verified_with_its_real_inputs(
+    tmp_path: Path,
+) -> None:
+    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "sharded_wrong.py")])
+    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    m = c.manifest()
+    assert m["data"].startswith("real inputs (recorded by the capture hook")
+    (module,) = [e for e in m["modules"] if e["label"].endswith("jit_energies")]
+    assert module["replay"]["outcome"] == "reproduced: wrong result"
+    assert module["replay"]["inputs"] == "snapshot"
+    assert m["process"]["devices"] == 2
+    # The bundle's inputs are the program's own array, not generated ones.
+    with zipfile.ZipFile(c.bundle) as z, z.open("inputs.npz") as f, np.load(f) as npz:
+        x = npz["a0"]
+    rows = np.arange(2 * 16_385, dtype=np.float64)
+    assert np.array_equal(x, np.stack((rows, 0 * rows, 0 * rows), axis=1))
+    assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
