@@ -23,8 +23,8 @@ from _common import (
     timed,
 )
 
-from xla_bugkit import archive, envinfo, pipeline
-from xla_bugkit.pipeline import CollectOptions
+from xla_bugkit import archive, envinfo
+from xla_bugkit.pipeline import CollectOptions, stages
 from xla_bugkit.redact import Redactor
 from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.ui import Ui
@@ -80,25 +80,25 @@ def _pieces(cfg: Config) -> tuple[dict[str, float], str]:
     """collect's stages, each timed by calling the library's pipeline stage directly."""
     base = fresh_dir(cfg.work / "p1" / "lib")
     options = CollectOptions(output=base / "bundle.7z")
-    run, t_rerun = timed(lambda: pipeline.run_program(program_cmd(cfg), base, options))
-    found, t_index = median_time(lambda: pipeline.index_dumps(base / "dump", run), cfg.reps)
-    sel, t_select = median_time(lambda: pipeline.choose(found.index, run, options), cfg.reps)
+    run, t_rerun = timed(lambda: stages.run_program(program_cmd(cfg), base, options))
+    found, t_index = median_time(lambda: stages.index_dumps(base / "dump", run), cfg.reps)
+    sel, t_select = median_time(lambda: stages.choose(found.index, run, options), cfg.reps)
     t: dict[str, float] = {"rerun": t_rerun, "index": t_index, "select": t_select}
     verdicts: tuple[Verdict, ...] = ()
     quiet = Ui(verbosity=-1)
     if not cfg.smoke:  # a replay child imports jax and compiles: seconds the smoke test lacks
         verdicts, t["replay"] = timed(
-            lambda: pipeline.replay_chosen(base / "dump", sel, run, options, quiet)
+            lambda: stages.replay_chosen(base / "dump", sel, run, options, quiet)
         )
     redactor = Redactor.for_this_machine()
     env = envinfo.collect_env(redactor, probe_devices=False)
     stage = base / "stage"
     _, t["stage"] = timed(
-        lambda: pipeline.stage_bundle(
+        lambda: stages.stage_bundle(
             stage, found, sel, run, verdicts, options, redactor=redactor, env=env
         )
     )
-    _, t["archive"] = timed(lambda: pipeline.archive_bundle(stage, options, quiet))
+    _, t["archive"] = timed(lambda: stages.archive_bundle(stage, options, quiet))
     return t, sel.chosen[0].module.name if sel.chosen else ""
 
 
@@ -177,11 +177,11 @@ def breakdown_rows(p1: P1) -> list[Row]:
     hand = statistics.mean(p1.hand)
     names = {
         "rerun": "rerun of the program (`run.rerun`)",
-        "index": "indexing (`pipeline.index_dumps`)",
+        "index": "indexing (`stages.index_dumps`)",
         "select": "selection (`select.select`)",
         "replay": "replay of the chosen modules",
-        "stage": "staging: redaction, manifest, environment (`pipeline.stage_bundle`)",
-        "archive": "archiving (`pipeline.archive_bundle`, 7z)",
+        "stage": "staging: redaction, manifest, environment (`stages.stage_bundle`)",
+        "archive": "archiving (`stages.archive_bundle`, 7z)",
     }
     rows = [Row("program run by hand with the dump flags", secs(hand), note=_spread(p1.hand))]
     rows += [Row(names[k], secs(v), ratio=ratio(v, hand)) for k, v in p1.pieces.items()]

@@ -1,0 +1,115 @@
+"""What ``collect`` is asked to do (``CollectOptions``, checked before the program runs) and
+what it did (``CollectResult``)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xla_bugkit import config, github
+from xla_bugkit.archive.read import suffix_format
+from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.bundle.output import check_output
+from xla_bugkit.capture import dumps
+from xla_bugkit.capture.rerun import RunRecord
+from xla_bugkit.capture.selection import Selection
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.judge import Verdict
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """How ``collect`` runs; the defaults are the CLI's."""
+
+    output: Path = Path(f"bundle.{config.DEFAULT_FORMAT}")
+    fmt: str | None = None  # from the output's suffix when None
+    timeout: float | None = None
+    replay_timeout: float = config.REPLAY_TIMEOUT
+    # Seconds to spend finding the module that computes a wrong value (differential replay).
+    budget: float = config.SEARCH_BUDGET
+    module_re: str | None = None
+    symbol: str | None = None
+    workdir: Path | None = None
+    keep_workdir: bool = False
+    always: bool = False  # bundle even when the program succeeds
+    replay: bool = True
+    data: bool = True  # ship snapshots (real inputs)
+    limit: int = 3
+    # Where the summary's new-issue link points; None: the framework's tracker (or openxla/xla).
+    repo: str | None = None
+    max_size: int | None = config.MAX_SIZE
+    force: bool = False  # replace an existing output that is not an xla-bugkit bundle
+    include_source: bool = False  # ship the command's main script, redacted
+    shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """What ``collect`` did. ``exit_code`` is what the CLI returns."""
+
+    exit_code: int
+    run: RunRecord
+    selection: Selection  # empty when nothing was bundled
+    verdicts: tuple[Verdict, ...] = ()
+    bundle: Path | None = None
+    size: int = 0
+    notes: tuple[str, ...] = field(default=())
+    manifest: Manifest | None = None
+    fmt: str = config.DEFAULT_FORMAT
+    workdir: Path | None = None  # the work dir, when it was kept (``rebundle`` reads it)
+    user_dumps: Path | None = None  # the dumps of the user's own --xla_dump_to, moved here
+    replay_interrupted: bool = False  # Ctrl-C stopped the replay stage
+
+
+@dataclass(frozen=True)
+class Dumps:
+    """The run's dump index, without the files XLA failed to write (``problems`` says so)."""
+
+    index: dumps.DumpIndex
+    problems: tuple[str, ...] = ()
+
+
+NO_SELECTION = Selection(chosen=(), guess=False)
+
+
+def check_options(command: Sequence[str], options: CollectOptions) -> str:
+    """Everything that can be checked before the program runs; returns the archive format.
+
+    A run may take hours: a bad option found after it would waste it.
+    """
+    if not command:
+        raise BugkitError("nothing to run: give the command after --, e.g. collect -- python x.py")
+    if options.repo is not None:
+        github.check_repo(options.repo)
+    if not math.isfinite(options.budget) or options.budget <= 0:
+        raise BugkitError(f"--budget must be a positive number of seconds, not {options.budget:g}")
+    if options.module_re is not None:
+        try:
+            re.compile(options.module_re)
+        except re.error as e:
+            raise BugkitError(
+                f"--module {options.module_re!r} is not a regular expression ({e})"
+            ) from None
+    return check_output(options.output, options.fmt, force=options.force)
+
+
+def rebundle_command(work: Path, options: CollectOptions) -> str:
+    """The ``xla-bugkit bundle`` command line that makes the bundle ``options`` describe."""
+    argv = ["xla-bugkit", "bundle", str(work), "-o", str(options.output)]
+    if options.fmt is not None and suffix_format(options.output) is None:
+        argv += ["--format", options.fmt]
+    if options.module_re is not None:
+        argv += ["--module", options.module_re]
+    if options.symbol is not None:
+        argv += ["--symbol", options.symbol]
+    if options.budget != config.SEARCH_BUDGET:
+        argv += ["--budget", f"{options.budget:g}"]
+    if options.max_size is not None and options.max_size != config.MAX_SIZE:
+        argv += ["--max-size", str(options.max_size)]
+    argv += [] if options.replay else ["--no-replay"]
+    argv += [] if options.data else ["--no-data"]
+    return shlex.join(argv)

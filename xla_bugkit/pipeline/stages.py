@@ -1,0 +1,225 @@
+"""collect's stages after the run, each a function of its own (for benchmarks and for
+programs that want one step): index the dumps, choose, replay, write the bundle."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from xla_bugkit import archive, envinfo
+from xla_bugkit.bundle import build, layout
+from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.capture import dumps, evidence
+from xla_bugkit.capture.rerun import RunRecord, rerun
+from xla_bugkit.capture.selection import Selection, select
+from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.failure import Kind
+from xla_bugkit.pipeline.options import CollectOptions, Dumps
+from xla_bugkit.redact import Redactor, command_note
+from xla_bugkit.replay import differential, stage
+from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.stage import Replays
+from xla_bugkit.ui import Ui
+
+
+def run_program(
+    command: Sequence[str], work: Path, options: CollectOptions, *, echo: bool = False
+) -> RunRecord:
+    """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
+    ``echo`` streams the output to the terminal as it arrives."""
+    return rerun(
+        command, dump_dir=work / "dump", log_path=work / "run.log",
+        timeout=options.timeout, echo=echo,
+    )  # fmt: skip
+
+
+def index_dumps(dump_dir: Path, run: RunRecord) -> Dumps:
+    """Index the run's dumps, leaving out the files XLA said it could not write (the index
+    may hold no module at all: the program may never have compiled anything)."""
+    index = dumps.index(dump_dir)
+    broken = dumps.failed_writes(run.output)
+    problems: tuple[str, ...] = ()
+    if broken:
+        index = dumps.without(index, broken)
+        why = ", ".join(sorted(set(broken.values())))
+        problems = (f"XLA could not write {len(broken)} dump files ({why}); they are left out",)
+    return Dumps(index, problems)
+
+
+def choose(
+    index: dumps.DumpIndex,
+    run: RunRecord,
+    options: CollectOptions,
+    processes: Sequence[evidence.ProcessEvidence] = (),
+) -> Selection:
+    """The modules that matter, each with the reasons it was chosen; ``processes``: what the
+    run's processes recorded about themselves (``evidence.load``)."""
+    return select(
+        index, run.failure, run.output,
+        module_re=options.module_re, symbol=options.symbol, limit=options.limit,
+        evidence=processes,
+    )  # fmt: skip
+
+
+def replay_chosen(
+    root: Path, selection: Selection, run: RunRecord, options: CollectOptions, ui: Ui
+) -> tuple[Verdict, ...]:
+    """Replay each chosen module in a child process, judged against the run's failure."""
+    return replay_modules(root, selection, run, options, ui).verdicts
+
+
+def replay_modules(
+    root: Path,
+    selection: Selection,
+    run: RunRecord,
+    options: CollectOptions,
+    ui: Ui,
+    arrays: Path | None = None,
+    known: Mapping[str, Verdict] | None = None,
+) -> Replays:
+    """``replay_chosen``, which Ctrl-C stops without stopping the bundle (``Replays``);
+    ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
+    verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
+    known = known or {}
+    replays = stage.replay_stage(
+        root, tuple(c for c in selection.chosen if c.module.label not in known), run.failure,
+        timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
+        ui=ui, arrays=arrays, process_flags=run.flags_in_force, memory_cap=run.memory_cap,
+    )  # fmt: skip
+    if not known:
+        return replays
+    by_label = {**known, **{v.module: v for v in replays.verdicts}}
+    in_order = (by_label.get(c.module.label) for c in selection.chosen)
+    return replace(replays, verdicts=tuple(v for v in in_order if v is not None))
+
+
+def search_wrong_value(
+    root: Path,
+    index: dumps.DumpIndex,
+    run: RunRecord,
+    options: CollectOptions,
+    ui: Ui,
+    arrays: Path | None = None,
+) -> differential.Differential | None:
+    """For a wrong result, the modules whose replay differs from the op-by-op reference
+    (``differential.search``); None when the run failed otherwise, when the replay is off,
+    or when the user chose the modules (--module, --symbol)."""
+    if run.failure.kind is not Kind.WRONG_RESULT or not options.replay:
+        return None
+    if options.module_re is not None or options.symbol is not None:
+        return None
+    with ui.phase("looking for the module that computes the wrong value"):
+        return differential.search(
+            root, index, run.failure, budget=options.budget, timeout=options.replay_timeout,
+            # The first module that differs ends it: the modules that ran after it were
+            # given its wrong value and compute the right function of it.
+            ui=ui, arrays=arrays if options.data else None, limit=1,
+            process_flags=run.flags_in_force, memory_cap=run.memory_cap,
+        )  # fmt: skip
+
+
+def write_bundle(
+    stage_dir: Path,
+    found: Dumps,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    options: CollectOptions,
+    ui: Ui,
+    arrays: Path | None = None,
+) -> tuple[Manifest, int]:
+    """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
+
+    The compressed size is only known after compressing, so each drop rewrites the archive;
+    bundles are small and drops are rare, which keeps this simpler than estimating.
+    """
+    redactor = Redactor.for_this_machine(run.command, private=(run.log.parent,))
+    if note := command_note(run.command):
+        found = Dumps(found.index, (*found.problems, note))
+    # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
+    with ui.timed("environment"):
+        env = envinfo.collect_env(redactor, probe_devices=True)
+    order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
+    dropped: list[str] = []
+    while True:
+        with ui.timed("stage"):
+            manifest = stage_bundle(stage_dir, found, selection, run, verdicts, options,
+                                    redactor=redactor, env=env, dropped=dropped,
+                                    arrays=arrays)  # fmt: skip
+        with ui.timed("archive"):
+            size = archive_bundle(stage_dir, options, ui)
+        if options.max_size is None or size <= options.max_size:
+            return manifest, size
+        if len(dropped) == len(order):
+            ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
+            return manifest, size
+        dropped.append(order[len(dropped)].arcname)
+        ui.say(f"over the size budget: leaving out {dropped[-1]}")
+
+
+def stage_bundle(
+    stage_dir: Path,
+    found: Dumps,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    options: CollectOptions,
+    *,
+    redactor: Redactor,
+    env: envinfo.EnvReport,
+    dropped: Sequence[str] = (),
+    arrays: Path | None = None,
+) -> Manifest:
+    """Fill ``stage_dir`` afresh with what goes into the archive, less ``dropped``;
+    ``arrays`` holds the replays' arrays (``replay_modules``)."""
+    shutil.rmtree(stage_dir, ignore_errors=True)
+    return build.build(
+        stage_dir, index=found.index, selection=selection, run=run, verdicts=verdicts,
+        redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
+        dropped=dropped, problems=found.problems, arrays=arrays,
+        include_source=options.include_source, replayed=options.replay,
+    )  # fmt: skip
+
+
+def archive_bundle(stage_dir: Path, options: CollectOptions, ui: Ui) -> int:
+    """Write everything under ``stage_dir`` to ``options.output``; return the archive's size."""
+    fmt = archive.output_format(options.output, options.fmt)
+    files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
+    return archive.write_archive(files, options.output, fmt, progress=ui.progress("compressing"))
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def exit_code(
+    run: RunRecord, verdicts: Sequence[Verdict], *, replay_interrupted: bool = False
+) -> ExitCode:
+    if run.failure.kind is Kind.INTERRUPTED or replay_interrupted:
+        return ExitCode.INTERRUPTED
+    if not run.failure.kind.is_failure:
+        return ExitCode.NO_FAILURE
+    if any(v.reproduced for v in verdicts):
+        return ExitCode.OK
+    return ExitCode.NOT_REPRODUCED
+
+
+def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | None:
+    """``collect --shrink``: the written bundle, shrunk in place (its modules all stay, the
+    shrunk one is added); None when it was not shrunk, the bundle then left as it was."""
+    from xla_bugkit.shrink.run import parse_budget, shrink_in_place
+    from xla_bugkit.shrink.shrinker import ShrinkOptions
+
+    assert options.shrink is not None
+    shrink_options = ShrinkOptions(budget=parse_budget(options.shrink),
+                                   timeout=options.replay_timeout)  # fmt: skip
+    try:
+        written = shrink_in_place(bundle, options=shrink_options, ui=ui)
+    except BugkitError as e:
+        ui.warn(f"not shrunk: {e}")
+        return None
+    for line in written.result.findings():
+        ui.say(line)
+    return ExitCode(written.exit_code)
