@@ -107,19 +107,45 @@ class EnvReport:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
 
+@dataclass(frozen=True)
+class SeenDevices:
+    """The devices a process of the run saw when its backend started (the capture hook's
+    record): the program's own view, flags it set itself included, and no probe to run."""
+
+    platform: str
+    kind: str
+    count: int
+    local: int
+    processes: int
+    listed: tuple[str, ...]
+
+    def summary(self) -> str:
+        return (
+            f"{self.kind}-{self.count}, {self.local} local devices, backend {self.platform}, "
+            f"process_count {self.processes} (as the program saw them)"
+        )
+
+
 def collect_env(
     redactor: Redactor,
     *,
     probe_devices: bool = False,
     environ: dict[str, str] | None = None,
+    seen: SeenDevices | None = None,
 ) -> EnvReport:
-    """Collect the report; with ``probe_devices`` a child ``python -c`` lists jax's devices.
+    """Collect the report; the devices are ``seen``'s, else with ``probe_devices`` a child
+    ``python -c`` lists jax's devices.
 
     ``environ`` (default ``os.environ``) is both what the report shows and what the probe
     runs with, so JAX_PLATFORMS and friends apply to the probe as they would to the program.
     """
     env = dict(os.environ if environ is None else environ)
-    devices, summary = _probe_devices(env, redactor) if probe_devices else ((), "not probed")
+    if seen is not None:
+        devices, summary = tuple(redactor.text(d) for d in seen.listed), seen.summary()
+    elif probe_devices:
+        devices, summary = _probe_devices(env, redactor)
+    else:
+        devices, summary = (), "not probed"
     return EnvReport(
         versions=_versions(),
         python=sys.version.replace("\n", " "),

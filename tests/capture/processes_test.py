@@ -134,6 +134,12 @@ def test_sharded_over_four_forced_devices_records_the_device_count(tmp_path: Pat
     assert m["process"]["devices"] == 4
     assert "--xla_force_host_platform_device_count=4" in m["xla_flags"]
     assert m["modules"][0]["replay"]["outcome"] == "reproduced: crash"
+    # The environment report lists the devices the program saw (its own flag made four),
+    # from the hook's record: no probe of a fresh jax, which would see one.
+    env = c.text("environment.txt")
+    assert "device info: cpu-4, 4 local devices, backend cpu, process_count 1 (as the program" \
+        in env  # fmt: skip
+    assert env.count("kind='cpu'") == 4
 
 
 def test_the_manifests_process_records_validate_and_old_manifests_still_load(

@@ -86,7 +86,8 @@ def _snapshot(before: Path, event: Event) -> bytes:
     shapes = hlo_proto.parameter_shapes(hlo)
     if len(arrays) != len(shapes):
         raise BugkitError(f"{len(arrays)} arrays for {len(shapes)} parameters")
-    literals = [_literal(i, array, shape) for i, (array, shape) in enumerate(zip(arrays, shapes))]
+    pairs = enumerate(zip(arrays, shapes, strict=True))
+    literals = [_literal(i, array, shape) for i, (array, shape) in pairs]
     return hlo_proto.make_snapshot(hlo.SerializeToString(), literals)
 
 

@@ -10,7 +10,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``start``      ``pid``, ``ppid``, ``argv``, ``cwd``, ``rlimits`` ({"RLIMIT_AS": [soft, hard]})
 ``backend``    the moment XLA's backend started in this process: ``platform``, ``rank``,
                ``processes``, ``devices``, ``env`` (``XLA_FLAGS``, ``LIBTPU_INIT_ARGS`` as in
-               force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``.
+               force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``,
+               ``local_devices``, ``device_kind``, ``device_list`` (at most 64).
                One per platform started; the first holds the flags XLA read.
 ``compile``    a compilation started: ``n`` (sequence number in this process), ``fun``
                (``jit(f)``), ``module`` (``jit_f``), ``id`` (the dump's module number, null when
@@ -88,6 +89,8 @@ class ProcessEvidence:
     exited: bool = False  # the interpreter reached a normal exit
     exit_status: int | None = None  # 1: it exited with an uncaught exception; None: unknown
     local_devices: int | None = None
+    device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
+    device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
 
     @property
     def unfinished(self) -> Event | None:
@@ -172,6 +175,8 @@ def _load_one(path: Path) -> _Loaded | None:
         exited=exit_record is not None,
         exit_status=_int(exit_record.get("status")) if exit_record else None,
         local_devices=_int(main.get("local_devices")),
+        device_kind=str(main.get("device_kind") or ""),
+        device_list=_texts(main.get("device_list")),
         pid_order=float(start.get("t", 0.0)),
     )
 
@@ -268,3 +273,7 @@ def _limits(value: object) -> dict[str, tuple[int, int]]:
         ):
             out[str(name)] = (int(pair[0]), int(pair[1]))
     return out
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()

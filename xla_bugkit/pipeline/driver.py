@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import envinfo
+from xla_bugkit import envinfo, frameworks
 from xla_bugkit.capture import arguments, evidence, processes, workdir
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
@@ -47,9 +47,10 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     fmt = check_options(command, options)
     work = workdir.prepare(options.workdir)
     keep, run = options.keep_workdir, None
-    # The environment report's device probe imports jax (seconds): on a CPU-only machine it
-    # runs alongside the program instead of after it.
-    envinfo.start_device_probe()
+    # A JAX program's hook records its devices; for others the environment report's device
+    # probe imports jax (seconds): on a CPU-only machine it runs alongside the program.
+    if frameworks.from_command(command) is not frameworks.Framework.JAX:
+        envinfo.start_device_probe()
     try:
         run = _run_stage(work, command, options, ui)
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None

@@ -140,7 +140,7 @@ def write_bundle(
         found = Dumps(found.index, (*found.problems, note))
     # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
     with ui.timed("environment"):
-        env = envinfo.collect_env(redactor, probe_devices=True)
+        env = envinfo.collect_env(redactor, probe_devices=True, seen=seen_devices(run))
     order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
     dropped: list[str] = []
     while True:
@@ -157,6 +157,18 @@ def write_bundle(
             return manifest, size
         dropped.append(order[len(dropped)].arcname)
         ui.say(f"over the size budget: leaving out {dropped[-1]}")
+
+
+def seen_devices(run: RunRecord) -> envinfo.SeenDevices | None:
+    """The failing process's devices as the hook recorded them; None when it recorded none
+    (a framework other than JAX, a jax the hook does not know)."""
+    p = run.culprit.process if run.culprit is not None else None
+    if p is None or not p.device_list:
+        return None
+    count = p.devices or len(p.device_list)
+    return envinfo.SeenDevices(platform=p.platform, kind=p.device_kind, count=count,
+                               local=p.local_devices or count, processes=p.processes or 1,
+                               listed=p.device_list)  # fmt: skip
 
 
 def stage_bundle(

@@ -40,6 +40,7 @@ _CONFIG = (
     "jax_disable_jit",
 )
 OLDEST = (0, 4, 30)  # older releases lay these internals out differently
+_LISTED = 64  # devices listed in the backend record; a pod's thousands are counted only
 
 
 def apply(recorder: Any) -> None:
@@ -133,6 +134,10 @@ def _record_backend(recorder: Any, backend: Any) -> None:
             processes=len({d.process_index for d in devices}),
             devices=int(backend.device_count()),
             local_devices=int(backend.local_device_count()),
+            # What the environment report lists (as jax.print_environment_info does), seen
+            # here at no cost instead of by a probe that imports jax again.
+            device_kind=str(devices[0].device_kind) if devices else "",
+            device_list=[f"{d!r} {d} kind={d.device_kind!r}" for d in devices[:_LISTED]],
             env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
             jax_config=_config(),
             dump_dir=dump_dir_of(flags),
