@@ -1,0 +1,67 @@
+"""The manifest's JSON shape: the schema version, its file name, and a TypedDict per record."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from xla_bugkit.frameworks import FrameworkEntry
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+MANIFEST_LIMIT = 16 << 20  # a manifest lists files; 16 MiB is far beyond any real one
+
+
+class FileEntry(TypedDict):
+    path: str
+    size: int
+    sha256: str
+
+
+class ModuleEntry(TypedDict):
+    label: str
+    name: str
+    id: int
+    platform: str
+    reasons: list[str]
+    files: dict[str, str]  # role -> path in the bundle
+    replay: dict[str, Any] | None
+
+
+class ProcessEntry(TypedDict):
+    """The process of the run that failed (a rank, a worker): where the modules come from."""
+
+    pid: int
+    rank: int | None
+    processes: int | None  # jax.process_count() in that process
+    devices: int | None  # the device count its backend had (sharded modules need as many)
+    platform: str
+    why: str  # why this process was taken as the failing one
+    memory_cap: int | None  # an address-space limit the program set itself (bytes)
+
+
+class OtherProcessEntry(TypedDict):
+    pid: int
+    rank: int | None
+    ended: str
+
+
+class Manifest(TypedDict):
+    schema: int
+    tool: str
+    title: str  # the suggested issue title
+    created: str
+    versions: dict[str, str]
+    command: list[str]
+    xla_flags: list[str]
+    exit_status: int | None
+    failure: dict[str, Any]
+    guess: bool
+    modules: list[ModuleEntry]
+    other_modules: int
+    data: str  # "real inputs (snapshots)", "no input data (--no-data)", ...
+    notes: list[str]
+    files: list[FileEntry]
+    framework: NotRequired[FrameworkEntry]  # absent in bundles of older versions
+    process: NotRequired[ProcessEntry]  # absent without the start-up hook's records
+    other_processes: NotRequired[list[OtherProcessEntry]]
+    shrink: NotRequired[dict[str, Any]]  # what ``xla-bugkit shrink`` found

@@ -1,0 +1,43 @@
+"""Writing a manifest: the time and tool stamps, each file's size and sha256, the JSON file."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from pathlib import Path
+
+from xla_bugkit import __version__
+from xla_bugkit.bundle.manifest.schema import MANIFEST, FileEntry, Manifest
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+def tool_name() -> str:
+    return f"xla-bugkit {__version__}"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_entries(root: Path) -> list[FileEntry]:
+    """Every file under ``root`` but the manifest, with its size and sha256, sorted."""
+    entries: list[FileEntry] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel != MANIFEST:
+            entries.append({"path": rel, "size": path.stat().st_size, "sha256": sha256_of(path)})
+    return entries
+
+
+def write_manifest(root: Path, manifest: Manifest) -> Path:
+    path = root / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", "utf-8")
+    return path

@@ -1,0 +1,133 @@
+"""The redactor: one machine's home paths, user and host names, and secrets, taken out of
+text, binary data and the environment; and the summary of what it took out."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import socket
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xla_bugkit.redact import binary
+from xla_bugkit.redact.command import command_secrets
+from xla_bugkit.redact.patterns import (
+    HOME_PATH,
+    HOST_NAME,
+    SECRET,
+    USER_NAME,
+    is_reportable_env_name,
+)
+from xla_bugkit.redact.rules import Rule, apply_rules, build_rules, clean_values
+
+
+@dataclass(frozen=True, init=False)
+class Redactor:
+    """Replaces this machine's home paths, user and host names, and secrets in text.
+
+    Build one with :meth:`for_this_machine`; tests pass explicit values.
+    """
+
+    home: tuple[str, ...]
+    user: tuple[str, ...]
+    host: tuple[str, ...]
+    secrets: tuple[str, ...] = field(repr=False)  # known secret values, replaced everywhere
+    _rules: tuple[Rule, ...] = field(repr=False, compare=False)
+
+    def __init__(
+        self,
+        *,
+        home: str | Iterable[str] = (),
+        user: str | Iterable[str] = (),
+        host: str | Iterable[str] = (),
+        secrets: Iterable[str] = (),
+    ) -> None:
+        homes, users, hosts, known = clean_values(home=home, user=user, host=host, secrets=secrets)
+        object.__setattr__(self, "home", homes)
+        object.__setattr__(self, "user", users)
+        object.__setattr__(self, "host", hosts)
+        object.__setattr__(self, "secrets", known)
+        object.__setattr__(self, "_rules", build_rules(homes, users, hosts, known))
+
+    @classmethod
+    def for_this_machine(
+        cls, command: Sequence[str] = (), private: Iterable[Path] = ()
+    ) -> Redactor:
+        """A redactor for the current user's home, user names and host names, and for the
+        secret values on ``command`` (the values of "--password", "--token", ...).
+
+        ``private`` folders (the run's work dir) are written as ``~`` too where they are not
+        under a home already: XLA writes the dump folder into what it dumps.
+        """
+        homes: list[str] = []
+        for candidate in (lambda: str(Path.home()), lambda: str(Path.home().resolve())):
+            homes.extend(_quietly(candidate))
+        homes.extend(os.environ.get(n, "") for n in ("HOME", "USERPROFILE"))
+        for folder in private:
+            for form in {str(folder.absolute()), str(folder.resolve())}:
+                if not any(h and (form + "/").startswith(h.rstrip("/") + "/") for h in homes):
+                    homes.append(form)
+        users = [*_quietly(getpass.getuser)]
+        users.extend(os.environ.get(n, "") for n in ("USER", "LOGNAME", "USERNAME"))
+        hosts = [*_quietly(socket.gethostname), *_quietly(platform.node)]
+        hosts.extend(_quietly(socket.getfqdn))
+        # Short and fully qualified forms both leak; "box.corp.example" also as "box".
+        hosts.extend(h.split(".", 1)[0] for h in list(hosts))
+        return cls(home=homes, user=users, host=hosts, secrets=command_secrets(command))
+
+    def text(self, s: str) -> str:
+        """``s`` with home paths, user and host names, and secrets replaced."""
+        return self.text_with_report(s)[0]
+
+    def text_with_report(self, s: str) -> tuple[str, Counter[str]]:
+        """Redacted ``s`` and how many of each kind (HOME_PATH, USER_NAME, ...) were replaced."""
+        counts: Counter[str] = Counter()
+        s = apply_rules(self._rules, s, lambda kind, hit: counts.update((kind,)))
+        return s, counts
+
+    def text_bytes(self, b: bytes) -> bytes:
+        """Redact a UTF-8 text file handled as bytes; never use this on binary protos."""
+        return self.text(b.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+    def find_in_bytes(self, b: bytes) -> list[str]:
+        """The sensitive strings found in binary ``b``, sorted; secrets shown masked.
+
+        Meant for a local warning ("model.hlo.pb contains /home/alice"), not for the bundle.
+        """
+        rules = binary.binary_rules(self.home, self.user, self.host, self.secrets)
+        return binary.find_in_bytes(b, rules)
+
+    def copy_binary(self, src: Path, dst: Path, *, chunk: int = 8 << 20) -> int:
+        """Copy a binary proto, rewriting home paths in place; returns how many were rewritten.
+
+        ``/home/alice/proj/x.py`` becomes ``~//////////proj/x.py``: the same length, so every
+        protobuf length prefix stays valid, and still the same path once read (repeated
+        slashes are one). Streams, so a large snapshot is never held in memory.
+        """
+        return binary.copy_same_length(src, dst, self.home, chunk=chunk)
+
+    def env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""
+        return {
+            name: self.text(value)
+            for name, value in sorted(environ.items())
+            if is_reportable_env_name(name)
+        }
+
+
+def summarize(counts: Counter[str]) -> str:
+    """Say what was redacted: ``"3 home paths, 1 host name, 1 secret"``; ``""`` for nothing."""
+    order = (HOME_PATH, USER_NAME, HOST_NAME, SECRET)
+    kinds = [*order, *sorted(k for k in counts if k not in order)]
+    return ", ".join(f"{counts[k]} {k}{'' if counts[k] == 1 else 's'}" for k in kinds if counts[k])
+
+
+def _quietly(get: Callable[[], str]) -> list[str]:
+    # Each source can fail in containers (no passwd entry, no DNS); missing ones are skipped.
+    try:
+        return [get()]
+    except (OSError, KeyError, RuntimeError):
+        return []
