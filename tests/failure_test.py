@@ -555,3 +555,18 @@ def test_same_bug() -> None:
     assert not crash.same_bug(make(Kind.EXIT, CHECK_SIGNATURE))
     assert make(Kind.HANG, "hang").same_bug(make(Kind.HANG, "hang"))
     assert not make(Kind.HANG, "hang").same_bug(make(Kind.INTERRUPTED, "hang"))
+
+
+def test_same_bug_across_two_xla_versions() -> None:
+    """A PyTorch/XLA run replayed under jaxlib: torch_xla drops the status code, and the two
+    XLAs number computations differently (region_1.1 in one, region_0.1 in the other)."""
+    message = "RngBitGenerator should be expanded for CPU."
+    torch = make(Kind.COMPILE_ERROR, normalise(message))
+    jaxlib = make(Kind.COMPILE_ERROR, normalise(f"UNIMPLEMENTED: {message}"))
+    assert torch.same_bug(jaxlib) and jaxlib.same_bug(torch)
+    check = "hlo_verifier.cc:1] Check failed: computation {} called from %reduce.4 in {}"
+    one = make(Kind.CRASH, normalise(check.format("region_1.1", "SyncTensorsGraph.12")))
+    other = make(Kind.CRASH, normalise(check.format("region_0.1", "SyncTensorsGraph.9")))
+    assert one.same_bug(other)
+    assert not one.same_bug(make(Kind.CRASH, normalise(check.format("body.1", "main.3"))))
+    assert not torch.same_bug(make(Kind.COMPILE_ERROR, "UNIMPLEMENTED: Sort should be expanded."))

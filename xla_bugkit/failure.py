@@ -13,9 +13,11 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from xla_bugkit import value_check
+from xla_bugkit import ptxla_log, value_check
 from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
 from xla_bugkit.compile_log import FINISHED_RE, busy_in_xla, compile_open
+from xla_bugkit.xla_status import STATUS as _STATUS
+from xla_bugkit.xla_status import Status, framework_status, graph_that_raised, tf_function
 
 
 class Kind(StrEnum):
@@ -46,27 +48,6 @@ class Phase(StrEnum):
     UNKNOWN = "unknown"
 
 
-# XLA's canonical status codes (absl::StatusCode names), as printed before the message.
-STATUS_CODES = (
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-)
-_STATUS = "|".join(STATUS_CODES)
-
 # glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
 # or the dated form of TensorFlow's and PyTorch/XLA's logging:
 # "2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] Check failed: ...".
@@ -74,13 +55,6 @@ _CHECK_RE = re.compile(
     r"^(?:F\d{4} [\d:.]+\s+\d+|\d{4}-\d\d-\d\d [\d:.]+: F) (?P<site>[\w./-]+:\d+)\] (?P<msg>.*)$",
     re.M,
 )
-# TensorFlow logs the XLA status an op failed with ("OP_REQUIRES failed at xla_ops.cc:602 :
-# UNIMPLEMENTED: ...") and raises it without the code, naming the function last:
-# "...errors_impl.UnimplementedError: RngBitGenerator should be ... [Op:__inference_f_23]".
-_TF_XLA_OP_RE = re.compile(rf"OP_REQUIRES failed at xla_\w+\.cc:\d+ : (?P<code>{_STATUS}): ")
-_TF_FUNCTION_RE = re.compile(r"\s*\[Op:(?P<name>__inference_[\w.]+)[^\]]*\]\s*$")
-# XLA's status inside a framework's message: "RuntimeError: Bad StatusOr access: INTERNAL: ...".
-_INNER_STATUS_RE = re.compile(rf"(?:^|: )(?P<code>{_STATUS}): ")
 _RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
 # "jax.errors.JaxRuntimeError: INTERNAL: message" (older jaxlib: "...XlaRuntimeError: ...").
 _STATUS_RE = re.compile(
@@ -174,9 +148,14 @@ class Failure:
         """Whether ``other`` shows this failure: same family and same normalised key line.
 
         Compile crash and compile error count as one family, since the same XLA bug can abort
-        in one build and return a status in another; the signature must still match.
+        in one build and return a status in another; the signature must still match, but
+        not in what differs between two XLAs (a PyTorch/XLA run replayed under jaxlib): the
+        status code torch_xla drops, and the numbers XLA puts in computation names
+        (``region_1.1`` in one version is ``region_0.1`` in another).
         """
-        return _family(self.kind) == _family(other.kind) and self.signature == other.signature
+        return _family(self.kind) == _family(other.kind) and _comparable(
+            self.signature
+        ) == _comparable(other.signature)
 
 
 # What a hang's replay child gets on top of the run's time without progress: importing jax
@@ -191,6 +170,15 @@ class Stop:
     by: str  # "timeout" or "user"
     ran: float  # seconds from the start to the stop
     stalled: float  # seconds without any output before the stop
+
+
+_LEADING_CODE = re.compile(rf"^(?:{_STATUS}): ")
+_NAME_NUMBER = re.compile(r"(?<=[A-Za-z])_\d+\b")
+
+
+def _comparable(signature: str) -> str:
+    """A signature less what two XLA versions print differently for the same bug."""
+    return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", signature))
 
 
 def _family(kind: Kind) -> str:
@@ -290,7 +278,7 @@ def _seconds(value: float) -> str:
 
 def _classify_failure(output: str, base: Failure) -> Failure:
     fatal = _first_fatal(output)
-    status = _framework_status(output, _last_status(output))
+    status = framework_status(output, _last_status(output))
     if base.signal is not None or fatal is not None:
         headline, site = fatal if fatal else (f"killed by {base.signal}", None)
         kind = Kind.COMPILE_CRASH if base.phase is Phase.COMPILE else Kind.CRASH
@@ -301,10 +289,13 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             signature=normalise(headline),
             site=site,
             status_code=status[1] if status else None,
-            function=_tf_function(output),
+            function=tf_function(output),
         )
+    graph = graph_that_raised(output, status)
     from_xla = status is not None and (
-        status[1] is not None or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
+        status[1] is not None
+        or graph is not None
+        or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
     )
     checked = value_check.message(output, status, from_xla=from_xla)
     if checked is not None:
@@ -318,8 +309,10 @@ def _classify_failure(output: str, base: Failure) -> Failure:
     if status is not None:
         exc, code, msg = status
         site_m = _RET_CHECK_RE.search(msg)
-        headline = f"{code}: {msg}" if code else f"{exc}: {msg}"
-        if code is None and not _XLA_HINTS.search(f"{exc} {msg}"):
+        # torch_xla raises XLA's message as it is, less the status code: that message is
+        # what a replay under jaxlib prints after the code.
+        headline = f"{code}: {msg}" if code else msg if graph else f"{exc}: {msg}"
+        if code is None and graph is None and not _XLA_HINTS.search(f"{exc} {msg}"):
             kind = Kind.EXIT
         elif base.phase is Phase.COMPILE:
             kind = Kind.COMPILE_ERROR
@@ -333,7 +326,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             site=site_m.group("site").rsplit("/", 1)[-1] if site_m else None,
             status_code=code,
             exception=exc or None,
-            function=_tf_function(output),
+            function=tf_function(output),
         )
     tail = _last_nonempty_line(output)
     return replace(
@@ -347,6 +340,9 @@ def _classify_failure(output: str, base: Failure) -> Failure:
 def _phase_from_output(output: str, compiling: str | None) -> Phase:
     if compiling is not None:
         return Phase.COMPILE
+    graph = ptxla_log.unfinished(output)  # PyTorch/XLA's graph log
+    if graph is not None:
+        return Phase.COMPILE if graph.compiling else Phase.RUN
     fatal_at = _CHECK_RE.search(output)
     if fatal_at and _COMPILE_FRAMES.search(output, fatal_at.end()):
         return Phase.COMPILE
@@ -384,7 +380,7 @@ def _first_line_after(output: str, pos: int, *, prefix: str) -> str:
     return f" ({rest.strip()})" if rest.startswith(prefix) else ""
 
 
-def _last_status(output: str) -> tuple[str, str | None, str] | None:
+def _last_status(output: str) -> Status | None:
     """The last Python exception line, as (type, status code or None, message)."""
     found: tuple[str, str | None, str] | None = None
     for m in _STATUS_RE.finditer(output):
@@ -393,29 +389,6 @@ def _last_status(output: str) -> tuple[str, str | None, str] | None:
         for m in _BARE_STATUS_RE.finditer(output):
             found = ("", m.group("code"), m.group("msg").strip())
     return found
-
-
-def _framework_status(
-    output: str, status: tuple[str, str | None, str] | None
-) -> tuple[str, str | None, str] | None:
-    """``status`` with the XLA status code a framework printed apart from its exception
-    (TensorFlow) or inside its message (torch_xla), and without TensorFlow's ``[Op:...]``,
-    which names the function (``function``) and is not part of XLA's message."""
-    if status is None:
-        return None
-    exc, code, msg = status
-    msg = _TF_FUNCTION_RE.sub("", msg)
-    if code is None:
-        tf_op = list(_TF_XLA_OP_RE.finditer(output))
-        inner = _INNER_STATUS_RE.search(msg)
-        code = tf_op[-1].group("code") if tf_op else inner.group("code") if inner else None
-    return exc, code, msg
-
-
-def _tf_function(output: str) -> str | None:
-    found = [m.group("name") for line in output.splitlines()[-400:]
-             if (m := _TF_FUNCTION_RE.search(line))]  # fmt: skip
-    return found[-1] if found else None
 
 
 def _signal_name(exit_status: int | None) -> str | None:

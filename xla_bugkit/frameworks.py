@@ -28,7 +28,9 @@ class FrameworkEntry(TypedDict):
 
     name: str  # a ``Framework`` value
     version: str | None
-    revision: str | None  # the framework's git revision (torch_xla: its XLA's), where it says
+    # The framework's own git revision, where it says (torch_xla: its pytorch/xla commit,
+    # ``__xla_gitrev__``; the OpenXLA commit it builds is not in the wheel).
+    revision: str | None
     detected_from: str
 
 
@@ -171,8 +173,12 @@ def detect(
 
 SNAPSHOT_FLAG = "--xla_dump_hlo_snapshots"
 # TF_CPP_VMODULE entries: TensorFlow logs the function each XLA launch runs
-# ("XlaLocalLaunchOpBase::Compute __inference_f_13[...]").
+# ("XlaLocalLaunchOpBase::Compute __inference_f_13[...]"); PyTorch/XLA logs the graph hash
+# around each compilation and execution ("Compiling IR graph hash H on device CPU:0 ..." and
+# "... done!"), which tells an XLA error from a Python one (``ptxla_log``).
 _TF_VMODULE: Mapping[str, int] = {"xla_ops": 1}
+_TORCH_VMODULE: Mapping[str, int] = {"xla_graph_executor": 3}
+PT_XLA_DEBUG_LEVEL = "PT_XLA_DEBUG_LEVEL"
 
 
 def adapt(
@@ -186,11 +192,30 @@ def adapt(
         env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _TF_VMODULE)
     elif framework is Framework.PYTORCH_XLA:
         # The graph hash and the Python line that made each compilation.
-        env.setdefault("PT_XLA_DEBUG_LEVEL", "1")
+        env.setdefault(PT_XLA_DEBUG_LEVEL, "1")
         # PyTorch/XLA raises the log level to 1 itself unless told; XLA's INFO lines name
-        # each module it dumps.
+        # each module it dumps, torch_xla's each graph it compiles and runs.
         env.setdefault(xla_log.MIN_LOG_LEVEL, "0")
+        env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _TORCH_VMODULE)
     return env, merged
+
+
+# PT_XLA_DEBUG_LEVEL's analyses, and the dated INFO lines of torch_xla and its XLA.
+_TORCH_ANALYSIS = rb"(?:Post )?Compilation Analysis: |Computation hash: "
+_DATED_INFO = rb"\d{4}-\d\d-\d\d [\d:.]+: I "
+
+
+def hidden_on_terminal(base: Mapping[str, str], framework: Framework | None) -> bytes | None:
+    """Lines the rerun's settings for ``framework`` add to what the program would print by
+    itself, as a pattern for the start of a line (run.log keeps them): PyTorch/XLA's
+    analyses unless the user asked for them, and its INFO lines unless the user set a log
+    level. None: nothing to hide."""
+    if framework is not Framework.PYTORCH_XLA:
+        return None
+    hidden = [_TORCH_ANALYSIS] if PT_XLA_DEBUG_LEVEL not in base else []
+    if xla_log.MIN_LOG_LEVEL not in base:
+        hidden.append(_DATED_INFO)
+    return b"|".join(hidden) or None
 
 
 def _without_snapshots(merged: flags.MergedFlags) -> flags.MergedFlags:
@@ -235,7 +260,7 @@ class FrameworkInfo:
 
     name: Framework
     version: str | None  # the installed distribution's version
-    revision: str | None  # its git revision (torch_xla: its XLA's), where it says
+    revision: str | None  # its own git revision (torch_xla: the pytorch/xla commit)
     detected_from: str
 
     def to_json(self) -> FrameworkEntry:

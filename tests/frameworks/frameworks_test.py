@@ -1,24 +1,26 @@
 """Frameworks: detection, the rerun's environment, their error formats, names, trackers.
 
-The TensorFlow excerpts in data/ are real output of tensorflow-cpu 2.21 on CPU (each file
-says what produced it). PyTorch/XLA is not installed here: its lines are the exact formats
-quoted from real runs in the project's issue on TensorFlow and PyTorch/XLA.
+The excerpts in data/ are real output of tensorflow-cpu 2.21 and of torch_xla 2.9 on CPU
+(each file says what produced it; ptxla_test.py runs the same programs where torch_xla is
+installed). The dated fatal line is the format quoted from a real run in the project's
+issue on TensorFlow and PyTorch/XLA.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
 
 from xla_bugkit import frameworks
 from xla_bugkit.bundle.manifest import validate
-from xla_bugkit.capture import dumps
+from xla_bugkit.capture import dumps, xla_log
 from xla_bugkit.capture.rerun import child_env
 from xla_bugkit.capture.selection import select
 from xla_bugkit.errors import BadBundleError
-from xla_bugkit.failure import Kind, classify
+from xla_bugkit.failure import Kind, Phase, classify
 from xla_bugkit.frameworks import Framework
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -123,12 +125,42 @@ def test_jax_and_unknown_programs_keep_the_snapshot_flag(tmp_path: Path) -> None
 
 
 def test_pytorch_xla_gets_its_debug_level_and_info_logs(tmp_path: Path) -> None:
-    env, _ = child_env({}, tmp_path, framework=Framework.PYTORCH_XLA)
+    env, merged = child_env({}, tmp_path, framework=Framework.PYTORCH_XLA)
     assert env["PT_XLA_DEBUG_LEVEL"] == "1"
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "0"
-    mine = {"PT_XLA_DEBUG_LEVEL": "2", "TF_CPP_MIN_LOG_LEVEL": "1"}
+    assert env["TF_CPP_VMODULE"] == "dump=1,xla_graph_executor=3"
+    # No HLO snapshots on CPU under PyTorch/XLA, but the flag does no harm: it stays.
+    assert frameworks.SNAPSHOT_FLAG in env["XLA_FLAGS"] and not merged.notes
+    mine = {"PT_XLA_DEBUG_LEVEL": "2", "TF_CPP_MIN_LOG_LEVEL": "1",
+            "TF_CPP_VMODULE": "xla_graph_executor=5,pjrt_computation_client=1"}  # fmt: skip
     env, _ = child_env(mine, tmp_path, framework=Framework.PYTORCH_XLA)
     assert (env["PT_XLA_DEBUG_LEVEL"], env["TF_CPP_MIN_LOG_LEVEL"]) == ("2", "1")
+    assert env["TF_CPP_VMODULE"] == "xla_graph_executor=5,pjrt_computation_client=1,dump=1"
+
+
+def _lines_hidden(pattern: re.Pattern[bytes] | None, text: str) -> list[str]:
+    assert pattern is not None
+    return [line for line in text.splitlines() if pattern.match(line.encode())]
+
+
+def test_the_terminal_does_not_show_what_only_collect_made_pytorch_xla_print() -> None:
+    """run.log keeps every line; the terminal shows what the program shows by itself."""
+    log = real("ptxla_compile_error.log")
+    also = frameworks.hidden_on_terminal({}, Framework.PYTORCH_XLA)
+    hide = xla_log.hidden_on_terminal({}, all_info=False, also=also)
+    hidden = _lines_hidden(hide, log)
+    assert any(line.startswith("Compilation Analysis:   Graph Hash: ") for line in hidden)
+    assert any(line.startswith("Post Compilation Analysis: ") for line in hidden)
+    assert any("Compiling IR graph hash" in line for line in hidden)
+    assert any("] Dumping module_0002." in line for line in hidden)
+    shown = [line for line in log.splitlines() if line and line not in hidden]
+    assert "step 0 loss 0.26241540908813477" in shown
+    assert "RuntimeError: RngBitGenerator should be expanded for CPU." in shown
+    assert not any(re.match(r"\d{4}-\d\d-\d\d .*: I ", line) for line in shown)
+    # What the user asked for stays on the terminal.
+    mine = {"PT_XLA_DEBUG_LEVEL": "1", "TF_CPP_MIN_LOG_LEVEL": "0"}
+    assert frameworks.hidden_on_terminal(mine, Framework.PYTORCH_XLA) is None
+    assert frameworks.hidden_on_terminal({}, Framework.TENSORFLOW) is None
 
 
 # --- error formats -----------------------------------------------------------------------
@@ -165,6 +197,51 @@ def test_a_runtime_error_carrying_an_xla_status_is_not_a_python_error() -> None:
     output = "Traceback (most recent call last):\nRuntimeError: Bad StatusOr access: INTERNAL: x\n"
     f = classify(output, exit_status=1)
     assert f.kind is Kind.RUNTIME_ERROR and f.status_code == "INTERNAL"
+    # XLA's status as jaxlib prints it, unwrapped: a replay's line matches it.
+    assert (f.headline, f.exception) == ("INTERNAL: x", "RuntimeError")
+
+
+def _traceback_of(log: str) -> str:
+    return log[log.index("Traceback (most recent call last):") :]
+
+
+def test_torch_xlas_bare_runtime_error_while_compiling_is_an_xla_compile_error() -> None:
+    """torch_xla 2.9 raises XLA's UNIMPLEMENTED as a RuntimeError with no code, from the
+    user's .item(): the graph log says XLA was compiling when it came."""
+    log = real("ptxla_compile_error.log")
+    f = classify(log, exit_status=1)
+    assert (f.kind, f.phase) == (Kind.COMPILE_ERROR, Phase.COMPILE)
+    assert f.headline == "RngBitGenerator should be expanded for CPU."
+    assert (f.exception, f.status_code) == ("RuntimeError", None)
+    # The replay under jaxlib prints the status code; it is the same bug.
+    replayed = classify(
+        "jax.errors.JaxRuntimeError: UNIMPLEMENTED: RngBitGenerator should be expanded for "
+        "CPU.\n", exit_status=1, phase=Phase.COMPILE,
+    )  # fmt: skip
+    assert replayed.kind is Kind.COMPILE_ERROR and f.same_bug(replayed)
+    # PT_XLA_DEBUG_LEVEL's analysis alone tells it too (a compile with no post analysis).
+    without_executor = "".join(
+        line for line in log.splitlines(keepends=True) if "xla_graph_executor" not in line
+    )
+    assert classify(without_executor, exit_status=1).kind is Kind.COMPILE_ERROR
+
+
+def test_the_same_runtime_error_after_every_graph_finished_is_the_programs() -> None:
+    log = real("ptxla_compile_error.log")
+    # The run up to the evaluation's compile: every graph compiled and ran.
+    before_eval = log[: log.index("most likely user code trying to access")]
+    before_eval = before_eval[: before_eval.rindex("\nCompilation Analysis: ====")]
+    f = classify(before_eval + "\n" + _traceback_of(log), exit_status=1)
+    assert f.kind is Kind.EXIT
+    assert f.headline == "RuntimeError: RngBitGenerator should be expanded for CPU."
+    # Without any of PyTorch/XLA's log lines, nothing tells either.
+    assert classify(_traceback_of(log), exit_status=1).kind is Kind.EXIT
+
+
+def test_a_real_pytorch_xla_check_failure_is_a_compile_crash() -> None:
+    f = classify(real("ptxla_compile_crash.log"), exit_status=-6)
+    assert (f.kind, f.signal, f.site) == (Kind.COMPILE_CRASH, "SIGABRT", "ir_array.cc:515")
+    assert f.headline.startswith("ir_array.cc:515] Check failed: index.ShapeIsCompatible(shape_)")
 
 
 # --- names and selection -----------------------------------------------------------------
@@ -196,6 +273,28 @@ def test_the_failing_tensorflow_function_is_the_module_chosen(tmp_path: Path) ->
     chosen = select(index, classify(output, exit_status=1), output).chosen
     assert chosen[0].module.name == TF_FUNCTION_MODULE
     assert any("__inference_f_23" in reason for reason in chosen[0].reasons)
+
+
+@pytest.mark.parametrize(
+    ("program", "exit_status", "module"),
+    [
+        ("ptxla_compile_error", 1, "module_0002.SyncTensorsGraph.96"),
+        ("ptxla_compile_crash", -6, "module_0004.SyncTensorsGraph.11"),
+    ],
+)
+def test_the_graph_pytorch_xla_was_compiling_is_the_module_chosen(
+    tmp_path: Path, program: str, exit_status: int, module: str
+) -> None:
+    index = _dump(tmp_path, real(f"{program}_dump_names.txt").split())
+    names = [m.name for m in index.modules]
+    output = real(f"{program}.log")
+    chosen = select(index, classify(output, exit_status=exit_status), output).chosen
+    assert chosen[0].module.label == module
+    # Its name is no evidence: the crash's module shares it with two graphs before it.
+    assert names.count(chosen[0].module.name) == (3 if "crash" in program else 1)
+    graph = next(r for r in chosen[0].reasons if r.startswith("PyTorch/XLA was compiling graph"))
+    assert f"(compiled for {program}.py:" in graph
+    assert f"XLA dumped that graph as {module}.before_optimizations.txt" in graph
 
 
 # --- where reports go, and what the manifest says ----------------------------------------

@@ -120,7 +120,9 @@ def rerun(
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
     # The terminal shows what the program would show by itself; run.log has everything.
-    hide = xla_log.hidden_on_terminal(base, all_info=framework in _JAX)
+    hide = xla_log.hidden_on_terminal(
+        base, all_info=framework in _JAX, also=frameworks.hidden_on_terminal(base, framework)
+    )
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         done = proc.run(command, env=env, timeout=timeout, echo=echo, log=log, stdin=None,
                         hide=hide)  # fmt: skip

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xla_bugkit import frameworks
+from xla_bugkit import frameworks, ptxla_log
 from xla_bugkit.capture import xla_log
 from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.capture.evidence import Event, ProcessEvidence
@@ -89,6 +89,7 @@ def select(
             reasons[label].append((_EXPLICIT, f"{file} contains {symbol!r}"))
     if failure.kind.is_failure:
         _failure_evidence(index, failure, output, reasons)
+        _graph_evidence(index, output, reasons)
         _log_evidence(index, failure, output, reasons)
         _process_evidence(index, failure, evidence, reasons)
     return _rank(index, failure, reasons, limit)
@@ -127,6 +128,19 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
             reasons[last.label].append(
                 (_LAST_RUN, "the last execution to start before the failure (newest snapshot)")
             )
+
+
+def _graph_evidence(index: DumpIndex, output: str, reasons: Reasons) -> None:
+    """PyTorch/XLA's log: the graph it was compiling or executing when the run failed, by
+    the number XLA dumped it under (its graphs share names)."""
+    graph = ptxla_log.unfinished(output)
+    line = ptxla_log.dumped_as(graph, output) if graph is not None else None
+    if graph is None or line is None or (module := _by_log_line(index, line)) is None:
+        return
+    reasons[module.label].append(
+        (_COMPILING, f"PyTorch/XLA was {graph.doing} {graph.describe} when the run failed, "
+         f"and XLA dumped that graph as {line.file}")
+    )  # fmt: skip
 
 
 def _failure_text(output: str, failure: Failure) -> str:

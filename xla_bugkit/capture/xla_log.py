@@ -88,16 +88,22 @@ _INFO_LINE = rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "
 _DUMPING_BYTES = rf"[^\n]*\] {_DUMPING_WORDS}".encode()
 
 
-def hidden_on_terminal(base: Mapping[str, str], all_info: bool) -> re.Pattern[bytes] | None:
+def hidden_on_terminal(
+    base: Mapping[str, str], all_info: bool, also: bytes | None = None
+) -> re.Pattern[bytes] | None:
     """The lines of output that exist only because of ``log_env``: all of XLA's INFO lines
     when the user set no log level and the framework shows none by itself (``all_info``:
-    JAX), else the ``Dumping`` lines unless the user asked for them. None: hide nothing."""
-    if all_info and MIN_LOG_LEVEL not in base:
-        return re.compile(_INFO_LINE)
+    JAX), else the ``Dumping`` lines unless the user asked for them; and the lines ``also``
+    matches (what a framework's own settings add). None: hide nothing."""
     users = merge_vmodule(base.get(VMODULE), {})
-    if any(e.partition("=")[0].strip() == "dump" for e in users.split(",")):
-        return None
-    return re.compile(_DUMPING_BYTES)
+    if all_info and MIN_LOG_LEVEL not in base:
+        ours: bytes | None = _INFO_LINE
+    elif any(e.partition("=")[0].strip() == "dump" for e in users.split(",")):
+        ours = None
+    else:
+        ours = _DUMPING_BYTES
+    parts = [p for p in (ours, also) if p]
+    return re.compile(b"|".join(b"(?:%s)" % p for p in parts)) if parts else None
 
 
 def users_level(env: Mapping[str, str]) -> str | None:
