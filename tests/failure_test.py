@@ -570,3 +570,32 @@ def test_same_bug_across_two_xla_versions() -> None:
     assert one.same_bug(other)
     assert not one.same_bug(make(Kind.CRASH, normalise(check.format("body.1", "main.3"))))
     assert not torch.same_bug(make(Kind.COMPILE_ERROR, "UNIMPLEMENTED: Sort should be expanded."))
+
+
+# Lines of a real run (a Cholesky fit under the program's own 6 GiB RLIMIT_AS): the module
+# failed while it ran; the error reached Python at the next read, wrapped by the dispatch,
+# and the computations given its broken result wrap it again (as a notebook's did thrice).
+ASYNC_OOM = (
+    "E1203 04:44:28.714159    6573 cpu_client.cc:1933] Failed to get literal for result: "
+    "RESOURCE_EXHAUSTED: Out of memory allocating 6144128088 bytes.\n"
+    + TRACEBACK
+    + "jax.errors.JaxRuntimeError: INTERNAL: Error dispatching computation: Error dispatching "
+    "computation: Out of memory allocating 6144128088 bytes.\n"
+)
+
+
+def test_an_asynchronous_failure_is_its_inner_status_as_a_replay_raises_it() -> None:
+    failure = classify(ASYNC_OOM, exit_status=1)
+    assert failure.kind is Kind.RUNTIME_ERROR
+    # The code XLA's own line gives, not the wrapper's INTERNAL.
+    assert failure.signature == normalise("RESOURCE_EXHAUSTED: Out of memory allocating N bytes.")
+    replayed = classify(
+        TRACEBACK + "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
+        "6144128088 bytes.\n",
+        exit_status=1,
+    )
+    assert failure.same_bug(replayed)
+    # A bundle written before the wrappers came off still matches the bare status.
+    old = replace(failure, signature="INTERNAL: Error dispatching computation: Out of memory "
+                  "allocating N bytes.")  # fmt: skip
+    assert old.same_bug(replayed)

@@ -61,6 +61,7 @@ _STATUS_RE = re.compile(
     rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{_STATUS}))?: (?P<msg>.*)$", re.M
 )
 _BARE_STATUS_RE = re.compile(rf"^(?P<code>{_STATUS}): (?P<msg>.*)$", re.M)
+_DISPATCH = "Error dispatching computation: "
 _TERMINATE_RE = re.compile(
     r"^terminate called after throwing an instance of '(?P<what>[^']+)'", re.M
 )
@@ -178,7 +179,9 @@ _NAME_NUMBER = re.compile(r"(?<=[A-Za-z])_\d+\b")
 
 def _comparable(signature: str) -> str:
     """A signature less what two XLA versions print differently for the same bug."""
-    return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", signature))
+    # A bundle written before the wrappers were taken off still carries them.
+    inner = signature.replace(_DISPATCH, "")
+    return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", inner))
 
 
 def _family(kind: Kind) -> str:
@@ -388,7 +391,26 @@ def _last_status(output: str) -> Status | None:
     if found is None:
         for m in _BARE_STATUS_RE.finditer(output):
             found = ("", m.group("code"), m.group("msg").strip())
-    return found
+    return _unwrapped(found, output) if found is not None else None
+
+
+def _unwrapped(status: Status, output: str) -> Status:
+    """A status without the wrappers of an asynchronous failure: an error raised while a
+    computation ran reaches Python as ``INTERNAL: Error dispatching computation: <status>``,
+    wrapped once more by each computation that was given its broken result. The inner
+    status is the failure (a replay raises it bare); its code, which the wrapping may drop,
+    is the one in XLA's own log line ("Failed to get literal for result: CODE: message")."""
+    exc, code, msg = status
+    if not msg.startswith(_DISPATCH):
+        return status
+    while msg.startswith(_DISPATCH):
+        msg = msg[len(_DISPATCH) :]
+    inner = _BARE_STATUS_RE.match(msg) or re.search(
+        rf"(?P<code>{_STATUS}): (?P<msg>{re.escape(msg)})", output
+    )
+    if inner is not None:
+        return exc, inner.group("code"), inner.group("msg").strip()
+    return exc, code, msg
 
 
 def _signal_name(exit_status: int | None) -> str | None:

@@ -278,6 +278,12 @@ def culprit(idx: DumpIndex) -> DumpModule:
     return siblings[2]
 
 
+ALLOCATED = (
+    "its buffer assignment holds the 4,398,046,511,104 bytes XLA could not allocate "
+    "(allocation 0, output shape is |f32[1048576,1048576]|, maybe-live-out)"
+)
+
+
 @pytest.mark.parametrize("variant", ["plain", "checkpoint"])
 def test_the_failing_sibling_is_chosen_among_30_modules(
     loop_runs: dict[str, LoopRun], variant: str
@@ -292,20 +298,27 @@ def test_the_failing_sibling_is_chosen_among_30_modules(
     selection = select(run.index, run.failure, run.output)
     first = selection.chosen[0]
     assert first.module.label == bad.label, labels(selection)
-    (log_reason, *rest) = first.reasons
+    (allocated, log_reason, *rest) = first.reasons
+    assert allocated == ALLOCATED
     assert log_reason.startswith(f"XLA's log: {bad.label}.snapshot.")
     assert log_reason.endswith("was the last file dumped before its first error line "
                                "(cpu_client.cc:1923)")  # fmt: skip
     assert rest == ([NEWEST_SNAPSHOT] if variant == "plain" else [])
 
 
-def test_without_xla_log_lines_the_checkpoint_misleads(loop_runs: dict[str, LoopRun]) -> None:
-    """The evidence the log lines add: without them, the newest snapshot is the checkpoint's."""
+def test_without_xla_log_lines_the_failed_allocation_still_names_the_culprit(
+    loop_runs: dict[str, LoopRun],
+) -> None:
+    """Without the log lines, the newest snapshot is the checkpoint's; the size XLA could not
+    allocate is in the culprit's buffer assignment alone (not in a sibling's, nor in a
+    module given the value as a parameter)."""
     run = loop_runs["checkpoint"]
     quiet = xla_log.without_dump_lines(run.output)
     selection = select(run.index, run.failure, quiet)
-    assert selection.chosen[0].module.name == "jit_checksum"
-    assert selection.chosen[0].reasons == (NEWEST_SNAPSHOT,)
+    assert selection.chosen[0].module.label == culprit(run.index).label
+    assert selection.chosen[0].reasons == (ALLOCATED,)
+    assert selection.chosen[1].module.name == "jit_checksum"
+    assert selection.chosen[1].reasons == (NEWEST_SNAPSHOT,)
 
 
 # --- evidence the processes recorded about themselves ---------------------------------------
@@ -440,7 +453,8 @@ def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
     assert first["name"] == "jit__lambda"
     before = done.text(f"modules/{first['label']}/{first['label']}.before_optimizations.txt")
     assert "f32[1048576,1048576]" in before  # the activation map, not a sibling
-    assert first["reasons"][0].startswith(
+    assert first["reasons"][0] == ALLOCATED
+    assert first["reasons"][1].startswith(
         "XLA was executing it (jit__lambda) when the process raised JaxRuntimeError: "
         "RESOURCE_EXHAUSTED: Out of memory allocating"
     )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xla_bugkit import frameworks, ptxla_log
-from xla_bugkit.capture import xla_log
+from xla_bugkit.capture import allocation, xla_log
 from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.capture.evidence import Event, ProcessEvidence
 from xla_bugkit.capture.search import search_symbol
@@ -33,7 +33,8 @@ HELPER_NAMES = frozenset(
 
 # Scores: explicit choice > what the process was doing when it died (by module number) >
 # named by the failure > crash evidence > the last-compiled guess.
-_EXPLICIT, _IN_FLIGHT, _LOG_FATAL, _COMPILING, _LOG_ERROR, _NAMED = 100, 90, 85, 80, 75, 70
+_EXPLICIT, _ALLOCATED, _IN_FLIGHT, _LOG_FATAL, _COMPILING, _LOG_ERROR = 100, 95, 90, 85, 80, 75
+_NAMED = 70
 _LOG_UNFINISHED, _UNFINISHED, _LOG_LAST, _LAST_EXECUTED, _LAST_RUN, _GUESS = 65, 60, 55, 55, 50, 10
 
 Reasons = dict[str, list[tuple[int, str]]]
@@ -92,6 +93,7 @@ def select(
         _graph_evidence(index, output, reasons)
         _log_evidence(index, failure, output, reasons)
         _process_evidence(index, failure, evidence, reasons)
+        _allocation_evidence(index, failure, output, reasons)
     return _rank(index, failure, reasons, limit)
 
 
@@ -128,6 +130,23 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
             reasons[last.label].append(
                 (_LAST_RUN, "the last execution to start before the failure (newest snapshot)")
             )
+
+
+def _allocation_evidence(
+    index: DumpIndex, failure: Failure, output: str, reasons: Reasons
+) -> None:
+    """Out of memory: the module that plans an allocation of exactly the size that failed,
+    wherever the error surfaced (an asynchronous one, at a later computation's read)."""
+    if failure.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+        return
+    size = allocation.failed_allocation(_failure_text(output, failure))
+    if size is None:
+        return
+    for module, line in allocation.modules_allocating(index, size):
+        reasons[module.label].append(
+            (_ALLOCATED, f"its buffer assignment holds the {size:,} bytes XLA could not "
+             f"allocate ({line})")
+        )  # fmt: skip
 
 
 def _graph_evidence(index: DumpIndex, output: str, reasons: Reasons) -> None:

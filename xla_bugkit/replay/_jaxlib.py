@@ -333,6 +333,11 @@ def execute(
         run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
         results = run(placed)
         outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
+        # An output XLA failed to compute (out of memory, a kernel's error) aborts the process
+        # when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises its status.
+        for shards in outputs:
+            for shard in shards:
+                shard.block_until_ready()
         if len(devices) == 1:
             return [np.asarray(shards[0]) for shards in outputs]
         assert result_types is not None
