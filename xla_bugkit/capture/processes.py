@@ -62,7 +62,7 @@ def _why(p: ProcessEvidence) -> tuple[int, str]:
         return 2, "it did not exit normally"
     if p.exit_status:
         return 1, "it exited with an uncaught exception"
-    return 0, "the only process that started XLA"
+    return 0, "it exited normally"
 
 
 def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
@@ -75,9 +75,10 @@ def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
     # that died takes the others down after it).
     best = max(xla, key=lambda p: (_why(p)[0], -_last_moment(p)))
     strength, why = _why(best)
-    if strength == 0 and len(xla) > 1:
-        why = "no process recorded a failure; the first to start XLA"
-        best = xla[0]
+    if strength == 0:
+        why = ("the only process that started XLA" if len(xla) == 1
+               else "no process recorded a failure; the first to start XLA")  # fmt: skip
+        best = xla[0] if len(xla) > 1 else best
     return Culprit(best, why, tuple(p for p in xla if p is not best))
 
 

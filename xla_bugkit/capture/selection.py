@@ -271,7 +271,8 @@ def _process_reason(
         if event.kind == "execute" and event.finished:
             module = _event_module(index, process, event)
             if module is not None and not is_helper(module):
-                return module, _LAST_EXECUTED, f"the last execution to finish before {who} failed"
+                why = f"the last execution dispatched before {who} failed (it may still have run)"
+                return module, _LAST_EXECUTED, why
     return None
 
 
