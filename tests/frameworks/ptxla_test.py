@@ -128,3 +128,12 @@ def test_the_crash_goes_to_pytorch_xla_unless_jaxlib_reproduces_it(
     repo = "openxla/xla" if reproduced else "pytorch/xla"
     assert f"gh issue create --repo {repo} " in compile_crash.stderr
     assert compile_crash.returncode == (0 if reproduced else 3)
+    # ISSUE.md follows that tracker's form: pytorch/xla's template, or jax's form that
+    # openxla/xla takes.
+    body = compile_crash.text("ISSUE.md")
+    if reproduced:
+        assert "### Description" in body
+    else:
+        assert "## 🐛 Bug" in body and "## Expected behavior" in body
+        assert " - Reproducible on XLA backend [CPU/TPU/CUDA]: CPU" in body
+        assert re.search(r"^ - torch_xla version: 2\.\d+\.\d+", body, re.M), body

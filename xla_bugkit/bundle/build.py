@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import envinfo, frameworks
-from xla_bugkit.bundle import issue, layout, manifest, repro, triage
+from xla_bugkit.bundle import issue, layout, manifest, repro, trackers, triage
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
@@ -38,6 +38,7 @@ class Staged:
     source: str | None  # the script's path in the bundle
     replayed: bool  # the replay stage ran (False: --no-replay)
     framework: frameworks.FrameworkInfo | None = None  # the program's, when it is known
+    repo: str | None = None  # the tracker the user named (--repo); None: the framework's
 
 
 def build(
@@ -57,6 +58,7 @@ def build(
     include_source: bool = False,
     replayed: bool = True,
     cwd: Path | None = None,
+    repo: str | None = None,
 ) -> Manifest:
     """Write everything that goes into the archive under ``stage``; return the manifest.
 
@@ -86,7 +88,7 @@ def build(
         notes.append(f"redacted: {summarize(counts)}")
     found = frameworks.detect(run.command, run.output, (m.name for m in index.modules))
     framework = frameworks.info(found) if found is not None else None
-    staged = Staged(reproducer, source, replayed, framework)
+    staged = Staged(reproducer, source, replayed, framework, repo)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, ISSUE, body)
     data_text = frameworks.inputs_text(framework, _data_text(data, planned, dropped))
@@ -283,8 +285,20 @@ def render(
         wrong_values=rep.wrong_values if rep else (),
         reference=rep.reference if rep else "",
         inputs=_inputs_text(rep),
+        form=trackers.form(_tracker(staged, verdicts)),
+        fields=trackers.fields(env, f, staged.framework, platform),
     )
     return title, issue.render_issue(ctx)
+
+
+def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:
+    """Where the issue goes: the user's --repo, else the framework's tracker (openxla/xla
+    when a plain jaxlib replay of another framework's module shows the bug)."""
+    if staged.repo:
+        return staged.repo
+    name = staged.framework.name if staged.framework else None
+    reproduced = any(v.reproduced for v in verdicts)
+    return frameworks.issue_repo(name, reproduced_under_jaxlib=reproduced)
 
 
 def _description(

@@ -1,8 +1,9 @@
-"""ISSUE.md: a GitHub issue body in the shape of jax-ml/jax's bug form.
+"""ISSUE.md: a GitHub issue body in the shape of its tracker's bug form.
 
-The form has two sections, "Description" and "System info (python version, jaxlib version,
-accelerator, etc.)"; the body keeps those headings verbatim so it can be pasted into the form
-(or sent with ``gh issue create --body-file``). Everything that comes from the failing program
+jax-ml/jax's form has two sections, "Description" and "System info (python version, jaxlib
+version, accelerator, etc.)"; the body keeps those headings verbatim so it can be pasted into
+the form (or sent with ``gh issue create --body-file``). TensorFlow's and PyTorch/XLA's forms
+have templates of their own (``trackers``). Everything that comes from the failing program
 lands in code spans or fenced blocks sized so that its content cannot close them.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -60,6 +61,8 @@ class IssueContext:
     wrong_values: Sequence[tuple[str, str, str]] = ()  # (index, reference value, XLA's value)
     reference: str = ""  # what the reference values come from ("op-by-op")
     inputs: str = ""  # the inputs' shapes and where they come from
+    form: str = TEMPLATE  # the tracker's form (``trackers.form``)
+    fields: Mapping[str, str] = field(default_factory=dict)  # what that form asks for
 
 
 def render_issue(ctx: IssueContext) -> str:
@@ -95,8 +98,9 @@ def render_issue(ctx: IssueContext) -> str:
         "log_tail": fenced(tail, "text"),
         "system_info": fenced(ctx.system_info, "text"),
         "bugkit_version": __version__,
+        **{name: plain(value) for name, value in ctx.fields.items()},
     }
-    template = load_template(TEMPLATE).template
+    template = load_template(ctx.form).template
     for name, value in optional.items():
         if not value:  # an absent section leaves no empty paragraph behind
             template = template.replace(f"${name}\n\n", "")

@@ -191,7 +191,7 @@ def stage_bundle(
         stage_dir, index=found.index, selection=selection, run=run, verdicts=verdicts,
         redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
         dropped=dropped, problems=found.problems, arrays=arrays,
-        include_source=options.include_source, replayed=options.replay,
+        include_source=options.include_source, replayed=options.replay, repo=options.repo,
     )  # fmt: skip
 
 

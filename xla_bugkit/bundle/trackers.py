@@ -1,0 +1,73 @@
+"""The form ISSUE.md follows: the bug-report fields of the tracker it goes to.
+
+jax-ml/jax's form has two sections, Description and System info (openxla/xla has no form
+and takes the same body); tensorflow/tensorflow's form asks for versions, OS and CUDA field
+by field, then "Current behavior?", "Standalone code to reproduce the issue" and "Relevant
+log output"; pytorch/xla's template asks for "Bug", "To Reproduce", "Expected behavior" and
+"Environment" (the XLA backend and the torch_xla version). Each field is filled from what
+the bundle knows; what it cannot know (has the TensorFlow nightly been tried?) says so.
+"""
+
+from __future__ import annotations
+
+from xla_bugkit import envinfo, frameworks
+from xla_bugkit.failure import Failure, Kind
+
+JAX_FORM = "issue.md"
+_FORMS = {
+    frameworks.Framework.TENSORFLOW.issue_repo: "issue-tensorflow.md",
+    frameworks.Framework.PYTORCH_XLA.issue_repo: "issue-pytorch-xla.md",
+}
+_EXPECTED = {
+    Kind.WRONG_RESULT: "The result equals the reference (the same module evaluated one "
+    "operation at a time), which the values above show it does not.",
+    Kind.COMPILE_CRASH: "XLA compiles the module without aborting.",
+    Kind.CRASH: "The program runs to the end without XLA crashing.",
+    Kind.COMPILE_ERROR: "XLA compiles the module, or rejects it with an error about the "
+    "program rather than about XLA itself.",
+    Kind.RUNTIME_ERROR: "The computation runs to the end, or fails with an error about the "
+    "program rather than about XLA itself.",
+    Kind.HANG: "The computation finishes.",
+}
+
+
+def form(repo: str) -> str:
+    """The template of the tracker ``repo`` ("owner/name"); jax's form for any other."""
+    return _FORMS.get(repo.lower(), JAX_FORM)
+
+
+def fields(
+    env: envinfo.EnvReport,
+    failure: Failure,
+    framework: frameworks.FrameworkInfo | None,
+    platform: str | None,
+) -> dict[str, str]:
+    """The values the trackers' forms ask for, as plain text."""
+    uname = dict(env.uname)
+    gpu = "see System info (nvidia-smi)" if env.nvidia_smi else "none (CPU)"
+    return {
+        "framework_version": _version(framework),
+        "os": " ".join(v for v in (uname.get("system"), uname.get("release")) if v) or "?",
+        "python_version": env.python.split(" ", 1)[0],
+        "cuda": "see System info (nvidia-smi)" if env.nvidia_smi else "n/a (CPU)",
+        "gpu": gpu,
+        "backend": _backend(platform),
+        "expected": _EXPECTED.get(failure.kind, "The program runs as it does without XLA."),
+    }
+
+
+def _version(framework: frameworks.FrameworkInfo | None) -> str:
+    if framework is None or not framework.version:
+        return "unknown"
+    revision = f" ({framework.revision})" if framework.revision else ""
+    return f"{framework.version}{revision}"
+
+
+def _backend(platform: str | None) -> str:
+    """XLA's platform of the module as the form names backends: CPU, CUDA, TPU."""
+    if not platform:
+        return "unknown"
+    name = platform.lower()
+    if name in ("gpu", "cuda") or name.endswith("_gpu"):
+        return "CUDA"
+    return name.upper()
