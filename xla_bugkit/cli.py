@@ -274,6 +274,9 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="the stages to run, of flags,module,passes (default: all)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
                    help="seconds each confirming replay may take")  # fmt: skip
+    p.add_argument("--probe-timeout", type=float, metavar="SECONDS",
+                   help="seconds each probe may take (default: five times the unmodified "
+                   "module's probe, at least 10)")  # fmt: skip
     p.add_argument("--force", action="store_true",
                    help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the shrink record as JSON")

@@ -41,7 +41,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         return shrink_command(
             args.target, out=args.output, module_re=args.module_re, budget=args.budget,
             max_probes=args.max_probes, only=args.only, timeout=args.timeout,
-            force=args.force, json_output=args.json, ui=ui,
+            probe_timeout=args.probe_timeout, force=args.force, json_output=args.json, ui=ui,
         )  # fmt: skip
     if args.command == "show":
         from xla_bugkit.commands.show import show

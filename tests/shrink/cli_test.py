@@ -41,6 +41,7 @@ def test_default_output_sits_beside_the_input() -> None:
             "--only 'speed': choose among flags, module, passes (comma-separated)",
         ),
         (["--max-probes", "0"], "--max-probes must be at least 1"),
+        (["--probe-timeout", "0"], "--probe-timeout must be a number of seconds above 0"),
     ],
 )
 def test_mistakes_are_one_line(

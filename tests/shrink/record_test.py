@@ -23,7 +23,7 @@ MANIFEST: dict[str, Any] = {
 }  # fmt: skip
 RESULT = ShrinkResult(
     module="module_0000.jit_f", text="HloModule m\n", oracle="wrong result: inf mismatch",
-    instructions_before=378, instructions_after=3, probes=26, seconds=42.7,
+    instructions_before=378, instructions_after=3, probes=26, seconds=51.2, probe_seconds=42.7,
     culprit=Culprit("algsimp", "disabling-hides"), needed_flags=(), user_flags=1,
     workarounds=("--xla_disable_hlo_passes=algsimp",),
 )  # fmt: skip
@@ -35,6 +35,8 @@ def test_a_bundle_without_a_shrink_record_still_loads() -> None:
 
 def test_a_shrink_record_loads() -> None:
     record = RESULT.record()
+    # seconds: the whole shrink's wall time; probe_seconds: the part --budget limits.
+    assert (record["seconds"], record["probe_seconds"]) == (51.2, 42.7)
     assert validate({**MANIFEST, "shrink": record})["shrink"]["culprit"] == {
         "pass": "algsimp",
         "how": "disabling-hides",
@@ -48,6 +50,7 @@ def test_a_shrink_record_loads() -> None:
         ("probes", -1),
         ("needed_flags", "--xla_a"),
         ("seconds", float("nan")),
+        ("probe_seconds", -3.0),
     ],
 )
 def test_a_bad_shrink_record_is_refused(key: str, value: object) -> None:

@@ -126,18 +126,80 @@ def test_a_module_that_does_not_fail_is_not_shrunk(
     assert not (tmp_path / "out.zip").exists()
 
 
-def test_a_crash_inside_a_called_computation_is_reached(
-    shrink_bundles: Callable[..., Collected], tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def compile_crash(
+    shrink_bundles: Callable[..., Collected], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, Path]:
     # tests/programs/compile_crash.py: with every HLO pass disabled (a flag the program sets
     # itself), emitting the constants of jax.random's threefry loop fails a CHECK.
     bundle = shrink_bundles("../../programs/compile_crash").bundle
-    code, record = _shrink(bundle, tmp_path / "out.zip")
+    out = tmp_path_factory.mktemp("compile-crash") / "out.zip"
+    # A probe takes about a second; some candidates (a constant as the whole module, with
+    # every pass disabled) hang in XLA, and each costs its full timeout: generous, not huge.
+    argv = ["shrink", str(bundle), "-o", str(out), "--probe-timeout", "60", "--budget", "60m"]
+    return main(argv), out
+
+
+def test_a_crash_inside_called_computations_is_reached(compile_crash: tuple[int, Path]) -> None:
+    code, out = compile_crash
     assert code == ExitCode.OK
+    record = _manifest(out)["shrink"]
     assert record["needed_flags"] == ["--xla_disable_all_hlo_passes=true"]
     assert record["culprit"] == {"pass": None, "how": "not-a-pass"}
-    # The entry only calls the random-number code: the reducer had to make a called
-    # computation the entry to get anywhere.
-    assert record["instructions_after"] < record["instructions_before"] // 2
-    assert {"generated": True} in record["parameters"]
-    assert main(["verify", str(tmp_path / "out.zip")]) == ExitCode.OK
+    # The crash sits in a while loop three calls deep (266 instructions, 9 computations):
+    # the calls were inlined and the loop's body emptied. Entry-only cuts stopped at 105.
+    assert record["instructions_after"] <= record["instructions_before"] // 5
+    with zipfile.ZipFile(out) as z:
+        shrunk = next(n for n in z.namelist() if n.endswith("shrunk.before_optimizations.txt"))
+        text = z.read(shrunk).decode()
+    assert " while(" in text and " call(" not in text
+    assert record["seconds"] >= record["probe_seconds"] > 0
+    assert main(["verify", str(out)]) == ExitCode.OK
+
+
+def test_a_bundle_without_inputs_gets_a_shrunk_module_without_inputs(
+    compile_crash: tuple[int, Path],
+) -> None:
+    # The program's module never ran (it crashed compiling): no snapshot, so every probe ran
+    # on the inputs the replay generates, and the shrunk module ships none either.
+    _, out = compile_crash
+    manifest = _manifest(out)
+    assert all(p == {"generated": True} for p in manifest["shrink"]["parameters"])
+    shrunk = manifest["modules"][-1]
+    assert "snapshot" not in shrunk["files"]
+    assert shrunk["replay"]["inputs"].startswith("generated")
+    with zipfile.ZipFile(out) as z:
+        assert not [n for n in z.namelist() if n.startswith("shrunk/") and "inputs" in n]
+
+
+def _shrunk_repro(out: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    with zipfile.ZipFile(out) as z:
+        z.extractall(tmp_path / "unpacked")
+    script = tmp_path / "unpacked" / "shrunk" / "repro.py"
+    assert script.exists()
+    return subprocess.run(
+        [sys.executable, str(script)], env=clean_env(), cwd=tmp_path,
+        capture_output=True, text=True, timeout=READY_TIMEOUT, check=False,
+    )  # fmt: skip
+
+
+def test_the_shrunk_crash_has_its_own_repro(
+    compile_crash: tuple[int, Path], tmp_path: Path
+) -> None:
+    _, out = compile_crash
+    done = _shrunk_repro(out, tmp_path)
+    assert done.returncode != 0  # XLA aborts the process
+    assert "Check failed: const_instr == nullptr" in done.stdout + done.stderr
+    assert "inputs (generated, seed 42)" in done.stdout
+    with zipfile.ZipFile(out) as z:
+        assert "python shrunk/repro.py" in z.read("ISSUE.md").decode()
+
+
+def test_the_shrunk_wrong_result_has_its_own_repro(
+    log_exp: tuple[int, Path], tmp_path: Path
+) -> None:
+    _, out = log_exp
+    done = _shrunk_repro(out, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "inputs (recorded)" in done.stdout
+    assert "WRONG RESULT" in done.stdout and "expected inf" in done.stdout

@@ -28,6 +28,7 @@ def shrink_command(
     max_probes: int = 1000,
     only: str = ",".join(STAGES),
     timeout: float = 300.0,
+    probe_timeout: float | None = None,
     force: bool = False,
     json_output: bool = False,
     ui: Ui | None = None,
@@ -36,9 +37,11 @@ def shrink_command(
     ui = ui or Ui()
     if max_probes < 1:
         raise BugkitError("--max-probes must be at least 1")
+    if probe_timeout is not None and not probe_timeout > 0:
+        raise BugkitError("--probe-timeout must be a number of seconds above 0")
     options = ShrinkOptions(
         budget=parse_budget(budget), max_probes=max_probes, stages=parse_only(only),
-        timeout=timeout,
+        timeout=timeout, probe_timeout=probe_timeout,
     )  # fmt: skip
     if not target.exists():
         raise BugkitError(f"{target} does not exist")

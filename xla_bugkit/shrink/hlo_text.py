@@ -137,7 +137,7 @@ def _live(entry: tuple[Instruction, ...]) -> set[str]:
     return live
 
 
-def _settle(c: Candidate, entry: tuple[Instruction, ...], sources: list[Source]) -> Candidate:
+def settle(c: Candidate, entry: tuple[Instruction, ...], sources: list[Source]) -> Candidate:
     """Dead code dropped, parameters renumbered 0..n-1 in order, their sources kept."""
     live = _live(entry)
     kept: list[Instruction] = []
@@ -157,7 +157,7 @@ def _settle(c: Candidate, entry: tuple[Instruction, ...], sources: list[Source])
 def with_root(c: Candidate, name: str) -> Candidate:
     """``name`` made the root, and what it does not need dropped."""
     entry = tuple(replace(i, is_root=i.name == name) for i in c.entry)
-    return _settle(c, entry, list(c.sources))
+    return settle(c, entry, list(c.sources))
 
 
 def cut(c: Candidate, name: str) -> Candidate:
@@ -170,7 +170,7 @@ def cut(c: Candidate, name: str) -> Candidate:
             line = f"{name} = {shape} parameter({len(sources) - 1})"
             i = replace(i, shape=shape, opcode="parameter", operands=(), line=line)
         entry.append(i)
-    return _settle(c, tuple(entry), sources)
+    return settle(c, tuple(entry), sources)
 
 
 def bypass(c: Candidate, name: str, operand: str) -> Candidate:
@@ -182,7 +182,7 @@ def bypass(c: Candidate, name: str, operand: str) -> Candidate:
             entry = [replace(e, is_root=e.name == operand) for e in entry]
         if i.name != name:
             entry.append(_rename(i, name, operand) if _uses(i.line, name) else i)
-    return _settle(c, tuple(entry), list(c.sources))
+    return settle(c, tuple(entry), list(c.sources))
 
 
 def same_shape_operands(c: Candidate, instruction: Instruction) -> list[str]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from xla_bugkit import archive
-from xla_bugkit.bundle import issue
+from xla_bugkit.bundle import issue, repro
 from xla_bugkit.bundle.manifest import (
     Manifest,
     ModuleEntry,
@@ -49,9 +51,14 @@ def add_files(stage: Path, shrunk: Shrunk, stem: str) -> dict[str, str]:
     }
     (folder / names[Role.BEFORE_TEXT.value]).write_text(result.text, "utf-8")
     (folder / names[Role.BEFORE_PROTO.value]).write_bytes(shrunk.proto)
-    (folder / names[Role.SNAPSHOT.value]).write_bytes(hlo_proto.make_snapshot(
-        shrunk.proto, [numpy_to_literal(np.asarray(a)) for a in shrunk.inputs]
-    ))
+    if shrunk.recorded:
+        (folder / names[Role.SNAPSHOT.value]).write_bytes(
+            hlo_proto.make_snapshot(
+                shrunk.proto, [numpy_to_literal(np.asarray(a)) for a in shrunk.inputs]
+            )
+        )
+    else:
+        del names[Role.SNAPSHOT.value]  # the bundle carries no inputs: invent none
     if result.trace:
         (folder / "pass_trace.txt").write_text(result.trace, "utf-8")
     (folder / "shrink.json").write_text(json.dumps(result.record(), indent=2) + "\n", "utf-8")
@@ -64,17 +71,37 @@ def check_replay(
     original: ReplayInput,
     expected: Failure | None,
     timeout: float,
+    arrays: Path | None = None,
 ) -> Verdict:
-    """The shrunk module replayed the way ``verify`` replays it."""
+    """The shrunk module replayed the way ``verify`` replays it (its arrays kept in
+    ``arrays``, for repro.py's reference)."""
     inp = ReplayInput(
         name=f"{original.name}.shrunk",
         hlo=stage / files[Role.BEFORE_PROTO.value],
-        snapshot=stage / files[Role.SNAPSHOT.value],
+        snapshot=stage / files[Role.SNAPSHOT.value] if Role.SNAPSHOT.value in files else None,
         xla_flags=original.xla_flags,
         platform=original.platform,
     )
     limit = memory_limit(inp.platform)
-    return replay(inp, expected=expected, timeout=timeout, memory_limit=limit)
+    return replay(inp, expected=expected, timeout=timeout, memory_limit=limit, keep_arrays=arrays)
+
+
+def add_repro(
+    stage: Path, manifest: Manifest, entry: ModuleEntry, verdict: Verdict, arrays: Path | None
+) -> repro.Repro | None:
+    """``shrunk/repro.py`` (with its inputs.npz and expected.npz): the bundle's standalone
+    reproducer, for the shrunk module. Its paths are relative to the ``shrunk`` folder."""
+    prefix = FOLDER + "/"
+    files = {
+        role: path[len(prefix) :] if path.startswith(prefix) else f"../{path}"
+        for role, path in entry["files"].items()
+    }
+    failure = Failure.from_json(manifest["failure"])
+    target = repro.Target(entry["label"], files, entry["platform"], verdict, arrays)
+    return repro.write(
+        stage / FOLDER, target, saw=failure.headline, kind=failure.kind,
+        user_flags=manifest["xla_flags"],
+    )  # fmt: skip
 
 
 def shrunk_entry(original: ModuleEntry, files: dict[str, str], verdict: Verdict) -> ModuleEntry:
@@ -98,8 +125,12 @@ def finish(
     out: Path,
     fmt: str,
     ui: Ui,
+    started: float | None = None,
 ) -> Manifest:
-    """Seal ``stage`` (the manifest with the shrink record, ISSUE.md's section) into ``out``."""
+    """Seal ``stage`` (the manifest with the shrink record, ISSUE.md's section) into ``out``;
+    ``started`` (``time.monotonic()``) makes ``seconds`` the wall time up to the sealing."""
+    if started is not None:
+        shrunk.result = replace(shrunk.result, seconds=time.monotonic() - started)
     result = shrunk.result
     record = result.record()
     notes = list(manifest["notes"])
@@ -117,7 +148,10 @@ def finish(
     (stage / FOLDER / "shrink.json").write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     issue_path = stage / ISSUE
     if issue_path.exists():
-        section = issue.shrink_section(result.findings(), result.text if shown else "", shown)
+        found = result.findings()
+        if (stage / FOLDER / repro.SCRIPT).exists():
+            found.append(f"reproduce it alone: python {FOLDER}/{repro.SCRIPT}")
+        section = issue.shrink_section(found, result.text if shown else "", shown)
         issue_path.write_text(issue.with_section(issue_path.read_text("utf-8"), section))
     sealed = {**manifest, "modules": modules, "notes": notes, "shrink": record}
     sealed["files"] = file_entries(stage)

@@ -8,17 +8,20 @@
    to a same-shaped operand. Wrong results take value-preserving edits only: any other edit
    makes a reference that the candidate legitimately differs from.
 3. Dead code and unused parameters go after every edit (``hlo_text``).
-4. For crashes, a called computation may become the entry (hlo_bisect's
-   ``--all_computations``): a crash inside a while body or a call is out of reach of cuts
-   in the entry. Steps 1 to 3 then start again on it.
+4. Inside the computations the entry calls (``reduce_inner``): calls inlined, dead code
+   dropped, and for crashes instructions replaced by same-shaped values at hand or zeros,
+   whiles and calls bypassed. Steps 1 and 2 then run again on the new entry.
+5. For crashes, a called computation may become the entry (hlo_bisect's
+   ``--all_computations``) when nothing else helps. Steps 1 to 4 then start again on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xla_bugkit.shrink import hlo_text
+from xla_bugkit.shrink import hlo_text, reduce_inner
 from xla_bugkit.shrink.hlo_text import Candidate
 from xla_bugkit.shrink.oracle import Answer
 from xla_bugkit.shrink.session import Exhausted, Session
@@ -35,16 +38,23 @@ class Reduction:
 
 
 @dataclass
-class _Step:
+class Step:
+    """The reduction's state: the best candidate so far and how to try another."""
+
     session: Session
     best: Candidate
     before: int
     checkpoint: Callable[[Candidate], None]
+    failed: set[tuple[str, ...]] = field(default_factory=set)  # edits that lost the bug
+    rejected: set[bytes] = field(default_factory=set)  # digests of texts probed in vain
 
     def accept(self, candidate: Candidate) -> bool:
-        if candidate.text() == self.best.text():
+        text = candidate.text()
+        digest = hashlib.sha256(text.encode()).digest()
+        if text == self.best.text() or digest in self.rejected:
             return False
         if self.session.check(candidate).answer is not Answer.SAME:
+            self.rejected.add(digest)
             return False
         self.best = candidate
         self.session.accepted += 1
@@ -58,11 +68,11 @@ def reduce_module(
 ) -> Reduction:
     """Shrink ``start`` (which fails as ``session.oracle`` says) until no edit keeps the bug
     or the budget is spent; ``checkpoint`` gets each accepted candidate."""
-    step = _Step(session, start, start.instruction_count(), checkpoint)
+    step = Step(session, start, start.instruction_count(), checkpoint)
     try:
         _root_search(step)
         _cuts(step)
-        while not session.oracle.wrong_result and _descend(step):
+        while _round(step):
             _root_search(step)
             _cuts(step)
     except Exhausted:
@@ -70,7 +80,7 @@ def reduce_module(
     return Reduction(step.best, step.before, exhausted=False)
 
 
-def _root_search(step: _Step) -> None:
+def _root_search(step: Step) -> None:
     base = step.best
     order = [i.name for i in base.entry if hlo_text.is_array(i)]
     root = base.root
@@ -108,10 +118,11 @@ def _nearest_root_first(c: Candidate) -> list[str]:
     return [n for n in seen if n != c.root.name and by_name[n].opcode not in _UNCUTTABLE]
 
 
-def _cuts(step: _Step) -> None:
-    # Each instruction is tried once: a cut that lost the bug seldom keeps it after another
-    # cut, and retrying every one after each success would square the probes.
-    tried: set[str] = set()
+def _cuts(step: Step) -> None:
+    # Each instruction is tried once (in ``step.failed``, across rounds too): a cut that lost
+    # the bug seldom keeps it after another cut, and retrying every one after each success
+    # would square the probes.
+    tried = step.failed
     changed = True
     while changed:
         changed = False
@@ -119,9 +130,9 @@ def _cuts(step: _Step) -> None:
             current = {i.name: i for i in step.best.entry}
             if name not in current or not hlo_text.is_array(current[name]):
                 continue
-            if name in tried:
+            if ("cut", name) in tried:
                 continue
-            tried.add(name)
+            tried.add(("cut", name))
             if step.accept(hlo_text.cut(step.best, name)):
                 changed = True
                 continue
@@ -133,11 +144,21 @@ def _cuts(step: _Step) -> None:
                     break
 
 
+def _round(step: Step) -> bool:
+    """Edits beyond the entry's cuts; True when one was accepted."""
+    progressed = reduce_inner.inline_calls(step)
+    progressed = reduce_inner.forward_tuples(step) or progressed
+    progressed = reduce_inner.inside(step) or progressed
+    if progressed or step.session.oracle.wrong_result:
+        return progressed
+    return _descend(step)
+
+
 # How many called computations, largest first, may be tried as the entry at each level.
 DESCEND_TRIES = 6
 
 
-def _descend(step: _Step) -> bool:
+def _descend(step: Step) -> bool:
     """Make the first called computation that fails alone the entry; False when none does."""
     c = step.best
     sizes = {n: len(c.computations[n]) for n in c.reached()}

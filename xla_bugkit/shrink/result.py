@@ -16,7 +16,7 @@ class ShrinkResult:
     instructions_before: int
     instructions_after: int
     probes: int
-    seconds: float
+    seconds: float  # wall time of the whole shrink, the confirming replays and the bundle too
     culprit: Culprit | None = None
     needed_flags: tuple[str, ...] = ()
     user_flags: int = 0  # how many flags the ddmin started from
@@ -25,6 +25,7 @@ class ShrinkResult:
     notes: tuple[str, ...] = ()  # budget exhausted, inconclusive pass search, ...
     trace: str = field(default="", repr=False)  # the pass trace's log
     parameters: tuple[dict[str, object], ...] = ()  # each parameter's source
+    probe_seconds: float = 0.0  # the probing stages' share: what --budget limits
 
     def record(self) -> dict[str, Any]:
         """The manifest's ``shrink`` record (JSON-ready)."""
@@ -35,6 +36,7 @@ class ShrinkResult:
             "instructions_after": self.instructions_after,
             "probes": self.probes,
             "seconds": round(self.seconds, 1),
+            "probe_seconds": round(self.probe_seconds, 1),
             "culprit": self.culprit.to_json() if self.culprit else None,
             "needed_flags": list(self.needed_flags),
             "module_independent": self.module_independent,

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -106,6 +107,7 @@ def shrink_bundle(
     """Shrink the failing module of ``bundle``; write the bundle plus the shrunk one to ``out``."""
     ui = ui or Ui()
     options = options or ShrinkOptions()
+    started = time.monotonic()
     if out.resolve() == bundle.resolve():
         raise BugkitError(f"{out} is the bundle itself: choose another output name")
     chosen_fmt = check_output(out, fmt, force=force)
@@ -115,7 +117,9 @@ def shrink_bundle(
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to shrink")
-        return _shrink_into(b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui)
+        return _shrink_into(
+            b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui, started
+        )
 
 
 def _shrink_into(
@@ -128,6 +132,7 @@ def _shrink_into(
     fmt: str,
     options: ShrinkOptions,
     ui: Ui,
+    started: float,
 ) -> Written:
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-work-") as tmp:
         work = Path(tmp)
@@ -137,12 +142,15 @@ def _shrink_into(
         stage = work / "bundle"
         shutil.copytree(root, stage)
         files = output.add_files(stage, shrunk, module["label"] + SHRUNK)
+        arrays = work / "shrunk-arrays"
         with ui.phase("replaying the shrunk module"):
-            verdict = output.check_replay(stage, files, inp, failure, options.timeout)
+            verdict = output.check_replay(stage, files, inp, failure, options.timeout, arrays)
         entry = output.shrunk_entry(module, files, verdict) if verdict.reproduced else None
         if entry is None:
             ui.warn(f"{output.NOT_VERIFIED} ({verdict.outcome.value}: {verdict.evidence})")
-        output.finish(stage, manifest, shrunk, entry, out, fmt, ui)
+        else:
+            output.add_repro(stage, manifest, entry, verdict, arrays)
+        output.finish(stage, manifest, shrunk, entry, out, fmt, ui, started)
         saved.unlink(missing_ok=True)  # the bundle holds the result now
     return Written(shrunk.result, out, entry is not None)
 
@@ -160,6 +168,7 @@ def shrink_dump(
     """Shrink the first module of the dump folder ``dump`` whose replay fails."""
     ui = ui or Ui()
     options = options or ShrinkOptions()
+    started = time.monotonic()
     chosen_fmt = check_output(out, fmt, force=force)
     for root, m in dump_modules(dump, module_re):
         files = module_files(root, m)
@@ -179,7 +188,9 @@ def shrink_dump(
             stage = Path(tmp)
             entry = _stage_module(stage, files, m.label, m.name, m.id, inp.platform)
             manifest = _dump_manifest(expected, entry, verdict.evidence)
-            return _shrink_into(stage, manifest, entry, inp, expected, out, chosen_fmt, options, ui)
+            return _shrink_into(
+                stage, manifest, entry, inp, expected, out, chosen_fmt, options, ui, started
+            )
     raise BugkitError(f"no module of {dump} fails when replayed: nothing to shrink")
 
 

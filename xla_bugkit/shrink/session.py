@@ -3,6 +3,7 @@ the count of probes; every probe runs in a child (``probe``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -57,25 +58,39 @@ class Budget:
         return probes >= self.max_probes or self.elapsed() >= self.seconds
 
 
-def generated(shape: str, seed: int) -> np.ndarray:
-    """Seeded inputs for a parameter of HLO ``shape`` (a cut whose value is not known)."""
+def _one(shape: str, rng: np.random.Generator) -> np.ndarray:
     found = _SHAPE.match(shape)
     dtype = _DTYPES.get(found.group("type")) if found else None
     if found is None or dtype is None:
         raise BugkitError(f"cannot make inputs for a parameter of type {shape}")
     dims = tuple(int(d) for d in found.group("dims").split(",") if d)
-    rng = np.random.default_rng(seed)
     if dtype is np.bool_:
         return rng.integers(0, 2, dims).astype(np.bool_)
     if np.dtype(dtype).kind in "iu":
         return rng.integers(0, 4, dims).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
     return rng.standard_normal(dims).astype(dtype)
+
+
+def generated(shape: str, seed: int) -> np.ndarray:
+    """Seeded inputs for a parameter of HLO ``shape`` (a cut whose value is not known)."""
+    return _one(shape, np.random.default_rng(seed))
+
+
+def replay_inputs(shapes: Sequence[str], seed: int = 42) -> list[np.ndarray]:
+    """The inputs the replay, ``verify`` and repro.py generate for parameters of these
+    shapes (in parameter order) when a module has no recorded ones: one seeded stream."""
+    rng = np.random.default_rng(seed)
+    return [_one(shape, rng) for shape in shapes]
 
 
 @dataclass
 class Session:
     """Probes against one oracle. ``values``: every entry value of the original module (the
-    op-by-op reference), or None when it could not be computed (then cuts get seeded data)."""
+    op-by-op reference), or None when it could not be computed (then cuts get seeded data).
+    ``generated_only``: every candidate runs on the inputs the replay generates for it (the
+    bundle has no recorded inputs, and the shrunk module must not pretend to have some)."""
 
     work: Path
     oracle: Oracle
@@ -89,9 +104,12 @@ class Session:
     values: dict[str, np.ndarray] | None = None
     probes: int = 0
     accepted: int = 0
+    generated_only: bool = False
 
     def inputs(self, c: Candidate) -> list[np.ndarray]:
         shapes = {parameter_number(i): i.shape for i in c.entry if i.opcode == "parameter"}
+        if self.generated_only:
+            return replay_inputs([shapes[n] for n in range(len(shapes))])
         arrays: list[np.ndarray] = []
         for number, source in enumerate(c.sources):
             if source.index is not None:
@@ -156,6 +174,24 @@ class Session:
         """Judge a probe of ``c`` that has run."""
         reference = self.reference(c) if self.oracle.wrong_result else None
         return self.oracle.judge(run, reference)
+
+    def load_values(self, c: Candidate) -> dict[str, np.ndarray] | None:
+        """Every entry value of ``c`` on its inputs, op by op (one probe), or None."""
+        run = self.run(c, task=child.VALUES)
+        path = protocol.arrays_path(run.folder, child.VALUES)
+        if not path.exists():
+            return None
+        names = json.loads((run.folder / "values.json").read_text())
+        return dict(zip(names, protocol.load_arrays(path), strict=True))
+
+    def add_values(self, c: Candidate) -> None:
+        """After an edit that keeps every value but adds entry instructions (an inlined
+        call): their values join the table, so that cuts can take them."""
+        if self.values is None:
+            return
+        found = self.load_values(c) or {}
+        for name, value in found.items():
+            self.values.setdefault(name, value)
 
     def progress(self, before: int, now: int) -> None:
         self.ui.say(f"probe {self.probes}, {before} → {now} instructions")

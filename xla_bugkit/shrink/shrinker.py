@@ -7,10 +7,10 @@ probe is a child of the probe server (``probe``); this process never loads XLA.
 
 from __future__ import annotations
 
-import json
 import os
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,7 @@ from xla_bugkit.shrink.oracle import Answer, Oracle, mismatch_class
 from xla_bugkit.shrink.probe import ForkServer
 from xla_bugkit.shrink.reduce import reduce_module
 from xla_bugkit.shrink.result import ShrinkResult
-from xla_bugkit.shrink.session import Budget, Exhausted, Session, generated
+from xla_bugkit.shrink.session import Budget, Exhausted, Session, replay_inputs
 from xla_bugkit.ui import Ui
 
 STAGES = ("flags", "module", "passes")
@@ -50,6 +50,7 @@ class ShrinkOptions:
     timeout: float = config.REPLAY_TIMEOUT  # the confirming replays' limit
     confirmations: int = 3
     use_data: bool = True
+    probe_timeout: float | None = None  # None: five times the unmodified module's probe
 
 
 @dataclass
@@ -60,6 +61,9 @@ class Shrunk:
     inputs: list[np.ndarray]
     verdict: Verdict  # the confirming replay of the unmodified module
     best: Candidate = field(repr=False)
+    # ``inputs`` derive from recorded ones: they ship. Otherwise the shrunk module, like the
+    # original, runs on the inputs the replay generates, and no inputs ship.
+    recorded: bool = True
     proto: bytes = field(default=b"", repr=False)  # the shrunk module's HloProto
 
 
@@ -99,7 +103,12 @@ def _arguments(inp: ReplayInput, module: Candidate, use_data: bool) -> list[np.n
         raise BugkitError("the module takes a tuple argument: it cannot be shrunk")
     params = [i for i in module.entry if i.opcode == "parameter"]
     shapes = {hlo_text.parameter_number(i): i.shape for i in params}
-    return [generated(shapes[n], seed=42 + n) for n in range(len(shapes))]
+    return replay_inputs([shapes[n] for n in range(len(shapes))])
+
+
+def has_data(inp: ReplayInput, options: ShrinkOptions) -> bool:
+    """Whether the module comes with recorded inputs that the shrink may use."""
+    return inp.snapshot is not None and options.use_data
 
 
 def _module_text(server: ForkServer, inp: ReplayInput, work: Path) -> str:
@@ -111,15 +120,6 @@ def _module_text(server: ForkServer, inp: ReplayInput, work: Path) -> str:
     if not path.exists():
         raise BugkitError(f"cannot read the module {inp.name}: {run.output.strip()[-300:]}")
     return path.read_text("utf-8")
-
-
-def _load_values(s: Session, module: Candidate) -> dict[str, np.ndarray] | None:
-    run = s.run(module, task=child.VALUES)
-    path = protocol.arrays_path(run.folder, child.VALUES)
-    if not path.exists():
-        return None
-    names = json.loads((run.folder / "values.json").read_text())
-    return dict(zip(names, protocol.load_arrays(path), strict=True))
 
 
 def _baseline(s: Session, module: Candidate) -> Oracle:
@@ -163,6 +163,7 @@ def shrink(
     """Shrink ``inp`` (failing as ``expected``; None: a wrong result), probing in ``work``."""
     options = options or ShrinkOptions()
     ui = ui or Ui()
+    started = time.monotonic()
     verdict = confirm(inp, expected, options, ui)
     wrong = verdict.outcome is Outcome.REPRODUCED_WRONG
     budget = Budget(options.budget, options.max_probes)
@@ -180,13 +181,19 @@ def shrink(
             inp.platform,
             timeout=options.timeout,
         )
+        # Without recorded inputs, a crash's candidates run on what the replay generates
+        # for them, so the shrunk module needs (and ships) no inputs either.
+        s.generated_only = not has_data(inp, options) and not wrong
         phase = verdict.failure.phase.value if verdict.failure else "run"
         if wrong or phase == "run":
-            s.values = _load_values(s, original)
+            s.values = s.load_values(original)
         s.oracle = _baseline(s, original)
+        if options.probe_timeout is not None:
+            s.timeout = options.probe_timeout
         shrunk = _stages(s, inp, original, options, verdict, checkpoint or (lambda c: None))
         shrunk.proto = _proto(server, shrunk.best, work)
-        return shrunk
+    shrunk.result = replace(shrunk.result, seconds=time.monotonic() - started)
+    return shrunk
 
 
 def _proto(server: ForkServer, module: Candidate, work: Path) -> bytes:
@@ -239,7 +246,8 @@ def _stages(
         instructions_before=original.instruction_count(),
         instructions_after=best.instruction_count(),
         probes=s.probes,
-        seconds=s.budget.elapsed(),
+        seconds=s.budget.elapsed(),  # the caller makes it the whole shrink's wall time
+        probe_seconds=s.budget.elapsed(),
         culprit=culprit,
         needed_flags=tuple(needed),
         user_flags=len(user_flags),
@@ -247,9 +255,11 @@ def _stages(
         workarounds=tuple(found),
         notes=tuple(notes),
         trace=trace,
-        parameters=tuple(src.to_json() for src in best.sources),
+        parameters=tuple(
+            src.to_json() if has_data(inp, options) else {"generated": True} for src in best.sources
+        ),
     )
-    return Shrunk(result, s.inputs(best), verdict, best)
+    return Shrunk(result, s.inputs(best), verdict, best, recorded=has_data(inp, options))
 
 
 __all__ = ["STAGES", "NotShrinkable", "ShrinkOptions", "Shrunk", "confirm", "shrink"]

@@ -106,6 +106,10 @@ def validate(data: object) -> Manifest:
     _check_processes(data)
     if "shrink" in data:
         _check_keys(data["shrink"], checks.SHRINK, "the shrink record")
+        # Optional: older shrink records have only ``seconds``.
+        probing = data["shrink"].get("probe_seconds")
+        if probing is not None and not checks._is_optional_seconds(probing):
+            raise BadBundleError("the shrink record: 'probe_seconds' must be a number of seconds")
     manifest: Manifest = data  # type: ignore[assignment]  # every key checked above
     return manifest
 
