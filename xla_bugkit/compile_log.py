@@ -29,6 +29,7 @@ class Busy(NamedTuple):
     compiling: bool
     name: str  # the function, as JAX names it: "train_step"
     call: str  # as the compile log shows it: "jit(train_step)"
+    who: str = "XLA"  # whose log said so ("PyTorch/XLA": a graph, not a JAX function)
 
 
 def compile_open(output: str) -> str | None:

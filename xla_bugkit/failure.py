@@ -15,7 +15,7 @@ from typing import Any
 
 from xla_bugkit import ptxla_log, value_check
 from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
-from xla_bugkit.compile_log import FINISHED_RE, busy_in_xla, compile_open
+from xla_bugkit.compile_log import FINISHED_RE, Busy, busy_in_xla, compile_open
 from xla_bugkit.xla_status import STATUS as _STATUS
 from xla_bugkit.xla_status import Status, framework_status, graph_that_raised, tf_function
 
@@ -253,14 +253,14 @@ def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failu
         stalled_seconds=round(stop.stalled, 1) if stop else None,
     )
     how = "killed after the timeout" if by == "timeout" else "stopped by the user"
-    busy = busy_in_xla(output)
+    busy = busy_in_xla(output) or _graph_in_xla(output)
     if busy is None:
         if by == "user":
             return replace(base, kind=Kind.INTERRUPTED, headline=how, signature="interrupted")
         return replace(base, kind=Kind.HANG, headline=how, signature="hang")
     phase = Phase.COMPILE if busy.compiling else Phase.RUN
     doing = "compiling" if busy.compiling else "executing"
-    headline = f"XLA was {doing} {busy.call}"
+    headline = f"{busy.who} was {doing} {busy.call}"
     if stop is not None:
         headline += f" with no output for {_seconds(stop.stalled)}"
         how = f"{'killed by the timeout' if by == 'timeout' else how} after {_seconds(stop.ran)}"
@@ -270,9 +270,18 @@ def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failu
         phase=phase,
         headline=f"{headline}; {how}",
         signature="hang",
-        compiling=busy.name if busy.compiling else base.compiling,
-        executing=None if busy.compiling else busy.name,
+        compiling=(busy.name or None) if busy.compiling else base.compiling,
+        executing=None if busy.compiling else (busy.name or None),
     )
+
+
+def _graph_in_xla(output: str) -> Busy | None:
+    """PyTorch/XLA's graph log: the graph it started compiling or executing and never
+    logged ``done!`` for (JAX's compile log says nothing of torch_xla's graphs)."""
+    graph = ptxla_log.unfinished(output)
+    if graph is None:
+        return None
+    return Busy(graph.compiling, "", graph.describe, who="PyTorch/XLA")
 
 
 def _seconds(value: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.frameworks.frameworks_test import real
 from xla_bugkit import ptxla_log
+from xla_bugkit.failure import Kind, Phase, Stop, classify
 
 EVAL_GRAPH = "5083f43a3ec62b426cf4d7320a4b7d29"  # compiled for line 38, and failed
 STEP_GRAPH = "cd55baacc14955a567986c8f4bcbd981"  # steps 1 and 2 (step 0's differs)
@@ -40,3 +41,16 @@ def test_a_run_whose_graphs_all_finished_has_none_unfinished() -> None:
     log = real("ptxla_compile_error.log")
     assert ptxla_log.unfinished(log[: log.index("step 2 loss")]) is None
     assert ptxla_log.unfinished("step 0\nRuntimeError: x\n") is None
+
+
+def test_a_stop_while_pytorch_xla_compiles_a_graph_is_a_hang() -> None:
+    """The real log of ptxla_compile_error.py, cut where torch_xla started compiling its third
+    graph: what a Ctrl-C or collect's timeout leaves when that compile never ends."""
+    log = real("ptxla_compile_error.log")
+    started = f"Compiling IR graph hash {EVAL_GRAPH} on device CPU:0 ..."
+    cut = log[: log.index(started) + len(started)] + "\n"
+    failure = classify(cut, exit_status=-2, interrupted=True, stop=Stop("user", 95.0, 90.0))
+    assert failure.kind is Kind.HANG and failure.phase is Phase.COMPILE
+    assert failure.headline.startswith("PyTorch/XLA was compiling graph 5083f43a3ec6")
+    assert failure.headline.endswith("with no output for 90 s; stopped by the user after 95 s")
+    assert failure.compiling is None  # a graph, not a JAX function to look up by name
