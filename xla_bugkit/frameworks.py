@@ -222,7 +222,7 @@ def _without_snapshots(merged: flags.MergedFlags) -> flags.MergedFlags:
     kept = tuple(f for f in merged.flags if flags.name_of(f) != SNAPSHOT_FLAG)
     note = (
         f"{SNAPSHOT_FLAG} is left out for TensorFlow (it crashes jit_compile functions at "
-        "their first run): the replay uses generated inputs"
+        "their first run): the capture hook records their inputs instead"
     )
     return flags.MergedFlags(kept, merged.user_flags, (*merged.notes, note))
 
@@ -321,14 +321,15 @@ def issue_repo(framework: Framework | None, *, reproduced_under_jaxlib: bool) ->
 # --- the report --------------------------------------------------------------------------
 
 
-def describe(found: FrameworkInfo, replayed: bool) -> str | None:
+def describe(found: FrameworkInfo, replayed: bool, label: str | None = None) -> str | None:
     """A paragraph for ISSUE.md: the framework, and what a jaxlib replay of its module is
-    (None for JAX, whose versions the system info shows)."""
+    (None for JAX, whose versions the system info shows); ``label``: where the replay ran,
+    when not only under jaxlib (``native.replay_label``)."""
     if found.name is Framework.JAX:
         return None
     revision = f" ({found.revision})" if found.revision else ""
     lines = [f"Framework: {found.describe}{revision}, detected from {found.detected_from}."]
-    label = replay_label(found) if replayed else None
+    label = label or (replay_label(found) if replayed else None)
     if label:
         lines.append(f"The bundle's replay ran {label}.")
     return " ".join(lines)
@@ -347,11 +348,16 @@ def replay_label(found: FrameworkInfo) -> str | None:
 def inputs_text(found: FrameworkInfo | None, recorded: str) -> str:
     """The manifest's ``data`` line, saying plainly that inputs are generated when the
     framework left XLA no way to record them."""
-    if found is None or found.name is Framework.JAX or not recorded.startswith("no real inputs"):
+    if found is None or found.name is Framework.JAX:
+        return recorded
+    if recorded.startswith("real inputs (recorded by the capture hook"):
+        why = f"{found.name.display} writes no snapshot on CPU"
+        return f"real inputs (recorded by the capture hook: {why})"
+    if not recorded.startswith("no real inputs"):
         return recorded
     why = "writes no snapshots of the inputs on CPU"
     if found.name is Framework.TENSORFLOW:
-        why = f"runs without {SNAPSHOT_FLAG} (it crashes), so no inputs are recorded"
+        why = f"runs without {SNAPSHOT_FLAG} (it crashes), and the hook saved no inputs"
     return f"generated inputs (seed 42): {found.name.display} {why}"
 
 

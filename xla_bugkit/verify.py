@@ -6,11 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import config, flags
+from xla_bugkit import config, flags, frameworks
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
+from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import replay_input
-from xla_bugkit.replay.judge import Verdict, replay
+from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.ui import Ui
 
@@ -73,12 +74,22 @@ def verify_bundle(
         for name in b.edited:
             ui.say(f"{edited_notice(name)} (human text: no replay reads it)")
         timeout = failure.replay_timeout(timeout)
-        checks = tuple(_replay_module(b, m, failure, timeout, ui) for m in b.manifest["modules"])
+        # A PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
+        framework = frameworks.of_record(b.manifest.get("framework"))
+        if note := native.fallback_note(framework):
+            ui.say(note)
+        checks = tuple(_replay_module(b, m, failure, timeout, ui, framework)
+                       for m in b.manifest["modules"])  # fmt: skip
     return VerifyResult(path, failure, checks, b.edited)
 
 
 def _replay_module(
-    b: OpenBundle, module: ModuleEntry, failure: Failure, timeout: float, ui: Ui
+    b: OpenBundle,
+    module: ModuleEntry,
+    failure: Failure,
+    timeout: float,
+    ui: Ui,
+    framework: frameworks.Framework | None = None,
 ) -> ModuleCheck:
     recorded = (module.get("replay") or {}).get("outcome")
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
@@ -90,5 +101,6 @@ def _replay_module(
     cap = b.manifest.get("process", {}).get("memory_cap")
     limit = capped(memory_limit(inp.platform), cap if isinstance(cap, int) else None)
     with ui.phase(f"replaying {module['label']}"):
-        verdict = replay(inp, expected=failure, timeout=timeout, memory_limit=limit)
+        verdict = native.replay(inp, framework=framework, expected=failure, timeout=timeout,
+                                memory_limit=limit)  # fmt: skip
     return ModuleCheck(module["label"], verdict, recorded)

@@ -3,6 +3,7 @@ writes no snapshot of: real hooked runs, real dumps, real replays."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 import zipfile
@@ -111,3 +112,56 @@ def test_a_sharded_wrong_result_is_bundled_and_verified_with_its_real_inputs(
     rows = np.arange(2 * 16_385, dtype=np.float64)
     assert np.array_equal(x, np.stack((rows, 0 * rows, 0 * rows), axis=1))
     assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
+
+
+def test_collect_starts_without_ml_dtypes() -> None:
+    # Its import costs ~0.8 s before the program starts; only saved arguments need it.
+    code = "import sys, xla_bugkit.commands.collect; print('ml_dtypes' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.strip() == "False"
+
+
+def test_tensorflow_inputs_become_a_snapshot_of_the_functions_newest_module(
+    tmp_path: Path,
+) -> None:
+    # A real module (made by jax: the suite has no TensorFlow) under the name TensorFlow
+    # gives a jit_compile function's module, twice, and the records its hook writes.
+    dump = tmp_path / "dump"
+    program = ("import jax, jax.numpy as jnp\n"
+               "print(jax.jit(lambda x, v, m: (x + v) @ m)(jnp.ones((5, 3)), jnp.ones(3), "
+               "jnp.eye(3)))\n")  # fmt: skip
+    env = {**hooked_env(tmp_path), "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_proto"}
+    env.pop("PYTHONPATH", None)  # no hook: the records are written here, as TF's would be
+    done = run([sys.executable, "-c", program], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (before,) = dump.glob("module_*.jit__lambda.before_optimizations.hlo.pb")
+    tf_name = "a_inference_f_7__XlaMustCompile_true_config_proto_1_executor_type_2_.4"
+    for number in ("0003", "0009"):  # an older compilation of the same function, and newest
+        (dump / f"module_{number}.{tf_name}.before_optimizations.hlo.pb").write_bytes(
+            before.read_bytes()
+        )
+    before.unlink()
+    folder = tmp_path / evidence.PROCESSES
+    folder.mkdir(exist_ok=True)
+    x, v, m = np.arange(15.0).reshape(5, 3), np.full(3, 0.5), np.eye(3) * 2
+    # TensorFlow makes a constant of an input the module needs while compiling: one more
+    # array than parameters, which the others skip over in order.
+    shape_input = np.array([5, 3], np.int32)
+    np.savez(folder / "77.args-4.npz", x.astype(np.float32), shape_input,
+             v.astype(np.float32), m.astype(np.float32))  # fmt: skip
+    (folder / "77.jsonl").write_text(
+        '{"e": "start", "t": 1.0, "pid": 77, "ppid": 1}\n'
+        '{"e": "inputs", "t": 2.0, "n": 4, "file": "77.args-4.npz", "bytes": 100, '
+        '"fun": "__inference_f_7", "framework": "tensorflow"}\n'
+        '{"e": "inputs", "t": 3.0, "n": 5, "file": "77.args-5.npz", "bytes": 100, '
+        '"fun": "__inference_f_71", "framework": "tensorflow"}\n'  # another function
+    )
+    processes = evidence.load(tmp_path)
+    assert [i.function for p in processes for i in p.inputs] == [
+        "__inference_f_7", "__inference_f_71"]  # fmt: skip
+    assert arguments.write_snapshots(dump, processes) == []
+    (made,) = _snapshots(dump)
+    assert made.name == f"module_0009.{tf_name}.snapshot.{arguments.RECORDED}-4.pb"
+    got = [literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(made).arguments]
+    assert [a.tolist() for a in got] == [x.tolist(), v.tolist(), m.tolist()]

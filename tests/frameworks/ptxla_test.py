@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -86,10 +87,16 @@ def test_the_jaxlib_replay_reproduces_it_so_the_issue_goes_to_openxla(
     compile_error: Collected,
 ) -> None:
     replay = compile_error.manifest()["modules"][0]["replay"]
-    # jaxlib prints the status code torch_xla dropped: "UNIMPLEMENTED: RngBitGenerator ...".
+    # torch_xla's own replay fails as the program did; jaxlib's, the second opinion, prints
+    # the status code torch_xla dropped: "UNIMPLEMENTED: RngBitGenerator ...".
     assert replay["outcome"] == "reproduced: error", compile_error.stderr
-    assert "under jaxlib" in compile_error.stderr
-    assert "not PyTorch/XLA's own XLA" in compile_error.text("ISSUE.md")
+    assert replay["under"] == f"torch_xla {metadata.version('torch_xla')}'s own XLA"
+    assert replay["second"]["outcome"] == "reproduced: error", compile_error.stderr
+    assert "second opinion under jaxlib" in compile_error.stderr
+    assert (
+        f"The bundle's replay ran under {replay['under']}, the XLA that failed (and under "
+        "jaxlib" in compile_error.text("ISSUE.md")
+    )
     assert "gh issue create --repo openxla/xla " in compile_error.stderr
     assert compile_error.returncode == 0
 
@@ -120,14 +127,17 @@ def test_the_crash_goes_to_pytorch_xla_unless_jaxlib_reproduces_it(
     compile_crash: Collected,
 ) -> None:
     replay = compile_crash.manifest()["modules"][0]["replay"]
-    assert replay is not None and replay["outcome"], compile_crash.stderr
-    assert "under jaxlib" in compile_crash.stderr
+    assert replay is not None and replay["second"], compile_crash.stderr
+    jaxlib = replay["second"]
+    assert jaxlib["under"].startswith("jaxlib ")
+    assert "second opinion under jaxlib" in compile_crash.stderr
     # Measured with jaxlib 0.10.2: its replay runs the module to completion, flag and all,
     # so the bug stays PyTorch/XLA's to triage.
-    reproduced = replay["outcome"].startswith("reproduced")
+    reproduced = jaxlib["outcome"].startswith("reproduced")
     repo = "openxla/xla" if reproduced else "pytorch/xla"
     assert f"gh issue create --repo {repo} " in compile_crash.stderr
-    assert compile_crash.returncode == (0 if reproduced else 3)
+    # torch_xla's own replay reproduces it (test_torch_xla_replays_the_crash...).
+    assert compile_crash.returncode == 0
     # ISSUE.md follows that tracker's form: pytorch/xla's template, or jax's form that
     # openxla/xla takes.
     body = compile_crash.text("ISSUE.md")
@@ -137,3 +147,49 @@ def test_the_crash_goes_to_pytorch_xla_unless_jaxlib_reproduces_it(
         assert "## 🐛 Bug" in body and "## Expected behavior" in body
         assert " - Reproducible on XLA backend [CPU/TPU/CUDA]: CPU" in body
         assert re.search(r"^ - torch_xla version: 2\.\d+\.\d+", body, re.M), body
+
+
+# --- the replay under torch_xla's own XLA (replay/native.py) -------------------------------
+
+
+def test_torch_xla_replays_the_crash_that_jaxlib_does_not(compile_crash: Collected) -> None:
+    replay = compile_crash.manifest()["modules"][0]["replay"]
+    own = f"torch_xla {metadata.version('torch_xla')}'s own XLA"
+    assert (replay["outcome"], replay["under"]) == ("reproduced: crash", own), replay
+    assert (replay["failure"]["site"], replay["failure"]["signal"]) == (
+        "ir_array.cc:515", "SIGABRT"
+    )  # fmt: skip
+    assert "index.ShapeIsCompatible(shape_)" in replay["evidence"]
+    # Measured with jaxlib 0.10.2: the same module, flag and inputs run to completion there.
+    assert replay["second"]["outcome"] == "not reproduced", replay
+    assert f"reproduced: crash under {own} (generated (seed 42))" in compile_crash.stderr
+
+
+def _verify(bundle: Path, *, torch_xla: bool) -> subprocess.CompletedProcess[str]:
+    # A maintainer's machine without torch_xla: its import is blocked in the verify process
+    # (a module set to None in sys.modules is one find_spec does not find).
+    block = "" if torch_xla else "sys.modules['torch_xla'] = None; "
+    code = f"import sys; {block}from xla_bugkit.main import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, "verify", str(bundle)], env=clean_env(),
+                          capture_output=True, text=True, timeout=READY_TIMEOUT)  # fmt: skip
+
+
+def test_verify_replays_the_crash_under_torch_xla_first(compile_crash: Collected) -> None:
+    done = _verify(compile_crash.bundle, torch_xla=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r": reproduced: crash under torch_xla \S+'s own XLA \(same as the "
+                     r"reporter's\)", done.stdout), done.stdout  # fmt: skip
+    assert "second opinion under jaxlib" in done.stdout
+    assert "the recorded failure reproduces here" in done.stdout
+
+
+def test_verify_without_torch_xla_falls_back_to_jaxlib_and_says_so(
+    compile_crash: Collected,
+) -> None:
+    done = _verify(compile_crash.bundle, torch_xla=False)
+    assert "torch_xla is not installed here: the modules are replayed under jaxlib" in done.stderr
+    assert "second opinion" not in done.stdout
+    # jaxlib's replay runs it to completion (measured), unlike the reporter's.
+    assert re.search(r": not reproduced under jaxlib \S+ \(differs from the reporter's\)",
+                     done.stdout), done.stdout  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr

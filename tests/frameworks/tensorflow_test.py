@@ -11,10 +11,14 @@ import importlib.util
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import PROGRAMS, READY_TIMEOUT, Collected, clean_env, run_collect
+
+from xla_bugkit.errors import ExitCode
 
 pytestmark = [
     pytest.mark.frontends,
@@ -57,12 +61,16 @@ def test_the_failing_function_is_bundled_with_its_framework(collected: Collected
     assert any(failure["function"] in reason for reason in module["reasons"])
 
 
-def test_the_run_had_no_snapshot_flag_and_says_the_inputs_are_generated(
+def test_the_run_had_no_snapshot_flag_and_the_hook_recorded_the_inputs(
     collected: Collected,
 ) -> None:
     manifest = collected.manifest()
-    assert not any(".snapshot." in f["path"] for f in manifest["files"])
-    assert manifest["data"].startswith("generated inputs (seed 42): TensorFlow")
+    snapshots = [f["path"] for f in manifest["files"] if ".snapshot." in f["path"]]
+    assert [s.split(".snapshot.")[1] for s in snapshots] == ["recorded-1.pb"], snapshots
+    assert manifest["data"] == (
+        "real inputs (recorded by the capture hook: TensorFlow writes no snapshot on CPU)"
+    )
+    assert manifest["modules"][0]["replay"]["inputs"] == "snapshot"
     assert "--xla_dump_hlo_snapshots is left out for TensorFlow" in collected.stderr
     # TF_CPP_VMODULE=xla_ops=1 reached TensorFlow: it logged the function it launched.
     assert "XlaLocalLaunchOpBase::Compute __inference_f_" in collected.text("log.txt")
@@ -95,3 +103,20 @@ def test_tensorflow_still_crashes_with_the_snapshot_flag(tmp_path: Path) -> None
     without = subprocess.run([sys.executable, "-c", CORRECT], env=clean_env(),
                              capture_output=True, text=True, timeout=READY_TIMEOUT)  # fmt: skip
     assert without.returncode == 0, without.stderr[-2000:]
+
+
+def test_a_functions_real_inputs_and_captured_variable_are_replayed(tmp_path: Path) -> None:
+    # TensorFlow's module takes (x, the captured variable, the captured constant); the hook
+    # saved their values as the call found them, and the replay ran on exactly those.
+    done = run_collect(
+        tmp_path / "in.zip", [sys.executable, str(PROGRAMS / "tf_recorded_inputs.py")], "--always"
+    )
+    assert done.returncode == ExitCode.NO_FAILURE, done.stderr  # the program is right
+    manifest = done.manifest()
+    assert manifest["data"].startswith("real inputs (recorded by the capture hook"), done.stderr
+    replay = manifest["modules"][0]["replay"]
+    assert replay["inputs"] == "snapshot" and replay["outcome"] == "not reproduced", replay
+    with zipfile.ZipFile(done.bundle) as z, z.open("inputs.npz") as f, np.load(f) as npz:
+        x, offset, matrix = npz["a0"], npz["a1"], npz["a2"]
+    assert x.shape == (16385, 3) and x[:, 0].tolist() == list(range(16385))
+    assert offset.tolist() == [0.0, 0.0, 0.0] and matrix.tolist() == np.eye(3).tolist()

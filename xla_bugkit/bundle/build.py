@@ -21,6 +21,7 @@ from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Chosen, Selection
 from xla_bugkit.failure import Failure, Kind
 from xla_bugkit.redact import Redactor, summarize
+from xla_bugkit.replay import native
 from xla_bugkit.replay.judge import Verdict
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
@@ -297,7 +298,7 @@ def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:
     if staged.repo:
         return staged.repo
     name = staged.framework.name if staged.framework else None
-    reproduced = any(v.reproduced for v in verdicts)
+    reproduced = native.reproduced_under_jaxlib(verdicts)
     return frameworks.issue_repo(name, reproduced_under_jaxlib=reproduced)
 
 
@@ -313,7 +314,8 @@ def _description(
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
     paragraphs = [" ".join(lines)]
-    if staged.framework and (said := frameworks.describe(staged.framework, bool(verdicts))):
+    label = native.replay_label(verdicts)
+    if staged.framework and (said := frameworks.describe(staged.framework, bool(verdicts), label)):
         paragraphs.append(issue.plain(said))
     if staged.source:
         paragraphs.append(

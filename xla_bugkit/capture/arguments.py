@@ -2,8 +2,10 @@
 
 XLA writes an ``HloSnapshot`` (module, arguments, result) for each single-device execution
 and none for a multi-device one; the start-up hook saves those executions' arguments itself
-(``args`` records: ``<pid>.args-<n>.npz``). Before the dumps are indexed, each saved set
-whose arrays fit its module's entry parameters becomes an ``HloSnapshot`` of the
+(``args`` records: ``<pid>.args-<n>.npz``). TensorFlow writes none on CPU at all; the hook
+saves the inputs of its ``jit_compile`` functions (``inputs`` records, naming the concrete
+function, whose newest dumped module they are taken for). Before the dumps are indexed, each
+saved set whose arrays fit its module's entry parameters becomes an ``HloSnapshot`` of the
 before-optimizations module and those arguments, written beside XLA's files as
 ``module_NNNN.NAME.snapshot.recorded-<n>.pb`` (no result: the run read none back). From
 then on selection, replay, the bundle, verify and repro.py treat it as any snapshot.
@@ -20,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit.capture.evidence import Event, ProcessEvidence
+from xla_bugkit import frameworks
+from xla_bugkit.capture.evidence import ProcessEvidence
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import hlo_proto, literal
+from xla_bugkit.replay import hlo_proto
 
 RECORDED = "recorded"  # the run-id part of the snapshots written here
 _BEFORE = re.compile(r"^(?:\d+\.)?module_(\d+)\.(.+)\.before_optimizations\.hlo\.pb$")
@@ -42,21 +45,28 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
     """Write a snapshot for each execution whose arguments the hook saved; returns a note for
     each saved set that cannot serve as its module's inputs. Snapshots already written (a
     second bundle from a kept run) are kept as they are."""
-    saved = [e for p in processes for e in p.events if e.args is not None and e.id is not None]
-    if not saved:
+    saved: list[tuple[int | None, int, Path]] = [
+        (e.id, e.n, e.args)
+        for p in processes
+        for e in p.events
+        if e.args is not None and e.id is not None
+    ]
+    inputs = [i for p in processes for i in p.inputs]
+    if not saved and not inputs:
         return []
     protos = _before_protos(dump_dir)
+    saved += [(_function_module(protos, i.function), i.n, i.file) for i in inputs]
     notes = []
-    for event in saved:
-        found = protos.get(event.id) if event.id is not None else None
+    for module_id, n, file in saved:
+        found = protos.get(module_id) if module_id is not None else None
         if found is None:
             continue  # a module not dumped in this folder: nothing to replay it with
         path, label = found
-        target = dump_dir / snapshot_name(label, event.n)
+        target = dump_dir / snapshot_name(label, n)
         if target.exists():
             continue
         try:
-            data = _snapshot(path, event)
+            data = _snapshot(path, file)
         except BugkitError as e:
             notes.append(f"the arguments saved for {label} are not used: {e}")
             continue
@@ -80,21 +90,54 @@ def _before_protos(dump_dir: Path) -> dict[int, tuple[Path, str]]:
     return found
 
 
-def _snapshot(before: Path, event: Event) -> bytes:
+def _function_module(protos: dict[int, tuple[Path, str]], function: str) -> int | None:
+    """The newest dumped module of TensorFlow's concrete ``function``."""
+    ids = [i for i, (_, label) in protos.items()
+           if frameworks.runs_function(label.split(".", 1)[1], function)]  # fmt: skip
+    return max(ids, default=None)
+
+
+def _snapshot(before: Path, file: Path) -> bytes:
     hlo = hlo_proto.read_hlo_proto(before)
-    arrays = _load(event)
+    arrays = _load(file)
     shapes = hlo_proto.parameter_shapes(hlo)
-    if len(arrays) != len(shapes):
-        raise BugkitError(f"{len(arrays)} arrays for {len(shapes)} parameters")
-    pairs = enumerate(zip(arrays, shapes, strict=True))
-    literals = [_literal(i, array, shape) for i, (array, shape) in pairs]
+    if len(arrays) == len(shapes):
+        pairs = enumerate(zip(arrays, shapes, strict=True))
+        literals = [_literal(i, array, shape) for i, (array, shape) in pairs]
+    else:
+        literals = _in_order(arrays, shapes)
     return hlo_proto.make_snapshot(hlo.SerializeToString(), literals)
+
+
+def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> list[Any]:
+    """More inputs than parameters: TensorFlow turns an input whose value the module needs
+    while compiling into a constant. Each parameter takes the next input of exactly its type
+    and dimensions, in order; every parameter must find one."""
+    from xla_bugkit.replay import literal  # not at the top: see _literal
+
+    literals, at = [], 0
+    for i, shape in enumerate(shapes):
+        want = literal.format_shape(shape)
+        while at < len(arrays):
+            lit = literal.numpy_to_literal(arrays[at])
+            at += 1
+            if literal.format_shape(lit.shape) == want:
+                literals.append(lit)
+                break
+        else:
+            raise BugkitError(f"{len(arrays)} arrays for {len(shapes)} parameters; none "
+                              f"left for parameter {i} ({want})")  # fmt: skip
+    return literals
 
 
 def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     """``array`` as the literal parameter ``i`` takes. A Python scalar or a float64 numpy
     array reaches the hook as given, and jax casts it on the way in (``3.0`` to a weakly
     typed f32): a value of the same kind and dimensions is cast the same way."""
+    # Imported here: literal pulls in ml_dtypes (~0.8 s), which a run that saved no
+    # arguments (one device) never needs, and collect starts before the program does.
+    from xla_bugkit.replay import literal
+
     lit = literal.numpy_to_literal(array)
     want, got = literal.format_shape(shape), literal.format_shape(lit.shape)
     if want == got:
@@ -106,10 +149,9 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     raise BugkitError(f"argument {i} is {got}, the parameter {want}")
 
 
-def _load(event: Event) -> list[np.ndarray[Any, Any]]:
-    assert event.args is not None
+def _load(file: Path) -> list[np.ndarray[Any, Any]]:
     try:
-        with np.load(event.args, allow_pickle=False) as npz:
+        with np.load(file, allow_pickle=False) as npz:
             return [npz[f"arr_{i}"] for i in range(len(npz.files))]
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise BugkitError(f"{event.args.name} cannot be read ({e})") from e
+        raise BugkitError(f"{file.name} cannot be read ({e})") from e

@@ -25,7 +25,14 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``processes/``; an ``.npz`` of ``arr_0``, ``arr_1``, ... in parameter order),
                ``bytes``. Only multi-device executions, which XLA writes no snapshot of, and
                only the newest within a size budget (older files are deleted)
-``args_skipped`` execution ``n``'s arguments were over the budget: ``n``, ``bytes``
+``inputs``     the inputs of another framework's call were saved (TensorFlow's
+               ``jit_compile`` functions, which write no snapshot): ``n``, ``file`` (as for
+               ``args``, in the module's parameter order as far as the hook knows it),
+               ``bytes``, ``fun`` (the concrete function, ``__inference_f_46``),
+               ``framework``. The recorder starts on ``import tensorflow`` too; such a
+               process records no ``backend``
+``args_skipped`` execution ``n``'s arguments were over the budget: ``n`` (or ``fun``),
+               ``bytes``
 ``rlimit``     the program changed a limit: ``name``, ``soft``, ``hard``
 ``exit``       the interpreter is exiting normally: ``status`` when known (1: an uncaught
                exception)
@@ -72,6 +79,16 @@ class Event:
 
 
 @dataclass(frozen=True)
+class SavedInputs:
+    """The inputs the hook saved of another framework's call (an ``inputs`` record)."""
+
+    n: int
+    function: str  # TensorFlow's concrete function, "__inference_f_46"
+    file: Path
+    framework: str = ""
+
+
+@dataclass(frozen=True)
 class ProcessEvidence:
     pid: int
     ppid: int
@@ -91,6 +108,7 @@ class ProcessEvidence:
     local_devices: int | None = None
     device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
+    inputs: tuple[SavedInputs, ...] = ()  # oldest first
 
     @property
     def unfinished(self) -> Event | None:
@@ -129,6 +147,7 @@ def _load_one(path: Path) -> _Loaded | None:
     events: dict[tuple[str, int], dict[str, Any]] = {}
     rlimits: dict[str, tuple[int, int]] = {}
     exit_record: dict[str, Any] | None = None
+    inputs: list[SavedInputs] = []
     for r in _records(path):
         kind = r["e"]
         if kind == "start":
@@ -144,6 +163,9 @@ def _load_one(path: Path) -> _Loaded | None:
             begun = events.get(("execute", r["n"]))
             if begun is not None:
                 begun["args"] = path.parent / r["file"]
+        elif kind == "inputs" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
+            fun, framework = str(r.get("fun") or ""), str(r.get("framework") or "")
+            inputs.append(SavedInputs(r["n"], fun, path.parent / r["file"], framework))
         elif kind == "rlimit" and isinstance(r.get("name"), str):
             rlimits.update(_limits({r["name"]: [r.get("soft"), r.get("hard")]}))
         elif kind == "exit":
@@ -177,6 +199,7 @@ def _load_one(path: Path) -> _Loaded | None:
         local_devices=_int(main.get("local_devices")),
         device_kind=str(main.get("device_kind") or ""),
         device_list=_texts(main.get("device_list")),
+        inputs=tuple(inputs),
         pid_order=float(start.get("t", 0.0)),
     )
 

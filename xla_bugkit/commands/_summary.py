@@ -15,6 +15,7 @@ from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection
 from xla_bugkit.capture.workdir import replaced_dump_dir
 from xla_bugkit.pipeline import CollectResult
+from xla_bugkit.replay import native
 from xla_bugkit.replay.judge import Verdict
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
@@ -68,10 +69,16 @@ def summary(
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
     for v in verdicts:
-        lines.append(f"  replay {v.module}: {v.outcome.value} ({v.inputs}): {v.evidence}")
+        under = f" under {v.under}" if v.under else ""
+        lines.append(f"  replay {v.module}: {v.outcome.value}{under} ({v.inputs}): {v.evidence}")
+        if (second := v.second) is not None:
+            lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
+                         f"{second.evidence}")  # fmt: skip
     if not verdicts:
         lines.append("  replay: not run")
-    elif label := frameworks.replay_label_of(manifest.get("framework")):
+    elif not any(v.second for v in verdicts) and (
+        label := frameworks.replay_label_of(manifest.get("framework"))
+    ):
         lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")
     lines += _shared(manifest, verbose)
@@ -83,7 +90,7 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
-    reproduced = any(v.reproduced for v in verdicts)
+    reproduced = native.reproduced_under_jaxlib(verdicts)
     framework = frameworks.of_record(manifest.get("framework"))
     repo = repo or frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
     lines += _next_steps(path, manifest["title"], repo, judged)

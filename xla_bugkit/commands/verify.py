@@ -41,8 +41,12 @@ def render_table(result: VerifyResult) -> str:
             continue
         same = {True: "same as the reporter's", False: "differs from the reporter's",
                 None: "no recorded verdict"}[c.same_as_reporter]  # fmt: skip
-        lines.append(f"{c.label}: {c.verdict.outcome.value} ({same})")
+        under = f" under {c.verdict.under}" if c.verdict.under else ""
+        lines.append(f"{c.label}: {c.verdict.outcome.value}{under} ({same})")
         lines.append(f"    inputs: {c.verdict.inputs}; evidence: {c.verdict.evidence}")
+        if (second := c.verdict.second) is not None:
+            lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
+                         f"{second.evidence}")  # fmt: skip
         recorded = {True: "the same as the reporter's recorded result (deterministic)",
                     False: "different from the reporter's recorded result",
                     None: None}[c.verdict.matches_recorded]  # fmt: skip

@@ -120,8 +120,11 @@ def _bundle_from(
     # The failing process's own dumps (each process of a run dumps into its own folder).
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
     stage_dir = work / workdir.STAGE
-    # XLA writes no snapshot of a multi-device execution: the arguments the hook saved.
-    for note in arguments.write_snapshots(dump_dir, run.culprit_evidence):
+    # XLA writes no snapshot of a multi-device execution, TensorFlow none on CPU: the
+    # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
+    # without a culprit every process's records are read.
+    saved = run.culprit_evidence or evidence.load(work)
+    for note in arguments.write_snapshots(dump_dir, saved):
         ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import archive, envinfo
+from xla_bugkit import archive, envinfo, frameworks
 from xla_bugkit.bundle import build, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.capture import dumps, evidence
@@ -18,7 +18,7 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure import Kind
 from xla_bugkit.pipeline.options import CollectOptions, Dumps
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import differential, stage
+from xla_bugkit.replay import differential, native, stage
 from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.stage import Replays
 from xla_bugkit.ui import Ui
@@ -83,10 +83,16 @@ def replay_modules(
     ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
     verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
     known = known or {}
+    # PyTorch/XLA's modules replay under torch_xla's own XLA first, where it is installed.
+    found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
+    framework = found.framework if found is not None else None
+    if note := native.fallback_note(framework):
+        ui.warn(note)
     replays = stage.replay_stage(
         root, tuple(c for c in selection.chosen if c.module.label not in known), run.failure,
         timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
         ui=ui, arrays=arrays, process_flags=run.flags_in_force, memory_cap=run.memory_cap,
+        framework=framework,
     )  # fmt: skip
     if not known:
         return replays

@@ -26,7 +26,7 @@ import numpy as np
 from xla_bugkit import config, flags, proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Failure, Kind, Phase, classify
-from xla_bugkit.replay import protocol
+from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
@@ -74,6 +74,10 @@ class Verdict:
     failure: Failure | None = None  # how the replay child ended, when it failed
     numbers: Mapping[str, object] = field(default_factory=dict)
     matches_recorded: bool | None = None  # result equal to the snapshot's recorded result
+    # The XLA it ran under: "jaxlib 0.10.2", "torch_xla 2.9.0's own XLA" ("": not said).
+    under: str = ""
+    # The jaxlib replay, when this one ran under the framework's own XLA (``native``).
+    second: Verdict | None = None
 
     @property
     def reproduced(self) -> bool:
@@ -84,6 +88,7 @@ class Verdict:
         data = asdict(self)
         data["outcome"] = self.outcome.value
         data["numbers"] = dict(self.numbers)
+        data["second"] = self.second.to_json() if self.second is not None else None
         if self.failure is not None:
             data["failure"] = {**data["failure"], "kind": self.failure.kind.value}
             data["failure"]["phase"] = self.failure.phase.value
@@ -104,6 +109,8 @@ class Verdict:
             failure=failure,
             numbers=dict(data.get("numbers", {})),
             matches_recorded=data.get("matches_recorded"),
+            under=data.get("under", ""),
+            second=cls.from_json(data["second"]) if data.get("second") else None,
         )
 
 
@@ -192,11 +199,19 @@ def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
 
 
 def child_spec(
-    inp: ReplayInput, out: Path, *, use_data: bool = True, seed: int = 42, reference: bool = True
+    inp: ReplayInput,
+    out: Path,
+    *,
+    use_data: bool = True,
+    seed: int = 42,
+    reference: bool = True,
+    extreme_set: str | None = None,
 ) -> dict[str, Any]:
     """What a replay child (``worker``) is asked to do for ``inp``, leaving its arrays in
-    ``out``; without the flags, which ``split_flags`` gives."""
+    ``out``; without the flags, which ``split_flags`` gives. ``extreme_set``: generate the
+    inputs from that set of ``extreme`` instead of normal values."""
     return {
+        "extreme": extreme_set,
         "hlo": str(inp.hlo),
         "snapshot": str(inp.snapshot) if inp.snapshot else None,
         "mlir": str(inp.mlir) if inp.mlir else None,
@@ -221,6 +236,7 @@ def replay(
     seed: int = 42,
     reference: bool = True,
     keep_arrays: Path | None = None,
+    extreme_set: str | None = None,
 ) -> Verdict:
     """Replay ``inp`` in a child process and judge the result against ``expected``.
 
@@ -231,19 +247,29 @@ def replay(
     test and the references together; a reference cut short is reported missing, never as a
     failure of the module. ``keep_arrays``: a folder to copy the child's arrays into (the
     test's outputs and the references, as ``protocol.save_arrays`` wrote them).
+
+    A wrong result that generated inputs do not show is tried on extreme values too
+    (``extreme_set``, one of ``extreme.SETS``); the verdict names the set that showed it
+    (its arrays are not kept: the bundle's repro.py runs on the generated inputs).
     """
     limits: dict[str, Any] = {
         "timeout": timeout,
         "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
-        spec = child_spec(inp, Path(tmp), use_data=use_data, seed=seed, reference=reference)
+        spec = child_spec(inp, Path(tmp), use_data=use_data, seed=seed, reference=reference,
+                          extreme_set=extreme_set)  # fmt: skip
         child = _spawn_settled(inp, spec, limits)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, keep_arrays / saved.name)
-        return _verdict(inp, child, expected, timeout, reference=reference)
+        verdict = _verdict(inp, child, expected, timeout, reference=reference)
+    if extreme_set is not None or not reference:
+        return verdict
+    return extreme.retry(verdict, expected, lambda name: replay(
+        inp, expected=expected, timeout=timeout, memory_limit=memory_limit, use_data=use_data,
+        seed=seed, extreme_set=name))  # fmt: skip
 
 
 def judged(

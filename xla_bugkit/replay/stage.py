@@ -15,8 +15,10 @@ from types import FrameType
 from xla_bugkit import flags
 from xla_bugkit.capture.selection import Chosen
 from xla_bugkit.failure import Failure
+from xla_bugkit.frameworks import Framework
+from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.judge import Verdict, replay
+from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.ui import Ui
 
@@ -41,11 +43,14 @@ def replay_stage(
     arrays: Path | None = None,
     process_flags: Sequence[str] = (),
     memory_cap: int | None = None,
+    framework: Framework | None = None,
 ) -> Replays:
     """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process;
     ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label;
     ``process_flags``: the XLA flags of the process that compiled them (``flags.in_force``);
-    ``memory_cap``: an address-space limit that process ran under (it set it itself).
+    ``memory_cap``: an address-space limit that process ran under (it set it itself);
+    ``framework``: whose modules they are (PyTorch/XLA's replay under torch_xla first,
+    ``native.replay``).
 
     Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
     verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
@@ -59,7 +64,7 @@ def replay_stage(
                 keep = arrays / c.module.label if arrays is not None else None
                 verdict = _replay_one(root, c, expected, timeout=timeout, use_data=use_data,
                                       ui=ui, keep=keep, process_flags=process_flags,
-                                      memory_cap=memory_cap)  # fmt: skip
+                                      memory_cap=memory_cap, framework=framework)  # fmt: skip
                 if interrupts.count:
                     break  # the child was stopped part-way: its verdict says nothing
                 if verdict is not None:
@@ -86,6 +91,7 @@ def _replay_one(
     keep: Path | None = None,
     process_flags: Sequence[str] = (),
     memory_cap: int | None = None,
+    framework: Framework | None = None,
 ) -> Verdict | None:
     # Each module replays with the flags XLA really used for it (its dumped debug options),
     # which include what the program appended to XLA_FLAGS itself.
@@ -97,11 +103,14 @@ def _replay_one(
     inp = replace(inp, xla_flags=flags.in_force(inp.xla_flags, process_flags))
     limit = capped(memory_limit(inp.platform), memory_cap)
     with ui.phase(f"replaying {m.label}"):
-        verdict = replay(
-            inp, expected=expected, timeout=timeout, use_data=use_data,
+        verdict = native.replay(
+            inp, framework=framework, expected=expected, timeout=timeout, use_data=use_data,
             memory_limit=limit, keep_arrays=keep,
         )  # fmt: skip
-    ui.detail(f"{m.label}: {verdict.outcome.value}: {verdict.evidence}")
+    for v in (verdict, verdict.second):
+        if v is not None:
+            under = f" (under {v.under})" if v.under else ""
+            ui.detail(f"{m.label}: {v.outcome.value}{under}: {v.evidence}")
     return verdict
 
 

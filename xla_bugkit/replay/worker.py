@@ -28,7 +28,7 @@ import numpy as np
 
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import _jaxlib, opbyop
+from xla_bugkit.replay import _jaxlib, extreme, opbyop
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
@@ -189,6 +189,10 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
             raise NotReplayable(str(e)) from e
         say(INPUTS, "snapshot")
         return args
+    if spec.get("extreme"):
+        say(INPUTS, extreme.label(spec["extreme"], int(spec["seed"])))
+        types = _jaxlib.parameter_types(module_bytes)
+        return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
     return list(_generated(module_bytes, int(spec["seed"])))
 

@@ -1,9 +1,10 @@
 """The recorder each Python process of a rerun carries: what it did, written as it happens.
 
 Loaded by the start-up hook (``site/sitecustomize.py``) by file path, in the user's own
-interpreter, once the program has imported jax: standard library only, and nothing may
-raise into the program. It opens ``<folder>/<pid>.jsonl`` and patches jax
-(``jax_patches``). The format is documented, and read, by ``xla_bugkit.capture.evidence``.
+interpreter, once the program has imported jax or TensorFlow: standard library only, and
+nothing may raise into the program. It opens ``<folder>/<pid>.jsonl`` and patches jax
+(``jax_patches``) or TensorFlow (``tf_patches``). The format is documented, and read, by
+``xla_bugkit.capture.evidence``.
 
 Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
 line being written, and nothing waits on a buffer.
@@ -83,8 +84,13 @@ class Recorder:
         except Exception:  # a record lost is better than a program broken
             pass
 
-    def save_arrays(self, n: int, arrays: list[Any]) -> None:
-        """Save the arguments of execution ``n`` as ``<pid>.args-<n>.npz`` and record it.
+    def budget(self) -> int:
+        """The most bytes of arguments one save may hold."""
+        return ARGS_BUDGET
+
+    def save_arrays(self, n: int, arrays: list[Any], record: str = "args", **fields: Any) -> None:
+        """Save the arguments of execution ``n`` as ``<pid>.args-<n>.npz`` and record it
+        (``record``: ``args``, or ``inputs`` with ``fields`` for another framework's call).
 
         The newest are what matter (the execution under way at a crash): older files go
         once the process's files pass ``ARGS_BUDGET`` bytes; arguments larger than the whole
@@ -109,7 +115,7 @@ class Recorder:
         os.replace(partial, os.path.join(self.folder, name))
         self.saved.append((name, size))
         self.saved_bytes += size
-        self.write("args", n=n, file=name, bytes=size)
+        self.write(record, n=n, file=name, bytes=size, **fields)
 
     def _catch_stacks(self) -> None:
         """faulthandler writes the Python stack on a fatal signal, and on SIGTERM/SIGINT
@@ -184,21 +190,39 @@ def _watch_setrlimit(recorder: Recorder) -> None:
 
 def jax_imported() -> None:
     """jax has just been imported: start this process's file and patch jax."""
+    _patch("jax_patches")
+
+
+def tensorflow_imported() -> None:
+    """TensorFlow has just been imported: start this process's file (unless jax did) and
+    record the inputs of its ``jit_compile`` functions (``tf_patches``)."""
+    _patch("tf_patches")
+
+
+def _patch(patches_name: str) -> None:
+    recorder = _started()
+    if recorder is None:
+        return
+    try:
+        patches = _load_sibling(patches_name)
+        patches.apply(recorder)
+    except Exception as e:
+        recorder.write("hook_error", error=f"{type(e).__name__}: {e}")
+
+
+def _started() -> Recorder | None:
+    """This process's recorder, started on the first call."""
     global RECORDER
     folder = os.environ.get("XLA_BUGKIT_PROCESSES")
     if RECORDER is not None or not folder:
-        return
+        return RECORDER
     recorder = Recorder(folder)
     recorder.open()
     RECORDER = recorder
     atexit.register(_on_exit)
     os.register_at_fork(after_in_child=_after_fork)
     _watch_setrlimit(recorder)
-    try:
-        patches = _load_sibling("jax_patches")
-        patches.apply(recorder)
-    except Exception as e:
-        recorder.write("hook_error", error=f"{type(e).__name__}: {e}")
+    return recorder
 
 
 def _after_fork() -> None:

@@ -1,9 +1,9 @@
 """xla-bugkit's start-up hook, put first on PYTHONPATH by ``xla-bugkit collect``.
 
 It runs the ``sitecustomize`` it shadows (if any) and, only while collect's variable is
-set, watches for the import of jax: a process that never imports jax pays for one cheap
-check per import and nothing else. Once jax is imported it loads the recorder from the
-folder above by file path (never through ``sys.path``, which stays the program's). Nothing
+set, watches for the import of jax and of TensorFlow: a process that imports neither pays
+for one cheap check per import and nothing else. Once one is imported it loads the recorder
+from the folder above by file path (never through ``sys.path``, which stays the program's). Nothing
 here may raise into the program or change what it does.
 """
 
@@ -13,48 +13,61 @@ import sys
 _HOOK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _start_recorder() -> None:
-    import importlib.util
-
-    path = os.path.join(_HOOK, "recorder.py")
-    spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.jax_imported()
+# The modules whose import starts the recorder, and the recorder function each calls.
+_WATCHED = {"jax": "jax_imported", "tensorflow": "tensorflow_imported"}
 
 
-class _JaxWatcher:
-    """A meta-path finder that notices the import of jax: it hands the import system jax's
-    own spec, whose loader then starts the recorder once jax has finished executing."""
+def _start_recorder(started: str = "jax_imported") -> None:
+    module = sys.modules.get("_xla_bugkit_recorder")
+    if module is None:
+        import importlib.util
+
+        path = os.path.join(_HOOK, "recorder.py")
+        spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
+        if spec is None or spec.loader is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    getattr(module, started)()
+
+
+class _ImportWatcher:
+    """A meta-path finder that notices the import of jax or TensorFlow: it hands the import
+    system the module's own spec, whose loader then starts the recorder once the module has
+    finished executing. It leaves ``sys.meta_path`` once it has seen both."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.pending = set(names)
 
     def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
-        if name != "jax":
+        if name not in self.pending:
             return None
         try:
-            sys.meta_path.remove(self)
+            self.pending.discard(name)
+            if not self.pending:
+                sys.meta_path.remove(self)
             import importlib.util
 
-            spec = importlib.util.find_spec(name)
+            spec = importlib.util.find_spec(name)  # this finder no longer answers for it
             if spec is None or spec.loader is None:
                 return None
-            _run_after(spec.loader)
+            _run_after(spec.loader, _WATCHED[name])
             return spec
         except Exception:  # the import then goes on as if the hook were not there
             return None
 
 
-def _run_after(loader) -> None:  # type: ignore[no-untyped-def]
-    """This loader instance (jax's alone) starts the recorder after executing jax."""
+def _run_after(loader, started) -> None:  # type: ignore[no-untyped-def]
+    """This loader instance (the watched module's alone) starts the recorder after
+    executing the module."""
     original = loader.exec_module
 
     def exec_module(module) -> None:  # type: ignore[no-untyped-def]
         original(module)
         try:
             del loader.exec_module  # back to the class's own method
-            _start_recorder()
+            _start_recorder(started)
         except Exception:  # the program must run as it would without the hook
             pass
 
@@ -77,10 +90,11 @@ def _chain_shadowed() -> None:
 
 
 if os.environ.get("XLA_BUGKIT_PROCESSES"):
-    if "jax" in sys.modules:
-        _start_recorder()
-    else:
-        sys.meta_path.insert(0, _JaxWatcher())
+    for _name in [n for n in _WATCHED if n in sys.modules]:
+        _start_recorder(_WATCHED[_name])
+    _unseen = [n for n in _WATCHED if n not in sys.modules]
+    if _unseen:
+        sys.meta_path.insert(0, _ImportWatcher(_unseen))
 try:
     _chain_shadowed()
 except Exception as e:

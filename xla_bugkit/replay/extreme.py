@@ -1,0 +1,118 @@
+"""Extreme-value inputs, for a wrong result that generated inputs do not show.
+
+Without a snapshot a module runs on seeded normal values (``worker._generated``), and many
+miscompiles only show on the values that edge cases need: infinities and NaN (a fusion that
+drops the NaN of ``max``), the largest finite values (an overflow in a reordered sum), huge
+ones whose products overflow, and tiny ones whose products underflow into subnormals (flush
+to zero). When the run failed with a wrong result and its module had only generated inputs,
+``retry`` replays it again on each set here, in order, until one shows the difference; the
+verdict then names the set. Integer and boolean parameters keep the generated small values
+(they often index, and indices out of range are clamped) except in ``max``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # judge imports this module; the types only
+    from xla_bugkit.failure import Failure
+    from xla_bugkit.replay.judge import Verdict
+
+# The sets, in the order they are tried: each is a word the verdict shows.
+SETS = ("inf/nan", "max", "huge", "tiny")
+LABEL = "extreme values"  # how a verdict's ``inputs`` starts for one of these sets
+
+
+def label(name: str, seed: int) -> str:
+    return f"{LABEL}: {name} (seed {seed})"
+
+
+def arrays(types: Sequence[tuple[np.dtype[Any], Sequence[int]]], name: str, seed: int
+           ) -> list[np.ndarray[Any, Any]]:  # fmt: skip
+    """One array per parameter (``types``: its dtype and dimensions) of the set ``name``."""
+    if name not in SETS:
+        raise ValueError(f"unknown input set {name!r} (known: {', '.join(SETS)})")
+    rng = np.random.default_rng(seed)
+    return [_array(np.dtype(dtype), tuple(dims), name, rng) for dtype, dims in types]
+
+
+def _array(dtype: np.dtype[Any], dims: tuple[int, ...], name: str, rng: np.random.Generator
+           ) -> np.ndarray[Any, Any]:  # fmt: skip
+    size = int(np.prod(dims, dtype=np.int64))
+    if dtype == np.bool_:
+        return rng.integers(0, 2, dims).astype(np.bool_)
+    if dtype.kind in "iu":
+        if name != "max":
+            return rng.integers(0, 4, dims).astype(dtype)
+        bounds = np.iinfo(dtype)
+        return _alternate(np.array([bounds.max, bounds.min], dtype=dtype), size).reshape(dims)
+    if dtype.kind not in "fc" and not _is_float(dtype):
+        return np.zeros(dims, dtype)  # a type numpy cannot fill (f8 raw bits): zeros
+    info = np.finfo(dtype)
+    normal = rng.standard_normal(size)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if name == "inf/nan":
+            # Every other value an infinity of either sign or a NaN (a six-element array
+            # gets all three), the rest ordinary: reductions, max/min and selects meet each.
+            values = normal.astype(np.float64)
+            special = np.array([np.inf, -np.inf, np.nan])
+            values[::2] = _alternate(special, len(values[::2]))
+        elif name == "max":
+            values = _alternate(np.array([float(info.max), -float(info.max)]), size)
+        elif name == "huge":
+            values = normal * float(np.sqrt(info.max))  # squares and products overflow
+        else:
+            # Around the smallest normal: sums stay normal, products go subnormal or to 0.
+            values = normal * float(info.tiny)
+            values[::3] = float(info.smallest_subnormal)
+        out = values.astype(dtype)
+    if dtype.kind == "c":
+        out = (out + 1j * out[::-1]).astype(dtype)
+    return out.reshape(dims)
+
+
+def _is_float(dtype: np.dtype[Any]) -> bool:
+    try:
+        np.finfo(dtype)  # ml_dtypes' floats (bf16, f8) register their finfo
+    except ValueError:
+        return False
+    return True
+
+
+def _alternate(values: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
+    return np.resize(values, size)
+
+
+def worth_trying(verdict: Verdict, expected: Failure | None) -> bool:
+    """A run that failed with a wrong result, whose module ran to the end on generated
+    inputs and agreed with its references (a failed replay is judged on its own)."""
+    from xla_bugkit.failure import Kind
+    from xla_bugkit.replay.judge import Outcome
+
+    return (
+        expected is not None
+        and expected.kind is Kind.WRONG_RESULT
+        and verdict.outcome is Outcome.NOT_REPRODUCED
+        and verdict.failure is None
+        and verdict.inputs.startswith("generated")
+    )
+
+
+def retry(verdict: Verdict, expected: Failure | None, replay: Callable[[str], Verdict]) -> Verdict:
+    """``verdict`` (on generated inputs), or the first replay on an extreme set that shows
+    the wrong result; ``replay(name)`` replays the module on the set ``name``."""
+    if not worth_trying(verdict, expected):
+        return verdict
+    tried = []
+    for name in SETS:
+        again = replay(name)
+        if again.reproduced:
+            note = f"; with {verdict.inputs} inputs it agreed with the reference"
+            return dataclasses.replace(again, evidence=again.evidence + note)
+        tried.append(name if again.failure is None else f"{name} (failed: {again.evidence})")
+    note = f"; extreme inputs agreed too ({', '.join(tried)})"
+    return dataclasses.replace(verdict, evidence=verdict.evidence + note)
