@@ -38,8 +38,8 @@ _HOMES = {
     "CollectOptions": "xla_bugkit.pipeline",
     "CollectResult": "xla_bugkit.pipeline",
     "collect": "xla_bugkit.pipeline",
-    "Outcome": "xla_bugkit.replay.judge",
-    "Verdict": "xla_bugkit.replay.judge",
+    "Outcome": "xla_bugkit.replay.verdict",
+    "Verdict": "xla_bugkit.replay.verdict",
     "replay_dump": "xla_bugkit.replay.dump",
     "VerifyResult": "xla_bugkit.verify",
     "verify_bundle": "xla_bugkit.verify",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from xla_bugkit.capture.here import start_capture
     from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
     from xla_bugkit.replay.dump import replay_dump
-    from xla_bugkit.replay.judge import Outcome, Verdict
+    from xla_bugkit.replay.verdict import Outcome, Verdict
     from xla_bugkit.verify import VerifyResult, verify_bundle
 
 

@@ -11,8 +11,8 @@ from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, o
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import replay_input
-from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
 

@@ -10,8 +10,9 @@ from xla_bugkit.capture.dumps import index
 from xla_bugkit.failure import classify
 from xla_bugkit.replay.batch import ENDED, STARTS, _parts, env_flags, replay_batch
 from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.judge import Outcome, replay
+from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.protocol import PHASE
+from xla_bugkit.replay.verdict import Outcome
 
 
 def test_parts_end_at_the_first_module_that_did_not_finish() -> None:

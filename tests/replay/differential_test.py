@@ -20,7 +20,7 @@ from xla_bugkit.failure import Failure, Kind, classify
 from xla_bugkit.main import main
 from xla_bugkit.pipeline import CollectOptions, rebundle_command
 from xla_bugkit.replay import differential
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 CULPRIT = "jit_feature_energy"

@@ -12,7 +12,8 @@ import pytest
 from tests.replay.judge_test import FAST_MATH, Dumped, _dump
 from xla_bugkit.failure import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
-from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 WRONG = Failure(Kind.WRONG_RESULT, Phase.RUN, "AssertionError: wrong", "AssertionError: wrong")
 TYPES = [(np.dtype(np.float32), (4, 3)), (np.dtype(np.int32), (5,)),

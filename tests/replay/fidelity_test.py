@@ -23,7 +23,8 @@ from xla_bugkit.failure import Kind
 from xla_bugkit.replay import compile_options
 from xla_bugkit.replay.dump import replay_dump
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Outcome, replay
+from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.verdict import Outcome
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,8 @@ from xla_bugkit.failure import Failure, Kind, Phase, classify
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.hlo_proto import HloProto
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Outcome, Verdict, _Child, _judge_result, replay
+from xla_bugkit.replay.judge import _Child, _judge_result, replay
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 DUMP_FLAGS = (
     "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto --xla_dump_hlo_snapshots "

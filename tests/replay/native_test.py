@@ -19,7 +19,7 @@ from xla_bugkit.failure import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import _jaxlib, hlo_proto, judge, native, native_worker, worker
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
 
 NO_TORCH_XLA = importlib.util.find_spec("torch_xla") is None

@@ -22,7 +22,7 @@ from xla_bugkit.capture.selection import Chosen, Selection
 from xla_bugkit.failure import Failure, Kind
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay import native
-from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.verdict import Verdict
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
 ISSUE = "ISSUE.md"

@@ -24,7 +24,7 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Kind
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.compare import compare_outputs
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.npz"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xla_bugkit.bundle import issue
 from xla_bugkit.failure import Failure, Kind, Phase
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")

@@ -16,7 +16,7 @@ from xla_bugkit.capture.selection import Selection
 from xla_bugkit.capture.workdir import replaced_dump_dir
 from xla_bugkit.pipeline import CollectResult
 from xla_bugkit.replay import native
-from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.verdict import Verdict
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
 

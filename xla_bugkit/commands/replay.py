@@ -9,7 +9,7 @@ from pathlib import Path
 from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay.dump import failed, replay_dump
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 

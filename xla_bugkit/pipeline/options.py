@@ -18,7 +18,7 @@ from xla_bugkit.capture import dumps
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.verdict import Verdict
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from xla_bugkit.failure import Kind
 from xla_bugkit.pipeline.options import CollectOptions, Dumps
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import differential, native, stage
-from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.stage import Replays
+from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
 

@@ -27,7 +27,8 @@ from xla_bugkit import flags, proc
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Verdict, child_env, child_spec, judged, split_flags
+from xla_bugkit.replay.judge import child_env, child_spec, judged, split_flags
+from xla_bugkit.replay.verdict import Verdict
 
 STARTS = f"{protocol.MARKER}_MODULE: "  # the number of the spec that starts
 ENDED = f"{protocol.MARKER}_ENDED: "  # "NUMBER STATUS": the spec that ended, and how

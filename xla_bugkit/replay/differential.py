@@ -25,8 +25,9 @@ from xla_bugkit.capture.selection import Chosen, Selection, is_helper
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
-from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 # Above every heuristic of capture.selection (a crash site, "named in the output", the newest

@@ -8,8 +8,9 @@ from pathlib import Path
 from xla_bugkit import config, flags
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
-from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 

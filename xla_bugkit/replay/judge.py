@@ -15,9 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # Reference flags: exact IEEE semantics, little optimization (run_hlo_module's reference clone
 # likewise turns off fast math and fast min/max). All exist in jaxlib 0.10.2; one an older
@@ -52,66 +51,6 @@ CONSERVATIVE_FLAGS = (
 )
 # Flags the client reads once, when the backend starts: no per-compile override can set them.
 PROCESS_FLAGS = frozenset({"--xla_force_host_platform_device_count"})
-
-
-class Outcome(StrEnum):
-    REPRODUCED_CRASH = "reproduced: crash"
-    REPRODUCED_ERROR = "reproduced: error"
-    REPRODUCED_HANG = "reproduced: hang"
-    REPRODUCED_WRONG = "reproduced: wrong result"
-    NOT_REPRODUCED = "not reproduced"
-    NOT_REPLAYABLE = "not replayable"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one replay showed. ``evidence`` is one line: the signature line, or the numbers."""
-
-    module: str
-    outcome: Outcome
-    evidence: str
-    inputs: str  # "snapshot" or "generated (seed 42)"
-    failure: Failure | None = None  # how the replay child ended, when it failed
-    numbers: Mapping[str, object] = field(default_factory=dict)
-    matches_recorded: bool | None = None  # result equal to the snapshot's recorded result
-    # The XLA it ran under: "jaxlib 0.10.2", "torch_xla 2.9.0's own XLA" ("": not said).
-    under: str = ""
-    # The jaxlib replay, when this one ran under the framework's own XLA (``native``).
-    second: Verdict | None = None
-
-    @property
-    def reproduced(self) -> bool:
-        return self.outcome.name.startswith("REPRODUCED")
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict; ``from_json`` reads it back."""
-        data = asdict(self)
-        data["outcome"] = self.outcome.value
-        data["numbers"] = dict(self.numbers)
-        data["second"] = self.second.to_json() if self.second is not None else None
-        if self.failure is not None:
-            data["failure"] = {**data["failure"], "kind": self.failure.kind.value}
-            data["failure"]["phase"] = self.failure.phase.value
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        failure = data.get("failure")
-        if failure is not None:
-            failure = Failure(
-                **{**failure, "kind": Kind(failure["kind"]), "phase": Phase(failure["phase"])}
-            )
-        return cls(
-            module=data["module"],
-            outcome=Outcome(data["outcome"]),
-            evidence=data["evidence"],
-            inputs=data["inputs"],
-            failure=failure,
-            numbers=dict(data.get("numbers", {})),
-            matches_recorded=data.get("matches_recorded"),
-            under=data.get("under", ""),
-            second=cls.from_json(data["second"]) if data.get("second") else None,
-        )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from xla_bugkit.failure import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import _torch_xla, judge, protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Outcome, Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # torch_xla's PJRT_DEVICE for each platform a dump names.
 _PJRT_DEVICES = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}

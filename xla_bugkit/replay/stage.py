@@ -18,8 +18,8 @@ from xla_bugkit.failure import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.judge import Verdict
 from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
 

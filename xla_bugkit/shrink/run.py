@@ -20,8 +20,9 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure import Failure, Kind, Phase
 from xla_bugkit.replay.dump import failed
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
-from xla_bugkit.replay.judge import Outcome, replay
+from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.shrink import output
 from xla_bugkit.shrink.result import ShrinkResult
 from xla_bugkit.shrink.shrinker import STAGES, ShrinkOptions, shrink

@@ -20,8 +20,9 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure import Failure, Kind
 from xla_bugkit.replay import hlo_proto, literal, protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import Outcome, Verdict, replay
+from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.shrink import child, flagmin, hlo_text, passes
 from xla_bugkit.shrink.hlo_text import Candidate
 from xla_bugkit.shrink.oracle import Answer, Oracle, mismatch_class
