@@ -199,3 +199,12 @@ def test_cut_title() -> None:
     assert cut_title("XLA CPU hang\nin  jit(f)") == "XLA CPU hang in jit(f)"
     long = cut_title("x" * 300)
     assert len(long) == TITLE_MAX and long.endswith("…")
+
+
+def test_a_failure_only_the_frameworks_own_xla_shows_is_replayed_there() -> None:
+    body = render_issue(_ctx(native_only="torch_xla 2.9.0's own XLA",
+                             repro_command="python repro.py"))  # fmt: skip
+    steps = body.split("**To reproduce**", 1)[1].split("####", 1)[0]
+    assert "shows under torch_xla 2.9.0's own XLA only" in steps
+    assert "python repro.py" not in steps  # jaxlib's script would show nothing
+    assert "xla-bugkit verify bundle.zip" in steps

@@ -145,6 +145,8 @@ def test_the_crash_goes_to_pytorch_xla_unless_jaxlib_reproduces_it(
         assert "### Description" in body
     else:
         assert "## 🐛 Bug" in body and "## Expected behavior" in body
+        # jaxlib's standalone script would show nothing: the way to see it is torch_xla's.
+        assert "The failure shows under torch_xla " in body
         assert " - Reproducible on XLA backend [CPU/TPU/CUDA]: CPU" in body
         assert re.search(r"^ - torch_xla version: 2\.\d+\.\d+", body, re.M), body
 

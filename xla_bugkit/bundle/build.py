@@ -286,10 +286,19 @@ def render(
         wrong_values=rep.wrong_values if rep else (),
         reference=rep.reference if rep else "",
         inputs=_inputs_text(rep),
+        native_only=_native_only(verdicts),
         form=trackers.form(_tracker(staged, verdicts)),
         fields=trackers.fields(env, f, staged.framework, platform),
     )
     return title, issue.render_issue(ctx)
+
+
+def _native_only(verdicts: Sequence[Verdict]) -> str:
+    """The framework's XLA, when only the replay under it showed the failure."""
+    for v in verdicts:
+        if v.reproduced and v.second is not None and not v.second.reproduced:
+            return v.under
+    return ""
 
 
 def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:

@@ -61,6 +61,9 @@ class IssueContext:
     wrong_values: Sequence[tuple[str, str, str]] = ()  # (index, reference value, XLA's value)
     reference: str = ""  # what the reference values come from ("op-by-op")
     inputs: str = ""  # the inputs' shapes and where they come from
+    # The XLA the failure shows under when jaxlib's does not ("torch_xla 2.9.0's own XLA"):
+    # the bundle's repro.py and run_hlo_module then show nothing.
+    native_only: str = ""
     form: str = TEMPLATE  # the tracker's form (``trackers.form``)
     fields: Mapping[str, str] = field(default_factory=dict)  # what that form asks for
 
@@ -109,6 +112,13 @@ def render_issue(ctx: IssueContext) -> str:
 
 def _reproduce(ctx: IssueContext) -> str:
     """The ways to reproduce, quickest first: the bundle's script, XLA's own tool, verify."""
+    if ctx.native_only:
+        return (
+            f"The failure shows under {plain(ctx.native_only)} only: jaxlib's XLA, which the "
+            "bundle's standalone script uses, runs the module to completion. Replay it where "
+            "that framework is installed:\n\n"
+            + fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell")
+        )
     parts = []
     if ctx.repro_command:
         parts.append(
