@@ -26,7 +26,7 @@ from _common import (
 from xla_bugkit import archive, envinfo
 from xla_bugkit.pipeline import CollectOptions, stages
 from xla_bugkit.redact import Redactor
-from xla_bugkit.replay.judge import Verdict
+from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
 # collect's exit codes that still mean "bundle written": reproduced, not reproduced, no failure.
@@ -166,9 +166,9 @@ def _p1_bound(p1: P1, extra: float) -> str:
         f"collect adds {secs(extra)} to a {secs(hand)} program (by-hand runs: "
         f"{', '.join(secs(t) for t in p1.hand)}): {biggest}. Importing "
         f"`xla_bugkit.commands.collect` takes {secs(imp['xla_bugkit.commands.collect'])} in a "
-        f"fresh interpreter, and `import ml_dtypes` alone {secs(imp['ml_dtypes'])} (imported at "
-        "module level by `replay_worker`/`compare`/`literal`, which only the replay child "
-        "needs). The fixed costs weigh less as the program runs longer."
+        f"fresh interpreter (without ml_dtypes, {secs(imp['ml_dtypes'])} alone: only the "
+        "replay child and the arguments of multi-device executions need it). The fixed costs "
+        "weigh less as the program runs longer."
     )
 
 

@@ -56,6 +56,7 @@ class Training:
     collect: list[Tree]
     stages: dict[str, list[dict[str, float]]]  # stage -> one {"wall", "cpu"} per collect run
     bundle_ok: bool
+    startup: Tree  # `import xla_bugkit.commands.collect` in a fresh interpreter, less a bare one
 
 
 def measure_training(cfg: Config) -> Training:
@@ -76,7 +77,19 @@ def measure_training(cfg: Config) -> Training:
                 ok = ok and tree.status in (0, 3)  # a bundle was written
                 for name, t in times.items():
                     stages.setdefault(name, []).append(t)
-    return Training(hand, collect, stages, ok)
+    return Training(hand, collect, stages, ok, _startup(cfg, base))
+
+
+def _startup(cfg: Config, base: Path) -> Tree:
+    """What the CLI's imports cost before the program starts (medians of 3, paired)."""
+    walls, cpus = [], []
+    for _ in range(3):
+        bare = run_tree([cfg.python, "-c", "pass"], child_env(), base / "startup.log")
+        cli = run_tree([cfg.python, "-c", "import xla_bugkit.commands.collect"], child_env(),
+                       base / "startup.log")  # fmt: skip
+        walls.append(cli.wall - bare.wall)
+        cpus.append(cli.cpu - bare.cpu)
+    return Tree(statistics.median(walls), statistics.median(cpus), 0)
 
 
 def _by_hand(cfg: Config, where: Path) -> Tree:
@@ -121,7 +134,12 @@ def training_rows(t: Training) -> tuple[list[Row], list[Row]]:
         ours_w <= 1.10 * hand_w,
         note,
         bound=f"after the program: {secs(after)} in collect's stages and {secs(rest)} of "
-        "CLI start-up and exit",
+        f"CLI start-up and exit; the CLI's imports alone take {secs(t.startup.wall)} (CPU "
+        f"{secs(t.startup.cpu)}) in a fresh interpreter; the rest holds the work dir's removal "
+        "(the run's dumps, every execution's snapshot among them), reading each process's "
+        "records, the summary and the interpreter's exit. The "
+        f"program's own run moves more than that on a shared machine (by hand alone: "
+        f"{_spread(t.hand)}); fixed costs weigh less as a program runs longer",
     )
     rows = []
     for name in ("run", *_STAGES):

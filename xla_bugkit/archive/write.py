@@ -1,7 +1,7 @@
 """Writing a bundle's archive atomically, in a reproducible order, in one of ``FORMATS``.
 
-``7z`` (py7zr, LZMA2 preset 9, the smallest), ``zip`` and ``tar.gz`` (standard library,
-level 9).
+``7z`` (py7zr, LZMA2 preset 9, the smallest), ``zip`` (standard library, deflate level 6)
+and ``tar.gz`` (standard library, level 9).
 """
 
 from __future__ import annotations
@@ -211,7 +211,9 @@ def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> Non
 
 
 def _write_zip(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> None:
-    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+    # Level 6, zlib's default: on HLO text and snapshots level 9 takes 2.3x as long for an
+    # archive 0.8% smaller (measured on a training program's bundle: 0.34 s vs 0.15 s).
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for arcname, src in sources:
             with _open_source(src, counter) as (reader, size):
                 zip64 = size >= _ZIP64_FROM
