@@ -5,7 +5,8 @@ read only at start-up): which started, which finished, and the module hash befor
 Then: a crash inside a pass that never finished is confirmed by disabling it ("crash
 inside"); a failure that survives with every pass disabled is "not a pass"; otherwise the
 passes that changed the module are bisected for a set whose disabling gives a clean run
-("disabling hides it", which is not proof that the pass is at fault).
+("disabling hides it", which is not proof that the pass is at fault), or, when disabling
+them all breaks the compile otherwise, tried one at a time.
 """
 
 from __future__ import annotations
@@ -92,7 +93,13 @@ def find_culprit(s: Session, module: Candidate) -> tuple[Culprit | None, str, st
     if s.check(module, xla_flags=everything).answer is Answer.SAME:
         return Culprit(None, "not-a-pass"), "", log
     suspects = list(trace.changed) or list(trace.passes)
-    if _disabling(s, module, suspects) is not Answer.CLEAN:
-        return None, "inconclusive: disabling the passes only produced other failures", log
-    found = ddmin(suspects, lambda names: _disabling(s, module, names) is Answer.CLEAN)
-    return Culprit(",".join(found), "disabling-hides"), "", log
+    if _disabling(s, module, suspects) is Answer.CLEAN:
+        found = ddmin(suspects, lambda names: _disabling(s, module, names) is Answer.CLEAN)
+        return Culprit(",".join(found), "disabling-hides"), "", log
+    # In a big module some of them are load-bearing: disabled together they can leave an
+    # opcode the backend cannot emit (jax-ml/jax#38609's expm module keeps a scatter).
+    # One at a time, in pipeline order, each keeps the rest of the pipeline whole.
+    for name in suspects:
+        if _disabling(s, module, [name]) is Answer.CLEAN:
+            return Culprit(name, "disabling-hides"), "", log
+    return None, "inconclusive: disabling the passes only produced other failures", log
