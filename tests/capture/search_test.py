@@ -92,6 +92,10 @@ def _forking(monkeypatch: pytest.MonkeyPatch, workers: int = 3) -> list[int]:
     """Make even a small tree searched by forked workers; the list fills with their pids."""
     monkeypatch.setattr(search, "_FORK_WORTH", 1)
     monkeypatch.setattr(search, "_cores", lambda: workers)
+    # The test session's own threads (a fixture's pool, idle on its queue) are there from
+    # the start; a thread the test itself starts must still stop the fork.
+    alive = threading.active_count()
+    monkeypatch.setattr(search, "_fork_is_safe", lambda: threading.active_count() == alive)
     pids: list[int] = []
     real_fork = os.fork
 
