@@ -64,8 +64,23 @@ def _reproduce(argv: list[str]) -> str:
     return (
         "apt-get install -y ripgrep 7zip   # rg and 7zz, the baselines\n"
         "# from the repository root, with xla-bugkit installed (pip install -e '.[test]'):\n"
-        f"python benchmarks/run.py {shlex.join(argv)}"
+        f"python benchmarks/run.py {shlex.join(_figures_only(argv))}"
     ).rstrip()
+
+
+def _figures_only(argv: list[str]) -> list[str]:
+    """``argv`` less where this machine keeps its inputs and output (``--work``, ``--out``):
+    they change no figure, and a reader's machine has its own."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--work", "--out"):
+            skip = True
+        elif not arg.startswith(("--work=", "--out=")):
+            kept.append(arg)
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:
