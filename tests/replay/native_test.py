@@ -17,7 +17,7 @@ import pytest
 from xla_bugkit.commands.verify import render_table
 from xla_bugkit.failure import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import _jaxlib, hlo_proto, judge, native, native_worker, worker
+from xla_bugkit.replay import _jaxlib, extreme, hlo_proto, judge, native, native_worker
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
@@ -168,7 +168,12 @@ def test_the_native_child_generates_the_inputs_the_jaxlib_child_does() -> None:
     assert [(t.name, dims) for t, dims in types] == [
         ("float32", (2, 3)), ("int32", (4,)), ("bool", ()), ("float16", (2,))
     ]  # fmt: skip
-    for ours, theirs in zip(native_worker.generated(types, 42), worker._generated(module, 42),
+    # Both children draw from these types with the one generator: the same types, the same
+    # values.
+    jaxlibs = _jaxlib.parameter_types(module)
+    assert [(t, tuple(d)) for t, d in types] == [(t, tuple(d)) for t, d in jaxlibs]
+    for ours, theirs in zip(extreme.generated(types, 42),
+                            extreme.generated(jaxlibs, 42),
                             strict=True):  # fmt: skip
         np.testing.assert_array_equal(ours, theirs)
         assert ours.dtype == theirs.dtype

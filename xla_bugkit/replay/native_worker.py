@@ -50,25 +50,6 @@ def parameter_types(proto: Any) -> list[ArrayType]:
     return types
 
 
-def generated(types: Sequence[ArrayType], seed: int) -> list[np.ndarray]:
-    """Seeded inputs drawn as the jaxlib worker draws them, so that both replays of a
-    module run on the same values."""
-    rng = np.random.default_rng(seed)
-    arrays: list[np.ndarray] = []
-    for dtype, dims in types:
-        if dtype == np.bool_:
-            arrays.append(rng.integers(0, 2, dims).astype(np.bool_))
-        elif dtype.kind in "iu" or dtype.name.startswith(("int", "uint")):
-            arrays.append(rng.integers(0, 4, dims).astype(dtype))
-        elif dtype.kind == "c":
-            arrays.append(
-                (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
-            )
-        else:
-            arrays.append(rng.standard_normal(dims).astype(dtype))
-    return arrays
-
-
 def load_inputs(spec: dict[str, Any], proto: Any, out: Path) -> list[np.ndarray]:
     """The snapshot's arguments (saving its recorded result), or seeded generated ones."""
     if spec["snapshot"] and spec["use_data"]:
@@ -89,7 +70,7 @@ def load_inputs(spec: dict[str, Any], proto: Any, out: Path) -> list[np.ndarray]
         say(INPUTS, extreme.label(spec["extreme"], int(spec["seed"])))
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
-    return generated(types, int(spec["seed"]))
+    return extreme.generated(types, int(spec["seed"]))
 
 
 def work(spec: dict[str, Any]) -> int:

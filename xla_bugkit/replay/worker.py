@@ -156,24 +156,6 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
     )
 
 
-def _generated(module_bytes: bytes, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    arrays: list[np.ndarray] = []
-    for dtype, dims in _jaxlib.parameter_types(module_bytes):
-        if dtype == np.bool_:
-            arrays.append(rng.integers(0, 2, dims).astype(np.bool_))
-        elif dtype.kind in "iu" or dtype.name.startswith(("int", "uint")):
-            # Small values: integers often index, and out-of-range indices are clamped anyway.
-            arrays.append(rng.integers(0, 4, dims).astype(dtype))
-        elif dtype.kind == "c":
-            arrays.append(
-                (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
-            )
-        else:
-            arrays.append(rng.standard_normal(dims).astype(dtype))
-    return arrays
-
-
 def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[Any]:
     """The snapshot's arguments (saving its recorded result), or seeded generated ones."""
     from xla_bugkit.replay import hlo_proto, literal
@@ -194,7 +176,7 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
         types = _jaxlib.parameter_types(module_bytes)
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
-    return list(_generated(module_bytes, int(spec["seed"])))
+    return extreme.generated(_jaxlib.parameter_types(module_bytes), int(spec["seed"]))
 
 
 def _read(path: str | None) -> bytes | None:
