@@ -16,8 +16,14 @@ from typing import Any
 from xla_bugkit import ptxla_log, value_check
 from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
 from xla_bugkit.compile_log import FINISHED_RE, Busy, busy_in_xla, compile_open
+from xla_bugkit.xla_status import (
+    DISPATCH,
+    framework_status,
+    graph_that_raised,
+    last_status,
+    tf_function,
+)
 from xla_bugkit.xla_status import STATUS as _STATUS
-from xla_bugkit.xla_status import Status, framework_status, graph_that_raised, tf_function
 
 
 class Kind(StrEnum):
@@ -56,12 +62,6 @@ _CHECK_RE = re.compile(
     re.M,
 )
 _RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
-# "jax.errors.JaxRuntimeError: INTERNAL: message" (older jaxlib: "...XlaRuntimeError: ...").
-_STATUS_RE = re.compile(
-    rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{_STATUS}))?: (?P<msg>.*)$", re.M
-)
-_BARE_STATUS_RE = re.compile(rf"^(?P<code>{_STATUS}): (?P<msg>.*)$", re.M)
-_DISPATCH = "Error dispatching computation: "
 _TERMINATE_RE = re.compile(
     r"^terminate called after throwing an instance of '(?P<what>[^']+)'", re.M
 )
@@ -180,7 +180,7 @@ _NAME_NUMBER = re.compile(r"(?<=[A-Za-z])_\d+\b")
 def _comparable(signature: str) -> str:
     """A signature less what two XLA versions print differently for the same bug."""
     # A bundle written before the wrappers were taken off still carries them.
-    inner = signature.replace(_DISPATCH, "")
+    inner = signature.replace(DISPATCH, "")
     return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", inner))
 
 
@@ -290,7 +290,7 @@ def _seconds(value: float) -> str:
 
 def _classify_failure(output: str, base: Failure) -> Failure:
     fatal = _first_fatal(output)
-    status = framework_status(output, _last_status(output))
+    status = framework_status(output, last_status(output))
     if base.signal is not None or fatal is not None:
         headline, site = fatal if fatal else (f"killed by {base.signal}", None)
         kind = Kind.COMPILE_CRASH if base.phase is Phase.COMPILE else Kind.CRASH
@@ -390,36 +390,6 @@ def _first_fatal(output: str) -> tuple[str, str | None] | None:
 def _first_line_after(output: str, pos: int, *, prefix: str) -> str:
     rest = output[pos:].lstrip("\n").split("\n", 1)[0]
     return f" ({rest.strip()})" if rest.startswith(prefix) else ""
-
-
-def _last_status(output: str) -> Status | None:
-    """The last Python exception line, as (type, status code or None, message)."""
-    found: tuple[str, str | None, str] | None = None
-    for m in _STATUS_RE.finditer(output):
-        found = (m.group("exc"), m.group("code"), m.group("msg").strip())
-    if found is None:
-        for m in _BARE_STATUS_RE.finditer(output):
-            found = ("", m.group("code"), m.group("msg").strip())
-    return _unwrapped(found, output) if found is not None else None
-
-
-def _unwrapped(status: Status, output: str) -> Status:
-    """A status without the wrappers of an asynchronous failure: an error raised while a
-    computation ran reaches Python as ``INTERNAL: Error dispatching computation: <status>``,
-    wrapped once more by each computation that was given its broken result. The inner
-    status is the failure (a replay raises it bare); its code, which the wrapping may drop,
-    is the one in XLA's own log line ("Failed to get literal for result: CODE: message")."""
-    exc, code, msg = status
-    if not msg.startswith(_DISPATCH):
-        return status
-    while msg.startswith(_DISPATCH):
-        msg = msg[len(_DISPATCH) :]
-    inner = _BARE_STATUS_RE.match(msg) or re.search(
-        rf"(?P<code>{_STATUS}): (?P<msg>{re.escape(msg)})", output
-    )
-    if inner is not None:
-        return exc, inner.group("code"), inner.group("msg").strip()
-    return exc, code, msg
 
 
 def _signal_name(exit_status: int | None) -> str | None:

@@ -83,3 +83,41 @@ def graph_that_raised(output: str, status: Status | None) -> ptxla_log.Graph | N
     if graph is None or not (graph.compiling or status[0] == "RuntimeError"):
         return None
     return graph
+
+
+# "jax.errors.JaxRuntimeError: INTERNAL: message" (older jaxlib: "...XlaRuntimeError: ...").
+_STATUS_RE = re.compile(
+    rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{STATUS}))?: (?P<msg>.*)$", re.M
+)
+_BARE_STATUS_RE = re.compile(rf"^(?P<code>{STATUS}): (?P<msg>.*)$", re.M)
+DISPATCH = "Error dispatching computation: "
+
+
+def last_status(output: str) -> Status | None:
+    """The last Python exception line, as (type, status code or None, message)."""
+    found: tuple[str, str | None, str] | None = None
+    for m in _STATUS_RE.finditer(output):
+        found = (m.group("exc"), m.group("code"), m.group("msg").strip())
+    if found is None:
+        for m in _BARE_STATUS_RE.finditer(output):
+            found = ("", m.group("code"), m.group("msg").strip())
+    return _unwrapped(found, output) if found is not None else None
+
+
+def _unwrapped(status: Status, output: str) -> Status:
+    """A status without the wrappers of an asynchronous failure: an error raised while a
+    computation ran reaches Python as ``INTERNAL: Error dispatching computation: <status>``,
+    wrapped once more by each computation that was given its broken result. The inner
+    status is the failure (a replay raises it bare); its code, which the wrapping may drop,
+    is the one in XLA's own log line ("Failed to get literal for result: CODE: message")."""
+    exc, code, msg = status
+    if not msg.startswith(DISPATCH):
+        return status
+    while msg.startswith(DISPATCH):
+        msg = msg[len(DISPATCH) :]
+    inner = _BARE_STATUS_RE.match(msg) or re.search(
+        rf"(?P<code>{STATUS}): (?P<msg>{re.escape(msg)})", output
+    )
+    if inner is not None:
+        return exc, inner.group("code"), inner.group("msg").strip()
+    return exc, code, msg
