@@ -41,4 +41,22 @@ def test_the_replay_child_starts_without_archives_or_the_pipeline() -> None:
 
 def test_importing_the_package_loads_no_stage() -> None:
     loaded = _loaded_after("import xla_bugkit")
-    assert not {m for m in loaded if m.startswith("xla_bugkit.")}
+    assert not {m for m in loaded if m.startswith("xla_bugkit.")} - {"xla_bugkit._lazy"}
+
+
+def test_collect_starts_the_program_before_importing_the_stages_after_it() -> None:
+    # Everything the CLI imports before the program starts delays the program; what runs
+    # after it (archives, numpy, protos, the bundle) is imported while it runs.
+    loaded = _loaded_after("import xla_bugkit.main, xla_bugkit.commands.collect")
+    heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
+    stages = {"xla_bugkit.pipeline.bundling", "xla_bugkit.pipeline.stages",
+              "xla_bugkit.bundle.build", "xla_bugkit.archive.write", "xla_bugkit.replay.judge"}  # fmt: skip
+    assert not (heavy | stages) & loaded
+    assert "xla_bugkit.pipeline.driver" in loaded or "xla_bugkit.pipeline.options" in loaded
+
+
+def test_the_archive_package_loads_its_readers_on_first_use() -> None:
+    loaded = _loaded_after("from xla_bugkit.archive.naming import output_format")
+    assert "py7zr" not in loaded
+    loaded = _loaded_after("from xla_bugkit.archive import write_archive")
+    assert {"py7zr", "xla_bugkit.archive.write"} <= loaded

@@ -27,6 +27,8 @@ _TEXTS = [
     "ünïcode \u017fecret=1 KEY=2 \u212aEY=3 box7",  # not ASCII: the assignment test always runs
     "python x.py --api-key abc --hf_token=x --max-tokens 128 -p.secret-key 'v' --auth off",
     "['x.py', '--password', 'hunter2'] --tokenizer t5 BASIC abcdefghijklmnopqrs",
+    '{"auth_token": "t0k", "Api-Key" : "v", "name": "ok", "tokens": 3, "SESSION_id":\n"s"}',
+    'sort(keys), "key_of": x "token" : "not json" secret',  # words, but no JSON secret
     "",
 ]
 

@@ -15,8 +15,9 @@ what it needs and no more.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from xla_bugkit import _lazy
 
 __version__ = "0.1.0"
 
@@ -62,12 +63,4 @@ def load_ipython_extension(ipython: Any) -> None:
     magic.load(ipython)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'xla_bugkit' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, [*globals(), *__all__])

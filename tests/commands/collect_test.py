@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -390,3 +391,19 @@ def test_ctrl_c_during_the_replay_stops_it_and_still_bundles(tmp: Path) -> None:
     assert [(x["name"], x["replay"]) for x in m["modules"]] == [("jit_spin", None)]
     assert replay_children(tag) == []
     assert list(work.iterdir()) == []  # the run's files go, as after any bundle
+
+
+def test_the_work_dir_is_gone_when_collect_returns_and_its_deletion_ends_after(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    c = collect(tmp_path, "compile_error", "--no-replay", env={"XDG_CACHE_HOME": str(cache)})
+    assert c.returncode == 3, c.stderr  # bundled; not replayed, so not proved
+    runs = cache / "xla-bugkit" / "runs"
+    # The run's folder was renamed before collect returned; its deletion may still be going.
+    assert all(p.name.startswith(".removing-") for p in runs.iterdir())
+    deadline = time.monotonic() + READY_TIMEOUT  # a bound on waiting, never a measure
+    while any(runs.iterdir()):
+        assert time.monotonic() < deadline, sorted(p.name for p in runs.iterdir())
+        time.sleep(0.05)
+    assert c.manifest()["failure"]["kind"] == "compile error"

@@ -1,14 +1,15 @@
 """Bug bundles as archives: write one atomically, list it, read a member, extract it safely.
 
 Three formats (``FORMATS``): ``7z``, ``zip`` and ``tar.gz``. Reading treats the archive as
-hostile: see ``extract_safely``.
+hostile: see ``extract_safely``. Names are loaded on first use (py7zr's import is a tenth of
+a second): checking an output's name (``naming``) needs none of them.
 """
 
 from __future__ import annotations
 
-from xla_bugkit.archive.extract import extract_safely
-from xla_bugkit.archive.read import Entry, format_of, list_entries, read_member
-from xla_bugkit.archive.write import output_format, write_archive
+from typing import TYPE_CHECKING
+
+from xla_bugkit import _lazy
 from xla_bugkit.config import FORMATS
 
 __all__ = [
@@ -21,3 +22,21 @@ __all__ = [
     "read_member",
     "write_archive",
 ]
+
+_HOMES = {
+    "Entry": "xla_bugkit.archive.read",
+    "extract_safely": "xla_bugkit.archive.extract",
+    "format_of": "xla_bugkit.archive.read",
+    "list_entries": "xla_bugkit.archive.read",
+    "output_format": "xla_bugkit.archive.naming",
+    "read_member": "xla_bugkit.archive.read",
+    "write_archive": "xla_bugkit.archive.write",
+}
+
+if TYPE_CHECKING:
+    from xla_bugkit.archive.extract import extract_safely
+    from xla_bugkit.archive.naming import output_format
+    from xla_bugkit.archive.read import Entry, format_of, list_entries, read_member
+    from xla_bugkit.archive.write import write_archive
+
+__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, [*globals(), *__all__])

@@ -23,9 +23,9 @@ import py7zr.exceptions
 
 from xla_bugkit.archive.formats import READERS
 from xla_bugkit.archive.members import FILE, Member, Reader, normalize
+from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.errors import BadBundleError, BugkitError
 
-_SUFFIXES = ((".tar.gz", "tar.gz"), (".tgz", "tar.gz"), (".7z", "7z"), (".zip", "zip"))
 _MAGIC = (
     (b"7z\xbc\xaf\x27\x1c", "7z"),
     (b"PK\x03\x04", "zip"),
@@ -46,11 +46,6 @@ _CORRUPT: tuple[type[BaseException], ...] = (
     NotImplementedError,  # zipfile: unsupported compression method
     OSError,
 )
-
-
-def suffix_format(path: Path) -> str | None:
-    name = path.name.lower()
-    return next((fmt for suffix, fmt in _SUFFIXES if name.endswith(suffix)), None)
 
 
 def format_of(path: Path) -> str:

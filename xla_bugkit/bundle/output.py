@@ -11,9 +11,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from xla_bugkit import archive
-from xla_bugkit.archive.read import suffix_format
-from xla_bugkit.bundle.manifest import load_manifest
+from xla_bugkit.archive.naming import output_format, suffix_format
 from xla_bugkit.errors import BugkitError
 
 _SUFFIXES = (".tar.gz", ".tgz", ".7z", ".zip")
@@ -26,7 +24,7 @@ def check_output(out: Path, fmt: str | None, *, force: bool = False) -> str:
     exist or cannot be written, and an existing file that is not an xla-bugkit bundle
     (``force`` allows that one; an earlier bundle may always be replaced).
     """
-    chosen = archive.output_format(out, fmt)
+    chosen = output_format(out, fmt)
     named = suffix_format(out)
     if fmt is not None and named is not None and named != fmt:
         raise BugkitError(
@@ -40,6 +38,9 @@ def check_output(out: Path, fmt: str | None, *, force: bool = False) -> str:
 
 def is_bundle(path: Path) -> bool:
     """Whether ``path`` is a file whose manifest loads: a bundle xla-bugkit wrote."""
+    # Only an output that exists already is read: the readers' imports wait until then.
+    from xla_bugkit.bundle.manifest import load_manifest
+
     try:
         load_manifest(path)
     except BugkitError:

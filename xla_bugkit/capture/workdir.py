@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -53,17 +55,85 @@ def prepare(given: Path | None) -> Path:
     return given
 
 
-def remove(work: Path, *, made_here: bool) -> None:
-    """Remove a run's work dir; a folder the user gave loses only what the run put there."""
+def remove(work: Path, *, made_here: bool, detach: bool = False) -> None:
+    """Remove a run's work dir; a folder the user gave loses only what the run put there.
+
+    ``detach``: what goes is first moved aside under a ``.removing-`` name (renames, at
+    once) and a process of its own deletes it, so the caller does not wait for a large
+    dump's deletion (a training run's snapshots take seconds); where that cannot be done, it
+    is deleted here as without ``detach``.
+    """
+    if detach:
+        aside = _moved_aside(work, made_here=made_here)
+        # A deletion a reboot cut short is finished along with this one.
+        stale = _left_aside(work.parent) if made_here else []
+        if aside is not None and _delete_detached([aside, *stale]):
+            return
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
     if made_here:
         shutil.rmtree(work, ignore_errors=True)
         return
     for name in NAMES:
-        path = work / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        _delete(work / name)
+
+
+REMOVING = ".removing-"  # what a detached deletion has yet to delete
+# The deleting process: as small as Python starts (no site, no user paths), and a child of
+# nobody's once the first one has forked it off, so no process waits on it or must reap it.
+_DELETE = """\
+import os, shutil, sys
+if os.fork() == 0:
+    os.setsid()
+    for path in sys.argv[1:]:
+        shutil.rmtree(path, ignore_errors=True)
+    os._exit(0)
+"""
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _moved_aside(work: Path, *, made_here: bool) -> Path | None:
+    """The folder the work dir's run was renamed to; None when no rename could be made."""
+    try:
+        if made_here:
+            aside = work.with_name(REMOVING + work.name)
+            work.rename(aside)
+            return aside
+        aside = Path(tempfile.mkdtemp(prefix=REMOVING, dir=work))
+        for name in NAMES:
+            if (work / name).exists() or (work / name).is_symlink():
+                (work / name).rename(aside / name)
+        return aside
+    except OSError:
+        return None
+
+
+def _left_aside(folder: Path) -> list[Path]:
+    """What a detached deletion under ``folder`` left there a day ago or more."""
+    day_ago = time.time() - 86400
+    try:
+        return [p for p in folder.glob(REMOVING + "*") if p.lstat().st_mtime < day_ago]
+    except OSError:
+        return []
+
+
+def _delete_detached(paths: list[Path]) -> bool:
+    """Start the deletion of ``paths`` in a process of its own; whether it started."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _DELETE, *map(str, paths)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=60, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def save_run(work: Path, run: RunRecord) -> None:

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import config
-from xla_bugkit.commands._summary import kept_lines, render_summary
-from xla_bugkit.pipeline import CollectOptions, collect, shrink_written
+from xla_bugkit.pipeline import CollectOptions, collect
 from xla_bugkit.ui import Ui
 
 
@@ -36,9 +35,13 @@ def collect_command(command: Sequence[str], options: CollectOptions, ui: Ui) -> 
 
         parse_budget(options.shrink)  # a mistake must stop the run before it starts
     result = collect(command, options, ui)
+    from xla_bugkit.commands._summary import kept_lines, render_summary  # after the run: see warm
+
     ui.summary(render_summary(result, repo=options.repo, verbose=ui.verbosity > 0))
     if kept := kept_lines(result):
         ui.summary("\n".join(kept))
     if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
+        from xla_bugkit.pipeline import shrink_written
+
         shrink_written(result.bundle, options, ui)
     return int(result.exit_code)

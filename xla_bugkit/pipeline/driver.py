@@ -3,35 +3,21 @@ errors said as the user reads them."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import envinfo, frameworks
-from xla_bugkit.capture import arguments, evidence, processes, workdir
-from xla_bugkit.capture.rerun import RunRecord
-from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
+from xla_bugkit import frameworks
+from xla_bugkit.capture import workdir
+from xla_bugkit.capture.rerun import RunRecord, rerun
+from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
+from xla_bugkit.pipeline import warm
 from xla_bugkit.pipeline.options import (
-    NO_SELECTION,
     CollectOptions,
     CollectResult,
-    Dumps,
     check_options,
     rebundle_command,
 )
-from xla_bugkit.pipeline.stages import (
-    choose,
-    exit_code,
-    index_dumps,
-    replay_modules,
-    run_program,
-    search_wrong_value,
-    write_bundle,
-)
-from xla_bugkit.replay import differential
-from xla_bugkit.replay.stage import Replays
 from xla_bugkit.ui import Ui
 
 
@@ -46,16 +32,22 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     ui = ui or Ui()
     fmt = check_options(command, options)
     work = workdir.prepare(options.workdir)
-    keep, run = options.keep_workdir, None
+    keep, run, finished = options.keep_workdir, None, False
     # A JAX program's hook records its devices; for others the environment report's device
     # probe imports jax (seconds): on a CPU-only machine it runs alongside the program.
     if frameworks.from_command(command) is not frameworks.Framework.JAX:
+        from xla_bugkit import envinfo
+
         envinfo.start_device_probe()
     try:
-        run = _run_stage(work, command, options, ui)
+        with warm.importing():
+            run = _run_stage(work, command, options, ui)
+        from xla_bugkit.pipeline import bundling  # imported while the program ran
+
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
-        result = _after_run(work, run, options, fmt, ui)
+        result = bundling.after_run(work, run, options, fmt, ui)
+        finished = True
         return replace(result, workdir=work if keep else None, user_dumps=user_dumps)
     except KeyboardInterrupt:
         if keep:
@@ -70,7 +62,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         raise error from None
     finally:
         if not keep:
-            workdir.remove(work, made_here=options.workdir is None)
+            # Once the bundle is written, the dumps' deletion need not hold up the user;
+            # after a stop or an error, it is done before returning.
+            workdir.remove(work, made_here=options.workdir is None, detach=finished)
 
 
 def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> CollectResult:
@@ -79,13 +73,26 @@ def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> Colle
     ui = ui or Ui()
     run = workdir.load_run(work)
     fmt = check_options(run.command, options)
+    from xla_bugkit.pipeline import bundling  # the program does not run: no wait to fill
+
     try:
-        return replace(_bundle_from(work, run, options, fmt, ui), workdir=work)
+        return replace(bundling.bundle_from(work, run, options, fmt, ui), workdir=work)
     except OSError as e:
         error = _explained(e, work, options, ui)
         if error is e:
             raise
         raise error from None
+
+
+def run_program(
+    command: Sequence[str], work: Path, options: CollectOptions, *, echo: bool = False
+) -> RunRecord:
+    """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
+    ``echo`` streams the output to the terminal as it arrives."""
+    return rerun(
+        command, dump_dir=work / workdir.DUMP, log_path=work / workdir.LOG,
+        timeout=options.timeout, echo=echo,
+    )  # fmt: skip
 
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
@@ -101,81 +108,6 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
         ui.warn(note)
     ui.say(f"the program ended: {run.failure.describe}")
     return run
-
-
-def _after_run(
-    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
-) -> CollectResult:
-    if not run.failure.kind.is_failure and not options.always:
-        return CollectResult(ExitCode.NO_FAILURE, run, NO_SELECTION, fmt=fmt)
-    return _bundle_from(work, run, options, fmt, ui)
-
-
-def _bundle_from(
-    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
-) -> CollectResult:
-    """The stages after the run: index, choose (for a wrong result, by replaying candidates:
-    ``search_wrong_value``), replay, write the bundle."""
-    run = with_culprit(work, run, ui)
-    # The failing process's own dumps (each process of a run dumps into its own folder).
-    dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
-    stage_dir = work / workdir.STAGE
-    # XLA writes no snapshot of a multi-device execution, TensorFlow none on CPU: the
-    # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
-    # without a culprit every process's records are read.
-    saved = run.culprit_evidence or evidence.load(work)
-    for note in arguments.write_snapshots(dump_dir, saved):
-        ui.warn(note)
-    with ui.phase("indexing dumps"), ui.timed("index"):
-        found = index_dumps(dump_dir, run)
-    for problem in found.problems:
-        ui.warn(f"{problem}: free disk space or raise the file-size limit, then run again")
-    if not found.index.modules:
-        raise BugkitError(_no_dumps_message(run))
-    with ui.timed("select"):
-        # Module ids are per process: only the failing process's records describe its dumps.
-        selection = choose(found.index, run, options, run.culprit_evidence)
-    # The replays' outputs and references: the bundle's expected.npz and wrong values.
-    with tempfile.TemporaryDirectory(prefix="xla-bugkit-arrays-") as kept:
-        arrays = Path(kept)
-        search = search_wrong_value(dump_dir, found.index, run, options, ui, arrays)
-        if search is not None:
-            selection = differential.merged(selection, search, limit=options.limit)
-            found = Dumps(found.index, (*found.problems, search.note) if search.note
-                          else found.problems)  # fmt: skip
-        # The search replayed on the real inputs; --no-data replays on generated ones.
-        known = differential.known_verdicts(search if options.data else None, selection.chosen)
-        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays,
-                                  known=known)
-                   if options.replay else None) or Replays(())  # fmt: skip
-        if replays.interrupted:
-            found = Dumps(found.index, (*found.problems, replays.note))
-        try:
-            with ui.phase("writing the bundle"):
-                manifest, size = write_bundle(
-                    stage_dir, found, selection, run, replays.verdicts, options, ui, arrays
-                )
-        finally:
-            shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
-    return CollectResult(
-        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted), run,
-        selection, replays.verdicts, options.output, size, tuple(manifest["notes"]),
-        manifest, fmt, replay_interrupted=replays.interrupted,
-    )  # fmt: skip
-
-
-def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
-    """``run`` with the process its failure belongs to, chosen from what each process of
-    the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
-    culprit = processes.failing(evidence.load(work))
-    if culprit is None:
-        return run
-    if culprit.others:
-        ui.say(f"the failure is in {culprit.label}: {culprit.why}")
-    folder = processes.dump_folder(work / workdir.DUMP, culprit)
-    for note in processes.gather_elsewhere(culprit.process, folder):
-        ui.say(note)
-    return replace(run, culprit=culprit)
 
 
 def _holds_dumps(work: Path) -> bool:
@@ -206,11 +138,3 @@ def _explained(
     else:
         ui.warn(hint)  # a bug of ours: its own report follows
     return e
-
-
-def _no_dumps_message(run: RunRecord) -> str:
-    return (
-        f"the program wrote no XLA dumps ({run.failure.describe}): it may replace XLA_FLAGS "
-        "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
-        "before JAX compiles anything, or not use XLA at all"
-    )

@@ -9,16 +9,19 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import config, github
-from xla_bugkit.archive.read import suffix_format
-from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
-from xla_bugkit.capture import dumps
-from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.verdict import Verdict
+
+if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
+    from xla_bugkit.bundle.manifest import Manifest
+    from xla_bugkit.capture import dumps
+    from xla_bugkit.capture.rerun import RunRecord
+    from xla_bugkit.replay.verdict import Verdict
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from xla_bugkit import archive, envinfo, frameworks
 from xla_bugkit.bundle import build, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.capture import dumps, evidence
-from xla_bugkit.capture.rerun import RunRecord, rerun
+from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.capture.selection import Selection, select
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure import Kind
@@ -22,17 +22,6 @@ from xla_bugkit.replay import differential, native, stage
 from xla_bugkit.replay.stage import Replays
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
-
-
-def run_program(
-    command: Sequence[str], work: Path, options: CollectOptions, *, echo: bool = False
-) -> RunRecord:
-    """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
-    ``echo`` streams the output to the terminal as it arrives."""
-    return rerun(
-        command, dump_dir=work / "dump", log_path=work / "run.log",
-        timeout=options.timeout, echo=echo,
-    )  # fmt: skip
 
 
 def index_dumps(dump_dir: Path, run: RunRecord) -> Dumps:

@@ -1,0 +1,92 @@
+"""The work dir's removal: at once where the user waits, the deletion itself detached."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit.capture import workdir
+from xla_bugkit.pipeline import warm
+
+PATIENCE = 300.0  # seconds: a bound on waiting for the detached deletion, never a measure
+
+
+def _fill(work: Path) -> None:
+    (work / workdir.DUMP / "sub").mkdir(parents=True)
+    for i in range(50):
+        (work / workdir.DUMP / "sub" / f"module_{i:04d}.txt").write_text("x" * 1000)
+    (work / workdir.LOG).write_text("log\n")
+    (work / workdir.PROCESSES).mkdir()
+
+
+def _gone(paths: list[Path]) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while any(p.exists() for p in paths):
+        assert time.monotonic() < deadline, f"still there after {PATIENCE:g} s: {paths}"
+        time.sleep(0.02)
+
+
+def test_a_work_dir_made_here_is_gone_at_once_and_deleted_in_the_background(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "20261203-000000-abc"
+    _fill(work)
+    neighbour = tmp_path / "20261202-000000-kept"  # another run's, kept
+    _fill(neighbour)
+    workdir.remove(work, made_here=True, detach=True)
+    assert not work.exists()  # the name is free before the deletion ends
+    _gone([tmp_path / f"{workdir.REMOVING}{work.name}"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [neighbour.name]
+    assert (neighbour / workdir.LOG).read_text() == "log\n"
+
+
+def test_a_work_dir_the_user_gave_loses_only_what_the_run_put_there(tmp_path: Path) -> None:
+    work = tmp_path / "mine"
+    _fill(work)
+    (work / "notes.txt").write_text("the user's own")
+    (work / workdir.RECORD).symlink_to(tmp_path / "elsewhere.json")  # a link goes, not its target
+    (tmp_path / "elsewhere.json").write_text("{}")
+    workdir.remove(work, made_here=False, detach=True)
+    assert not any((work / n).exists() or (work / n).is_symlink() for n in workdir.NAMES)
+    _gone(list(work.glob(f"{workdir.REMOVING}*")))
+    assert [p.name for p in work.iterdir()] == ["notes.txt"]
+    assert (tmp_path / "elsewhere.json").read_text() == "{}"
+
+
+def test_a_deletion_a_reboot_cut_short_is_finished_by_the_next_one(tmp_path: Path) -> None:
+    import os
+
+    stale = tmp_path / f"{workdir.REMOVING}20261101-000000-old"
+    _fill(stale)
+    os.utime(stale, (time.time() - 3 * 86400,) * 2)
+    fresh = tmp_path / f"{workdir.REMOVING}20261203-000000-busy"  # another run's, under way
+    _fill(fresh)
+    work = tmp_path / "20261203-000001-new"
+    _fill(work)
+    workdir.remove(work, made_here=True, detach=True)
+    _gone([stale, tmp_path / f"{workdir.REMOVING}{work.name}"])
+    assert fresh.exists()
+
+
+def test_without_a_process_to_delete_it_the_work_dir_is_deleted_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    work = tmp_path / "run"
+    _fill(work)
+    workdir.remove(work, made_here=True, detach=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_warm_imports_are_made_and_joined_by_the_end_of_the_block() -> None:
+    import threading
+
+    name = "xla_bugkit.replay.compare"
+    sys.modules.pop(name, None)
+    with warm.importing((name, "xla_bugkit.no_such_module", "json")):
+        pass
+    assert name in sys.modules
+    assert not [t for t in threading.enumerate() if t.name == "xla-bugkit-warm"]

@@ -1,0 +1,31 @@
+"""A package's public names, each imported from its module on first use (PEP 562).
+
+A package whose ``__init__`` imported every stage would make each of its modules pay for
+all of them: ``collect`` starts the program before it imports what runs after it, and the
+replay child starts with what it needs and no more.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+
+def exports(
+    package: str, homes: Mapping[str, str], public: Iterable[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``: ``homes`` maps each public name to
+    the module that defines it."""
+    listed = sorted(set(public))
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(home), name)
+
+    def __dir__() -> list[str]:
+        return listed
+
+    return __getattr__, __dir__

@@ -1,0 +1,112 @@
+"""The stages after the run, in order: find the failing process, index its dumps, choose
+(for a wrong result, by replaying candidates), replay, write the bundle.
+
+``driver`` imports this module while the program runs (``warm``): it holds what the run
+itself never needs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from xla_bugkit.capture import arguments, evidence, processes, workdir
+from xla_bugkit.capture.rerun import RunRecord
+from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.pipeline.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
+from xla_bugkit.pipeline.stages import (
+    choose,
+    exit_code,
+    index_dumps,
+    replay_modules,
+    search_wrong_value,
+    write_bundle,
+)
+from xla_bugkit.replay import differential
+from xla_bugkit.replay.stage import Replays
+from xla_bugkit.ui import Ui
+
+
+def after_run(
+    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
+) -> CollectResult:
+    if not run.failure.kind.is_failure and not options.always:
+        return CollectResult(ExitCode.NO_FAILURE, run, NO_SELECTION, fmt=fmt)
+    return bundle_from(work, run, options, fmt, ui)
+
+
+def bundle_from(
+    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
+) -> CollectResult:
+    """The stages after the run: index, choose (for a wrong result, by replaying candidates:
+    ``search_wrong_value``), replay, write the bundle."""
+    run = with_culprit(work, run, ui)
+    # The failing process's own dumps (each process of a run dumps into its own folder).
+    dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
+    stage_dir = work / workdir.STAGE
+    # XLA writes no snapshot of a multi-device execution, TensorFlow none on CPU: the
+    # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
+    # without a culprit every process's records are read.
+    saved = run.culprit_evidence or evidence.load(work)
+    for note in arguments.write_snapshots(dump_dir, saved):
+        ui.warn(note)
+    with ui.phase("indexing dumps"), ui.timed("index"):
+        found = index_dumps(dump_dir, run)
+    for problem in found.problems:
+        ui.warn(f"{problem}: free disk space or raise the file-size limit, then run again")
+    if not found.index.modules:
+        raise BugkitError(no_dumps_message(run))
+    with ui.timed("select"):
+        # Module ids are per process: only the failing process's records describe its dumps.
+        selection = choose(found.index, run, options, run.culprit_evidence)
+    # The replays' outputs and references: the bundle's expected.npz and wrong values.
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-arrays-") as kept:
+        arrays = Path(kept)
+        search = search_wrong_value(dump_dir, found.index, run, options, ui, arrays)
+        if search is not None:
+            selection = differential.merged(selection, search, limit=options.limit)
+            found = Dumps(found.index, (*found.problems, search.note) if search.note
+                          else found.problems)  # fmt: skip
+        # The search replayed on the real inputs; --no-data replays on generated ones.
+        known = differential.known_verdicts(search if options.data else None, selection.chosen)
+        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays,
+                                  known=known)
+                   if options.replay else None) or Replays(())  # fmt: skip
+        if replays.interrupted:
+            found = Dumps(found.index, (*found.problems, replays.note))
+        try:
+            with ui.phase("writing the bundle"):
+                manifest, size = write_bundle(
+                    stage_dir, found, selection, run, replays.verdicts, options, ui, arrays
+                )
+        finally:
+            shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
+    return CollectResult(
+        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted), run,
+        selection, replays.verdicts, options.output, size, tuple(manifest["notes"]),
+        manifest, fmt, replay_interrupted=replays.interrupted,
+    )  # fmt: skip
+
+
+def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
+    """``run`` with the process its failure belongs to, chosen from what each process of
+    the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
+    culprit = processes.failing(evidence.load(work))
+    if culprit is None:
+        return run
+    if culprit.others:
+        ui.say(f"the failure is in {culprit.label}: {culprit.why}")
+    folder = processes.dump_folder(work / workdir.DUMP, culprit)
+    for note in processes.gather_elsewhere(culprit.process, folder):
+        ui.say(note)
+    return replace(run, culprit=culprit)
+
+
+def no_dumps_message(run: RunRecord) -> str:
+    return (
+        f"the program wrote no XLA dumps ({run.failure.describe}): it may replace XLA_FLAGS "
+        "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
+        "before JAX compiles anything, or not use XLA at all"
+    )

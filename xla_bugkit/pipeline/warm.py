@@ -1,0 +1,39 @@
+"""What collect needs after the program, imported while the program runs.
+
+The stages after the run pull in py7zr, numpy, protobuf and most of xla-bugkit: a third of
+a second of imports that, made before the program starts, would add to every run. A thread
+makes them while the program runs, when this process only waits on it, and is joined
+before the stages start, so nothing runs beside them (the symbol search forks its workers
+only when no other thread runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+# The stages after the run; what they import, they import.
+AFTER_RUN = ("xla_bugkit.pipeline.bundling",)
+
+
+@contextmanager
+def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
+    """Import ``modules`` in a thread for as long as the block runs; joined at its end. An
+    import that fails here is left for the stage that needs it to raise, as it would have."""
+    thread = threading.Thread(target=_import, args=(modules,), name="xla-bugkit-warm",
+                              daemon=True)  # fmt: skip
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+
+
+def _import(modules: Sequence[str]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # raised again, where it is said, by the import that needs it
+            continue
