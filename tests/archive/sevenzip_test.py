@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import lzma
 import random
 import shutil
 import subprocess
@@ -45,7 +47,9 @@ def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None
     write_archive(files, out, "7z")
     with py7zr.SevenZipFile(out) as z:
         assert len(z.header.main_streams.unpackinfo.folders) == 3  # one stream per "core"
-    assert [e.name for e in list_entries(out)] == sorted(files)
+    names = [e.name for e in list_entries(out)]
+    assert sorted(names) == sorted(files)
+    assert names == [sorted(files)[i] for i in sevenzip.stream_order(sorted(files))]
     for name, path in files.items():
         assert read_member(out, name, 1 << 30) == path.read_bytes()
     dest = tmp_path / "out"
@@ -97,3 +101,47 @@ def test_groups_are_contiguous_and_cover_every_member(n: int) -> None:
     assert 1 <= len(runs) <= n
     if n == 2:
         assert sum(sizes[i] for i in runs[0]) >= 100  # no run is far below its share
+
+
+def test_a_cut_never_separates_a_modules_texts_or_its_protos(tmp_path: Path, parallel: None) -> None:
+    # One module's HLO before and after optimization repeat the same large constants: in one
+    # stream the second packs to almost nothing; cut apart, each pays for them in full.
+    rng = random.Random(3)
+    constants = ", ".join(f"{rng.uniform(-1, 1):.6f}" for _ in range(60_000)).encode()
+    m = "modules/module_0007.jit_eval/module_0007.jit_eval"
+    bodies = {
+        f"{m}.before_optimizations.txt": b"HloModule before\n" + constants,
+        f"{m}.cpu_after_optimizations.txt": b"HloModule after\n" + constants,
+        f"{m}.before_optimizations.hlo.pb": rng.randbytes(150_000),
+        f"{m}.cpu_after_optimizations.hlo.pb": rng.randbytes(150_000),
+        "ISSUE.md": b"# an issue\n" * 100,
+    }
+    files = {}
+    for i, (name, body) in enumerate(bodies.items()):
+        files[name] = tmp_path / f"f{i}"
+        files[name].write_bytes(body)
+    out = tmp_path / "b.7z"
+    write_archive(files, out, "7z")
+    with py7zr.SevenZipFile(out) as z:
+        folders = z.header.main_streams.unpackinfo.folders
+        streams = z.header.main_streams.substreamsinfo.num_unpackstreams_folders
+    assert len(folders) == 2  # the texts; the protos and the rest (the cut nearest 1/3 and 2/3)
+    names = [e.name for e in list_entries(out)]
+    starts = list(itertools.accumulate(streams, initial=0))
+    by_stream = [set(names[a:b]) for a, b in itertools.pairwise(starts)]
+    assert {f"{m}.before_optimizations.txt", f"{m}.cpu_after_optimizations.txt"} in by_stream
+    once = len(lzma.compress(constants, preset=9))
+    # The protos' 300 kB of noise, and the constants packed once (twice: 300 kB + 2 * once).
+    assert out.stat().st_size < 300_000 + 1.2 * once
+    for name, path in files.items():
+        assert read_member(out, name, 1 << 30) == path.read_bytes()
+
+
+def test_groups_cut_only_where_the_family_changes() -> None:
+    sizes = [10, 10, 10, 10, 10, 10]
+    families = ["a", "a", "a", "a", "b", "b"]
+    assert sevenzip.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
+    assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
+    assert sevenzip.family("modules/m/x.before_optimizations.txt") == (0, "modules/m")
+    assert sevenzip.family("modules/m/pjrt/module.mlir") == (2, "modules/m")
+    assert sevenzip.family("inputs.npz") == (1, "")

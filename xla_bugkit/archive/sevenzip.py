@@ -2,11 +2,16 @@
 
 py7zr writes every member into one folder (one LZMA2 stream) compressed in the calling
 thread, so it uses one core where ``7z a -mx=9`` uses all. A 7z archive may hold several
-folders, each an independent stream: here the members, in archive order, are cut into
+folders, each an independent stream: here the members, in ``stream_order``, are cut into
 contiguous groups of about equal size, each group is compressed into a folder of its own in
 a thread (liblzma and zlib's crc32 release the GIL), and the packed streams are then written
-one after another with the header py7zr would write for them. Members of one module sit
-side by side in archive order, so a cut rarely separates the files that compress together.
+one after another with the header py7zr would write for them.
+
+A cut never separates files that share content (``family``): a module's HLO texts repeat its
+large constants before and after optimization, as its protos do in binary, and a stream
+holding one of a pair packs the other to almost nothing. Cutting between them made a
+training run's one-module bundle 1.38x the size of ``7z a -mx=9``'s; its texts and its
+protos as two streams are 1.00x, in two thirds of one stream's time.
 
 This uses py7zr's header classes beyond its public API (checked on 1.x): ``supported()``
 says whether the installed py7zr has them, and the caller falls back to one stream.
@@ -51,18 +56,41 @@ def workers(total: int) -> int:
     return max(1, min(cores, total // (PARALLEL_FROM // 2)))
 
 
-def groups(sizes: Sequence[int], n: int) -> list[range]:
+def family(arcname: str) -> tuple[int, str]:
+    """What ``arcname`` shares content with: files of one kind (texts, protos and arrays,
+    the rest) of one module folder (``modules/<name>/``); outside it, its own kind."""
+    parts = arcname.split("/")
+    module = "/".join(parts[:2]) if parts[0] == "modules" and len(parts) > 2 else ""
+    name = parts[-1]
+    kind = 0 if name.endswith(".txt") else 1 if name.endswith((".pb", ".npz")) else 2
+    return kind, module
+
+
+def stream_order(arcnames: Sequence[str]) -> list[int]:
+    """Indices of ``arcnames`` in the order they go into the archive: by family, so what
+    compresses together sits together, then by name."""
+    return sorted(range(len(arcnames)), key=lambda i: (family(arcnames[i]), arcnames[i]))
+
+
+def groups(sizes: Sequence[int], n: int, families: Sequence[object] | None = None) -> list[range]:
     """Cut indices ``0..len(sizes)`` into at most ``n`` contiguous runs of about equal bytes:
-    each cut falls at the member boundary nearest its share, before or after a large member."""
+    each cut falls at the boundary nearest its share, before or after a large member, and
+    only where ``families`` (one per member; default: all different) changes."""
     prefix = list(itertools.accumulate(sizes, initial=0))
+    allowed = [
+        i for i in range(1, len(sizes)) if families is None or families[i - 1] != families[i]
+    ]
     total, bounds = prefix[-1], [0]
     for k in range(1, n):
+        if not allowed:
+            break
         target = total * k / n
-        at = bisect.bisect_left(prefix, target)
-        if at > 0 and (at == len(prefix) or target - prefix[at - 1] < prefix[at] - target):
-            at -= 1  # the boundary before the member that crosses the target is nearer
-        if bounds[-1] < at < len(sizes):
-            bounds.append(at)
+        at = bisect.bisect_left([prefix[i] for i in allowed], target)
+        # The allowed boundary nearest the target, before or after it.
+        near = [allowed[j] for j in (at - 1, at) if 0 <= j < len(allowed)]
+        cut = min(near, key=lambda i: abs(prefix[i] - target))
+        if bounds[-1] < cut:
+            bounds.append(cut)
     bounds.append(len(sizes))
     return [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
@@ -77,7 +105,7 @@ def write_parallel(
 ) -> None:
     """Write ``sources`` (arcname, path; ``sizes`` their sizes) to ``f`` as a 7z archive of up
     to ``n`` folders compressed at once; ``filters(group_bytes)`` gives each folder's filters."""
-    runs = groups(sizes, n)
+    runs = groups(sizes, n, [family(name) for name, _ in sources])
     sz = py7zr.SevenZipFile(f, "w", filters=filters(max(sum(sizes[i] for i in r) for r in runs)))
     header: Any = sz.header
     folders = []

@@ -171,6 +171,7 @@ def _7z_filters(total: int) -> list[dict[str, int]]:
 
 
 def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> None:
+    sources = [sources[i] for i in sevenzip.stream_order([name for name, _ in sources])]
     sizes = [src.stat().st_size for _, src in sources]
     streams = sevenzip.workers(sum(sizes))
     if streams > 1:  # one LZMA2 stream per core, compressed side by side
