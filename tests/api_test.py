@@ -49,8 +49,13 @@ def test_collect_starts_the_program_before_importing_the_stages_after_it() -> No
     # after it (archives, numpy, protos, the bundle) is imported while it runs.
     loaded = _loaded_after("import xla_bugkit.main, xla_bugkit.commands.collect")
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
-    stages = {"xla_bugkit.pipeline.bundling", "xla_bugkit.pipeline.stages",
-              "xla_bugkit.bundle.build", "xla_bugkit.archive.write", "xla_bugkit.replay.judge"}  # fmt: skip
+    stages = {
+        "xla_bugkit.pipeline.bundling",
+        "xla_bugkit.pipeline.stages",
+        "xla_bugkit.bundle.build",
+        "xla_bugkit.archive.write",
+        "xla_bugkit.replay.judge",
+    }
     assert not (heavy | stages) & loaded
     assert "xla_bugkit.pipeline.driver" in loaded or "xla_bugkit.pipeline.options" in loaded
 

@@ -21,7 +21,8 @@ def _files(root: Path, n: int = 24) -> dict[str, Path]:
     rng = random.Random(7)
     files: dict[str, Path] = {}
     for i in range(n):
-        name = f"modules/m{i:02d}/module_{i:04d}.jit_f.txt"
+        kind = "txt" if i % 2 else "hlo.pb"  # two families of content, and the noise a third
+        name = f"modules/m{i:02d}/module_{i:04d}.jit_f.{kind}"
         body = "".join(f"%add.{j} = f32[{rng.randrange(99)}] add(%p, %q)\n" for j in range(400 * i))
         files[name] = root / f"t{i}.txt"
         files[name].write_text(body)
@@ -46,7 +47,8 @@ def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None
     out = tmp_path / "b.7z"
     write_archive(files, out, "7z")
     with py7zr.SevenZipFile(out) as z:
-        assert len(z.header.main_streams.unpackinfo.folders) == 3  # one stream per "core"
+        # Up to one stream per "core", cut only between families.
+        assert len(z.header.main_streams.unpackinfo.folders) in (2, 3)
     names = [e.name for e in list_entries(out)]
     assert sorted(names) == sorted(files)
     assert names == [sorted(files)[i] for i in sevenzip.stream_order(sorted(files))]
@@ -103,9 +105,10 @@ def test_groups_are_contiguous_and_cover_every_member(n: int) -> None:
         assert sum(sizes[i] for i in runs[0]) >= 100  # no run is far below its share
 
 
-def test_a_cut_never_separates_a_modules_texts_or_its_protos(tmp_path: Path, parallel: None) -> None:
-    # One module's HLO before and after optimization repeat the same large constants: in one
-    # stream the second packs to almost nothing; cut apart, each pays for them in full.
+def test_a_cut_never_separates_texts_that_share_constants(tmp_path: Path, parallel: None) -> None:
+    # One module's HLO before and after optimization repeat the same large constants, and
+    # another module of the program embeds them too: in one stream the copies pack to almost
+    # nothing; cut apart, each pays for them in full.
     rng = random.Random(3)
     constants = ", ".join(f"{rng.uniform(-1, 1):.6f}" for _ in range(60_000)).encode()
     m = "modules/module_0007.jit_eval/module_0007.jit_eval"
@@ -114,6 +117,9 @@ def test_a_cut_never_separates_a_modules_texts_or_its_protos(tmp_path: Path, par
         f"{m}.cpu_after_optimizations.txt": b"HloModule after\n" + constants,
         f"{m}.before_optimizations.hlo.pb": rng.randbytes(150_000),
         f"{m}.cpu_after_optimizations.hlo.pb": rng.randbytes(150_000),
+        "modules/module_0009.jit_step/module_0009.jit_step.before_optimizations.txt": (
+            b"HloModule step\n" + constants
+        ),
         "ISSUE.md": b"# an issue\n" * 100,
     }
     files = {}
@@ -129,10 +135,10 @@ def test_a_cut_never_separates_a_modules_texts_or_its_protos(tmp_path: Path, par
     names = [e.name for e in list_entries(out)]
     starts = list(itertools.accumulate(streams, initial=0))
     by_stream = [set(names[a:b]) for a, b in itertools.pairwise(starts)]
-    assert {f"{m}.before_optimizations.txt", f"{m}.cpu_after_optimizations.txt"} in by_stream
+    assert {n for n in names if n.endswith(".txt")} in by_stream
     once = len(lzma.compress(constants, preset=9))
-    # The protos' 300 kB of noise, and the constants packed once (twice: 300 kB + 2 * once).
-    assert out.stat().st_size < 300_000 + 1.2 * once
+    # The protos' 300 kB of noise, and the constants packed once (cut: 300 kB + 2-3x once).
+    assert out.stat().st_size < 300_000 + 1.3 * once
     for name, path in files.items():
         assert read_member(out, name, 1 << 30) == path.read_bytes()
 
@@ -142,6 +148,13 @@ def test_groups_cut_only_where_the_family_changes() -> None:
     families = ["a", "a", "a", "a", "b", "b"]
     assert sevenzip.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
     assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
-    assert sevenzip.family("modules/m/x.before_optimizations.txt") == (0, "modules/m")
-    assert sevenzip.family("modules/m/pjrt/module.mlir") == (2, "modules/m")
-    assert sevenzip.family("inputs.npz") == (1, "")
+    # By kind, not by module: a program's modules share their weights.
+    kinds = [
+        "modules/a/x.before_optimizations.txt",
+        "modules/b/y.cpu_after_optimizations.txt",
+        "modules/a/x.hlo.pb",
+        "inputs.npz",
+        "modules/a/pjrt/module.mlir",
+        "ISSUE.md",
+    ]
+    assert [sevenzip.family(k) for k in kinds] == [0, 0, 1, 1, 2, 2]
