@@ -9,7 +9,9 @@ only when no other thread runs).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,8 +34,17 @@ def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
 
 
 def _import(modules: Sequence[str]) -> None:
+    _yield_to_the_program()
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # raised again, where it is said, by the import that needs it
             continue
+
+
+def _yield_to_the_program() -> None:
+    """This thread runs at the lowest priority (Linux applies a nice value per thread): on a
+    busy machine the imports take only what the program leaves idle, and once it has ended
+    nothing competes with them."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
