@@ -50,8 +50,8 @@ def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None
         # Up to one stream per "core", cut only between families.
         assert len(z.header.main_streams.unpackinfo.folders) in (2, 3)
     names = [e.name for e in list_entries(out)]
+    assert names == [name for name, _ in sevenzip.arrange(sorted(files.items()))[0]]
     assert sorted(names) == sorted(files)
-    assert names == [sorted(files)[i] for i in sevenzip.stream_order(sorted(files))]
     for name, path in files.items():
         assert read_member(out, name, 1 << 30) == path.read_bytes()
     dest = tmp_path / "out"
@@ -148,13 +148,60 @@ def test_groups_cut_only_where_the_family_changes() -> None:
     families = ["a", "a", "a", "a", "b", "b"]
     assert sevenzip.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
     assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
-    # By kind, not by module: a program's modules share their weights.
-    kinds = [
-        "modules/a/x.before_optimizations.txt",
-        "modules/b/y.cpu_after_optimizations.txt",
-        "modules/a/x.hlo.pb",
-        "inputs.npz",
-        "modules/a/pjrt/module.mlir",
-        "ISSUE.md",
+
+
+def test_modules_that_share_a_large_constant_are_one_family(tmp_path: Path) -> None:
+    shared = b"%constant.1 = f32[300] constant({" + b"0.25, " * 300 + b"})\n"
+    own = b"%constant.2 = f32[300] constant({" + b"0.5, " * 300 + b"})\n"
+    bodies = {
+        "modules/a/a.before_optimizations.txt": b"HloModule a\n" + shared,
+        "modules/a/a.hlo.pb": b"a",
+        "modules/b/b.before_optimizations.txt": b"HloModule b\n" + own,
+        "modules/c/c.cpu_after_optimizations.txt": b"HloModule c\n" + own + shared,
+        "modules/d/d.before_optimizations.txt": b"HloModule d\n" + b"%x = f32[] add()\n",
+        "modules/d/pjrt/module.mlir": b"module",
+        "ISSUE.md": b"#",
+    }
+    sources = []
+    for i, (name, body) in enumerate(bodies.items()):
+        (tmp_path / f"f{i}").write_bytes(body)
+        sources.append((name, tmp_path / f"f{i}"))
+    ordered, families = sevenzip.arrange(sources)
+    family = dict(zip((name for name, _ in ordered), families, strict=True))
+    # a and c share one constant, b and c another: one group, named by its first module.
+    texts = [family[n] for n in bodies if n.endswith(".txt")]
+    assert texts[:3] == [(0, "modules/a")] * 3
+    assert texts[3] == (0, "modules/d")  # shares nothing: a family of its own
+    assert family["modules/a/a.hlo.pb"] == (1, "modules/a")
+    assert family["modules/d/pjrt/module.mlir"] == (2, "modules/d")
+    assert family["ISSUE.md"] == (2, "ISSUE.md")
+    assert [n for n, _ in ordered][:3] == [
+        "modules/a/a.before_optimizations.txt",
+        "modules/b/b.before_optimizations.txt",
+        "modules/c/c.cpu_after_optimizations.txt",
     ]
-    assert [sevenzip.family(k) for k in kinds] == [0, 0, 1, 1, 2, 2]
+
+
+def test_modules_whose_snapshots_hold_the_same_weights_are_one_family(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    weights = rng.randbytes(64_000)  # float32 weights: random-looking bytes
+    bodies = {
+        "modules/m1/m1.snapshot.1.pb": b"\x0a\x10adam" + weights + rng.randbytes(2_000),
+        "modules/m2/m2.snapshot.2.pb": b"\x0a\x10ema" + rng.randbytes(3_000) + weights,
+        "modules/m3/m3.snapshot.3.pb": rng.randbytes(66_000),  # its own inputs
+        "modules/m4/m4.snapshot.4.pb": bytes(66_000),  # zeros share nothing worth a stream
+        "modules/m5/m5.snapshot.5.pb": bytes(66_000),
+    }
+    sources = []
+    for i, (name, body) in enumerate(bodies.items()):
+        (tmp_path / f"f{i}").write_bytes(body)
+        sources.append((name, tmp_path / f"f{i}"))
+    ordered, families = sevenzip.arrange(sources)
+    family = dict(zip((name for name, _ in ordered), families, strict=True))
+    assert [family[n] for n in bodies] == [
+        (1, "modules/m1"),
+        (1, "modules/m1"),
+        (1, "modules/m3"),
+        (1, "modules/m4"),
+        (1, "modules/m5"),
+    ]

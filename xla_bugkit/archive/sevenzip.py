@@ -7,7 +7,7 @@ contiguous groups of about equal size, each group is compressed into a folder of
 a thread (liblzma and zlib's crc32 release the GIL), and the packed streams are then written
 one after another with the header py7zr would write for them.
 
-A cut never separates files that share content (``family``): a module's HLO texts repeat its
+A cut never separates files that share content (``arrange``): a module's HLO texts repeat its
 large constants before and after optimization, as its protos do in binary, and modules of
 one program embed the same weights; a stream holding one copy packs the others to almost
 nothing. Cutting anywhere made a training run's one-module bundle 1.38x the size of
@@ -57,19 +57,89 @@ def workers(total: int) -> int:
     return max(1, min(cores, total // (PARALLEL_FROM // 2)))
 
 
-def family(arcname: str) -> int:
-    """What ``arcname`` shares content with: files of its kind (HLO texts; protos and
-    arrays; the rest), whatever module they belong to: a training run's modules embed the
-    same weights, and cutting between modules made an 8-module bundle 1.25x 7-Zip's size."""
+Family = tuple[int, str]  # (kind, the first module of its group): see ``arrange``
+
+
+def kind(arcname: str) -> int:
+    """HLO texts, protos and arrays, the rest: files of different kinds share no content
+    (a constant is decimal in a text, binary in a proto)."""
     if arcname.endswith(".txt"):
         return 0
     return 1 if arcname.endswith((".pb", ".npz")) else 2
 
 
-def stream_order(arcnames: Sequence[str]) -> list[int]:
-    """Indices of ``arcnames`` in the order they go into the archive: by family, so what
-    compresses together sits together, then by name."""
-    return sorted(range(len(arcnames)), key=lambda i: (family(arcnames[i]), arcnames[i]))
+def arrange(sources: Sequence[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], list[Family]]:
+    """``sources`` in the order they go into the archive, and each one's family: its kind,
+    and the group of modules it shares content with (``_module_groups``); a member outside
+    ``modules/`` is its own. What compresses together sits together, and ``groups`` cuts
+    only between families."""
+    group = _module_groups(sources)
+    families = [(kind(name), group.get((kind(name), _module(name)), name)) for name, _ in sources]
+    order = sorted(range(len(sources)), key=lambda i: (families[i], sources[i][0]))
+    return [sources[i] for i in order], [families[i] for i in order]
+
+
+def _module(arcname: str) -> str:
+    parts = arcname.split("/")
+    return "/".join(parts[:2]) if parts[0] == "modules" and len(parts) > 2 else ""
+
+
+# Content that two modules' files share: a long line of HLO text (a large constant,
+# ``--xla_dump_large_constants``), or in protos and arrays windows of varied bytes after
+# an anchor byte (the weights in the snapshots of a training step's modules). Enough of them
+# in common and the modules are one group.
+_LONG_LINE = 1024
+_ANCHOR, _WINDOW, _VARIED = b"\xa7", 48, 24  # 1 in 256 positions of random bytes
+_SHARED = (1, 4, 1)  # by kind: fingerprints in common that join two modules
+
+
+def _module_groups(sources: Sequence[tuple[str, Path]]) -> dict[tuple[int, str], str]:
+    """(kind, module folder) -> its group, named by its first module: modules that share
+    content in files of that kind, directly or through another module."""
+    parent: dict[tuple[int, str], tuple[int, str]] = {}
+
+    def root(m: tuple[int, str]) -> tuple[int, str]:
+        while parent[m] != m:
+            parent[m] = parent[parent[m]]
+            m = parent[m]
+        return m
+
+    owner: dict[tuple[int, int], tuple[int, str]] = {}
+    common: dict[tuple[tuple[int, str], tuple[int, str]], int] = {}
+    for name, path in sources:
+        module = _module(name)
+        if not module:
+            continue
+        k = kind(name)
+        me = parent.setdefault((k, module), (k, module))
+        for print_ in _fingerprints(path, k):
+            other = owner.setdefault((k, print_), me)
+            pair = (min(other, me), max(other, me))
+            common[pair] = common.get(pair, 0) + 1
+            a, b = root(other), root(me)
+            if a != b and common[pair] >= _SHARED[k]:
+                parent[max(a, b)] = min(a, b)
+    return {m: root(m)[1] for m in parent}
+
+
+def _fingerprints(path: Path, k: int) -> set[int]:
+    try:
+        if k == 0:
+            with path.open("rb") as f:
+                return {hash(line) for line in f if len(line) >= _LONG_LINE}
+        if k != 1:
+            return set()
+        data = path.read_bytes()
+    except OSError:  # the writer reports it, where it reads the file for the archive
+        return set()
+    found = set()
+    at = data.find(_ANCHOR)
+    while at >= 0:
+        window = data[at + 1 : at + 1 + _WINDOW]
+        if len(window) == _WINDOW and len(set(window)) >= _VARIED:
+            found.add(hash(window))
+        at = data.find(_ANCHOR, at + 1)
+    return found
 
 
 def groups(sizes: Sequence[int], n: int, families: Sequence[object] | None = None) -> list[range]:
@@ -102,10 +172,11 @@ def write_parallel(
     n: int,
     open_source: OpenSource,
     filters: Filters,
+    families: Sequence[Family],
 ) -> None:
     """Write ``sources`` (arcname, path; ``sizes`` their sizes) to ``f`` as a 7z archive of up
     to ``n`` folders compressed at once; ``filters(group_bytes)`` gives each folder's filters."""
-    runs = groups(sizes, n, [family(name) for name, _ in sources])
+    runs = groups(sizes, n, families)
     sz = py7zr.SevenZipFile(f, "w", filters=filters(max(sum(sizes[i] for i in r) for r in runs)))
     header: Any = sz.header
     folders = []
