@@ -16,14 +16,14 @@ from typing import Any
 from xla_bugkit import ptxla_log, value_check
 from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
 from xla_bugkit.compile_log import FINISHED_RE, Busy, busy_in_xla, compile_open
+from xla_bugkit.signature import comparable
+from xla_bugkit.signature import normalise as normalise  # the signature a run records
 from xla_bugkit.xla_status import (
-    DISPATCH,
     framework_status,
     graph_that_raised,
     last_status,
     tf_function,
 )
-from xla_bugkit.xla_status import STATUS as _STATUS
 
 
 class Kind(StrEnum):
@@ -77,14 +77,6 @@ _COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPa
 # Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
 _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
 
-# What a CHECK prints after its condition: CHECK_EQ's operands "(0x.. vs. (null))" and the
-# offending instruction "%constant.48 = ...". The condition itself may hold "(", "<", "%".
-_CHECK_TAIL = re.compile(r"(?P<keep>.*?Check failed: .*?)(?: \(\S+ vs\. |\s+%[\w.-]+ = |$)")
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-_TMP_PATH = re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s'\":,)]+")
-_INSTR_ID = re.compile(r"(%?[A-Za-z_][\w-]*)\.\d+\b")
-_LONG_NUMBER = re.compile(r"\b\d{5,}\b")
-_SPACES = re.compile(r"\s+")
 # Colours: Jupyter prints a cell's traceback with them (`jupyter execute`, nbconvert).
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -154,9 +146,9 @@ class Failure:
         status code torch_xla drops, and the numbers XLA puts in computation names
         (``region_1.1`` in one version is ``region_0.1`` in another).
         """
-        return _family(self.kind) == _family(other.kind) and _comparable(
+        return _family(self.kind) == _family(other.kind) and comparable(
             self.signature
-        ) == _comparable(other.signature)
+        ) == comparable(other.signature)
 
 
 # What a hang's replay child gets on top of the run's time without progress: importing jax
@@ -173,39 +165,10 @@ class Stop:
     stalled: float  # seconds without any output before the stop
 
 
-_LEADING_CODE = re.compile(rf"^(?:{_STATUS}): ")
-_NAME_NUMBER = re.compile(r"(?<=[A-Za-z])_\d+\b")
-
-
-def _comparable(signature: str) -> str:
-    """A signature less what two XLA versions print differently for the same bug."""
-    # A bundle written before the wrappers were taken off still carries them.
-    inner = signature.replace(DISPATCH, "")
-    return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", inner))
-
-
 def _family(kind: Kind) -> str:
     if kind in (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR, Kind.CRASH):
         return "xla"
     return str(kind.value)
-
-
-def normalise(line: str) -> str:
-    """Strip what differs between two runs of the same bug: addresses, temp paths, ids.
-
-    A CHECK's condition is its identity; the operands and the instruction it prints after
-    it (" (0x.. vs. ..) %constant.47 = ...") change from run to run and are dropped.
-    """
-    check = _CHECK_TAIL.match(line)
-    if check:
-        line = check.group("keep")
-    line = _HEX.sub("0x?", line)
-    line = _TMP_PATH.sub("<tmp>", line)
-    line = _INSTR_ID.sub(r"\1.N", line)
-    line = _LONG_NUMBER.sub("N", line)
-    # Source paths differ by checkout ("external/xla/xla/..." vs "xla/..."): keep the file name.
-    line = re.sub(r"(?:[\w.-]+/)+([\w.-]+\.(?:cc|h|cpp|py):\d+)", r"\1", line)
-    return str(_SPACES.sub(" ", line).strip()[:300])
 
 
 def classify(
