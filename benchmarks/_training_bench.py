@@ -177,8 +177,11 @@ def training_rows(t: Training) -> tuple[list[Row], list[Row]]:
         default_w <= 1.10 * hand_w,
         f"its archive stage (LZMA2 preset 9, as `7z a -mx=9`): "
         f"{secs(statistics.median(t.archive_7z))}; collect {_spread(t.default)}",
-        bound="the 7z archive stage is the difference from the zip row: LZMA2 at preset 9, "
-        "compressed in parallel streams (see P3)",
+        bound="the archive stage: LZMA2 at preset 9, as `7z a -mx=9`, slow in liblzma on this "
+        "bundle's HLO text (its large constants printed in decimal): "
+        f"{secs(statistics.median(t.archive_7z))} against the zip runs' "
+        f"{secs(stage_w.get('archive', 0.0))}; the rest is the program's own spread (see the "
+        'zip row\'s runs). `-o b.zip`, or `format = "zip"` in the config, avoids it',
     )
     rows = []
     for name in ("run", *_STAGES):
