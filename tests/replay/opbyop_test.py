@@ -112,3 +112,40 @@ def test_an_instruction_that_cannot_run_alone_is_named() -> None:
     text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
     with pytest.raises(opbyop.OpByOpError, match=r"^z \(constant\) fails alone: boom"):
         opbyop.run_op_by_op(text, [np.zeros(3, np.float32), np.int32(0)], fail)
+
+
+def test_ops_compile_ahead_once_each_and_no_thread_outlives_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    compiled: list[str] = []
+    real = opbyop.CompilingRunner._compile
+
+    def counting(self: opbyop.CompilingRunner, text: str) -> object:
+        compiled.append(threading.current_thread().name)
+        return real(self, text)
+
+    monkeypatch.setattr(opbyop.CompilingRunner, "_compile", counting)
+    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    runner = opbyop.compile_and_run("cpu")
+    for _ in range(2):  # the second run finds every op compiled
+        out = opbyop.run_op_by_op(text, [x, np.int32(7)], runner)
+        assert compare_outputs(out, [np.full(3, 36.0, np.float32), np.int32(7)]).close
+    # constant, reduce, broadcast, multiply: each compiled once, ahead, by the pool.
+    assert len(compiled) == 4
+    assert all(name.startswith("xla-bugkit-compile") for name in compiled)
+    assert not [t for t in threading.enumerate() if t.name.startswith("xla-bugkit-compile")]
+
+
+def test_an_op_that_fails_to_compile_ahead_is_named_at_its_turn() -> None:
+    # A custom call to a target nobody registered: it compiles ahead, fails, and the error
+    # is raised where the op's turn comes, naming it.
+    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    text = text.replace("multiply(b.1, b.1)", 'custom-call(b.1, b.1), custom_call_target="no_such"')
+    assert "no_such" in text
+    with pytest.raises(opbyop.OpByOpError, match=r"^m\S* \(custom-call\) fails alone"):
+        opbyop.run_op_by_op(
+            text, [np.zeros(3, np.float32), np.int32(0)], opbyop.compile_and_run("cpu")
+        )

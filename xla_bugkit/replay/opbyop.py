@@ -12,8 +12,10 @@ HLO parser. Runs inside the replay child: it compiles with jaxlib.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,15 +225,63 @@ def compile_and_run(platform: str, overrides: Sequence[_jaxlib.Override] = ()) -
 
     ``overrides`` are per-compile DebugOptions settings (see ``_jaxlib.compile``).
     """
-    cache: dict[str, _jaxlib.Executable] = {}
+    return CompilingRunner(platform, tuple(overrides))
 
-    def run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
-        if text not in cache:
-            mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
-            cache[text] = _jaxlib.compile(mlir, platform=platform, overrides=overrides)
-        return _jaxlib.execute(cache[text], args)
 
-    return run
+class CompilingRunner:
+    """Compiles HLO text with jaxlib, once per text, and executes it. ``ahead`` starts
+    compiling the texts a caller will run next on the machine's other cores (XLA compiles
+    without holding the GIL): op by op, the ops compile while earlier ones run."""
+
+    def __init__(self, platform: str, overrides: tuple[_jaxlib.Override, ...]) -> None:
+        self.platform, self.overrides = platform, overrides
+        self._compiled: dict[str, Future[_jaxlib.Executable]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+        if text not in self._compiled:
+            self._compiled[text] = _done(lambda: self._compile(text))
+        return _jaxlib.execute(self._compiled[text].result(), args)
+
+    def ahead(self, texts: Sequence[str]) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(_AHEAD, thread_name_prefix="xla-bugkit-compile")
+        for text in texts:
+            if text not in self._compiled:
+                self._compiled[text] = self._pool.submit(self._compile, text)
+
+    def close(self) -> None:
+        """Stop compiling ahead: what has not started is dropped, and no thread outlives the
+        call (a process that forks later must not inherit one inside XLA)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+            self._compiled = {t: f for t, f in self._compiled.items() if not f.cancelled()}
+
+    def _compile(self, text: str) -> _jaxlib.Executable:
+        mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
+        return _jaxlib.compile(mlir, platform=self.platform, overrides=self.overrides)
+
+
+def _done(compile_now: Callable[[], _jaxlib.Executable]) -> Future[_jaxlib.Executable]:
+    """A compile made here, as a finished future (its error raised where it is waited on)."""
+    future: Future[_jaxlib.Executable] = Future()
+    try:
+        future.set_result(compile_now())
+    except Exception as e:
+        future.set_exception(e)
+    return future
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+# Compiles under way at once, ahead of the op being run (which mostly waits for them).
+_AHEAD = max(1, min(4, _cores()))
 
 
 def run_op_by_op(text: str, args: Sequence[Value], run: Runner) -> list[np.ndarray]:
@@ -251,9 +301,22 @@ def entry_values(text: str, args: Sequence[Value], run: Runner) -> dict[str, Val
     module = parse_module(text)
     values: dict[str, Value] = {}
     shapes = {i.name: i.shape for i in module.entry}
-    for instruction in module.entry:
-        values[instruction.name] = _evaluate(module, instruction, values, shapes, args, run)
+    if isinstance(run, CompilingRunner):
+        run.ahead([tiny_module(module, i, shapes) for i in module.entry if _compiled_alone(i)])
+    try:
+        for instruction in module.entry:
+            values[instruction.name] = _evaluate(module, instruction, values, shapes, args, run)
+    finally:
+        if isinstance(run, CompilingRunner):
+            run.close()
     return values
+
+
+def _compiled_alone(instruction: Instruction) -> bool:
+    """Whether ``_evaluate`` compiles ``instruction`` (the rest is plumbing it does itself)."""
+    if instruction.opcode in ("parameter", "tuple", "get-tuple-element"):
+        return False
+    return not (instruction.opcode == "custom-call" and _ANNOTATION.search(instruction.line))
 
 
 def _evaluate(
