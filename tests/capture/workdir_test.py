@@ -104,3 +104,23 @@ def test_the_warm_imports_are_made_and_joined_by_the_end_of_the_block(
     assert not [t for t in threading.enumerate() if t.name == "xla-bugkit-warm"]
     assert nice == [19, 19, 19]  # only what the program leaves idle
     assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # this process's own is unchanged
+
+
+def test_what_cannot_be_moved_aside_is_deleted_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "mine"
+    _fill(work)
+    (work / "notes.txt").write_text("the user's own")
+    real = Path.rename
+
+    def rename(self: Path, target: Path) -> Path:
+        if self.name == workdir.LOG:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    workdir.remove(work, made_here=False, detach=True)
+    assert not any((work / n).exists() for n in workdir.NAMES)
+    _gone(list(work.glob(f"{workdir.REMOVING}*")))
+    assert [p.name for p in work.iterdir()] == ["notes.txt"]

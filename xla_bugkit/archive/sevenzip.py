@@ -2,7 +2,7 @@
 
 py7zr writes every member into one folder (one LZMA2 stream) compressed in the calling
 thread, so it uses one core where ``7z a -mx=9`` uses all. A 7z archive may hold several
-folders, each an independent stream: here the members, in ``stream_order``, are cut into
+folders, each an independent stream: here the members, in ``arrange``'s order, are cut into
 contiguous groups of about equal size, each group is compressed into a folder of its own in
 a thread (liblzma and zlib's crc32 release the GIL), and the packed streams are then written
 one after another with the header py7zr would write for them.

@@ -15,6 +15,7 @@ Layout::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -67,10 +68,9 @@ def remove(work: Path, *, made_here: bool, detach: bool = False) -> None:
         aside = _moved_aside(work, made_here=made_here)
         # A deletion a reboot cut short is finished along with this one.
         stale = _left_aside(work.parent) if made_here else []
-        if aside is not None and _delete_detached([aside, *stale]):
-            return
-        if aside is not None:
+        if aside is not None and not _delete_detached([aside, *stale]):
             shutil.rmtree(aside, ignore_errors=True)
+    # What was not moved aside (all of it, without ``detach``) goes now.
     if made_here:
         shutil.rmtree(work, ignore_errors=True)
         return
@@ -99,19 +99,21 @@ def _delete(path: Path) -> None:
 
 
 def _moved_aside(work: Path, *, made_here: bool) -> Path | None:
-    """The folder the work dir's run was renamed to; None when no rename could be made."""
+    """The folder the work dir's run was renamed to (what could not be moved stays where it
+    was); None when there is none."""
     try:
         if made_here:
             aside = work.with_name(REMOVING + work.name)
             work.rename(aside)
             return aside
         aside = Path(tempfile.mkdtemp(prefix=REMOVING, dir=work))
-        for name in NAMES:
-            if (work / name).exists() or (work / name).is_symlink():
-                (work / name).rename(aside / name)
-        return aside
     except OSError:
         return None
+    for name in NAMES:
+        with contextlib.suppress(OSError):
+            if (work / name).exists() or (work / name).is_symlink():
+                (work / name).rename(aside / name)
+    return aside
 
 
 def _left_aside(folder: Path) -> list[Path]:
