@@ -150,6 +150,18 @@ def test_groups_cut_only_where_the_family_changes() -> None:
     assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
 
 
+def _arranged(
+    tmp_path: Path, bodies: dict[str, bytes]
+) -> tuple[list[tuple[str, Path]], dict[str, sevenzip.Family]]:
+    """``bodies`` written out, in ``arrange``'s order, and each member's family."""
+    sources = []
+    for i, (name, body) in enumerate(bodies.items()):
+        (tmp_path / f"f{i}").write_bytes(body)
+        sources.append((name, tmp_path / f"f{i}"))
+    ordered, families = sevenzip.arrange(sources)
+    return ordered, dict(zip((name for name, _ in ordered), families, strict=True))
+
+
 def test_modules_that_share_a_large_constant_are_one_family(tmp_path: Path) -> None:
     shared = b"%constant.1 = f32[300] constant({" + b"0.25, " * 300 + b"})\n"
     own = b"%constant.2 = f32[300] constant({" + b"0.5, " * 300 + b"})\n"
@@ -162,12 +174,7 @@ def test_modules_that_share_a_large_constant_are_one_family(tmp_path: Path) -> N
         "modules/d/pjrt/module.mlir": b"module",
         "ISSUE.md": b"#",
     }
-    sources = []
-    for i, (name, body) in enumerate(bodies.items()):
-        (tmp_path / f"f{i}").write_bytes(body)
-        sources.append((name, tmp_path / f"f{i}"))
-    ordered, families = sevenzip.arrange(sources)
-    family = dict(zip((name for name, _ in ordered), families, strict=True))
+    ordered, family = _arranged(tmp_path, bodies)
     # a and c share one constant, b and c another: one group, named by its first module.
     texts = [family[n] for n in bodies if n.endswith(".txt")]
     assert texts[:3] == [(0, "modules/a")] * 3
@@ -192,12 +199,7 @@ def test_modules_whose_snapshots_hold_the_same_weights_are_one_family(tmp_path: 
         "modules/m4/m4.snapshot.4.pb": bytes(66_000),  # zeros share nothing worth a stream
         "modules/m5/m5.snapshot.5.pb": bytes(66_000),
     }
-    sources = []
-    for i, (name, body) in enumerate(bodies.items()):
-        (tmp_path / f"f{i}").write_bytes(body)
-        sources.append((name, tmp_path / f"f{i}"))
-    ordered, families = sevenzip.arrange(sources)
-    family = dict(zip((name for name, _ in ordered), families, strict=True))
+    _, family = _arranged(tmp_path, bodies)
     assert [family[n] for n in bodies] == [
         (1, "modules/m1"),
         (1, "modules/m1"),
