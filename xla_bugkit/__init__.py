@@ -63,4 +63,4 @@ def load_ipython_extension(ipython: Any) -> None:
     magic.load(ipython)
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, [*globals(), *__all__])
+__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, __all__, globals())

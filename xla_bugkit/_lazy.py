@@ -13,11 +13,12 @@ from typing import Any
 
 
 def exports(
-    package: str, homes: Mapping[str, str], public: Iterable[str]
+    package: str, homes: Mapping[str, str], public: Iterable[str], namespace: Mapping[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: ``homes`` maps each public name to
-    the module that defines it."""
-    listed = sorted(set(public))
+    the module that defines it; ``__dir__`` lists ``public`` and what ``namespace`` (the
+    package's globals) holds when it is asked, submodules imported since included."""
+    public = set(public)
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
@@ -26,6 +27,6 @@ def exports(
         return getattr(importlib.import_module(home), name)
 
     def __dir__() -> list[str]:
-        return listed
+        return sorted(set(namespace) | public)
 
     return __getattr__, __dir__

@@ -39,4 +39,4 @@ if TYPE_CHECKING:
     from xla_bugkit.archive.read import Entry, format_of, list_entries, read_member
     from xla_bugkit.archive.write import write_archive
 
-__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, [*globals(), *__all__])
+__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, __all__, globals())

@@ -38,4 +38,4 @@ if TYPE_CHECKING:
     from xla_bugkit.pipeline.options import CollectOptions, CollectResult, rebundle_command
     from xla_bugkit.pipeline.stages import shrink_written
 
-__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, [*globals(), *__all__])
+__getattr__, __dir__ = _lazy.exports(__name__, _HOMES, __all__, globals())

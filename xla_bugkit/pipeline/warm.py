@@ -14,13 +14,12 @@ import importlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 
 # The stages after the run; what they import, they import.
 AFTER_RUN = ("xla_bugkit.pipeline.bundling",)
 
 
-@contextmanager
+@contextlib.contextmanager
 def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
     """Import ``modules`` in a thread for as long as the block runs; joined at its end. An
     import that fails here is left for the stage that needs it to raise, as it would have."""
