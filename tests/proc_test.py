@@ -232,6 +232,30 @@ def test_sigterm_during_a_run_stops_the_child_as_interrupted(tmp_path: Path) -> 
     assert not alive(int(pid_file.read_text()))
 
 
+def test_an_interrupt_before_the_wait_begins_stops_the_child_as_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C lands after the exec, before the readers start: on a loaded machine (or with
+    # another thread holding the GIL) that moment can last long enough to be hit.
+    pid_file = tmp_path / "child.pid"
+    checked = proc._check_exec
+
+    def check_then_interrupt(*args: object) -> None:
+        checked(*args)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 120
+        while not pid_file.exists():  # the command runs: its pid is there to check
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(proc, "_check_exec", check_then_interrupt)
+    done = proc.run(["bash", "-c", f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; "
+                                   "sleep 100"], timeout=120)  # fmt: skip
+    assert done.interrupted and not done.timed_out
+    assert done.returncode == -signal.SIGINT
+    assert not alive(int(pid_file.read_text()))
+
+
 def test_combined_output_keeps_the_childs_order() -> None:
     code = "for i in range(200): print('progress', i)\nraise SystemExit('the real message')\n"
     for _ in range(20):  # the race is lost ~40% of runs here; 20 runs make it certain

@@ -251,17 +251,24 @@ def _follow(
     lock = threading.Lock()
     readers = []
     try:
-        with os.fdopen(child.status, "rb", buffering=0) as status:
-            _check_exec(status, argv, popen)
-        for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
-            if pipe is None:  # stderr merged into stdout
-                continue
-            shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
-            sinks = [s for s in (shown if echo else None, log) if s is not None]
-            reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
-            reader.start()
-            readers.append((reader, pipe))
-        timed_out, interrupted = _wait(popen, timeout)
+        try:
+            with os.fdopen(child.status, "rb", buffering=0) as status:
+                _check_exec(status, argv, popen)
+            for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
+                if pipe is None:  # stderr merged into stdout
+                    continue
+                shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
+                sinks = [s for s in (shown if echo else None, log) if s is not None]
+                reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock),
+                                          daemon=True)  # fmt: skip
+                reader.start()
+                readers.append((reader, pipe))
+            timed_out, interrupted = _wait(popen, timeout)
+        except KeyboardInterrupt:
+            # Before the wait began (the exec, the readers' start: on a loaded machine, or
+            # with another thread holding the GIL, that can take a while): the same stop.
+            stop_group(popen, signal.SIGINT)
+            timed_out, interrupted = False, True
     finally:
         if popen.returncode is None:  # something cut the wait short
             stop_group(popen, signal.SIGKILL)

@@ -11,6 +11,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.capture import workdir
 from xla_bugkit.capture.rerun import RunRecord, rerun
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
+from xla_bugkit.pipeline import warm
 from xla_bugkit.pipeline.options import (
     CollectOptions,
     CollectResult,
@@ -39,11 +40,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
 
         envinfo.start_device_probe()
     try:
-        # Not imported while the program runs (``warm``): a thread holding the GIL for its
-        # imports widened the moment after the program starts where a signal escapes
-        # proc.run as a bare KeyboardInterrupt (seen under load); imported after it.
-        run = _run_stage(work, command, options, ui)
-        from xla_bugkit.pipeline import bundling
+        with warm.importing():
+            run = _run_stage(work, command, options, ui)
+        from xla_bugkit.pipeline import bundling  # imported while the program ran
 
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None

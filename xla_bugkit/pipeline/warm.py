@@ -5,13 +5,16 @@ a second of imports that, made before the program starts, would add to every run
 makes them while the program runs, when this process only waits on it, and is joined
 before the stages start, so nothing runs beside them (the symbol search forks its workers
 only when no other thread runs).
+
+The thread keeps this process's priority: at a lower one it would hold the GIL, unscheduled,
+while the program keeps the CPUs busy, and the threads that read the program's output (and
+the program, on a full pipe) would wait for it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -33,17 +36,9 @@ def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
 
 
 def _import(modules: Sequence[str]) -> None:
-    _yield_to_the_program()
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # raised again, where it is said, by the import that needs it
             continue
 
-
-def _yield_to_the_program() -> None:
-    """This thread runs at the lowest priority (Linux applies a nice value per thread): on a
-    busy machine the imports take only what the program leaves idle, and once it has ended
-    nothing competes with them."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
