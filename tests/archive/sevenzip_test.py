@@ -207,3 +207,72 @@ def test_modules_whose_snapshots_hold_the_same_weights_are_one_family(tmp_path: 
         (1, "modules/m4"),
         (1, "modules/m5"),
     ]
+
+
+def _folders(archive: Path) -> list[tuple[str, list[str]]]:
+    """Each folder's coder ("LZMA2", "DEFLATE") and the members it holds, in order."""
+    names = iter(e.name for e in list_entries(archive) if e.size)
+    coders = {b"\x21": "LZMA2", b"\x04\x01\x08": "DEFLATE"}
+    with py7zr.SevenZipFile(archive) as z:
+        folders = z.header.main_streams.unpackinfo.folders
+        counts = z.header.main_streams.substreamsinfo.num_unpackstreams_folders
+        return [
+            (coders[f.coders[0]["method"]], [next(names) for _ in range(count)])
+            for f, count in zip(folders, counts, strict=True)
+        ]
+
+
+def test_near_random_members_go_as_deflate_unless_their_content_recurs(
+    tmp_path: Path, parallel: None
+) -> None:
+    rng = random.Random(11)
+    shared = rng.randbytes(1_500_000)  # the target's arguments, in its snapshot and inputs.npz
+    bodies = {
+        "modules/a/a.before_optimizations.txt": "".join(
+            f"%add.{j} = f32[{rng.randrange(99)}] add(%p, %q)\n" for j in range(40_000)
+        ).encode(),
+        "modules/a/a.snapshot.1.pb": b"\x0a\x10" + shared,
+        "inputs.npz": b"\x93NUMPY" + shared,
+        "modules/b/b.snapshot.2.pb": rng.randbytes(1_500_000),  # weights: near-random
+        "modules/c/c.snapshot.3.pb": rng.randbytes(1_200_000),
+        "modules/d/d.snapshot.4.pb": bytes(1_500_000),  # zeros: LZMA packs them to nothing
+        "modules/e/e.snapshot.5.pb": (lambda r: r + r)(rng.randbytes(800_000)),  # twice over
+    }
+    src = tmp_path / "src"
+    src.mkdir()
+    files = {}
+    for i, (name, body) in enumerate(bodies.items()):
+        files[name] = src / f"f{i}"
+        files[name].write_bytes(body)
+    out = tmp_path / "b.7z"
+    write_archive(files, out, "7z")
+    folders = _folders(out)
+    deflated = sorted(name for coder, names in folders if coder == "DEFLATE" for name in names)
+    assert deflated == ["modules/b/b.snapshot.2.pb", "modules/c/c.snapshot.3.pb"]
+    assert all(coder == "LZMA2" for coder, names in folders if "inputs.npz" in names)
+    # Deflate costs ~0.1% on random bytes; what recurs is packed once, as LZMA packs it.
+    random_bytes = 1_500_000 + 1_500_000 + 1_200_000 + 800_000
+    assert out.stat().st_size < 1.01 * random_bytes + 200_000
+    for name, path in files.items():
+        assert read_member(out, name, 1 << 30) == path.read_bytes()
+    exe = next((p for x in ("7z", "7zz", "7za") if (p := shutil.which(x))), None)
+    if exe:  # 7-Zip reads the Deflate folders too
+        done = subprocess.run([exe, "t", str(out)], capture_output=True, text=True, check=False)
+        assert "Everything is Ok" in done.stdout, done.stdout + done.stderr
+
+
+def test_deflate_suffices_only_for_near_random_bytes_that_do_not_recur(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    cases = {
+        "random": (rng.randbytes(400_000), True),
+        "zeros": (bytes(400_000), False),
+        "text": ("".join(f"%x.{j} = f32[8] add(%p, %q)\n" for j in range(20_000)).encode(), False),
+        "twice": ((lambda r: r + r)(rng.randbytes(200_000)), False),
+        "empty": (b"", False),
+    }
+    for name, (body, expected) in cases.items():
+        (tmp_path / name).write_bytes(body)
+        assert sevenzip.deflate_suffices(tmp_path / name) is expected, name
+    # Its content recurs in a file beside it in the stream: LZMA finds that, Deflate cannot.
+    assert not sevenzip.deflate_suffices(tmp_path / "random", [tmp_path / "random"])
+    assert not sevenzip.deflate_suffices(tmp_path / "gone")

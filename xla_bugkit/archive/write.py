@@ -1,6 +1,7 @@
 """Writing a bundle's archive atomically, in a reproducible order, in one of ``FORMATS``.
 
-``7z`` (py7zr, LZMA2 preset 9, the smallest), ``zip`` (standard library, deflate level 6)
+``7z`` (py7zr, LZMA2 preset 9, the smallest; Deflate for large near-random members in a
+bundle written as several streams: ``sevenzip``), ``zip`` (standard library, deflate level 6)
 and ``tar.gz`` (standard library, level 9).
 """
 
