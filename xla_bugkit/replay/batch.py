@@ -131,4 +131,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    protocol.run_and_exit(lambda: main(sys.argv[1:]))

@@ -30,6 +30,7 @@ from xla_bugkit.replay.protocol import (
     RECORDED,
     TEST,
     arrays_path,
+    run_and_exit,
     save_arrays,
     say,
 )
@@ -100,4 +101,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    run_and_exit(lambda: main(sys.argv[1:]))

@@ -44,6 +44,7 @@ from xla_bugkit.replay.protocol import (
     TEST,
     arrays_path,
     error_path,
+    run_and_exit,
     save_arrays,
     say,
 )
@@ -319,4 +320,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    run_and_exit(lambda: main(sys.argv[1:]))
