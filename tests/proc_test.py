@@ -343,3 +343,52 @@ def test_a_missing_working_directory_is_a_process_error(tmp_path: Path) -> None:
     with pytest.raises(ProcessError) as raised:
         proc.run(["true"], cwd=gone)
     assert str(raised.value) == f"cannot run 'true' in {gone}: No such file or directory"
+
+
+def test_a_waiting_child_gets_its_stdin_when_finished(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    script = f"touch {ready}; read line; echo \"got $line\"; exit 3"
+    waiting = proc.start_waiting(["bash", "-c", script])
+    _wait_for(ready)  # it runs ahead, before it has its input
+    done = waiting.finish(b"the spec\n", timeout=120)
+    assert (done.returncode, done.output) == (3, "got the spec\n")
+    with pytest.raises(ProcessError):
+        waiting.finish(b"again")
+
+
+def test_a_waiting_child_stopped_unused_is_gone_with_its_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; read line"
+    waiting = proc.start_waiting(["bash", "-c", script])
+    _wait_for(pids)
+    waiting.stop()
+    waiting.stop()  # twice is harmless
+    wait_until_dead([int(p) for p in pids.read_text().split()])
+    with pytest.raises(ProcessError):
+        waiting.finish(b"too late")
+
+
+def test_a_waiting_child_that_ended_early_is_judged_by_its_own_status(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    # It closes its stdin first: the write meets a broken pipe, which is no error of ours.
+    waiting = proc.start_waiting(["bash", "-c", f"exec 0<&-; touch {gone}; echo bye; exit 7"])
+    _wait_for(gone)
+    done = waiting.finish(b"x" * (1 << 20), timeout=120)
+    assert (done.returncode, done.output) == (7, "bye\n")
+
+
+def test_an_interrupt_while_a_waiting_child_runs_stops_it_and_is_raised(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = f"echo $$ > {pid_file}; read line; (sleep 0.5; kill -TERM $PPID) & sleep 100"
+    waiting = proc.start_waiting(["bash", "-c", script])
+    with pytest.raises(KeyboardInterrupt):
+        waiting.finish(b"go\n", timeout=120)
+    assert not alive(int(pid_file.read_text()))
+
+
+def _wait_for(path: Path, bound: float = 120.0) -> None:
+    """Until ``path`` exists; ``bound`` is generous, never a measure of speed."""
+    deadline = time.monotonic() + bound
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)

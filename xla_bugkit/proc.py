@@ -301,6 +301,60 @@ def run_captured(
     return done
 
 
+class Waiting:
+    """A quiet child started ahead of its input (``start_waiting``): it gets on with what it
+    can do alone (a replay child imports jax) until ``finish`` gives it its stdin and waits
+    for its end as ``run_captured`` does; ``stop`` ends it unused. Its group never outlives
+    this process, as with ``run``."""
+
+    def __init__(self, argv: Sequence[str], child: _Started) -> None:
+        self._argv, self._child, self._open = list(argv), child, True
+
+    def finish(self, data: bytes, *, timeout: float | None = None) -> Completed:
+        """Write ``data`` to the child's stdin, close it, and wait for the child's end (an
+        interrupt stops its group and is raised again, as in ``run_captured``)."""
+        if not self._open:
+            raise ProcessError("this child has already been finished or stopped")
+        self._open = False
+        with sigterm_as_interrupt():
+            stdin = self._child.popen.stdin
+            assert stdin is not None  # started with a pipe
+            with contextlib.suppress(OSError):  # a child already gone says why in its output
+                stdin.write(data)
+            with contextlib.suppress(OSError):
+                stdin.close()
+            done = _follow(self._child, self._argv, timeout, False, None, time.monotonic())
+        if done.interrupted:
+            raise KeyboardInterrupt
+        return done
+
+    def stop(self) -> None:
+        """End the child unused (nothing when ``finish`` has taken it)."""
+        if not self._open:
+            return
+        self._open = False
+        popen = self._child.popen
+        stop_group(popen, signal.SIGKILL)
+        os.close(self._child.guard)
+        os.close(self._child.status)
+        for pipe in (popen.stdin, popen.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def start_waiting(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+) -> Waiting:
+    """Start ``argv`` quietly, its stdin a pipe it reads from once ``Waiting.finish`` writes
+    to it; the caller must ``finish`` or ``stop`` it."""
+    child = _start(argv, env=env, cwd=None, limits=limits, stdin=subprocess.PIPE, echo=False)
+    return Waiting(argv, child)
+
+
 # Signals that stop a run the way Ctrl-C does. One that is ignored (``nohup`` ignores SIGHUP)
 # or has a handler of someone else's is left as it is.
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

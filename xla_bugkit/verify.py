@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
-from xla_bugkit.replay import native
+from xla_bugkit.replay import judge, native
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
@@ -68,7 +69,14 @@ def verify_bundle(
     without progress and the time a replay needs to start (``Failure.replay_timeout``).
     """
     ui = ui or Ui()
-    with open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking")) as b:
+    with contextlib.ExitStack() as stack:
+        # A replay child imports jax (seconds) while the bundle unpacks; most bundles are
+        # of CPU modules, and one of another platform gets a child of its own.
+        spares = stack.enter_context(judge.Spares())
+        spares.start("cpu")
+        b = stack.enter_context(
+            open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking"))
+        )
         failure = Failure.from_json(b.manifest["failure"])  # the loader checked it parses
         ui.say(f"{path.name}: integrity ok ({len(b.manifest['files'])} files)")
         for name in b.edited:
@@ -78,9 +86,13 @@ def verify_bundle(
         framework = frameworks.of_record(b.manifest.get("framework"))
         if note := native.fallback_note(framework):
             ui.say(note)
-        checks = tuple(_replay_module(b, m, failure, timeout, ui, framework)
-                       for m in b.manifest["modules"])  # fmt: skip
-    return VerifyResult(path, failure, checks, b.edited)
+        modules = b.manifest["modules"]
+        checks = []
+        for i, module in enumerate(modules):
+            if i + 1 < len(modules) and len(spares) < 2:  # the next module's, ready in time
+                spares.start(modules[i + 1].get("platform") or "cpu")
+            checks.append(_replay_module(b, module, failure, timeout, ui, framework, spares))
+    return VerifyResult(path, failure, tuple(checks), b.edited)
 
 
 def _replay_module(
@@ -90,6 +102,7 @@ def _replay_module(
     timeout: float,
     ui: Ui,
     framework: frameworks.Framework | None = None,
+    spares: judge.Spares | None = None,
 ) -> ModuleCheck:
     recorded = (module.get("replay") or {}).get("outcome")
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
@@ -102,5 +115,5 @@ def _replay_module(
     limit = capped(memory_limit(inp.platform), cap if isinstance(cap, int) else None)
     with ui.phase(f"replaying {module['label']}"):
         verdict = native.replay(inp, framework=framework, expected=failure, timeout=timeout,
-                                memory_limit=limit)  # fmt: skip
+                                memory_limit=limit, spares=spares)  # fmt: skip
     return ModuleCheck(module["label"], verdict, recorded)

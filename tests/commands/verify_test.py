@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit import verify as verify_module
 from xla_bugkit.bundle.manifest import load_manifest
 from xla_bugkit.main import main
 
@@ -58,6 +59,33 @@ def test_verify_reproduces_the_recorded_failure(
     out = capsys.readouterr().out
     assert "reproduced: error (same as the reporter's)" in out
     assert "the recorded failure reproduces here" in out
+
+
+def test_verify_replays_in_a_child_started_before_the_bundle_unpacked(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from xla_bugkit import proc
+    from xla_bugkit.replay import judge
+
+    started: list[str] = []
+    start, unpack = judge.Spares.start, verify_module.open_bundle
+
+    def spare_started(spares: judge.Spares, platform: str) -> None:
+        started.append(platform)
+        start(spares, platform)
+
+    def unpacking(*args: object, **kwargs: object) -> object:
+        assert started == ["cpu"], "the replay child should be importing jax by now"
+        return unpack(*args, **kwargs)
+
+    def no_cold_child(*args: object, **kwargs: object) -> proc.Completed:
+        raise AssertionError("the module got a child of its own: the spare went unused")
+
+    monkeypatch.setattr(judge.Spares, "start", spare_started)
+    monkeypatch.setattr(verify_module, "open_bundle", unpacking)
+    monkeypatch.setattr(proc, "run_captured", no_cold_child)
+    assert main(["verify", str(bundle)]) == 0
+    assert "reproduced: error (same as the reporter's)" in capsys.readouterr().out
 
 
 def test_verify_json(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ from xla_bugkit.failure import Failure, Kind, Phase, classify
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.hlo_proto import HloProto
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import _Child, _judge_result, replay
+from xla_bugkit.replay.judge import Spares, _Child, _judge_result, replay
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 DUMP_FLAGS = (
@@ -379,3 +379,51 @@ def test_verdict_json_round_trip(dumps: dict[str, Dumped]) -> None:
     assert data["outcome"] == "reproduced: crash"
     assert data["failure"]["kind"] == "compile crash"
     assert Verdict.from_json(data) == verdict
+
+
+def test_children_started_ahead_replay_as_a_child_started_for_the_module(
+    dumps: dict[str, Dumped], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_cold_child(*args: object, **kwargs: object) -> proc.Completed:
+        raise AssertionError("a child was started for the module: the spare went unused")
+
+    monkeypatch.setattr(proc, "run_captured", no_cold_child)
+    crash = dumps["crash"]
+    with Spares() as spares:
+        spares.start("cpu")
+        spares.start("cpu")
+        normal = replay(dumps["normal"].module("jit_f"), expected=None, spares=spares)
+        verdict = replay(crash.module("jit__lambda"), expected=crash.failure,
+                         reference=False, spares=spares)  # fmt: skip
+        assert len(spares) == 0
+    assert normal.outcome is Outcome.NOT_REPRODUCED, normal.evidence
+    assert normal.inputs == "snapshot" and normal.matches_recorded is True
+    assert normal.numbers["reference"] == "op-by-op, conservative flags"
+    # The abort's own status reaches the verdict through a child that ran ahead.
+    assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
+    assert verdict.failure is not None and verdict.failure.signal == "SIGABRT"
+    assert verdict.failure.site == "buffer_assignment_util.cc:46"
+
+
+def test_a_child_started_ahead_for_another_environment_is_not_used(
+    dumps: dict[str, Dumped],
+) -> None:
+    # The module needs two devices, a flag XLA reads only at start-up: the spare (started
+    # without it) is stopped, and the module gets a child of its own.
+    inp = dumps["sharded"].with_pjrt("jit__lambda")
+    with Spares() as spares:
+        spares.start("cpu")
+        verdict = replay(inp, expected=None, spares=spares)
+        assert len(spares) == 0
+    assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
+
+
+def test_a_child_started_ahead_sets_the_modules_memory_limit_on_itself() -> None:
+    code = (
+        "import resource\n"
+        "from xla_bugkit.replay import worker\n"
+        "worker.limit_memory({'memory_limit': 1 << 40})\n"
+        "print(resource.getrlimit(resource.RLIMIT_AS))\n"
+    )
+    done = proc.run_captured([sys.executable, "-c", code], timeout=120)
+    assert done.output.strip() == f"({1 << 40}, {1 << 40})", done.output

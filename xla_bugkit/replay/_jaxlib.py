@@ -81,6 +81,12 @@ def _backends() -> dict[str, Any]:
         return {}
 
 
+def preload() -> None:
+    """Import what a replay takes from jax (seconds), before it is asked for anything."""
+    _module("jax._src.xla_bridge")
+    _lib()
+
+
 def available_platforms() -> list[str]:
     """Platforms with a working backend in this process ("cpu", "cuda", ...)."""
     return sorted(_backends())

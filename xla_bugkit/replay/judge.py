@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,14 +77,63 @@ def child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
     return env
 
 
+_WORKER = (sys.executable, "-m", "xla_bugkit.replay.worker")
+
+
+class Spares:
+    """Replay children started ahead of their modules: each imports jax (seconds, most of a
+    small module's replay) while the parent unpacks a bundle or replays the module before.
+    ``replay`` hands the next one its module when that module's child would start with the
+    same environment, and stops it and starts a child afresh otherwise. Children left over
+    are stopped when the block ends."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[tuple[dict[str, str], proc.Waiting]] = deque()
+
+    def __enter__(self) -> Spares:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        while self._waiting:
+            self._waiting.popleft()[1].stop()
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def start(self, platform: str) -> None:
+        """Start a child for a module of ``platform`` that needs no flag at start-up."""
+        env = child_env((), platform)
+        waiting = proc.start_waiting([*_WORKER, protocol.SPEC_ON_STDIN], env=env)
+        self._waiting.append((env, waiting))
+
+    def take(self, env: dict[str, str]) -> proc.Waiting | None:
+        """The next child, if it was started with ``env``; else None (and it is stopped)."""
+        if not self._waiting:
+            return None
+        started, waiting = self._waiting.popleft()
+        if started == env:
+            return waiting
+        waiting.stop()
+        return None
+
+
 def _spawn(
-    inp: ReplayInput, spec: dict[str, Any], env_flags: list[str], limits: dict[str, Any]
+    inp: ReplayInput,
+    spec: dict[str, Any],
+    env_flags: list[str],
+    limits: dict[str, Any],
+    spares: Spares | None = None,
 ) -> _Child:
     out = Path(spec["out"])
+    env = child_env(tuple(env_flags), inp.platform)
+    waiting = spares.take(env) if spares is not None else None
+    if waiting is not None:
+        memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
+        text = json.dumps({**spec, "memory_limit": memory})
+        return _child_of(waiting.finish(text.encode(), timeout=limits["timeout"]), out)
     spec_path = out / protocol.SPEC
     spec_path.write_text(json.dumps(spec))
-    argv = [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)]
-    done = proc.run_captured(argv, env=child_env(tuple(env_flags), inp.platform), **limits)
+    done = proc.run_captured([*_WORKER, str(spec_path)], env=env, **limits)
     return _child_of(done, out)
 
 
@@ -103,12 +153,16 @@ def _saved(out: Path, stem: str) -> bool:
     return protocol.arrays_path(out, stem).exists()
 
 
-def _spawn_settled(inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any]) -> _Child:
-    """Spawn the child; again with more devices or a flag moved to XLA_FLAGS, if it asks."""
+def _spawn_settled(
+    inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any], spares: Spares | None = None
+) -> _Child:
+    """Spawn the child (one of ``spares`` if it fits); again with more devices or a flag
+    moved to XLA_FLAGS, if it asks."""
     env_flags, spec_flags = split_flags(inp)
     spec = {**spec, "flags": spec_flags}
     while True:
-        child = _spawn(inp, spec, env_flags, limits)
+        child = _spawn(inp, spec, env_flags, limits, spares)
+        spares = None  # a child asked for more than a spare was started with
         needs = marker(child.done.output, protocol.NEEDS_DEVICES)
         rejected = marker(child.done.output, protocol.REJECTED_FLAG)
         if needs is not None:
@@ -176,6 +230,7 @@ def replay(
     reference: bool = True,
     keep_arrays: Path | None = None,
     extreme_set: str | None = None,
+    spares: Spares | None = None,
 ) -> Verdict:
     """Replay ``inp`` in a child process and judge the result against ``expected``.
 
@@ -190,6 +245,7 @@ def replay(
     A wrong result that generated inputs do not show is tried on extreme values too
     (``extreme_set``, one of ``extreme.SETS``); the verdict names the set that showed it
     (its arrays are not kept: the bundle's repro.py runs on the generated inputs).
+    ``spares``: children started ahead, one of which may run the replay.
     """
     limits: dict[str, Any] = {
         "timeout": timeout,
@@ -198,7 +254,7 @@ def replay(
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
         spec = child_spec(inp, Path(tmp), use_data=use_data, seed=seed, reference=reference,
                           extreme_set=extreme_set)  # fmt: skip
-        child = _spawn_settled(inp, spec, limits)
+        child = _spawn_settled(inp, spec, limits, spares)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):

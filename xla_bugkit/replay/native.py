@@ -87,18 +87,20 @@ def replay(
     memory_limit: int | None = None,
     use_data: bool = True,
     keep_arrays: Path | None = None,
+    spares: judge.Spares | None = None,
 ) -> Verdict:
     """The verdict on ``inp`` of a ``framework``'s bundle: under the framework's own XLA
     first where it can run, with the jaxlib replay (``judge.replay``) as its ``second``;
     under jaxlib alone otherwise. ``keep_arrays`` keeps the jaxlib replay's arrays (the
-    bundle's repro.py runs under jaxlib)."""
+    bundle's repro.py runs under jaxlib); ``spares``: jaxlib replay children started
+    ahead (``judge.Spares``)."""
     own = native_label(framework)
     native = None
     if own is not None:
         native = replay_native(inp, expected=expected, timeout=timeout,
                                memory_limit=memory_limit, use_data=use_data)  # fmt: skip
     verdict = judge.replay(inp, expected=expected, timeout=timeout, memory_limit=memory_limit,
-                           use_data=use_data, keep_arrays=keep_arrays)  # fmt: skip
+                           use_data=use_data, keep_arrays=keep_arrays, spares=spares)  # fmt: skip
     if framework in (None, Framework.JAX):
         return verdict
     verdict = replace(verdict, under=jaxlib_label())

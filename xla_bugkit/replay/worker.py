@@ -13,12 +13,17 @@ in the spec's ``out`` folder. One child does all the work, so jax is imported on
 Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which XLA reads
 once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
 recorded result is saved as ``recorded.npz`` when there is one.
+
+Started as ``worker -`` (``judge.Spares``), the child imports jax first and then reads its
+spec from stdin, with the memory limit to set on itself: the parent gets on with its own
+work (unpacking a bundle) meanwhile.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +46,7 @@ from xla_bugkit.replay.protocol import (
     PHASE,
     RECORDED,
     REJECTED_FLAG,
+    SPEC_ON_STDIN,
     TEST,
     arrays_path,
     error_path,
@@ -306,9 +312,24 @@ def work(spec: dict[str, Any]) -> int:
     return 0
 
 
+def limit_memory(spec: dict[str, Any]) -> None:
+    """Set the spec's ``memory_limit`` on this process, as the launcher sets a child's own
+    (``proc.Limits``) when it starts with its module."""
+    if memory := spec.get("memory_limit"):
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
 def main(argv: Sequence[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
     try:
+        if argv[0] != SPEC_ON_STDIN:
+            return work(json.loads(Path(argv[0]).read_text()))
+        # Started ahead of its module: jax is imported while the parent gets the spec ready.
+        _jaxlib.preload()
+        text = sys.stdin.read()
+        if not text:  # the parent had no module for this child
+            return 0
+        spec = json.loads(text)
+        limit_memory(spec)
         return work(spec)
     except BugkitError as e:
         # XLA's own errors propagate with their traceback: the parent classifies them.
