@@ -11,7 +11,7 @@ from xla_bugkit import config, flags, frameworks
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay import judge, native
-from xla_bugkit.replay.inputs import replay_input
+from xla_bugkit.replay.inputs import replay_input, replay_platform
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
@@ -90,7 +90,7 @@ def verify_bundle(
         checks = []
         for i, module in enumerate(modules):
             if i + 1 < len(modules) and len(spares) < 2:  # the next module's, ready in time
-                spares.start(modules[i + 1].get("platform") or "cpu")
+                spares.start(replay_platform(modules[i + 1].get("platform", "")))
             checks.append(_replay_module(b, module, failure, timeout, ui, framework, spares))
     return VerifyResult(path, failure, tuple(checks), b.edited)
 

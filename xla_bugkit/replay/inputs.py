@@ -56,8 +56,13 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         mlir=files.get(Role.PJRT_MLIR.value),
         compile_options=files.get(Role.COMPILE_OPTIONS.value),
         xla_flags=xla_flags,
-        platform="gpu" if "gpu" in platform else platform or "cpu",
+        platform=replay_platform(platform),
     )
+
+
+def replay_platform(recorded: str) -> str:
+    """The platform a module recorded on ``recorded`` replays on ("" for an old bundle)."""
+    return "gpu" if "gpu" in recorded else recorded or "cpu"
 
 
 def module_files(root: Path, module: DumpModule) -> dict[str, Path]:
