@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,10 @@ class Spares:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def start(self, platform: str) -> None:
-        """Start a child for a module of ``platform`` that needs no flag at start-up."""
-        env = child_env((), platform)
+    def start(self, platform: str, env_flags: Sequence[str] = ()) -> None:
+        """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
+        ``env_flags`` (``split_flags``)."""
+        env = child_env(tuple(env_flags), platform)
         waiting = proc.start_waiting([*_WORKER, protocol.SPEC_ON_STDIN], env=env)
         self._waiting.append((env, waiting))
 

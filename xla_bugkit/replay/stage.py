@@ -1,5 +1,6 @@
 """collect's replay stage: each chosen module replayed in a child, judged against the run's
-failure; Ctrl-C stops the stage, not the bundle that follows it."""
+failure (the next module's child imports jax while one replays: ``judge.Spares``); Ctrl-C
+stops the stage, not the bundle that follows it."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from xla_bugkit import flags
 from xla_bugkit.capture.selection import Chosen
 from xla_bugkit.failure import Failure
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import native
-from xla_bugkit.replay.inputs import module_files, replay_input
+from xla_bugkit.replay import judge, native
+from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
@@ -58,13 +59,19 @@ def replay_stage(
     """
     interrupts = _Interrupts(ui)
     verdicts: list[Verdict] = []
+    inputs = [_input(root, c, process_flags) for c in chosen]
     try:
-        with interrupts.installed():
-            for c in chosen:
+        with interrupts.installed(), judge.Spares() as spares:
+            for i, c in enumerate(chosen):
+                # The next module's child imports jax while this one replays.
+                following = inputs[i + 1] if i + 1 < len(inputs) else None
+                if following is not None:
+                    spares.start(following.platform, judge.split_flags(following)[0])
                 keep = arrays / c.module.label if arrays is not None else None
-                verdict = _replay_one(root, c, expected, timeout=timeout, use_data=use_data,
-                                      ui=ui, keep=keep, process_flags=process_flags,
-                                      memory_cap=memory_cap, framework=framework)  # fmt: skip
+                verdict = _replay_one(c, inputs[i], expected, timeout=timeout,
+                                      use_data=use_data, ui=ui, keep=keep,
+                                      memory_cap=memory_cap, framework=framework,
+                                      spares=spares)  # fmt: skip
                 if interrupts.count:
                     break  # the child was stopped part-way: its verdict says nothing
                 if verdict is not None:
@@ -80,32 +87,39 @@ def replay_stage(
     return Replays(tuple(verdicts), interrupted=True, note=note)
 
 
+def _input(root: Path, chosen: Chosen, process_flags: Sequence[str]) -> ReplayInput | None:
+    """What replaying ``chosen`` needs; None without a before-optimizations module. Each
+    module replays with the flags XLA really used for it (its dumped debug options), which
+    include what the program appended to XLA_FLAGS itself."""
+    m = chosen.module
+    inp = replay_input(m.label, module_files(root, m), m.platform)
+    if inp is None:
+        return None
+    return replace(inp, xla_flags=flags.in_force(inp.xla_flags, process_flags))
+
+
 def _replay_one(
-    root: Path,
     chosen: Chosen,
+    inp: ReplayInput | None,
     expected: Failure,
     *,
     timeout: float,
     use_data: bool,
     ui: Ui,
     keep: Path | None = None,
-    process_flags: Sequence[str] = (),
     memory_cap: int | None = None,
     framework: Framework | None = None,
+    spares: judge.Spares | None = None,
 ) -> Verdict | None:
-    # Each module replays with the flags XLA really used for it (its dumped debug options),
-    # which include what the program appended to XLA_FLAGS itself.
     m = chosen.module
-    inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
         return None
-    inp = replace(inp, xla_flags=flags.in_force(inp.xla_flags, process_flags))
     limit = capped(memory_limit(inp.platform), memory_cap)
     with ui.phase(f"replaying {m.label}"):
         verdict = native.replay(
             inp, framework=framework, expected=expected, timeout=timeout, use_data=use_data,
-            memory_limit=limit, keep_arrays=keep,
+            memory_limit=limit, keep_arrays=keep, spares=spares,
         )  # fmt: skip
     for v in (verdict, verdict.second):
         if v is not None:
