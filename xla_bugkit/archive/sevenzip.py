@@ -149,14 +149,17 @@ def _fingerprints(path: Path, k: int) -> set[int]:
         data = path.read_bytes()
     except OSError:  # the writer reports it, where it reads the file for the archive
         return set()
-    found = set()
+    return set(_window_hashes(data))
+
+
+def _window_hashes(data: bytes | mmap.mmap) -> Iterator[int]:
+    """The hash of each window of ``_WINDOW`` varied bytes after an ``_ANCHOR`` byte."""
     at = data.find(_ANCHOR)
     while at >= 0:
         window = data[at + 1 : at + 1 + _WINDOW]
         if len(window) == _WINDOW and len(set(window)) >= _VARIED:
-            found.add(hash(window))
+            yield hash(window)
         at = data.find(_ANCHOR, at + 1)
-    return found
 
 
 def groups(sizes: Sequence[int], n: int, families: Sequence[object] | None = None) -> list[range]:
@@ -352,35 +355,27 @@ def _samples(path: Path) -> list[bytes]:
 
 
 def _repeats(path: Path, alongside: Sequence[Path]) -> bool:
-    """Whether more than ``_REPEATED`` of the varied byte windows of ``path`` (taken as
-    ``_fingerprints`` takes them, one in ``_KEEP_ONE_IN``) recur in it or ``alongside``."""
+    """Whether more than ``_REPEATED`` of the windows of ``path`` (``_window_hashes``, one in
+    ``_KEEP_ONE_IN``) recur in it or in the files ``alongside``."""
     seen: set[int] = set()
     for other in alongside:
-        for _ in _windows(other, seen):
-            pass
+        seen.update(_kept_hashes(other))
     windows = repeated = 0
-    for recurs in _windows(path, seen):
+    for h in _kept_hashes(path):
         windows += 1
-        repeated += recurs
+        repeated += h in seen
+        seen.add(h)
     return repeated > _REPEATED * windows
 
 
-def _windows(path: Path, seen: set[int]) -> Iterator[bool]:
-    """For each kept window of ``path``: whether ``seen`` held it; it is added to ``seen``."""
+def _kept_hashes(path: Path) -> Iterator[int]:
+    """``_window_hashes`` of the file at ``path`` (mapped, not read), one in
+    ``_KEEP_ONE_IN``: those whose hash is 0 modulo it, the same windows in every file."""
     with path.open("rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            at = data.find(_ANCHOR)
-            while at >= 0:
-                window = data[at + 1 : at + 1 + _WINDOW]
-                at = data.find(_ANCHOR, at + 1)
-                if len(window) < _WINDOW or len(set(window)) < _VARIED:
-                    continue
-                h = hash(window)
-                if h % _KEEP_ONE_IN == 0:
-                    yield h in seen
-                    seen.add(h)
+            yield from (h for h in _window_hashes(data) if h % _KEEP_ONE_IN == 0)
 
 
 def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]) -> None:
