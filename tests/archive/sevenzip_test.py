@@ -122,12 +122,7 @@ def test_a_cut_never_separates_texts_that_share_constants(tmp_path: Path, parall
         ),
         "ISSUE.md": b"# an issue\n" * 100,
     }
-    files = {}
-    for i, (name, body) in enumerate(bodies.items()):
-        files[name] = tmp_path / f"f{i}"
-        files[name].write_bytes(body)
-    out = tmp_path / "b.7z"
-    write_archive(files, out, "7z")
+    files, out = _written(tmp_path, bodies)
     with py7zr.SevenZipFile(out) as z:
         folders = z.header.main_streams.unpackinfo.folders
         streams = z.header.main_streams.substreamsinfo.num_unpackstreams_folders
@@ -148,6 +143,17 @@ def test_groups_cut_only_where_the_family_changes() -> None:
     families = ["a", "a", "a", "a", "b", "b"]
     assert sevenzip.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
     assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
+
+
+def _written(tmp_path: Path, bodies: dict[str, bytes]) -> tuple[dict[str, Path], Path]:
+    """``bodies`` written out as files, and the 7z archive written of them."""
+    files = {}
+    for i, (name, body) in enumerate(bodies.items()):
+        files[name] = tmp_path / f"f{i}"
+        files[name].write_bytes(body)
+    out = tmp_path / "b.7z"
+    write_archive(files, out, "7z")
+    return files, out
 
 
 def _arranged(
@@ -238,14 +244,7 @@ def test_near_random_members_go_as_deflate_unless_their_content_recurs(
         "modules/d/d.snapshot.4.pb": bytes(1_500_000),  # zeros: LZMA packs them to nothing
         "modules/e/e.snapshot.5.pb": (lambda r: r + r)(rng.randbytes(800_000)),  # twice over
     }
-    src = tmp_path / "src"
-    src.mkdir()
-    files = {}
-    for i, (name, body) in enumerate(bodies.items()):
-        files[name] = src / f"f{i}"
-        files[name].write_bytes(body)
-    out = tmp_path / "b.7z"
-    write_archive(files, out, "7z")
+    files, out = _written(tmp_path, bodies)
     folders = _folders(out)
     deflated = sorted(name for coder, names in folders if coder == "DEFLATE" for name in names)
     assert deflated == ["modules/b/b.snapshot.2.pb", "modules/c/c.snapshot.3.pb"]
