@@ -32,6 +32,7 @@ from xla_bugkit.capture import dumps
 from xla_bugkit.capture.dumps import DumpIndex
 from xla_bugkit.capture.search import search_symbol
 from xla_bugkit.capture.selection import Chosen
+from xla_bugkit.proc import usable_cores
 
 _ID = re.compile(r"module_(\d+)\.")
 ABSENT = 'custom_call_target="my_kernel"'
@@ -168,18 +169,11 @@ def _search_row(cfg: Config, tools: Tools, index: DumpIndex, what: str, text: st
         f"{cfg.reps} interleaved runs, medians; rg with one thread (`-j1`): {secs(one)}, "
         f"ours {ratio(ours, one)}",
         bound=f"search_symbol opens, reads (one readv) and searches (libc memmem) each text "
-        f"dump in {_cores()} forked processes; what is left is the kernel's per-file cost "
+        f"dump in {usable_cores()} forked processes; what is left is the kernel's per-file cost "
         "(open, read, close) and Python's around it, a few microseconds a file. CPU "
         f"{secs(cpu_ours)} vs rg's {secs(cpu_rg)}; against one-thread rg ours is "
         f"{ratio(ours, one)}.",
     )
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def _rg(rg: str, text: str, root: Path, *extra: str) -> tuple[set[int], float]:

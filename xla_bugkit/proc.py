@@ -355,6 +355,15 @@ def start_waiting(
     return Waiting(argv, child)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where Linux has one): how many
+    workers, threads or streams to run at once."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 # Signals that stop a run the way Ctrl-C does. One that is ignored (``nohup`` ignores SIGHUP)
 # or has a handler of someone else's is left as it is.
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -68,7 +68,7 @@ def test_without_memmem_the_answer_is_the_same(
 
 
 def test_one_core_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "_cores", lambda: 1)
+    monkeypatch.setattr(search, "usable_cores", lambda: 1)
     index = _tree(tmp_path, n=12)
     assert search_symbol(index, index.modules, "needle_kernel") == _whole_files(
         index, "needle_kernel"
@@ -91,7 +91,7 @@ def test_empty_text_matches_every_module_with_text(tmp_path: Path) -> None:
 def _forking(monkeypatch: pytest.MonkeyPatch, workers: int = 3) -> list[int]:
     """Make even a small tree searched by forked workers; the list fills with their pids."""
     monkeypatch.setattr(search, "_FORK_WORTH", 1)
-    monkeypatch.setattr(search, "_cores", lambda: workers)
+    monkeypatch.setattr(search, "usable_cores", lambda: workers)
     # The test session's own threads (a fixture's pool, idle on its queue) are there from
     # the start; a thread the test itself starts must still stop the fork.
     alive = threading.active_count()

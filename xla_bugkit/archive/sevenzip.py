@@ -43,6 +43,8 @@ from typing import IO, Any, BinaryIO
 
 import py7zr
 
+from xla_bugkit.proc import usable_cores
+
 # Below this, one stream: a cut would cost more in ratio than the threads save in time.
 PARALLEL_FROM = 2 << 20
 # Per file: (arcname, input size, packed size, crc32), in archive order.
@@ -60,11 +62,7 @@ def workers(total: int) -> int:
     """How many streams to compress ``total`` bytes in (1: the plain py7zr way)."""
     if total < PARALLEL_FROM or not supported():
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, total // (PARALLEL_FROM // 2)))
+    return max(1, min(usable_cores(), total // (PARALLEL_FROM // 2)))
 
 
 Family = tuple[int, str]  # (kind, the first module of its group): see ``arrange``

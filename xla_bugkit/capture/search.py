@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.proc import usable_cores
 
 _TEXT_ROLES = (Role.BEFORE_TEXT, Role.AFTER_TEXT)
 CHUNK = 4 << 20  # per read: large enough that syscalls cost nothing next to the search
@@ -55,7 +56,7 @@ def search_symbol(index: DumpIndex, modules: Iterable[DumpModule], text: str) ->
     mods = tuple(modules)
     texts = _texts(mods, str(index.root))
     needle = text.encode()
-    workers = min(_cores(), len(mods), _worth(texts))
+    workers = min(usable_cores(), len(mods), _worth(texts))
     hits = None
     if workers > 1 and _fork_is_safe():
         hits = _forked(texts, needle, workers)
@@ -79,13 +80,6 @@ def _texts(mods: Sequence[DumpModule], root: str) -> _Texts:
                 sizes.append(f.size)
         starts.append(len(paths))
     return _Texts(paths, sizes, starts)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def _fork_is_safe() -> bool:

@@ -12,7 +12,6 @@ HLO parser. Runs inside the replay child: it compiles with jaxlib.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.proc import usable_cores
 from xla_bugkit.replay import _jaxlib
 
 # An HLO value: an array or a (nested) tuple of them. A shape tree mirrors it, with the
@@ -273,15 +273,8 @@ def _done(compile_now: Callable[[], _jaxlib.Executable]) -> Future[_jaxlib.Execu
     return future
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
 # Compiles under way at once, ahead of the op being run (which mostly waits for them).
-_AHEAD = max(1, min(4, _cores()))
+_AHEAD = max(1, min(4, usable_cores()))
 
 
 def run_op_by_op(text: str, args: Sequence[Value], run: Runner) -> list[np.ndarray]:
