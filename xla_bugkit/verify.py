@@ -10,7 +10,7 @@ from typing import Any
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure import Failure
-from xla_bugkit.replay import judge, native
+from xla_bugkit.replay import children, native
 from xla_bugkit.replay.inputs import replay_input, replay_platform
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
@@ -72,7 +72,7 @@ def verify_bundle(
     with contextlib.ExitStack() as stack:
         # A replay child imports jax (seconds) while the bundle unpacks; most bundles are
         # of CPU modules, and one of another platform gets a child of its own.
-        spares = stack.enter_context(judge.Spares())
+        spares = stack.enter_context(children.Spares())
         spares.start("cpu")
         b = stack.enter_context(
             open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking"))
@@ -102,7 +102,7 @@ def _replay_module(
     timeout: float,
     ui: Ui,
     framework: frameworks.Framework | None = None,
-    spares: judge.Spares | None = None,
+    spares: children.Spares | None = None,
 ) -> ModuleCheck:
     recorded = (module.get("replay") or {}).get("outcome")
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))

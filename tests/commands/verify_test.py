@@ -65,12 +65,12 @@ def test_verify_replays_in_a_child_started_before_the_bundle_unpacked(
     bundle: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from xla_bugkit import proc
-    from xla_bugkit.replay import judge
+    from xla_bugkit.replay import children
 
     started: list[str] = []
-    start, unpack = judge.Spares.start, verify_module.open_bundle
+    start, unpack = children.Spares.start, verify_module.open_bundle
 
-    def spare_started(spares: judge.Spares, platform: str) -> None:
+    def spare_started(spares: children.Spares, platform: str) -> None:
         started.append(platform)
         start(spares, platform)
 
@@ -81,7 +81,7 @@ def test_verify_replays_in_a_child_started_before_the_bundle_unpacked(
     def no_cold_child(*args: object, **kwargs: object) -> proc.Completed:
         raise AssertionError("the module got a child of its own: the spare went unused")
 
-    monkeypatch.setattr(judge.Spares, "start", spare_started)
+    monkeypatch.setattr(children.Spares, "start", spare_started)
     monkeypatch.setattr(verify_module, "open_bundle", unpacking)
     monkeypatch.setattr(proc, "run_captured", no_cold_child)
     assert main(["verify", str(bundle)]) == 0

@@ -26,8 +26,9 @@ from pathlib import Path
 from xla_bugkit import flags, proc
 from xla_bugkit.failure import Failure
 from xla_bugkit.replay import protocol
+from xla_bugkit.replay.children import child_env
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import child_env, child_spec, judged, split_flags
+from xla_bugkit.replay.judge import child_spec, judged, split_flags
 from xla_bugkit.replay.verdict import Verdict
 
 STARTS = f"{protocol.MARKER}_MODULE: "  # the number of the spec that starts

@@ -11,12 +11,8 @@ abort, a segfault or a hang cannot take it down.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 import tempfile
-from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +23,7 @@ from xla_bugkit import config, flags, proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Failure, Kind, Phase, classify
 from xla_bugkit.replay import extreme, protocol
+from xla_bugkit.replay.children import WORKER, Spares, child_env
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
@@ -67,58 +64,6 @@ class _Child:
     tested: bool = False  # the test ran to the end and its outputs are saved
 
 
-def child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
-    """The environment of a replay child: ours, with ``xla_flags`` and ``platform``."""
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = flags.join(xla_flags)
-    env["JAX_PLATFORMS"] = platform
-    # The child imports this package from wherever the parent found it.
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return env
-
-
-_WORKER = (sys.executable, "-m", "xla_bugkit.replay.worker")
-
-
-class Spares:
-    """Replay children started ahead of their modules: each imports jax (seconds, most of a
-    small module's replay) while the parent unpacks a bundle or replays the module before.
-    ``replay`` hands the next one its module when that module's child would start with the
-    same environment, and stops it and starts a child afresh otherwise. Children left over
-    are stopped when the block ends."""
-
-    def __init__(self) -> None:
-        self._waiting: deque[tuple[dict[str, str], proc.Waiting]] = deque()
-
-    def __enter__(self) -> Spares:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        while self._waiting:
-            self._waiting.popleft()[1].stop()
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def start(self, platform: str, env_flags: Sequence[str] = ()) -> None:
-        """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
-        ``env_flags`` (``split_flags``)."""
-        env = child_env(tuple(env_flags), platform)
-        waiting = proc.start_waiting([*_WORKER, protocol.SPEC_ON_STDIN], env=env)
-        self._waiting.append((env, waiting))
-
-    def take(self, env: dict[str, str]) -> proc.Waiting | None:
-        """The next child, if it was started with ``env``; else None (and it is stopped)."""
-        if not self._waiting:
-            return None
-        started, waiting = self._waiting.popleft()
-        if started == env:
-            return waiting
-        waiting.stop()
-        return None
-
-
 def _spawn(
     inp: ReplayInput,
     spec: dict[str, Any],
@@ -135,7 +80,7 @@ def _spawn(
         return _child_of(waiting.finish(text.encode(), timeout=limits["timeout"]), out)
     spec_path = out / protocol.SPEC
     spec_path.write_text(json.dumps(spec))
-    done = proc.run_captured([*_WORKER, str(spec_path)], env=env, **limits)
+    done = proc.run_captured([*WORKER, str(spec_path)], env=env, **limits)
     return _child_of(done, out)
 
 

@@ -26,7 +26,7 @@ from xla_bugkit import config, flags, proc
 from xla_bugkit.capture import xla_log
 from xla_bugkit.failure import Failure
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import _torch_xla, judge, protocol
+from xla_bugkit.replay import _torch_xla, children, judge, protocol
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
@@ -87,13 +87,13 @@ def replay(
     memory_limit: int | None = None,
     use_data: bool = True,
     keep_arrays: Path | None = None,
-    spares: judge.Spares | None = None,
+    spares: children.Spares | None = None,
 ) -> Verdict:
     """The verdict on ``inp`` of a ``framework``'s bundle: under the framework's own XLA
     first where it can run, with the jaxlib replay (``judge.replay``) as its ``second``;
     under jaxlib alone otherwise. ``keep_arrays`` keeps the jaxlib replay's arrays (the
     bundle's repro.py runs under jaxlib); ``spares``: jaxlib replay children started
-    ahead (``judge.Spares``)."""
+    ahead (``children.Spares``)."""
     own = native_label(framework)
     native = None
     if own is not None:
@@ -112,7 +112,7 @@ def replay(
 def child_env(inp: ReplayInput) -> dict[str, str]:
     """The native child's environment: every recorded flag in XLA_FLAGS, torch_xla on the
     module's platform, and its graph log on."""
-    env = judge.child_env(flags.without_dump_flags(inp.xla_flags), inp.platform)
+    env = children.child_env(flags.without_dump_flags(inp.xla_flags), inp.platform)
     env["PJRT_DEVICE"] = _PJRT_DEVICES.get(inp.platform, inp.platform.upper())
     env[xla_log.MIN_LOG_LEVEL] = "0"
     env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _VMODULE)

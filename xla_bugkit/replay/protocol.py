@@ -36,7 +36,7 @@ RECORDED = "recorded"
 OPBYOP = "opbyop"
 CONSERVATIVE = "conservative"
 SPEC = "spec.json"
-# The worker's argument when it is started ahead of its module (``judge.Spares``): it imports
+# The worker's argument when it is started ahead of its module (``children.Spares``): it imports
 # jax, then reads its spec from stdin, with the memory limit to set on itself.
 SPEC_ON_STDIN = "-"
 

@@ -1,5 +1,5 @@
 """collect's replay stage: each chosen module replayed in a child, judged against the run's
-failure (the next module's child imports jax while one replays: ``judge.Spares``); Ctrl-C
+failure (the next module's child imports jax while one replays: ``children.Spares``); Ctrl-C
 stops the stage, not the bundle that follows it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from xla_bugkit import flags
 from xla_bugkit.capture.selection import Chosen
 from xla_bugkit.failure import Failure
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import judge, native
+from xla_bugkit.replay import children, judge, native
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
@@ -61,7 +61,7 @@ def replay_stage(
     verdicts: list[Verdict] = []
     inputs = [_input(root, c, process_flags) for c in chosen]
     try:
-        with interrupts.installed(), judge.Spares() as spares:
+        with interrupts.installed(), children.Spares() as spares:
             for i, c in enumerate(chosen):
                 # The next module's child imports jax while this one replays.
                 following = inputs[i + 1] if i + 1 < len(inputs) else None
@@ -109,7 +109,7 @@ def _replay_one(
     keep: Path | None = None,
     memory_cap: int | None = None,
     framework: Framework | None = None,
-    spares: judge.Spares | None = None,
+    spares: children.Spares | None = None,
 ) -> Verdict | None:
     m = chosen.module
     if inp is None:

@@ -14,7 +14,7 @@ Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which 
 once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
 recorded result is saved as ``recorded.npz`` when there is one.
 
-Started as ``worker -`` (``judge.Spares``), the child imports jax first and then reads its
+Started as ``worker -`` (``children.Spares``), the child imports jax first and then reads its
 spec from stdin, with the memory limit to set on itself: the parent gets on with its own
 work (unpacking a bundle) meanwhile.
 """
