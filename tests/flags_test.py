@@ -192,3 +192,77 @@ def test_the_flag_xla_refuses_as_unknown_is_named(given: str, tmp_path: Path) ->
 def test_no_unknown_flag_in_output_that_names_none() -> None:
     assert flags.unknown_flag("") is None
     assert flags.unknown_flag("XLA_FLAGS=--xla_foo=1\nFatal Python error: Aborted") is None
+
+
+# What a replay of a stranger's bundle may apply (flags.admit): every vector that names a
+# file, in every spelling XLA reads, is withheld; options that only steer compilation stay.
+@pytest.mark.parametrize(
+    ("flag", "why"),
+    [
+        ("--xla_dump_to=/somewhere", "it is about files"),
+        ("-xla_dump_to=/somewhere", "it is about files"),  # XLA reads one dash too
+        ("--xla_dump_to=sponge", "it is about files"),  # Bazel's output folder
+        ("--xla_dump_hlo_as_text", "it is about files"),  # a format alone dumps to stdout
+        ("-xla_dump_hlo_snapshots=true", "it is about files"),
+        ("--noxla_dump_hlo_as_proto", "it is about files"),
+        ("--xla_enable_dumping=true", "it is about files"),
+        ("--xla_gpu_dump_autotune_results_to=/x.txt", "it is about files"),
+        ("--xla_gpu_load_autotune_results_from=/x.txt", "it is about files"),
+        ("--xla_gpu_per_fusion_autotune_cache_dir=c", "it is about files"),
+        ("--xla_gpu_kernel_cache_file=k", "it is about files"),
+        ("--xla_gpu_experimental_autotune_cache_mode=UPDATE", "it is about files"),
+        ("--xla_gpu_cuda_data_dir=/usr/local/cuda", "it is about files"),
+        ("--xla_gpu_ptx_file=a", "it is about files"),
+        ("--xla_gpu_llvm_ir_file=a", "it is about files"),
+        ("--xla_gpu_target_config_filename=t", "it is about files"),
+        ("--xla_gpu_algorithm_denylist_path=d", "it is about files"),
+        ("--xla_gpu_pgle_profile_file_or_directory_path=p", "it is about files"),
+        ("--xla_gpu_asm_extra_flags=-o", "it is about files"),  # ptxas's own output
+        ("--xla_backend_extra_options=xla_llvm_x=1", "it is about files"),
+        ("--xla_mosaic_dump_to=m", "it is about files"),
+        ("--xla_dump_hlo_as_url", "it is about files"),
+        ("--xla_cpu_max_isa=/x", "its value could name a file"),  # any name, a path value
+        ("--xla_foo=..", "its value could name a file"),
+        ("--xla_foo=~", "its value could name a file"),
+        ("--xla_foo=$HOME", "its value could name a file"),
+        ("--xla_foo=a b", "its value could name a file"),
+        ("--xla_foo=1\t--xla_dump_to=/x", "its value could name a file"),  # a second flag
+        ("--xla_foo='x'", "its value could name a file"),
+        ("--xla_foo=C:\\x", "its value could name a file"),
+        ("--xla_foo=" + "a" * 1001, "its value could name a file"),
+        ("---xla_dump_to=/x", "not an XLA option"),
+        ("--XLA_DUMP_TO=/x", "not an XLA option"),
+        ("--tf_xla_foo=1", "not an XLA option"),
+        ("xla_dump_to", "it is about files"),
+    ],
+)
+def test_admit_withholds_every_option_that_could_name_a_file(flag: str, why: str) -> None:
+    admitted = flags.admit([flag])
+    assert admitted.flags == ()
+    assert admitted.withheld == (f"{flag[:200]} ({why})",)
+
+
+@pytest.mark.parametrize(
+    ("flag", "applied"),
+    [
+        ("--xla_cpu_enable_fast_math=false", "--xla_cpu_enable_fast_math=false"),
+        ("-xla_cpu_enable_fast_math=true", "--xla_cpu_enable_fast_math=true"),
+        ("--noxla_cpu_enable_fast_math", "--xla_cpu_enable_fast_math=false"),
+        ("--xla_disable_all_hlo_passes", "--xla_disable_all_hlo_passes"),
+        ("--xla_disable_hlo_passes=algsimp,cse", "--xla_disable_hlo_passes=algsimp,cse"),
+        ("--xla_cpu_experimental_ynn_fusion_type=", "--xla_cpu_experimental_ynn_fusion_type="),
+        ("--xla_backend_optimization_level=0", "--xla_backend_optimization_level=0"),
+        ("--xla_gpu_memory_limit_slop_factor=95", "--xla_gpu_memory_limit_slop_factor=95"),
+        ("--xla_gpu_auto_spmd_partitioning_memory_budget_ratio=1.1",
+         "--xla_gpu_auto_spmd_partitioning_memory_budget_ratio=1.1"),
+        ("--xla_x=-1e-3", "--xla_x=-1e-3"),
+        ("--xla_cpu_max_isa=AVX2", "--xla_cpu_max_isa=AVX2"),
+        ("--xla_gpu_enable_command_buffer=FUSION,CUBLAS",
+         "--xla_gpu_enable_command_buffer=FUSION,CUBLAS"),
+        ("--xla_force_host_platform_device_count=4", "--xla_force_host_platform_device_count=4"),
+    ],
+)  # fmt: skip
+def test_admit_keeps_options_that_steer_compilation_in_canonical_form(
+    flag: str, applied: str
+) -> None:
+    assert flags.admit([flag]) == flags.Admitted((applied,))

@@ -102,8 +102,78 @@ def merge(user_value: str | None, dump_dir: Path) -> MergedFlags:
 
 
 def without_dump_flags(flags: Sequence[str]) -> tuple[str, ...]:
-    """The flags a replay should use: everything but the dump flags."""
+    """The flags of a run without those that only steer dumping (what collect records)."""
     return tuple(f for f in flags if not name_of(f).startswith(_DUMP_PREFIXES))
+
+
+# What a replay may apply of the options a bundle carries: the bundle comes from a stranger,
+# and an option that names a file makes XLA read or write it (a dump folder, an autotune or
+# kernel cache, PTX to load, ptxas or LLVM options with an output file). Rather than list
+# those (XLA adds some every release), an option is applied only when its value cannot spell
+# a path: a boolean, a number, or a list of words; and its name does not say it is about a
+# file. Names are normalised first: XLA reads one dash or two, and ``--noxla_foo``.
+_OPTION_NAME = re.compile(r"xla_[a-z0-9_]+")
+_WORDS = re.compile(r"[A-Za-z0-9_+,:-]*")  # no "/", "\", ".", "~", "$", quotes, spaces
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+# Words of an option's name that say it is about files (a map of backend options, ptxas's
+# flags: either can name an output file); "to"/"from" end the names of the others.
+_FILE_WORDS = frozenset(
+    {"dump", "dumping", "file", "filename", "dir", "directory", "path", "cache", "extra", "url"}
+)
+_FILE_ENDS = frozenset({"to", "from"})
+_MAX_VALUE = 1000
+
+
+def canonical(flag: str) -> tuple[str, str | None]:
+    """``flag``'s option name without dashes and ``no`` prefix, and its value (None: the
+    bare flag, which turns a boolean on): ``-noxla_foo`` -> ("xla_foo", "false")."""
+    name, sep, value = flag.partition("=")
+    for dashes in ("--", "-"):
+        if name.startswith(dashes):
+            name = name[len(dashes) :]
+            break
+    if not sep and name.startswith("noxla_"):
+        return name[2:], "false"
+    return name, value if sep else None
+
+
+def refusal(name: str, value: str | None) -> str | None:
+    """Why the option ``name`` (canonical) set to ``value`` may not be applied by a replay
+    of someone else's module; None when it may."""
+    if not _OPTION_NAME.fullmatch(name):
+        return "not an XLA option"
+    words = name.split("_")
+    if _FILE_WORDS.intersection(words) or words[-1] in _FILE_ENDS:
+        return "it is about files"
+    if value is not None and (
+        len(value) > _MAX_VALUE or not (_WORDS.fullmatch(value) or _NUMBER.fullmatch(value))
+    ):
+        return "its value could name a file"
+    return None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The recorded options a replay applies (canonical ``--name=value``), and those it
+    leaves out, as recorded, each with the reason."""
+
+    flags: tuple[str, ...]
+    withheld: tuple[str, ...] = ()
+
+
+def admit(recorded: Sequence[str]) -> Admitted:
+    """The options of ``recorded`` (flags as written in XLA_FLAGS, a ``debug_options`` file
+    or a manifest) that a replay may apply, in canonical form; the rest withheld."""
+    kept: list[str] = []
+    withheld: list[str] = []
+    for flag in recorded:
+        name, value = canonical(flag)
+        why = refusal(name, value)
+        if why is not None:
+            withheld.append(f"{flag[:200]} ({why})")
+        else:
+            kept.append(f"--{name}" if value is None else f"--{name}={value}")
+    return Admitted(tuple(kept), tuple(withheld))
 
 
 # DebugOptions fields that JAX sets per compilation and that have no command-line flag;

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit import proc
-from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Kind
+from xla_bugkit.flags import from_debug_options
 from xla_bugkit.replay import compile_options
 from xla_bugkit.replay.dump import replay_dump
 from xla_bugkit.replay.inputs import ReplayInput
@@ -121,32 +121,19 @@ def test_a_module_calling_lapack_replays_and_agrees_with_its_references(
     assert verdict.matches_recorded is True
 
 
-def test_without_device_assignment_keeps_the_flags_and_counts(dumps: dict[str, Dumped]) -> None:
+def test_a_replay_takes_the_layout_from_compile_options_and_the_flags_by_name(
+    dumps: dict[str, Dumped],
+) -> None:
     from jax._src.lib import xla_client
 
     raw = (dumps["crash"].pjrt("jit__lambda") / "compile_options.pb").read_bytes()
-    stripped = compile_options.without_device_assignment(raw)
+    taken = compile_options.for_replay(raw)
     before = xla_client.CompileOptions.ParseFromString(raw)
-    after = xla_client.CompileOptions.ParseFromString(stripped)
+    after = xla_client.CompileOptions.ParseFromString(taken.serialized)
     assert before.executable_build_options.device_assignment is not None
     assert after.executable_build_options.device_assignment is None
-    assert after.executable_build_options.debug_options.xla_cpu_enable_fast_math is True
-    assert (after.num_replicas, after.num_partitions) == (
-        before.num_replicas,
-        before.num_partitions,
-    )
-    assert compile_options.without_device_assignment(stripped) == stripped
-
-
-def test_without_recorded_flags_keeps_everything_else(dumps: dict[str, Dumped]) -> None:
-    from jax._src.lib import xla_client
-
-    crash = dumps["crash"]
-    raw = (crash.pjrt("jit__lambda") / "compile_options.pb").read_bytes()
-    stripped = compile_options.without_recorded_flags(raw)
-    before = xla_client.CompileOptions.ParseFromString(raw)
-    after = xla_client.CompileOptions.ParseFromString(stripped)
-    # The recorded fast-math flag is gone: this process's XLA_FLAGS (none) apply instead.
+    # The recorded fast-math flag is not taken from the binary record: the module's
+    # debug_options dump names it, and the replay applies it from there.
     assert before.executable_build_options.debug_options.xla_cpu_enable_fast_math is True
     assert after.executable_build_options.debug_options.xla_cpu_enable_fast_math is False
     for field in ("num_replicas", "num_partitions", "use_spmd_partitioning"):
@@ -157,8 +144,8 @@ def test_without_recorded_flags_keeps_everything_else(dumps: dict[str, Dumped]) 
         before.num_replicas,
         before.num_partitions,
     )
-    assert len(stripped) < len(raw)
-    assert compile_options.without_recorded_flags(stripped) == stripped
+    assert taken.withheld == () and taken.overrides == ()
+    assert compile_options.for_replay(taken.serialized).serialized == taken.serialized
 
 
 def test_flags_given_by_hand_replace_those_recorded_in_compile_options(
@@ -167,19 +154,23 @@ def test_flags_given_by_hand_replace_those_recorded_in_compile_options(
     crash = dumps["crash"]
     assert crash.returncode == -6, crash.output  # SIGABRT while compiling
     folder = crash.pjrt("jit__lambda")
+    (debug_options,) = crash.dump.glob("module_*.jit__lambda.debug_options")
     recorded = ReplayInput(
         "jit__lambda",
         crash.hlo("jit__lambda"),
         mlir=folder / "module.mlir",
         compile_options=folder / "compile_options.pb",
-        xla_flags=("--xla_cpu_enable_fast_math=false",),
+        xla_flags=from_debug_options(debug_options.read_text()),
     )
-    # The same flag on top of the recorded debug options: passes still off, still a crash.
+    assert "--xla_disable_all_hlo_passes=true" in recorded.xla_flags
+    # The recorded flags: passes off, a crash.
     kept = replay(recorded, expected=None, reference=False)
     assert kept.failure is not None and kept.failure.kind is Kind.COMPILE_CRASH, kept.evidence
     assert kept.failure.site == "buffer_assignment_util.cc:46"
-    # Given by hand, it replaces them: the passes run, and the module compiles and runs.
-    given = replay(replace(recorded, flags_given=True), expected=None, reference=False)
+    # Given by hand, a flag replaces them: the passes run, and the module compiles and runs.
+    by_hand = ("--xla_cpu_enable_fast_math=false",)
+    given = replay(replace(recorded, xla_flags=by_hand, flags_given=True), expected=None,
+                   reference=False)  # fmt: skip
     assert given.outcome is Outcome.NOT_REPRODUCED, given.evidence
     assert given.failure is None
     assert given.evidence.startswith("ran to completion")
@@ -205,13 +196,3 @@ def test_a_dump_folder_recorded_by_the_program_is_not_written(
     verdict = replay(inp, expected=None)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert not recorded_dir.exists()
-
-
-@pytest.mark.parametrize(
-    ("data", "why"),
-    [(b"\x1a\x05ab", "truncated"), (b"\x0b", "wire type 3"), (b"\x1a\xff", "bad varint")],
-)
-def test_compile_options_that_are_no_proto_are_refused(data: bytes, why: str) -> None:
-    with pytest.raises(BugkitError) as raised:
-        compile_options.without_recorded_flags(data)
-    assert str(raised.value) == f"compile_options.pb is not a CompileOptionsProto ({why})"

@@ -143,8 +143,8 @@ def _header(stage: Path, files: Mapping[str, str]) -> str:
 def _flags(
     stage: Path, files: Mapping[str, str], user_flags: Sequence[str], notes: list[str]
 ) -> tuple[str, ...]:
-    """The flags in the dumped debug options (dump flags left out), then the reporter's own
-    flags those cannot spell (``flags.in_force``), as the replay takes them.
+    """The flags in the dumped debug options, then the reporter's own flags those cannot
+    spell (``flags.in_force``), as a replay applies them (``flags.admit``).
 
     A map such as xla_backend_extra_options prints as a block no flag can spell; the
     reporter's own flag of that name stands in for it, or it is left out (and said so).
@@ -153,7 +153,9 @@ def _flags(
     if options is None:
         return ()
     text = (stage / options).read_text("utf-8", "replace")
-    result = flags.in_force(flags.from_debug_options(text), user_flags)
+    admitted = flags.admit(flags.in_force(flags.from_debug_options(text), user_flags))
+    notes += [f"{SCRIPT} leaves out {withheld}" for withheld in admitted.withheld]
+    result = admitted.flags
     spelled = {flags.name_of(f) for f in result}
     for name in dict.fromkeys(_BLOCK.findall(text)):
         if f"--{name}" not in spelled:

@@ -71,6 +71,7 @@ def summary(
     for v in verdicts:
         under = f" under {v.under}" if v.under else ""
         lines.append(f"  replay {v.module}: {v.outcome.value}{under} ({v.inputs}): {v.evidence}")
+        lines += [f"    not applied: {w}" for w in v.withheld]
         if (second := v.second) is not None:
             lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
                          f"{second.evidence}")  # fmt: skip

@@ -46,6 +46,8 @@ def replay_command(
             print(describe(v))
             if v.inputs:  # none when the module was refused before it got any
                 print(f"    inputs: {v.inputs}")
+            for withheld in v.withheld:
+                print(f"    not applied: {withheld}")
     if any(failed(v) for v in verdicts):
         return ExitCode.OK
     if all(v.outcome is Outcome.NOT_REPLAYABLE for v in verdicts):

@@ -44,6 +44,7 @@ def render_table(result: VerifyResult) -> str:
         under = f" under {c.verdict.under}" if c.verdict.under else ""
         lines.append(f"{c.label}: {c.verdict.outcome.value}{under} ({same})")
         lines.append(f"    inputs: {c.verdict.inputs}; evidence: {c.verdict.evidence}")
+        lines += [f"    not applied: {w}" for w in c.verdict.withheld]
         if (second := c.verdict.second) is not None:
             lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
                          f"{second.evidence}")  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.compile_options import without_device_assignment, without_recorded_flags
+from xla_bugkit.replay.compile_options import for_replay
 
 # The oldest jaxlib whose private APIs match what this module calls.
 MIN_JAXLIB = "0.6"
@@ -213,29 +213,24 @@ def _compile_options(
     recorded_flags: bool = True,
 ) -> Any:
     options_cls = _attr(_xla_client(), "CompileOptions", "CompileOptions")
-    if serialized is not None and not recorded_flags:
-        serialized = without_recorded_flags(serialized)
+    recorded: Sequence[Override] = ()
     if serialized is not None:
-        # The device list given to the compile decides where it runs, here.
-        serialized = without_device_assignment(serialized)
-    if serialized is not None:
+        # Only the allowlisted fields of a recorded proto reach XLA, whoever calls.
+        taken = for_replay(serialized)
+        recorded = taken.overrides if recorded_flags else ()
         # A static constructor in jaxlib 0.10.2: it returns the options, leaving ``self`` be.
         options = _attr(options_cls, "ParseFromString", "CompileOptions.ParseFromString")(
-            serialized
+            taken.serialized
         )
     else:
         options = options_cls()
         options.num_replicas = num_replicas
         options.num_partitions = num_partitions
-    recorded = list(_attr(options, "env_option_overrides", "env_option_overrides"))
-    # A program's own .compile({"xla_dump_to": ...}) is recorded too: a replay must not
-    # write dumps into a folder named on someone else's machine.
-    kept = [(name, value) for name, value in recorded if not str(name).startswith("xla_dump")]
-    if overrides or len(kept) < len(recorded):
+    if recorded or overrides:
         # Applied over the process's XLA_FLAGS for this compile only (seen with 0.10.2: a
         # fast-math override flips a NaN-sensitive result either way), which lets one process
         # compile under the recorded flags and under the conservative ones.
-        options.env_option_overrides = [*kept, *overrides]
+        options.env_option_overrides = [*recorded, *overrides]
     return options
 
 
@@ -257,9 +252,10 @@ def compile(
 ) -> Executable:
     """Compile StableHLO (bytecode or text) for ``platform`` and load it on its devices.
 
-    ``overrides`` set DebugOptions fields for this compile only. ``recorded_flags=False``
-    drops the debug options and overrides recorded in ``compile_options``, so that only the
-    process's XLA_FLAGS and ``overrides`` apply. XLA errors (an unknown override among them)
+    ``overrides`` set DebugOptions fields for this compile only. Of ``compile_options``,
+    only what ``compile_options.for_replay`` allows is applied; ``recorded_flags=False``
+    drops its recorded overrides too, so that only the process's XLA_FLAGS and
+    ``overrides`` apply. XLA errors (an unknown override among them)
     propagate as jaxlib's own exception, whose message carries the status code the caller
     classifies.
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +131,18 @@ def _spawn_settled(
             return child
 
 
+def admitted_flags(inp: ReplayInput) -> flags.Admitted:
+    """The flags a replay of ``inp`` applies: those given by hand (less the dump flags), or
+    the recorded ones that ``flags.admit`` allows (a bundle is a stranger's)."""
+    if inp.flags_given:
+        return flags.Admitted(flags.without_dump_flags(inp.xla_flags))
+    return flags.admit(inp.xla_flags)
+
+
 def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
-    """``inp``'s recorded flags as (those for XLA_FLAGS, those for per-compile overrides)."""
-    recorded = flags.without_dump_flags(inp.xla_flags)
+    """``inp``'s flags as a replay applies them (``admitted_flags``): (those for XLA_FLAGS,
+    those for per-compile overrides)."""
+    recorded = admitted_flags(inp).flags
     env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
     return env_flags, [f for f in recorded if f not in env_flags]
 
@@ -233,7 +242,10 @@ def _verdict(
     inp: ReplayInput, child: _Child, expected: Failure | None, timeout: float, *, reference: bool
 ) -> Verdict:
     verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
-    return verdict or _judge_result(inp, child, expected, timeout if reference else None)
+    verdict = verdict or _judge_result(inp, child, expected, timeout if reference else None)
+    recorded = protocol.markers(child.done.output, protocol.WITHHELD)
+    withheld = (*admitted_flags(inp).withheld, *recorded)
+    return replace(verdict, withheld=withheld) if withheld else verdict
 
 
 def _expected_kind(expected: Failure | None) -> Kind:

@@ -112,7 +112,7 @@ def replay(
 def child_env(inp: ReplayInput) -> dict[str, str]:
     """The native child's environment: every recorded flag in XLA_FLAGS, torch_xla on the
     module's platform, and its graph log on."""
-    env = children.child_env(flags.without_dump_flags(inp.xla_flags), inp.platform)
+    env = children.child_env(judge.admitted_flags(inp).flags, inp.platform)
     env["PJRT_DEVICE"] = _PJRT_DEVICES.get(inp.platform, inp.platform.upper())
     env[xla_log.MIN_LOG_LEVEL] = "0"
     env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _VMODULE)

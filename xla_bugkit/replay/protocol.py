@@ -23,6 +23,8 @@ NOT_REPLAYABLE = f"{MARKER}_NOT_REPLAYABLE: "
 NEEDS_DEVICES = f"{MARKER}_NEEDS_DEVICES: "
 REJECTED_FLAG = f"{MARKER}_REJECTED_FLAG: "
 INPUTS = f"{MARKER}_INPUTS: "
+# One recorded option (or compile-options field) the child left out (``flags.refusal``).
+WITHHELD = f"{MARKER}_WITHHELD: "
 
 # The child's exit status when it stops on purpose (anything else is XLA's doing).
 EXIT_NOT_REPLAYABLE = 3
@@ -78,6 +80,11 @@ def marker(output: str, prefix: str) -> str | None:
         if line.startswith(prefix):
             found = line[len(prefix) :].strip()
     return found
+
+
+def markers(output: str, prefix: str) -> list[str]:
+    """The values of every ``prefix`` line in the child's ``output``, in order."""
+    return [line[len(prefix) :].strip() for line in output.splitlines() if line.startswith(prefix)]
 
 
 def save_arrays(path: Path, arrays: Sequence[np.ndarray]) -> None:

@@ -34,6 +34,8 @@ class Verdict:
     under: str = ""
     # The jaxlib replay, when this one ran under the framework's own XLA (``native``).
     second: Verdict | None = None
+    # Recorded options the replay did not apply (they could name a file), with the reason.
+    withheld: tuple[str, ...] = ()
 
     @property
     def reproduced(self) -> bool:
@@ -67,4 +69,5 @@ class Verdict:
             matches_recorded=data.get("matches_recorded"),
             under=data.get("under", ""),
             second=cls.from_json(data["second"]) if data.get("second") else None,
+            withheld=tuple(str(w) for w in data.get("withheld", ())),
         )

@@ -22,9 +22,11 @@ work (unpacking a bundle) meanwhile.
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ import numpy as np
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay import _jaxlib, extreme, opbyop
+from xla_bugkit.replay.compile_options import for_replay
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
@@ -48,6 +51,7 @@ from xla_bugkit.replay.protocol import (
     REJECTED_FLAG,
     SPEC_ON_STDIN,
     TEST,
+    WITHHELD,
     arrays_path,
     error_path,
     run_and_exit,
@@ -195,6 +199,9 @@ def run_module(
 ) -> None:
     say(PHASE, "compile")
     mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
+    if options is not None:
+        for line in for_replay(options).withheld:
+            say(WITHHELD, line)
     if mlir is None:
         mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
         options = None
@@ -282,7 +289,28 @@ def _module_bytes(path: str) -> bytes:
     return _jaxlib.hlo_text_to_module_bytes(text)
 
 
+# Where a process's own temporary files go, by what each reader of the environment looks at
+# (tsl's and Python's; Bazel's test variables, which an XLA dump path may name).
+_TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP", "TEST_TMPDIR", "TEST_UNDECLARED_OUTPUTS_DIR")
+_PATH_KEYS = ("hlo", "snapshot", "mlir", "compile_options", "out")
+
+
+def contain(spec: dict[str, Any]) -> dict[str, Any]:
+    """Make the spec's ``out`` folder this process's working and temporary folder, so that
+    whatever XLA writes on its own (a relative path, a temporary file) stays in the replay's
+    folder, which the parent deletes; returns the spec with its paths made absolute."""
+    spec = {k: str(Path(v).absolute()) if k in _PATH_KEYS and v else v for k, v in spec.items()}
+    scratch = Path(spec["out"]) / "tmp"
+    scratch.mkdir(exist_ok=True)
+    os.chdir(spec["out"])
+    for name in _TEMP_VARIABLES:
+        os.environ[name] = str(scratch)
+    tempfile.tempdir = None  # read again from the environment
+    return spec
+
+
 def work(spec: dict[str, Any]) -> int:
+    spec = contain(spec)
     out = Path(spec["out"])
     platform = spec["platform"]
     if platform not in _jaxlib.available_platforms():

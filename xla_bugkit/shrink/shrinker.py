@@ -176,7 +176,7 @@ def shrink(
             Oracle(None if wrong else verdict.failure),
             budget,
             _arguments(inp, original, options.use_data),
-            flags.without_dump_flags(inp.xla_flags),
+            flags.admit(inp.xla_flags).flags,  # a stranger's bundle: the replay's rule
             ui,
             server,
             inp.platform,
