@@ -9,20 +9,21 @@ writes, a replay worker that has started), never from a sleep; waits are bounded
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
+from conftest import PROGRAMS, clean_env
 
-from xla_bugkit import proc
+from xla_bugkit import leftovers, proc
 
 pytestmark = [
     pytest.mark.slow,
@@ -39,6 +40,19 @@ sleep 1000 &
 echo $! > {dir}/grandchild.tmp && mv {dir}/grandchild.tmp {dir}/grandchild.pid
 echo $$ > {dir}/child.tmp && mv {dir}/child.tmp {dir}/child.pid
 wait
+"""
+# Holds xla-bugkit where a SIGKILL while archiving finds it: the bundle in its partial output,
+# not yet renamed to the -o name. Only a pause can hold it there on any machine; the program
+# it runs loads this too (PYTHONPATH), and passes through.
+PAUSE_BEFORE_RENAME = """\
+import os, pathlib, sys, time
+_replace = os.replace
+def _paused(src, dst, *args, **kwargs):
+    if ".partial-" in os.fspath(src) and sys.argv[0].endswith("xla-bugkit"):
+        pathlib.Path({ready!r}).touch()
+        time.sleep(10000)
+    return _replace(src, dst, *args, **kwargs)
+os.replace = _paused
 """
 # Compiles (and so dumps) a loop that never ends, then stops before running it: replaying
 # jit_spin hangs inside XLA until it is stopped.
@@ -96,9 +110,11 @@ class Run:
     mark: str
 
     @classmethod
-    def start(cls, *argv: str, cwd: Path, tmpdir: Path | None = None) -> Run:
+    def start(
+        cls, *argv: str, cwd: Path, tmpdir: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> Run:
         mark = uuid.uuid4().hex
-        env = {**clean_env(), MARK: mark}
+        env = {**clean_env(), **(env or {}), MARK: mark}
         if tmpdir is not None:
             env["TMPDIR"] = str(tmpdir)
         popen = subprocess.Popen(
@@ -226,3 +242,41 @@ def test_the_marks_find_this_process_tree(tmp_path: Path) -> None:
         child.kill()
         child.wait()
     assert processes_of(mark) == []
+
+
+@pytest.mark.skipif(leftovers.this_process() is None, reason="reads /proc (Linux)")
+def test_the_next_collect_removes_what_a_collect_killed_while_archiving_left(
+    tmp_path: Path,
+) -> None:
+    site, cache, tmp, out_dir = (tmp_path / n for n in ("site", "cache", "tmp", "out"))
+    for folder in (site, tmp, out_dir):
+        folder.mkdir()
+    archived = tmp_path / "archived"
+    (site / "sitecustomize.py").write_text(PAUSE_BEFORE_RENAME.format(ready=str(archived)))
+    out = out_dir / "bundle.zip"
+    program = [sys.executable, str(PROGRAMS / "compile_error.py")]
+    env = {"XDG_CACHE_HOME": str(cache)}
+    killed = Run.start("collect", "-q", "--no-replay", "-o", str(out), "--", *program,
+                       cwd=tmp_path, tmpdir=tmp, env={**env, "PYTHONPATH": str(site)})  # fmt: skip
+    wait_for(lambda: archived.exists() or killed.popen.poll() is not None, "the archive")
+    assert killed.popen.poll() is None, killed.popen.communicate()
+    killed.stop(signal.SIGKILL)
+    runs = cache / "xla-bugkit" / "runs"
+    (partial,) = out_dir.glob(".bundle.zip.partial-*")
+    (work,) = runs.iterdir()
+    (temp,) = tmp.iterdir()
+    assert (work / "dump").is_dir() and any(temp.glob("xla-bugkit-arrays-*"))
+    # Named like them, but made by no collect.
+    lookalikes = [out_dir / ".bundle.zip.partial-abcd1234", runs / "20200101-000000-mine",
+                  tmp / f"{leftovers.TEMP_PREFIX}mine"]  # fmt: skip
+    lookalikes[0].write_bytes(b"PK")
+    for folder in lookalikes[1:]:
+        (folder / "dump").mkdir(parents=True)
+
+    second = Run.start("collect", "-o", str(out), "--", "true", cwd=tmp_path, tmpdir=tmp, env=env)
+    _, err = second.popen.communicate(timeout=PATIENCE)
+    assert second.popen.returncode == 5, err  # the program did not fail: no bundle
+    said = f" left by a killed xla-bugkit (pid {killed.popen.pid})\n"
+    assert re.search(r"^xla-bugkit: removed \d+(\.\d)? [kM]B" + re.escape(said), err, re.M), err
+    assert not any(p.exists() for p in (partial, work, temp))
+    assert all(p.exists() for p in lookalikes)

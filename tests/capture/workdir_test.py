@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from xla_bugkit import leftovers
 from xla_bugkit.capture import workdir
 from xla_bugkit.pipeline import warm
 
@@ -110,3 +112,48 @@ def test_what_cannot_be_moved_aside_is_deleted_where_it_is(
     assert not any((work / n).exists() for n in workdir.NAMES)
     _gone(list(work.glob(f"{workdir.REMOVING}*")))
     assert [p.name for p in work.iterdir()] == ["notes.txt"]
+
+
+def _dead_owner_marker() -> str:
+    """A marker as a killed collect leaves it: this pid, held by an earlier process."""
+    me = leftovers.this_process()
+    assert me is not None
+    return f"xla-bugkit owner {replace(me, start=me.start - 1).token}\n"
+
+
+@pytest.mark.skipif(leftovers.this_process() is None, reason="reads /proc (Linux)")
+def test_only_a_killed_collects_own_work_dir_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    running = workdir.prepare(None, owned=True)
+    assert leftovers.owner_of(running) == leftovers.this_process()
+    killed, kept = workdir.default_workdir(owned=True), workdir.default_workdir(owned=True)
+    (killed / leftovers.MARKER).write_text(_dead_owner_marker())
+    (kept / leftovers.MARKER).write_text(_dead_owner_marker())
+    leftovers.release(kept)  # --keep-workdir, or a run kept to be bundled again
+    capture = workdir.default_workdir()  # start_capture's: meant to outlive its process
+    aside = workdir.runs_folder() / f"{workdir.REMOVING}20261101-000000-x"  # being deleted
+    aside.mkdir()
+    (aside / leftovers.MARKER).write_text(_dead_owner_marker())
+    assert [f.path for f in workdir.killed_runs()] == [killed]
+    assert not (capture / leftovers.MARKER).exists()
+
+
+def test_a_work_dir_the_user_gave_is_never_marked(tmp_path: Path) -> None:
+    work = workdir.prepare(tmp_path / "mine", owned=True)
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.skipif(leftovers.this_process() is None, reason="reads /proc (Linux)")
+def test_a_work_dir_kept_for_the_user_is_no_later_collects_to_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xla_bugkit.pipeline import CollectOptions, collect
+    from xla_bugkit.ui import Ui
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    options = CollectOptions(output=tmp_path / "bundle.zip", keep_workdir=True)
+    result = collect(["true"], options, Ui(verbosity=-1))  # no jax: a program that succeeds
+    assert result.workdir is not None and (result.workdir / workdir.LOG).exists()
+    assert leftovers.owner_of(result.workdir) is None

@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 import py7zr
 
+from xla_bugkit import leftovers
 from xla_bugkit.archive import sevenzip
 from xla_bugkit.archive.members import CHUNK, name_problem, normalize
 from xla_bugkit.archive.naming import output_format
@@ -97,7 +98,8 @@ def _regular_file_size(src: Path) -> int:
 
 def _temp_file(out: Path) -> Path:
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=out.parent)
+        # Named after this process: should it be killed, the next collect removes it.
+        fd, name = tempfile.mkstemp(prefix=leftovers.partial_prefix(out), dir=out.parent)
     except OSError as e:
         raise _out_error(out, e) from e
     os.close(fd)

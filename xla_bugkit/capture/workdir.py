@@ -11,6 +11,8 @@ Layout::
       run.log    the program's output, as it arrived
       run.json   how the run ended (``RunRecord`` without the output)
       bundle/    the bundle's staging folder, while one is written
+      .xla-bugkit-owner  the collect that made it, while it runs (``leftovers``): should
+                 it be killed, the next collect removes the folder
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import platformdirs
 
-from xla_bugkit import flags
+from xla_bugkit import flags, leftovers
 from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import Failure
@@ -38,22 +40,38 @@ NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES)
 RECORD_SCHEMA = 1
 
 
-def default_workdir() -> Path:
-    """A fresh folder under the user cache dir, named by the time it was made."""
-    base = Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
+def runs_folder() -> Path:
+    """Where collect makes its work dirs by default: under the user cache dir."""
+    return Path(platformdirs.user_cache_dir("xla-bugkit")) / "runs"
+
+
+def default_workdir(*, owned: bool = False) -> Path:
+    """A fresh folder under ``runs_folder``, named by the time it was made; ``owned``: marked
+    as this process's (``leftovers``), for the next collect to remove should it be killed."""
+    base = runs_folder()
     base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+    work = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base))
+    if owned:
+        leftovers.mark(work)
+    return work
 
 
-def prepare(given: Path | None) -> Path:
+def prepare(given: Path | None, *, owned: bool = False) -> Path:
     """The work dir for a new run: ``given`` (which must not hold a run already), else a
-    fresh one under the user cache dir."""
+    fresh one under the user cache dir, ``owned`` as ``default_workdir``'s. A folder the user
+    gave is never marked: no later collect may remove it."""
     if given is None:
-        return default_workdir()
+        return default_workdir(owned=owned)
     if any((given / name).exists() for name in NAMES):
         raise BugkitError(f"{given} already holds a collect run: give an empty or new --workdir")
     given.mkdir(parents=True, exist_ok=True)
     return given
+
+
+def killed_runs() -> list[leftovers.Leftover]:
+    """The work dirs under ``runs_folder`` whose collect was killed; a deletion under way
+    (``REMOVING``, which outlives its collect) is not one of them."""
+    return leftovers.killed_folders(runs_folder(), "[!.]*")
 
 
 def remove(work: Path, *, made_here: bool, detach: bool = False) -> None:

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import config
+from xla_bugkit import config, leftovers
 from xla_bugkit.pipeline import CollectOptions, collect
 from xla_bugkit.ui import Ui
 
@@ -34,6 +34,13 @@ def collect_command(command: Sequence[str], options: CollectOptions, ui: Ui) -> 
         from xla_bugkit.shrink.run import parse_budget
 
         parse_budget(options.shrink)  # a mistake must stop the run before it starts
+    # This process is all ours: every temp file it makes goes in one folder, which the next
+    # collect removes should this one be killed.
+    with leftovers.temp_folder():
+        return _collect(command, options, ui)
+
+
+def _collect(command: Sequence[str], options: CollectOptions, ui: Ui) -> int:
     result = collect(command, options, ui)
     from xla_bugkit.commands._summary import kept_lines, render_summary  # after the run: see warm
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import frameworks
+from xla_bugkit import frameworks, leftovers
 from xla_bugkit.capture import workdir
 from xla_bugkit.capture.rerun import RunRecord, rerun
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
@@ -31,7 +31,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     """
     ui = ui or Ui()
     fmt = check_options(command, options)
-    work = workdir.prepare(options.workdir)
+    _remove_killed(options.output, ui)
+    work = workdir.prepare(options.workdir, owned=True)
     keep, run, finished = options.keep_workdir, None, False
     # A JAX program's hook records its devices; for others the environment report's device
     # probe imports jax (seconds): on a CPU-only machine it runs alongside the program.
@@ -65,6 +66,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             # Once the bundle is written, the dumps' deletion need not hold up the user;
             # after a stop or an error, it is done before returning.
             workdir.remove(work, made_here=options.workdir is None, detach=finished)
+        elif options.workdir is None:
+            leftovers.release(work)  # kept for the user: no later collect may remove it
 
 
 def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> CollectResult:
@@ -108,6 +111,17 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
         ui.warn(note)
     ui.say(f"the program ended: {run.failure.describe}")
     return run
+
+
+def _remove_killed(output: Path, ui: Ui) -> None:
+    """Remove what killed runs left: work dirs, temp folders, partial outputs next to ours."""
+    found = [
+        *workdir.killed_runs(),
+        *leftovers.killed_temp_folders(),
+        *leftovers.killed_partials(output.parent),
+    ]
+    if said := leftovers.remove(found):
+        ui.say(said)
 
 
 def _holds_dumps(work: Path) -> bool:
