@@ -11,6 +11,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from xla_bugkit import leftovers
 from xla_bugkit.archive.naming import output_format, suffix_format
 from xla_bugkit.errors import BugkitError
 
@@ -60,9 +61,10 @@ def _check_folder(out: Path) -> None:
         what = "is not a folder" if folder.exists() else "does not exist"
         raise BugkitError(f"cannot write {out}: {folder} {what}")
     # Creating a file is the only test that holds for every case (permissions, a read-only
-    # disk, a pseudo file system); it is the same temp name the archive writer uses.
+    # disk, a pseudo file system); it is the same owned temp name the archive writer uses,
+    # so a kill in this instant leaves nothing the next collect would not remove.
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=folder)
+        fd, name = tempfile.mkstemp(prefix=leftovers.partial_prefix(out), dir=folder)
     except OSError as e:
         raise BugkitError(f"cannot write {out}: {e.strerror or e}") from None
     os.close(fd)
