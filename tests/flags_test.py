@@ -218,7 +218,8 @@ def test_no_unknown_flag_in_output_that_names_none() -> None:
         ("--xla_gpu_algorithm_denylist_path=d", "it is about files"),
         ("--xla_gpu_pgle_profile_file_or_directory_path=p", "it is about files"),
         ("--xla_gpu_asm_extra_flags=-o", "it is about files"),  # ptxas's own output
-        ("--xla_backend_extra_options=xla_llvm_x=1", "it is about files"),
+        ("--xla_backend_extra_options=a,time-trace-file=t", "it is about files"),  # LLVM's
+        ("--xla_backend_extra_options=x=../y", "its value could name a file"),
         ("--xla_mosaic_dump_to=m", "it is about files"),
         ("--xla_dump_hlo_as_url", "it is about files"),
         ("--xla_cpu_max_isa=/x", "its value could name a file"),  # any name, a path value
@@ -260,6 +261,7 @@ def test_admit_withholds_every_option_that_could_name_a_file(flag: str, why: str
         ("--xla_gpu_enable_command_buffer=FUSION,CUBLAS",
          "--xla_gpu_enable_command_buffer=FUSION,CUBLAS"),
         ("--xla_force_host_platform_device_count=4", "--xla_force_host_platform_device_count=4"),
+        ("--xla_backend_extra_options=bogus_opt,x=1", "--xla_backend_extra_options=bogus_opt,x=1"),
     ],
 )  # fmt: skip
 def test_admit_keeps_options_that_steer_compilation_in_canonical_form(

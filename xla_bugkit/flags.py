@@ -137,17 +137,30 @@ def canonical(flag: str) -> tuple[str, str | None]:
     return name, value if sep else None
 
 
+# Options whose value is a map, ``key[=value],...``: each entry is judged as an option.
+_MAP_OPTIONS = frozenset({"xla_backend_extra_options"})  # LLVM's own options
+
+
 def refusal(name: str, value: str | None) -> str | None:
     """Why the option ``name`` (canonical) set to ``value`` may not be applied by a replay
     of someone else's module; None when it may."""
     if not _OPTION_NAME.fullmatch(name):
         return "not an XLA option"
-    words = name.split("_")
-    if _FILE_WORDS.intersection(words) or words[-1] in _FILE_ENDS:
+    if name in _MAP_OPTIONS and value is not None and len(value) <= _MAX_VALUE:
+        entries = (entry.partition("=") for entry in value.split(","))
+        return next(filter(None, (_refused(k, v if sep else None) for k, sep, v in entries)), None)
+    return _refused(name, value)
+
+
+def _refused(name: str, value: str | None) -> str | None:
+    words = name.replace("-", "_").split("_")
+    if _FILE_WORDS.intersection(words) or words[-1] in _FILE_ENDS or "output" in words:
         return "it is about files"
     if value is not None and (
         len(value) > _MAX_VALUE or not (_WORDS.fullmatch(value) or _NUMBER.fullmatch(value))
     ):
+        return "its value could name a file"
+    if not _WORDS.fullmatch(name):
         return "its value could name a file"
     return None
 
