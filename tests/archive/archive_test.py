@@ -8,7 +8,6 @@ import os
 import random
 import stat
 import tarfile
-import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,12 +15,12 @@ from pathlib import Path
 import py7zr
 import pytest
 
+from tests.archive.hostile import SUFFIX, write_raw
 from xla_bugkit import archive
 from xla_bugkit.archive import Entry, extract_safely, list_entries, read_member, write_archive
 from xla_bugkit.errors import BadBundleError, BugkitError
 
 FORMATS = archive.FORMATS
-SUFFIX = {"7z": ".7z", "zip": ".zip", "tar.gz": ".tar.gz"}
 SEVENZ_UNIX_EXTENSION = 0x8000  # 7z attribute flag: a unix st_mode sits in the high 16 bits
 
 
@@ -50,27 +49,6 @@ def _assert_refused_cleanly(layout: dict[str, Path], archive_path: Path) -> None
     assert _tree(layout["arc"]) == {archive_path.name}
     assert not Path("/abs/evil").exists()
     assert not (layout["out"].parent / "evil").exists()
-
-
-def _write_raw(fmt: str, path: Path, members: list[tuple[str, bytes]]) -> Path:
-    """An archive holding exactly ``members``, names unchecked (they may be hostile)."""
-    if fmt == "zip":
-        with warnings.catch_warnings(), zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-            warnings.simplefilter("ignore")  # "Duplicate name": exactly what we want
-            for name, data in members:
-                zf.writestr(name, data)
-    elif fmt == "tar.gz":
-        with tarfile.open(path, "w:gz") as tf:
-            for name, data in members:
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tf.addfile(info, io.BytesIO(data))
-    else:
-        with py7zr.SevenZipFile(path, "w") as sz:
-            for name, data in members:
-                # The private _writestr skips py7zr's own name check: a hostile writer would.
-                sz._writestr(data, name)
-    return path
 
 
 def _tar_with(path: Path, info: tarfile.TarInfo, data: bytes = b"") -> Path:
@@ -230,7 +208,7 @@ def test_format_of(layout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_list_and_read_write_nothing(fmt: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("manifest.json", b"{}")])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("manifest.json", b"{}")])
     before = _tree(layout["arc"].parent)
     assert list_entries(path) == [Entry("manifest.json", 2, True)]
     assert read_member(path, "manifest.json", limit=2) == b"{}"
@@ -243,11 +221,11 @@ def test_list_and_read_write_nothing(fmt: str, layout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_list_shows_hostile_entries_without_writing(fmt: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("../evil", b"x")])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("../evil", b"x")])
     assert list_entries(path) == [Entry("../evil", 1, True)]
     with pytest.raises(BadBundleError, match="more than once"):
         read_member(
-            _write_raw(fmt, layout["arc"] / f"d{SUFFIX[fmt]}", [("m", b"1"), ("m", b"2")]),
+            write_raw(fmt, layout["arc"] / f"d{SUFFIX[fmt]}", [("m", b"1"), ("m", b"2")]),
             "m",
             limit=10,
         )
@@ -255,7 +233,7 @@ def test_list_shows_hostile_entries_without_writing(fmt: str, layout: dict[str, 
 
 
 def test_extract_needs_an_empty_dest(layout: dict[str, Path]) -> None:
-    path = _write_raw("zip", layout["arc"] / "b.zip", [("f", b"x")])
+    path = write_raw("zip", layout["arc"] / "b.zip", [("f", b"x")])
     (layout["dest"] / "already").write_bytes(b"")
     with pytest.raises(BugkitError, match="must be an existing, empty directory"):
         extract_safely(path, layout["dest"])
@@ -289,7 +267,7 @@ HOSTILE_NAMES = [
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(("name", "reason"), HOSTILE_NAMES)
 def test_refuses_hostile_names(fmt: str, name: str, reason: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("ok", b"fine"), (name, b"evil")])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("ok", b"fine"), (name, b"evil")])
     with pytest.raises(BadBundleError, match=f"refusing entry '.*evil': ({reason})"):
         extract_safely(path, layout["dest"])
     _assert_refused_cleanly(layout, path)
@@ -297,7 +275,7 @@ def test_refuses_hostile_names(fmt: str, name: str, reason: str, layout: dict[st
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refuses_duplicates(fmt: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("m", b"first"), ("m", b"two")])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("m", b"first"), ("m", b"two")])
     with pytest.raises(BadBundleError, match="refusing duplicate entry 'm'"):
         extract_safely(path, layout["dest"])
     _assert_refused_cleanly(layout, path)
@@ -305,7 +283,7 @@ def test_refuses_duplicates(fmt: str, layout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refuses_file_under_a_file(fmt: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("a", b"1"), ("a/b", b"2")])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("a", b"1"), ("a/b", b"2")])
     with pytest.raises(BadBundleError, match="'a': both a file and a directory"):
         extract_safely(path, layout["dest"])
     _assert_refused_cleanly(layout, path)
@@ -375,7 +353,7 @@ def test_refuses_7z_special_files(kind: int, layout: dict[str, Path]) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refuses_a_bomb_by_total(fmt: str, layout: dict[str, Path]) -> None:
     members = [("small", b"ok"), ("zeros", bytes(4 << 20))]
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", members)
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", members)
     with pytest.raises(BadBundleError, match=r"over the limit of 1048576 bytes.*bomb"):
         extract_safely(path, layout["dest"], max_total=1 << 20)
     _assert_refused_cleanly(layout, path)
@@ -383,7 +361,7 @@ def test_refuses_a_bomb_by_total(fmt: str, layout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refuses_a_bomb_by_ratio(fmt: str, layout: dict[str, Path]) -> None:
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("zeros", bytes(4 << 20))])
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", [("zeros", bytes(4 << 20))])
     with pytest.raises(BadBundleError, match="over the limit of 50x its size"):
         extract_safely(path, layout["dest"], max_ratio=50)
     _assert_refused_cleanly(layout, path)
@@ -392,7 +370,7 @@ def test_refuses_a_bomb_by_ratio(fmt: str, layout: dict[str, Path]) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refuses_too_many_entries(fmt: str, layout: dict[str, Path]) -> None:
     members = [(f"f{i}", b"x") for i in range(12)]
-    path = _write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", members)
+    path = write_raw(fmt, layout["arc"] / f"b{SUFFIX[fmt]}", members)
     with pytest.raises(BadBundleError, match="more than 10 entries"):
         extract_safely(path, layout["dest"], max_entries=10)
     _assert_refused_cleanly(layout, path)
@@ -404,7 +382,7 @@ def _patch_u32(data: bytearray, signature: bytes, field_offset: int, value: int)
 
 
 def test_refuses_zip_whose_sizes_lie(layout: dict[str, Path]) -> None:
-    path = _write_raw("zip", layout["arc"] / "b.zip", [("zeros", bytes(4 << 20))])
+    path = write_raw("zip", layout["arc"] / "b.zip", [("zeros", bytes(4 << 20))])
     data = bytearray(path.read_bytes())
     _patch_u32(data, b"PK\x03\x04", 22, 10)  # local header: uncompressed size
     _patch_u32(data, b"PK\x01\x02", 24, 10)  # central directory: uncompressed size
@@ -456,7 +434,7 @@ def test_broken_archives_fail_in_one_line(
 ) -> None:
     rng = random.Random(3)
     members = [("manifest.json", b"{}"), ("data.bin", rng.randbytes(200_000))]
-    path = _write_raw(fmt, layout["arc"] / f"bundle{SUFFIX[fmt]}", members)
+    path = write_raw(fmt, layout["arc"] / f"bundle{SUFFIX[fmt]}", members)
     path.write_bytes(breaker(path.read_bytes()))
     calls: list[Callable[[], object]] = [lambda: extract_safely(path, layout["dest"])]
     if how != "flipped":  # a flip in member data only shows when that member is read
@@ -472,7 +450,7 @@ def test_broken_archives_fail_in_one_line(
 def test_every_truncation_and_flip_is_caught(fmt: str, layout: dict[str, Path]) -> None:
     rng = random.Random(5)
     members = [("a.bin", rng.randbytes(30_000)), ("b.txt", b"text\n" * 5000)]
-    good = _write_raw(fmt, layout["src"] / f"good{SUFFIX[fmt]}", members).read_bytes()
+    good = write_raw(fmt, layout["src"] / f"good{SUFFIX[fmt]}", members).read_bytes()
     path = layout["arc"] / f"b{SUFFIX[fmt]}"
     cuts = [good[:n] for n in rng.sample(range(1, len(good)), 25)]
     flips = [_flip_at(good, i) for i in rng.sample(range(len(good)), 40)]

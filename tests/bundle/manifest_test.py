@@ -18,6 +18,7 @@ from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     MANIFEST,
     SCHEMA_VERSION,
+    FileEntry,
     file_entries,
     load_manifest,
     open_bundle,
@@ -31,12 +32,21 @@ HLO = "modules/module_0000.jit_f/module_0000.jit_f.before_optimizations.hlo.pb"
 ISSUE = "ISSUE.md"
 
 
+HLO_DATA = b"\x0a\x05jit_f"
+ISSUE_DATA = b"# XLA CPU compile crash\n"
+
+
 def _stage(root: Path) -> dict[str, Any]:
     """A small bundle's staging folder and its manifest, shaped as ``build`` writes them."""
     (root / HLO).parent.mkdir(parents=True)
-    (root / HLO).write_bytes(b"\x0a\x05jit_f")
-    (root / ISSUE).write_text("# XLA CPU compile crash\n", "utf-8")
-    manifest: dict[str, Any] = {
+    (root / HLO).write_bytes(HLO_DATA)
+    (root / ISSUE).write_bytes(ISSUE_DATA)
+    return manifest_of(file_entries(root))
+
+
+def manifest_of(files: list[FileEntry]) -> dict[str, Any]:
+    """A manifest shaped as ``build`` writes it, of one module, listing ``files``."""
+    return {
         "schema": SCHEMA_VERSION,
         "tool": "xla-bugkit 0.1.0",
         "title": "XLA CPU compile crash: Check failed: x",
@@ -67,9 +77,8 @@ def _stage(root: Path) -> dict[str, Any]:
         "other_modules": 0,
         "data": "no input data (--no-data)",
         "notes": [],
-        "files": file_entries(root),
+        "files": files,
     }
-    return manifest
 
 
 def _bundle(tmp_path: Path, change: Callable[[dict[str, Any]], object] | None = None) -> Path:

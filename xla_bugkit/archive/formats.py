@@ -1,10 +1,10 @@
-"""One reader per archive format (zip, tar.gz, 7z): list the members, stream the wanted ones
-into sinks. Errors about the archive's bytes are left to ``read.open_archive`` to word."""
+"""One reader per archive format (zip, tar.gz, 7z): list the members, each vetted as it is
+listed, and stream the wanted ones into sinks. Errors about the archive's bytes are left to
+``read.open_archive`` to word."""
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import stat
 import tarfile
 import zipfile
@@ -15,6 +15,7 @@ from typing import IO, BinaryIO
 import py7zr
 from py7zr.io import Py7zIO, WriterFactory
 
+from xla_bugkit.archive.gunzip import GunzipStream
 from xla_bugkit.archive.members import (
     CHUNK,
     DIR,
@@ -26,20 +27,26 @@ from xla_bugkit.archive.members import (
     OpenSink,
     Reader,
     Sink,
+    Vet,
     normalize,
 )  # fmt: skip
 from xla_bugkit.errors import BadBundleError
 
+# What may follow a tar's last member: its end marker, padded to a record (10 KiB for most
+# tools; `tar -b 2048` pads to 1 MiB). More is refused rather than decompressed to its end.
+MAX_TAR_TAIL = 1 << 20
+
 
 class _ZipReader:
-    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None) -> None:
+    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None, vet: Vet) -> None:
         self.current: str | None = None
         self._zf = zipfile.ZipFile(fp)
         self._infos = self._zf.infolist()[: None if max_entries is None else max_entries + 1]
         self.members = [_zip_member(i, info) for i, info in enumerate(self._infos)]
-        for info in self._infos:
+        for info, member in zip(self._infos, self.members, strict=True):
             if info.flag_bits & 0x1:
                 raise BadBundleError(f"{path}: {info.filename!r} is encrypted")
+            vet(member)
 
     def stream(
         self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
@@ -64,45 +71,52 @@ def _zip_member(index: int, info: zipfile.ZipInfo) -> Member:
 
 
 class _TarReader:
-    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None) -> None:
+    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None, vet: Vet) -> None:
         self.current: str | None = None
         self._path = path
+        self.members: list[Member] = []
         with _tar_pass(fp) as tf:
-            infos: list[tarfile.TarInfo] = []
             for ti in tf:
-                infos.append(ti)
-                if max_entries is not None and len(infos) > max_entries:
+                # Vetted here, before the next header is looked for: a member refused by its
+                # header is refused before its data is decompressed.
+                self.members.append(_tar_member(len(self.members), ti))
+                vet(self.members[-1])
+                if max_entries is not None and len(self.members) > max_entries:
                     break  # enough for the caller to refuse; skip the end-of-archive check
             else:
                 _check_tar_end(path, tf)
-        self.members = [_tar_member(i, ti) for i, ti in enumerate(infos)]
 
     def stream(
         self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
     ) -> None:
         # A second, forward-only pass: seeking back in a gzip stream decompresses it again
-        # from the start, once per member.
-        by_index = {m.index: m for m in wanted}
+        # from the start, once per member. It stops after the last member wanted: the
+        # listing pass has read the rest, checked the tar's end and the gzip CRC.
+        left = {m.index: m for m in wanted}
+        if not left:
+            return
         with self._path.open("rb") as fp, _tar_pass(fp) as tf:
             for i, ti in enumerate(tf):
-                m = by_index.get(i)
+                m = left.pop(i, None)
                 if m is None:
                     continue
                 if _tar_member(i, ti) != m:
-                    raise BadBundleError(f"{self._path} changed while it was being read")
+                    break
                 self.current = m.name
                 src = tf.extractfile(ti)
                 if src is None:
                     raise BadBundleError(f"{self._path}: {m.name!r} has no data")
                 _copy(src, open_sink(m))
-            self.current = None  # a gzip CRC error at the end is not the last member's fault
-            _check_tar_end(self._path, tf)
+                if not left:
+                    return
+        raise BadBundleError(f"{self._path} changed while it was being read")
 
 
 @contextlib.contextmanager
 def _tar_pass(fp: BinaryIO) -> Iterator[tarfile.TarFile]:
-    # Our own GzipFile, so that _check_tar_end can read it to its end.
-    with gzip.GzipFile(fileobj=fp, mode="rb") as gz, tarfile.open(fileobj=gz, mode="r:") as tf:
+    # Our own stream, so that _check_tar_end can read it to its end, and cheaply.
+    # tarfile reads any object with read, seek and tell; its stubs ask for an IO[bytes].
+    with tarfile.open(fileobj=GunzipStream(fp), mode="r:") as tf:  # type: ignore[call-overload]
         yield tf
 
 
@@ -110,15 +124,23 @@ def _check_tar_end(path: Path, tf: tarfile.TarFile) -> None:
     """Refuse a tar that ended early, and verify the gzip CRC, which tarfile never does.
 
     tarfile stops at the first header it cannot parse as if the archive ended there, and
-    stops reading before the gzip trailer. Everything after the last entry must be zeros.
+    stops reading before the gzip trailer. Everything after the last entry must be zeros,
+    and no more of them than a tar's padding.
     """
-    gz = tf.fileobj
-    assert gz is not None, "tarfile keeps its fileobj while open"
-    gz.seek(tf.offset)
-    while block := gz.read(CHUNK):
+    stream = tf.fileobj
+    assert stream is not None, "tarfile keeps its fileobj while open"
+    stream.seek(tf.offset)
+    tail = 0
+    while block := stream.read(CHUNK):
         if block.count(0) != len(block):
             raise BadBundleError(
                 f"{path} is truncated or corrupt (unreadable tar header at byte {tf.offset})"
+            )
+        tail += len(block)
+        if tail > MAX_TAR_TAIL:
+            raise BadBundleError(
+                f"{path} has over {MAX_TAR_TAIL} bytes of zeros after its last member; "
+                "refusing it rather than reading them all"
             )
 
 
@@ -137,13 +159,15 @@ def _tar_member(index: int, ti: tarfile.TarInfo) -> Member:
 
 
 class _SevenZipReader:
-    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None) -> None:
+    def __init__(self, path: Path, fp: BinaryIO, max_entries: int | None, vet: Vet) -> None:
         self.current: str | None = None
         # A file object, not a path: py7zr then decompresses in this thread, so our sinks'
         # exceptions reach us directly instead of through its worker threads.
         # max_entries does not apply: py7zr parses the whole header, bounded by the file size.
         self._sz = py7zr.SevenZipFile(fp, "r")
         self.members = [_7z_member(i, f) for i, f in enumerate(self._sz.files)]
+        for member in self.members:
+            vet(member)
 
     def stream(
         self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
@@ -233,7 +257,7 @@ def _copy(src: IO[bytes], sink: Sink) -> None:
         sink.close()
 
 
-READERS: dict[str, Callable[[Path, BinaryIO, int | None], Reader]] = {
+READERS: dict[str, Callable[[Path, BinaryIO, int | None, Vet], Reader]] = {
     "7z": _SevenZipReader,
     "zip": _ZipReader,
     "tar.gz": _TarReader,

@@ -22,8 +22,9 @@ import py7zr
 import py7zr.exceptions
 
 from xla_bugkit.archive.formats import READERS
-from xla_bugkit.archive.members import FILE, Member, Reader, normalize
+from xla_bugkit.archive.members import FILE, Member, Reader, Vet, normalize
 from xla_bugkit.archive.naming import suffix_format
+from xla_bugkit.archive.plan import Budget
 from xla_bugkit.errors import BadBundleError, BugkitError
 
 _MAGIC = (
@@ -71,8 +72,11 @@ def _readable(path: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_archive(path: Path, max_entries: int | None = None) -> Iterator[Reader]:
-    """Open ``path`` and list its members (at most ``max_entries`` + 1 of them)."""
+def open_archive(
+    path: Path, max_entries: int | None = None, vet: Vet | None = None
+) -> Iterator[Reader]:
+    """Open ``path`` and list its members (at most ``max_entries`` + 1 of them), passing each
+    to ``vet`` as it is listed."""
     with _readable(path), path.open("rb") as fp:
         fmt = format_of(path)
         head = fp.read(8)
@@ -83,13 +87,17 @@ def open_archive(path: Path, max_entries: int | None = None) -> Iterator[Reader]
         fp.seek(0)
         reader: Reader | None = None
         try:
-            reader = READERS[fmt](path, fp, max_entries)
+            reader = READERS[fmt](path, fp, max_entries, vet or _accept)
             yield reader
         except BugkitError:
             raise
         except _CORRUPT as e:
             detail = _detail(e, reader.current if reader else None)
             raise BadBundleError(f"{path} is truncated or corrupt ({detail})") from None
+
+
+def _accept(member: Member) -> None:
+    pass
 
 
 def _detail(e: BaseException, member: str | None) -> str:
@@ -110,15 +118,25 @@ class Entry:
     is_file: bool
 
 
+def archive_size(path: Path) -> int:
+    with _readable(path):
+        return path.stat().st_size
+
+
 def list_entries(path: Path) -> list[Entry]:
-    """The members ``path`` declares, in archive order; nothing is extracted."""
-    with open_archive(path) as reader:
+    """The members ``path`` declares, in archive order; nothing is extracted. An archive
+    that declares more entries or bytes than extraction allows (``plan.Budget``) is
+    refused."""
+    budget = Budget(path, archive_size(path))
+    with open_archive(path, budget.max_entries, budget.declare) as reader:
         return [Entry(m.name, m.size, m.kind == FILE) for m in reader.members]
 
 
 def read_member(path: Path, name: str, limit: int) -> bytes:
-    """The bytes of the one member ``name``, read in memory; refused if over ``limit``."""
-    with open_archive(path) as reader:
+    """The bytes of the one member ``name``, read in memory; refused if over ``limit``, or if
+    the archive declares more entries or bytes than extraction allows (``plan.Budget``)."""
+    budget = Budget(path, archive_size(path))
+    with open_archive(path, budget.max_entries, budget.declare) as reader:
         member = _only_member(path, reader.members, name)
         if member.size > limit:
             raise BadBundleError(f"{path}: {name} is {member.size} bytes, over the {limit} allowed")

@@ -1,4 +1,8 @@
-"""``xla-bugkit show BUNDLE``: what a bundle shares, read without extracting it to disk."""
+"""``xla-bugkit show BUNDLE``: what a bundle shares, read without extracting it to disk.
+
+The bundle is first read through every check ``verify`` makes (nothing is written): a bundle
+``verify`` would refuse is not shown as if it were sound.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from pathlib import Path
 
 from xla_bugkit import archive
 from xla_bugkit.bundle.build import ISSUE
-from xla_bugkit.bundle.manifest import load_manifest
-from xla_bugkit.errors import ExitCode
+from xla_bugkit.bundle.manifest import Manifest, check_bundle
+from xla_bugkit.errors import BadBundleError, ExitCode
 
 ISSUE_LIMIT = 4 << 20
 
@@ -19,9 +23,8 @@ def _printable(name: str) -> str:
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
 
 
-def render(path: Path) -> str:
+def render(path: Path, manifest: Manifest) -> str:
     """The bundle's failure, modules, notes and every file with its size."""
-    manifest = load_manifest(path)
     entries = archive.list_entries(path)
     failure = manifest["failure"]  # the loader checked every key read here
     lines = [
@@ -41,13 +44,16 @@ def render(path: Path) -> str:
 
 def show(bundle: Path, *, json_output: bool = False, issue: bool = False) -> int:
     """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md)."""
+    try:
+        manifest = check_bundle(bundle)
+    except BadBundleError as e:
+        raise BadBundleError(f"this bundle would be refused: {e}") from None
     if issue:
-        load_manifest(bundle)  # an xla-bugkit bundle, not any archive with an ISSUE.md
         text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
         sys.stdout.write(text)
     elif json_output:
-        json.dump(load_manifest(bundle), sys.stdout, indent=2)
+        json.dump(manifest, sys.stdout, indent=2)
         print()
     else:
-        print(render(bundle))
+        print(render(bundle, manifest))
     return ExitCode.OK

@@ -2,7 +2,8 @@
 
 A bundle comes from someone else's machine, so ``load_manifest`` checks every key it reads
 and keeps every path inside the files the manifest lists; ``open_bundle`` adds the safe
-extraction and the sha256 check that ``verify`` and ``repack`` share.
+extraction, driven by the manifest's sizes and sha256s, that ``verify`` and ``repack``
+share; ``check_bundle`` makes the same checks with nothing written, for ``show``.
 
 ``schema`` holds the shape, ``write`` writes it, ``checks`` says what each key must hold,
 ``loader`` validates and loads, ``integrity`` opens a bundle and checks its files.
@@ -11,14 +12,17 @@ extraction and the sha256 check that ``verify`` and ``repack`` share.
 from __future__ import annotations
 
 from xla_bugkit.bundle.manifest.integrity import (
+    EDIT_SLACK,
     EDITABLE,
     OpenBundle,
-    check_integrity,
+    check_bundle,
+    edited_files,
     edited_notice,
+    expected_files,
     open_bundle,
     reseal,
 )
-from xla_bugkit.bundle.manifest.loader import load_manifest, validate
+from xla_bugkit.bundle.manifest.loader import load_manifest, read_manifest, validate
 from xla_bugkit.bundle.manifest.schema import (
     MANIFEST,
     MANIFEST_LIMIT,
@@ -39,6 +43,7 @@ from xla_bugkit.bundle.manifest.write import (
 
 __all__ = [
     "EDITABLE",
+    "EDIT_SLACK",
     "MANIFEST",
     "MANIFEST_LIMIT",
     "SCHEMA_VERSION",
@@ -48,12 +53,15 @@ __all__ = [
     "OpenBundle",
     "OtherProcessEntry",
     "ProcessEntry",
-    "check_integrity",
+    "check_bundle",
+    "edited_files",
     "edited_notice",
+    "expected_files",
     "file_entries",
     "load_manifest",
     "now",
     "open_bundle",
+    "read_manifest",
     "reseal",
     "sha256_of",
     "tool_name",

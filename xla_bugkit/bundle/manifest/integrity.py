@@ -1,49 +1,64 @@
-"""Opening a bundle: safe extraction into a fresh folder, every file checked against its size
-and sha256, the reporter's edits to the text files allowed and sealed again."""
+"""Opening a bundle: its manifest read first, then the archive extracted (or only read,
+for ``check_bundle``) against it, every file its listed size and sha256 as it streams, the
+reporter's edits to the text files allowed and sealed again."""
 
 from __future__ import annotations
 
 import contextlib
-import shutil
+import hashlib
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.manifest.loader import load_manifest, validate
+from xla_bugkit.bundle.manifest.loader import read_manifest, validate
 from xla_bugkit.bundle.manifest.schema import MANIFEST, FileEntry, Manifest, ModuleEntry
 from xla_bugkit.bundle.manifest.write import sha256_of, write_manifest
-from xla_bugkit.errors import BadBundleError
 
 # Text written for people, which the reporter may well edit before filing (the ISSUE.md
 # template asks for it). No replay reads them: an edit is reported, not refused.
 EDITABLE = frozenset({"ISSUE.md", "log.txt", "other-modules.txt"})
+# How much an edit may add to one of them: room for pages of notes, and a bound on what a
+# bundle can unpack beyond the sizes its manifest lists.
+EDIT_SLACK = 1 << 20
 
 
 def edited_notice(name: str) -> str:
     return f"{name} was edited after the bundle was made"
 
 
-def check_integrity(root: Path, manifest: Manifest, extracted: Sequence[Path]) -> tuple[str, ...]:
-    """Every file the manifest lists is there with its size and sha256, and nothing else is;
-    of the ``EDITABLE`` text files, those that differ are returned instead of refused."""
-    listed = {f["path"]: f for f in manifest["files"]}
-    present = {p.relative_to(root).as_posix() for p in extracted if p.is_file()}
-    present.discard(MANIFEST)
-    if extra := sorted(present - set(listed)):
-        raise BadBundleError(f"the bundle holds files its manifest does not list: {extra[:3]}")
-    if missing := sorted(set(listed) - present):
-        raise BadBundleError(f"the bundle lacks files its manifest lists: {missing[:3]}")
+def expected_files(manifest: Manifest, raw: bytes) -> dict[str, archive.Expected]:
+    """What extraction must find: every file the manifest lists (``EDITABLE`` ones with
+    room for edits) and manifest.json itself as ``raw``, the bytes validated; nothing else."""
+    expected = {
+        f["path"]: archive.Expected(
+            f["size"], f["sha256"], EDIT_SLACK if f["path"] in EDITABLE else 0
+        )
+        for f in manifest["files"]
+    }
+    expected[MANIFEST] = archive.Expected(len(raw), hashlib.sha256(raw).hexdigest())
+    return expected
+
+
+def edited_files(root: Path, manifest: Manifest) -> tuple[str, ...]:
+    """The ``EDITABLE`` files under ``root`` that differ from the manifest's entry (every
+    other file was held to its entry as it was extracted)."""
     edited: list[str] = []
-    for name, entry in listed.items():
-        path = root / name
-        if path.stat().st_size == entry["size"] and sha256_of(path) == entry["sha256"]:
-            continue
-        if name not in EDITABLE:
-            raise BadBundleError(f"{name} does not match its sha256 in the manifest")
-        edited.append(name)
+    for entry in manifest["files"]:
+        if entry["path"] in EDITABLE:
+            path = root / entry["path"]
+            if path.stat().st_size != entry["size"] or sha256_of(path) != entry["sha256"]:
+                edited.append(entry["path"])
     return tuple(edited)
+
+
+def check_bundle(path: Path) -> Manifest:
+    """The manifest of ``path``, once the whole bundle has passed every check ``open_bundle``
+    makes, with nothing written to disk. Raises ``BadBundleError`` with the first failure."""
+    manifest, raw = read_manifest(path)
+    archive.check_archive(path, expected=expected_files(manifest, raw))
+    return manifest
 
 
 def reseal(bundle: OpenBundle) -> Manifest:
@@ -85,16 +100,17 @@ def open_bundle(
     unpacking: contextlib.AbstractContextManager[object] | None = None,
 ) -> Iterator[OpenBundle]:
     """Validate ``path``'s manifest, unpack the archive safely into a fresh temporary folder,
-    check every file's size and sha256, and remove the folder afterwards.
+    holding every file to its size and sha256 as it is written, and remove the folder
+    afterwards (on a refusal too: nothing is left in the temporary directory).
 
     ``unpacking`` (a progress phase, say) is entered around the extraction.
     """
-    manifest = load_manifest(path)
+    manifest, raw = read_manifest(path)
     dest = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         with unpacking or contextlib.nullcontext():
-            extracted = archive.extract_safely(path, dest)
-        edited = check_integrity(dest, manifest, extracted)
+            extracted = archive.extract_safely(path, dest, expected=expected_files(manifest, raw))
+        edited = edited_files(dest, manifest)
         yield OpenBundle(path, dest, manifest, tuple(extracted), edited)
     finally:
-        shutil.rmtree(dest, ignore_errors=True)
+        archive.remove_tree(dest)

@@ -116,6 +116,12 @@ def validate(data: object) -> Manifest:
 
 def load_manifest(path: Path) -> Manifest:
     """The manifest of the bundle ``path``, read without extracting anything, and validated."""
+    return read_manifest(path)[0]
+
+
+def read_manifest(path: Path) -> tuple[Manifest, bytes]:
+    """``load_manifest``, with the bytes it was read from: extraction pins manifest.json to
+    them, so that the file unpacked is the one validated."""
     try:
         raw = archive.read_member(path, MANIFEST, MANIFEST_LIMIT)
     except BadBundleError as e:
@@ -129,6 +135,6 @@ def load_manifest(path: Path) -> Manifest:
     if not isinstance(data, dict) or not isinstance(data.get("files"), list):
         raise BadBundleError(f"{path}: {MANIFEST} does not describe a bundle")
     try:
-        return validate(data)
+        return validate(data), raw
     except BadBundleError as e:
         raise BadBundleError(f"{path}: {MANIFEST}: {e}") from None

@@ -1,0 +1,101 @@
+"""``show`` on bundles built here (no jax): a bundle ``verify`` would refuse is not shown as
+sound, but refused with the reason, exit 4, and nothing written anywhere.
+
+The real bundle of a real run is shown in verify_test (it needs a collect).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.archive.hostile import tree, write_raw
+from tests.bundle.integrity_test import HOSTILE, bundle_members, hostile_bundle
+from tests.bundle.manifest_test import HLO, ISSUE, ISSUE_DATA
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.main import main
+
+XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))  # the installed command
+REFUSED = "xla-bugkit: error: this bundle would be refused: "
+
+
+@pytest.fixture
+def quiet_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cwd and TMPDIR, to see that show writes nothing."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("TMPDIR", str(here))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    return here
+
+
+def test_show_lists_a_sound_bundle(
+    tmp_path: Path, quiet_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_raw("zip", tmp_path / "bug.zip", bundle_members())
+    assert main(["show", str(path)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "failure: compile crash: Check failed: x" in out
+    assert f"{len(ISSUE_DATA):>14,}  {ISSUE}" in out and HLO in out
+    assert main(["show", "--issue", str(path)]) == ExitCode.OK
+    assert capsys.readouterr().out == ISSUE_DATA.decode()
+    assert tree(quiet_dirs) == set()
+
+
+@pytest.mark.parametrize("fmt", ["zip", "7z", "tar.gz"])
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_show_refuses_what_verify_would(
+    fmt: str,
+    case: str,
+    tmp_path: Path,
+    quiet_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, reason = hostile_bundle(tmp_path, fmt, case)
+    for options in ([], ["--json"], ["--issue"]):
+        assert main(["show", *options, str(path)]) == ExitCode.BAD_BUNDLE
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.startswith(REFUSED), captured.err
+        assert re.search(reason, captured.err.removeprefix(REFUSED).rstrip("\n"))
+        assert captured.err.count("\n") == 1
+    assert tree(quiet_dirs) == set()
+
+
+def test_show_refuses_a_symlink(
+    tmp_path: Path, quiet_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_raw("zip", tmp_path / "bug.zip", bundle_members())
+    link = zipfile.ZipInfo("evil")
+    link.create_system = 3  # unix: the high 16 bits of external_attr are st_mode
+    link.external_attr = 0o120777 << 16
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr(link, "/etc/passwd")
+    assert main(["show", str(path)]) == ExitCode.BAD_BUNDLE
+    assert capsys.readouterr().err == f"{REFUSED}{path}: refusing symlink entry 'evil'\n"
+
+
+def test_installed_show_refuses_a_lying_bundle(tmp_path: Path) -> None:
+    """End to end: the installed command, on a bundle whose member is 32 MiB where its
+    manifest lists 7 bytes, with its TMPDIR where the test can look."""
+    path, _ = hostile_bundle(tmp_path, "zip", "a member bigger than listed")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    done = subprocess.run(
+        [XLA_BUGKIT, "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a bound on a hang, not a measure of speed
+        env={**os.environ, "TMPDIR": str(tmp)},
+        cwd=tmp,
+    )
+    assert done.returncode == ExitCode.BAD_BUNDLE, done.stderr
+    assert done.stderr == f"{REFUSED}{HLO} does not match its sha256 in the manifest\n"
+    assert done.stdout == "" and tree(tmp) == set()
