@@ -69,7 +69,8 @@ def build(
     """
     planned = [p for p in layout.plan(index, selection.chosen, data=data)
                if p.arcname not in dropped]  # fmt: skip
-    counts = layout.stage(planned, stage, redactor)
+    unredacted: list[str] = []  # what binary files still hold: said after the summary
+    counts = layout.stage(planned, stage, redactor, unredacted)
     counts.update(_write_texts(stage, run, selection, env, redactor))
     text = redactor.text
     modules = _module_entries(selection.chosen, planned, verdicts)
@@ -87,6 +88,7 @@ def build(
     notes += [f"left out to fit the size budget: {name}" for name in dropped]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
+    notes += unredacted
     found = frameworks.detect(run.command, run.output, (m.name for m in index.modules))
     framework = frameworks.info(found) if found is not None else None
     staged = Staged(reproducer, source, replayed, framework, repo)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from xla_bugkit.capture.dumps import DumpIndex, Role
 from xla_bugkit.capture.selection import Chosen
-from xla_bugkit.redact import HOME_PATH, Redactor
+from xla_bugkit.redact import Redactor, left_note
 
 # What a maintainer needs of each chosen module (XLA's docs: before, after, buffer assignment),
 # plus what replay needs. Live ranges, buffer values, LLVM IR and objects stay behind: large,
@@ -27,7 +27,7 @@ KEPT_ROLES = (
     Role.COMPILE_OPTIONS,
     Role.TOPOLOGY,
 )
-# Text files are redacted on the way in; binary protos are copied byte for byte.
+# Text files are redacted on the way in; binary protos field by field (redact.binary).
 _TEXT_SUFFIXES = (".txt", ".mlir", ".md", ".log", ".json")
 _TEXT_ROLES = (Role.DEBUG_OPTIONS,)
 
@@ -77,10 +77,13 @@ def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     return order
 
 
-def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter[str]:
-    """Copy planned files into ``dest``: text redacted; in binaries, home paths rewritten.
+def stage(
+    planned: Iterable[Planned], dest: Path, redactor: Redactor, unredacted: list[str]
+) -> Counter[str]:
+    """Copy planned files into ``dest``: text redacted; binary protos in their string fields.
 
-    Returns the redaction counts (home paths, user names, ...) for the summary.
+    Returns the redaction counts (home paths, user names, ...) for the summary; what a binary
+    file still holds, where it could not be rewritten, goes to ``unredacted`` as notes.
     """
     counts: Counter[str] = Counter()
     for p in planned:
@@ -91,9 +94,10 @@ def stage(planned: Iterable[Planned], dest: Path, redactor: Redactor) -> Counter
             target.write_text(text, "utf-8")
             counts.update(found)
         else:
-            found_paths = redactor.copy_binary(p.source, target)
-            if found_paths:
-                counts[HOME_PATH] += found_paths
+            copied = redactor.copy_binary(p.source, target)
+            counts.update(copied.counts)
+            if copied.left:
+                unredacted.append(redactor.text(left_note(p.arcname, copied.left)))
     return counts
 
 

@@ -2,13 +2,15 @@
 
 A bug bundle is attached to a public GitHub issue, so every text that enters it (logs, HLO
 text dumps, the environment report, the command line) passes through a :class:`Redactor`.
-Binary protos are never rewritten as text (a changed length corrupts them): home paths in
-them are rewritten at the same length (:meth:`Redactor.copy_binary`), and for the rest the
-caller asks :meth:`Redactor.find_in_bytes` and warns instead.
+Binary protos are never rewritten as text (a changed length corrupts them): their string
+fields are found by structure (``schemas``), redacted as text and written back with their new
+lengths (:meth:`Redactor.copy_binary`); what is anywhere else in them is reported by kind, for
+the bundle's notes (:func:`left_note`).
 
-``patterns`` says what counts as private, ``command`` finds the secrets on a command line,
-``rules`` compiles one machine's rules, ``redactor`` applies them to text and ``binary`` to
-binary data.
+``patterns`` says what counts as private, ``command`` finds the secrets on a command line and
+``environ`` those in the environment, ``rules`` compiles one machine's rules with the cheap
+tests of ``needles``, ``redactor`` applies them to text, and ``binary`` to binary files,
+which ``walk`` follows along the field paths of ``schemas``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from xla_bugkit.redact.patterns import (
     USER_NAME,
     is_reportable_env_name,
 )
-from xla_bugkit.redact.redactor import Redactor, summarize
+from xla_bugkit.redact.redactor import Redactor, left_note, summarize
 
 __all__ = [
     "HOME",
@@ -40,5 +42,6 @@ __all__ = [
     "command_note",
     "command_secrets",
     "is_reportable_env_name",
+    "left_note",
     "summarize",
 ]

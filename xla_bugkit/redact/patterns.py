@@ -57,23 +57,75 @@ TOKEN_PATTERNS = (
     (r"\bglpat-[A-Za-z0-9_-]{20,}", "glpat-"),
     (r"\bhf_[A-Za-z0-9]{20,}", "hf_"),
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
-    (r"\bsk-[A-Za-z0-9_-]{20,}", "sk-"),
+    (r"\bsk-[A-Za-z0-9_-]{20,}", "sk-"),  # OpenAI, Anthropic (sk-ant-)
+    (r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),  # Stripe
     (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "xox"),
+    (r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", "hooks.slack.com"),
     (r"\bya29\.[A-Za-z0-9_-]{20,}", "ya29."),
-    (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----", "-----BEGIN"),
+    (r"\bAIza[A-Za-z0-9_-]{35}(?![\w-])", "AIza"),  # Google API keys
+    (r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
+    (r"\bpypi-AgE[A-Za-z0-9_-]{40,}", "pypi-AgE"),
+    (r"\bdapi[0-9a-f]{32}\b", "dapi"),  # Databricks
+    # A JSON Web Token: header and payload are base64 JSON objects ('{"' is "eyJ").
+    (r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "eyJ"),
+    (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----",
+        "-----BEGIN",
+    ),
 )
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)"""
-# NAME=value (shell, env dumps, flags) and "name": "value" (JSON) where NAME looks secret.
+# NAME=value (shell, env dumps, flags, query strings) where NAME looks secret; a name that
+# ends in "_pass" or "_pwd" too ("DB_PASS", "MYSQL_PWD"), but not "--xla_disable_hlo_passes".
 # No spaces around "=": HLO text has "%token.1 = token[] after-all()", which is no secret.
-ASSIGN = rf"(?i)(\b[\w.-]*(?:{SECRET_WORDS})[\w.-]*=)(?!{REDACTED}){_VALUE}"
-JSON = rf"""(?i)("[\w.-]*(?:{SECRET_WORDS})[\w.-]*"\s*:\s*)"[^"\n]*\""""
+ASSIGN = (
+    rf"(?i)(\b(?:[\w.-]*(?:{SECRET_WORDS})[\w.-]*|[\w.-]*[_.-](?:pass|pwd))=)"
+    rf"(?!{REDACTED}){_VALUE}"
+)
 BEARER = r"(?i)(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"
-# Command-line options whose value is a secret: "--password hunter2", "--hf-token X". The
-# option's last word decides, so "--max-tokens 128", "--tokenizer t5" and "--token-file F"
-# keep their values.
+# An HTTP Authorization header, whatever its scheme: "Authorization: Basic dXNlcjpwdw==".
+AUTH_HEADER = (
+    r"(?i)(\b(?:proxy-)?authorization[ \t]*[:=][ \t]*"
+    r"(?:(?:bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?)"
+    rf"(?!{REDACTED})[^\s\"',;]+"
+)
+# A name whose value is a secret in the structured forms below (JSON, a Python dict, YAML,
+# INI, a log line): its last word decides, words split by "-_." or camelCase. "password",
+# "db_pass", "api_key", "auth_token", "secretAccessKey", but not a bare "key" or "pass" (a
+# JAX PRNG key, an HLO pass), nor "max_tokens", "maxTokens", "tokenizer" or "key_dim".
+_SECRET_NAME_LAST = (
+    r"(?:[a-z0-9]++[-_.]|(?-i:[A-Za-z0-9][a-z0-9]*+(?=[A-Z])))*"
+    r"(?:password|passwd|passphrase|pwd|secret|token|credentials?|auth|authorization|cookie"
+    r"|apikey|session[-_]?id|(?:api|secret|access|private|auth|client|signing|encryption"
+    r"|master|account|service|app|session)[-_.]?key|(?<=[-_.])pass|(?-i:(?<=[a-z0-9])Pass))"
+)
+# Values that name no secret: plain words, and Python annotations ("token: str").
+_NOT_SECRET = r"(?:true|false|yes|no|on|off|none|null|basic|bearer|str|bytes|int|optional)\b"
+# The value of those forms: a quoted string, or one word that is no call or index
+# ("token = get_token()", "api_key = os.environ['K']" are code, not secrets) and no
+# comparison ("token == x").
+_STRUCTURED_VALUE = (
+    rf"(?!{REDACTED}|{_NOT_SECRET})"
+    r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"'`,;&(){}\[\]<>=$%!][^\s"'`,;&(){}\[\]<>]*+(?![(\[<]))"""
+)
+# name: value and name = value where the name looks secret, in the forms of JSON and a Python
+# dict's repr ("name": value, 'name': value), YAML and log lines (name: value), INI files such
+# as ~/.aws/credentials and Python (name = value). NAME=value without spaces is ASSIGN's. A
+# match never crosses a newline.
+STRUCTURED = (
+    rf"""(?i)((?:(?P<k>['"]){_SECRET_NAME_LAST}(?P=k)[ \t]*:"""
+    rf"|(?<![\w.%@$/-]){_SECRET_NAME_LAST}(?:[ \t]*:(?![:/=])|[ \t]+=|=[ \t]+))[ \t]*)"
+    + _STRUCTURED_VALUE
+)
+# A signature in a signed URL's query string (AWS "X-Amz-Signature=", Azure SAS "sig=").
+QUERY_SIGNATURE = rf"(?i)([?&][\w.-]*(?:sig|signature)=)(?!{REDACTED})[^&\s#\"'<>]+"
+# Command-line options whose value is a secret: "--password hunter2", "--hf-token X",
+# "--db-pass X", "--key X". The option's last word decides, so "--max-tokens 128",
+# "--tokenizer t5", "--token-file F" and "--num-passes 2" keep their values.
 _OPTION = (
     r"--?(?:[a-z0-9]+[-_.])*"
-    r"(?:password|passwd|token|secret|auth|credentials?|(?:api|secret|access|private)[-_]?key)"
+    r"(?:password|passwd|passphrase|pass|pwd|token|secret|auth|credentials?|key"
+    r"|(?:api|secret|access|private)[-_]?key)"
 )
 SECRET_OPTION = re.compile(_OPTION, re.IGNORECASE)
 # The same option followed by its value in text: a shell command line, or Python's repr of
@@ -87,7 +139,7 @@ OPTION_VALUE = (
 PLAIN_VALUES = frozenset(
     {"true", "false", "yes", "no", "on", "off", "none", "null", "basic", "bearer", "default"}
 )
-URL_CREDENTIALS = r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+(@)"
+URL_CREDENTIALS = r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]+(@)"
 
 
 def is_reportable_env_name(name: str) -> bool:

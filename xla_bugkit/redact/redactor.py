@@ -14,6 +14,7 @@ from pathlib import Path
 
 from xla_bugkit.redact import binary
 from xla_bugkit.redact.command import command_secrets
+from xla_bugkit.redact.environ import env_secrets
 from xla_bugkit.redact.patterns import (
     HOME_PATH,
     HOST_NAME,
@@ -54,10 +55,15 @@ class Redactor:
 
     @classmethod
     def for_this_machine(
-        cls, command: Sequence[str] = (), private: Iterable[Path] = ()
+        cls,
+        command: Sequence[str] = (),
+        private: Iterable[Path] = (),
+        environ: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """A redactor for the current user's home, user names and host names, and for the
-        secret values on ``command`` (the values of "--password", "--token", ...).
+        """A redactor for the current user's home, user names and host names, for the secret
+        values on ``command`` (the values of "--password", "--token", ...) and for those of
+        the secret-looking variables of ``environ`` (default: this process's environment,
+        which the program ran in): a program may print its API key anywhere.
 
         ``private`` folders (the run's work dir) are written as ``~`` too where they are not
         under a home already: XLA writes the dump folder into what it dumps.
@@ -76,7 +82,9 @@ class Redactor:
         hosts.extend(_quietly(socket.getfqdn))
         # Short and fully qualified forms both leak; "box.corp.example" also as "box".
         hosts.extend(h.split(".", 1)[0] for h in list(hosts))
-        return cls(home=homes, user=users, host=hosts, secrets=command_secrets(command))
+        environ = os.environ if environ is None else environ
+        secrets = (*command_secrets(command), *env_secrets(environ))
+        return cls(home=homes, user=users, host=hosts, secrets=secrets)
 
     def text(self, s: str) -> str:
         """``s`` with home paths, user and host names, and secrets replaced."""
@@ -100,14 +108,16 @@ class Redactor:
         rules = binary.binary_rules(self.home, self.user, self.host, self.secrets)
         return binary.find_in_bytes(b, rules)
 
-    def copy_binary(self, src: Path, dst: Path, *, chunk: int = 8 << 20) -> int:
-        """Copy a binary proto, rewriting home paths in place; returns how many were rewritten.
+    def copy_binary(self, src: Path, dst: Path, *, chunk: int = 8 << 20) -> binary.BinaryCopy:
+        """Copy a binary dump file (an HLO proto, a snapshot, compile options), redacting it.
 
-        ``/home/alice/proj/x.py`` becomes ``~//////////proj/x.py``: the same length, so every
-        protobuf length prefix stays valid, and still the same path once read (repeated
-        slashes are one). Streams, so a large snapshot is never held in memory.
+        In a proto of a known kind the strings that can hold a path or a name (op metadata,
+        stack frames, debug options) are redacted as text is, and their lengths written anew;
+        a snapshot's arguments stream through untouched. What remains anywhere else is
+        reported by kind in the result's ``left``, to be named in the bundle's notes.
         """
-        return binary.copy_same_length(src, dst, self.home, chunk=chunk)
+        scan = binary.binary_rules(self.home, self.user, self.host, self.secrets)
+        return binary.copy_proto(src, dst, self.text_with_report, self._rules, scan, chunk=chunk)
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""
@@ -123,6 +133,12 @@ def summarize(counts: Counter[str]) -> str:
     order = (HOME_PATH, USER_NAME, HOST_NAME, SECRET)
     kinds = [*order, *sorted(k for k in counts if k not in order)]
     return ", ".join(f"{counts[k]} {k}{'' if counts[k] == 1 else 's'}" for k in kinds if counts[k])
+
+
+def left_note(name: str, kinds: Sequence[str]) -> str:
+    """Say what a binary file still holds where redaction could not rewrite it: ``"not
+    redacted: a user name, a host name in modules/f/x.hlo.pb (binary data)"``."""
+    return f"not redacted: {', '.join(f'a {k}' for k in kinds)} in {name} (binary data)"
 
 
 def _quietly(get: Callable[[], str]) -> list[str]:

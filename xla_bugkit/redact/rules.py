@@ -1,5 +1,5 @@
 """The rules one redactor applies: its homes, names and secrets, and the secret patterns, each
-compiled with a cheap test (a needle) that skips the texts it cannot match."""
+compiled with a cheap test (a needle, ``needles``) that skips the texts it cannot match."""
 
 from __future__ import annotations
 
@@ -8,20 +8,23 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from xla_bugkit.redact import needles
+from xla_bugkit.redact.needles import Spans
 from xla_bugkit.redact.patterns import (
     ASSIGN,
+    AUTH_HEADER,
     BEARER,
     COMMON_NAMES,
     HOME,
     HOME_PATH,
     HOST,
     HOST_NAME,
-    JSON,
     OPTION_VALUE,
     PLAIN_VALUES,
+    QUERY_SIGNATURE,
     REDACTED,
     SECRET,
-    SECRET_WORDS,
+    STRUCTURED,
     SYSTEM_DIRS,
     TOKEN_PATTERNS,
     TRIVIAL_HOSTS,
@@ -42,6 +45,10 @@ class Rule:
     # without it is skipped. Lookbehind alternations cost ~0.3 s per MB of HLO text, where a
     # substring test costs ~1 ms.
     needle: str | tuple[str, ...] | Callable[[str], bool] | None = None  # a tuple: any of them
+    # For a rule whose matches never cross a newline: the lines (spans of the text) that can
+    # hold one, the rest skipped. Case-insensitive patterns cost ~0.2 s per MB (sre tries
+    # them at every position): a rare "password: x" in an HLO dump costs its line only.
+    lines: Callable[[str], Spans] | None = None
 
     def may_match(self, s: str) -> bool:
         if self.needle is None:
@@ -52,18 +59,32 @@ class Rule:
             return any(n in s for n in self.needle)
         return self.needle(s)
 
+    def spans(self, s: str) -> Spans:
+        """Where in ``s`` a match can be; empty where nowhere."""
+        if not self.may_match(s):
+            return []
+        return [(0, len(s))] if self.lines is None else self.lines(s)
+
 
 def apply_rules(rules: Iterable[Rule], s: str, on_hit: Callable[[str, str], None]) -> str:
     """``s`` with each rule applied in turn; ``on_hit(kind, match)`` hears of each match."""
     for rule in rules:
-        if not rule.may_match(s):
+        spans = rule.spans(s)
+        if not spans:
             continue
 
         def replace(m: re.Match[str], rule: Rule = rule) -> str:
             on_hit(rule.kind, m[0])
             return rule.replace(m)
 
-        s = rule.pattern.sub(replace, s)
+        if spans == [(0, len(s))]:
+            s = rule.pattern.sub(replace, s)
+            continue
+        pieces, done = [], 0
+        for start, end in spans:
+            pieces += [s[done:start], rule.pattern.sub(replace, s[start:end])]
+            done = end
+        s = "".join([*pieces, s[done:]])
     return s
 
 
@@ -108,10 +129,12 @@ def build_rules(
     rules = [_secret_rule(p, needle) for p, needle in TOKEN_PATTERNS]
     rules += _known_secret_rules(secrets)
     rules += [
-        _keep_prefix_rule(OPTION_VALUE, needle=_may_be_secret_option),
-        _keep_prefix_rule(ASSIGN, needle=_may_assign_secret),
-        _keep_prefix_rule(JSON, needle=_may_be_json_secret),
-        _keep_prefix_rule(BEARER, needle=_may_be_bearer),
+        _keep_prefix_rule(OPTION_VALUE, needle=needles.may_be_secret_option),
+        _keep_prefix_rule(AUTH_HEADER, lines=needles.AUTH_HEADER_LINES),
+        _keep_prefix_rule(ASSIGN, lines=needles.ASSIGN_LINES),
+        _keep_prefix_rule(STRUCTURED, lines=needles.STRUCTURED_LINES, quoted=True),
+        _keep_prefix_rule(QUERY_SIGNATURE, needle=needles.may_be_query_signature),
+        _keep_prefix_rule(BEARER, needle=needles.lowered_has("bearer", "basic")),
     ]
     url = re.compile(URL_CREDENTIALS)
     rules.append(Rule(SECRET, url, lambda m: m[1] + REDACTED + m[2], needle="://"))
@@ -132,11 +155,11 @@ def _known_secret_rules(secrets: tuple[str, ...]) -> list[Rule]:
     if not secrets:
         return []
     exact = "|".join(re.escape(v) for v in secrets)
-    rules = [Rule(SECRET, re.compile(rf"\A(?:{exact})\Z"), _constant(REDACTED))]
-    wide = [re.escape(v) for v in secrets if _worth_hunting(v)]
+    rules = [Rule(SECRET, re.compile(rf"\A(?:{exact})\Z"), _constant(REDACTED), needle=secrets)]
+    wide = tuple(v for v in secrets if _worth_hunting(v))
     if wide:
-        pattern = re.compile(rf"(?<!\w)(?:{'|'.join(wide)})(?!\w)")
-        rules.append(Rule(SECRET, pattern, _constant(REDACTED)))
+        pattern = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, wide))})(?!\w)")
+        rules.append(Rule(SECRET, pattern, _constant(REDACTED), needle=wide))
     return rules
 
 
@@ -152,59 +175,22 @@ def _secret_rule(pattern: str, needle: str | tuple[str, ...]) -> Rule:
     return Rule(SECRET, re.compile(pattern), _constant(REDACTED), needle)
 
 
-def _keep_prefix_rule(pattern: str, needle: Callable[[str], bool] | None = None) -> Rule:
+def _keep_prefix_rule(
+    pattern: str,
+    needle: Callable[[str], bool] | None = None,
+    lines: Callable[[str], Spans] | None = None,
+    *,
+    quoted: bool = False,
+) -> Rule:
+    """A rule that keeps its match's first group (the name) and replaces the rest; with
+    ``quoted``, a quoted value keeps its quotes, so JSON and YAML still read as such."""
+
     def replace(m: re.Match[str]) -> str:
-        quote = '"' if m[0].endswith('"') and pattern == JSON else ""
+        value = m[0][len(m[1]) :]
+        quote = value[0] if quoted and value[:1] in ("'", '"') else ""
         return m[1] + quote + REDACTED + quote
 
-    return Rule(SECRET, re.compile(pattern), replace, needle)
-
-
-_SECRET_WORDS_LOWER = tuple(SECRET_WORDS.lower().split("|"))
-
-
-def _secret_word_then(tail: re.Pattern[str]) -> Callable[[str], bool]:
-    r"""A needle that is False only when no secret word is followed by ``tail``: what every
-    match of ``ASSIGN`` (``[\w.-]*=``) and of ``JSON`` (``[\w.-]*"\s*:``) holds.
-
-    Finding the words with ``str.find`` in a lowered copy is ~10x faster than any regex for
-    them. Lowering matches ``(?i)`` exactly only on ASCII text, so other text always passes.
-    """
-
-    def may_match(s: str) -> bool:
-        if not s.isascii():
-            return True
-        low = s.lower()
-        for word in _SECRET_WORDS_LOWER:
-            at = low.find(word)
-            while at >= 0:
-                if tail.match(low, at + len(word)):
-                    return True
-                at = low.find(word, at + 1)
-        return False
-
-    return may_match
-
-
-_may_assign_secret = _secret_word_then(re.compile(r"[\w.-]*="))
-_may_be_json_secret = _secret_word_then(re.compile(r'[\w.-]*"\s*:'))
-
-
-# What every OPTION_VALUE match holds, in lowered text: a dash, option characters, a word.
-_OPTION_NEEDLE = re.compile(r"-[a-z0-9_.-]*(?:password|passwd|token|secret|auth|credential|key)")
-
-
-def _may_be_secret_option(s: str) -> bool:
-    """False only when ``OPTION_VALUE`` cannot match (same lowering rule as above)."""
-    return not s.isascii() or _OPTION_NEEDLE.search(s.lower()) is not None
-
-
-def _may_be_bearer(s: str) -> bool:
-    """False only when ``BEARER`` cannot match (same lowering rule as above)."""
-    if not s.isascii():
-        return True
-    low = s.lower()
-    return "bearer" in low or "basic" in low
+    return Rule(SECRET, re.compile(pattern), replace, needle, lines)
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
