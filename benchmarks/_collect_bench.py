@@ -23,8 +23,9 @@ from _common import (
     timed,
 )
 
-from xla_bugkit import archive, envinfo
-from xla_bugkit.pipeline import CollectOptions, driver, stages
+from xla_bugkit import archive
+from xla_bugkit.bundle import envinfo
+from xla_bugkit.collecting import CollectOptions, driver, stages
 from xla_bugkit.redact import Redactor
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui

@@ -28,10 +28,10 @@ from _common import (
 
 from xla_bugkit import archive
 from xla_bugkit.bundle import layout
-from xla_bugkit.capture import dumps
-from xla_bugkit.capture.dumps import DumpIndex
-from xla_bugkit.capture.search import search_symbol
-from xla_bugkit.capture.selection import Chosen
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.dumps import DumpIndex
+from xla_bugkit.choose.search import search_symbol
+from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.proc import usable_cores
 
 _ID = re.compile(r"module_(\d+)\.")
@@ -48,7 +48,7 @@ def hook(event, args):
     if event == "open" and str(args[0]).startswith(root):
         opened.append(args[0])
 sys.addaudithook(hook)
-from xla_bugkit.capture import dumps
+from xla_bugkit.choose import dumps
 times = []
 for _ in range(reps):
     t = time.perf_counter(); index = dumps.index(Path(root)); times.append(time.perf_counter() - t)
@@ -73,9 +73,9 @@ import py7zr
 from xla_bugkit import archive
 from xla_bugkit.archive import sevenzip
 from xla_bugkit.bundle import layout
-from xla_bugkit.capture import dumps
-from xla_bugkit.capture.selection import select
-from xla_bugkit.failure import classify
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.selection import select
+from xla_bugkit.failure.classify import classify
 floor = peak_kib()
 root, out, symbol = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 index = dumps.index(root)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from _common import BENCH, Config, Row, child_env, fresh_dir, ratio, secs, timed
 
-from xla_bugkit.capture import workdir
-from xla_bugkit.capture.rerun import child_env as rerun_env
+from xla_bugkit.collecting import workdir
+from xla_bugkit.run.rerun import child_env as rerun_env
 from xla_bugkit.ui import TIMINGS_ENV
 
 TRAINING = BENCH / "training_program.py"

@@ -36,7 +36,7 @@ def _loaded_after(statement: str) -> set[str]:
 def test_the_replay_child_starts_without_archives_or_the_pipeline() -> None:
     # The worker runs once per replay: what its imports pull in, every replay pays for.
     loaded = _loaded_after("import xla_bugkit.replay.worker")
-    assert not {"py7zr", "xla_bugkit.pipeline", "xla_bugkit.archive", "jax"} & loaded
+    assert not {"py7zr", "xla_bugkit.collecting", "xla_bugkit.archive", "jax"} & loaded
 
 
 def test_importing_the_package_loads_no_stage() -> None:
@@ -50,14 +50,14 @@ def test_collect_starts_the_program_before_importing_the_stages_after_it() -> No
     loaded = _loaded_after("import xla_bugkit.main, xla_bugkit.commands.collect")
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     stages = {
-        "xla_bugkit.pipeline.bundling",
-        "xla_bugkit.pipeline.stages",
+        "xla_bugkit.collecting.bundling",
+        "xla_bugkit.collecting.stages",
         "xla_bugkit.bundle.build",
         "xla_bugkit.archive.write",
         "xla_bugkit.replay.judge",
     }
     assert not (heavy | stages) & loaded
-    assert "xla_bugkit.pipeline.driver" in loaded or "xla_bugkit.pipeline.options" in loaded
+    assert "xla_bugkit.collecting.driver" in loaded or "xla_bugkit.collecting.options" in loaded
 
 
 def test_the_archive_package_loads_its_readers_on_first_use() -> None:

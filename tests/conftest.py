@@ -30,9 +30,9 @@ import numpy as np
 import pytest
 
 from xla_bugkit import proc
-from xla_bugkit.capture import rerun
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.literal import literal_to_numpy, shape_of
+from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
+from xla_bugkit.run import rerun
 
 TESTS = Path(__file__).resolve().parent
 PROGRAMS = TESTS / "programs"

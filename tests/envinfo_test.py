@@ -1,4 +1,4 @@
-"""Tests for xla_bugkit.envinfo; the device probe runs a real jax child process on CPU."""
+"""Tests for xla_bugkit.bundle.envinfo; the device probe runs a real jax child process on CPU."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import clean_env
 
 from xla_bugkit import __version__
-from xla_bugkit.envinfo import NOT_INSTALLED, collect_env
+from xla_bugkit.bundle.envinfo import NOT_INSTALLED, collect_env
 from xla_bugkit.redact import Redactor
 
 COMMON_WORDS = {"localhost", "vm", "box", "ubuntu", "debian", "linux", "host", "root", "user"}
@@ -39,7 +39,7 @@ def test_collecting_does_not_import_jax_backends() -> None:
     # A backend initialised here would fix XLA_FLAGS for the rest of the process.
     code = (
         "import sys\n"
-        "from xla_bugkit.envinfo import collect_env\n"
+        "from xla_bugkit.bundle.envinfo import collect_env\n"
         "from xla_bugkit.redact import Redactor\n"
         "collect_env(Redactor())\n"
         "print('jax' in sys.modules)\n"

@@ -1,4 +1,4 @@
-"""The one exit-code table: the README and every command's help follow it."""
+"""The one exit-code table: docs/exit-codes.md and every command's help follow it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from xla_bugkit.errors import COMMAND_MEANINGS, MEANINGS, ExitCode, exit_codes_help
 from xla_bugkit.main import main
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+EXIT_CODES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "exit-codes.md"
 
 
 def test_every_exit_code_has_a_meaning() -> None:
@@ -19,8 +19,9 @@ def test_every_exit_code_has_a_meaning() -> None:
         assert set(meanings) <= set(ExitCode)
 
 
-def test_the_readme_table_is_the_exit_code_table() -> None:
-    rows = re.findall(r"^\| (\d+) \| (.+) \|$", README.read_text("utf-8"), re.MULTILINE)
+def test_the_documented_table_is_the_exit_code_table() -> None:
+    text = EXIT_CODES_PAGE.read_text("utf-8")
+    rows = re.findall(r"^\| (\d+) \| (.+) \|$", text, re.MULTILINE)
     assert {int(code): meaning for code, meaning in rows} == {
         int(code): meaning for code, meaning in MEANINGS.items()
     }

@@ -10,16 +10,16 @@ from dataclasses import replace
 import pytest
 from conftest import ProgramRun, ProgramRuns
 
-from xla_bugkit.compile_log import Busy, busy_in_xla, compile_open
-from xla_bugkit.failure import (
+from xla_bugkit.failure.classify import (
     HANG_REPLAY_START_SECONDS,
     Failure,
     Kind,
     Phase,
     Stop,
     classify,
-    normalise,
 )
+from xla_bugkit.failure.compile_log import Busy, busy_in_xla, compile_open
+from xla_bugkit.failure.signature import normalise
 
 CHECK_SIGNATURE = "buffer_assignment_util.cc:46] Check failed: const_instr == nullptr"
 GLOG_LINE = re.compile(r"^[IWEF]\d{4} ")

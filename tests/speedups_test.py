@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import clean_env
 
-from xla_bugkit import envinfo
+from xla_bugkit.bundle import envinfo
 from xla_bugkit.redact import Redactor
 from xla_bugkit.redact.rules import Rule
 from xla_bugkit.ui import TIMINGS_ENV, Ui

@@ -36,20 +36,20 @@ __all__ = [
 
 # Public name -> the module that defines it.
 _HOMES = {
-    "CollectOptions": "xla_bugkit.pipeline",
-    "CollectResult": "xla_bugkit.pipeline",
-    "collect": "xla_bugkit.pipeline",
+    "CollectOptions": "xla_bugkit.collecting",
+    "CollectResult": "xla_bugkit.collecting",
+    "collect": "xla_bugkit.collecting",
     "Outcome": "xla_bugkit.replay.verdict",
     "Verdict": "xla_bugkit.replay.verdict",
     "replay_dump": "xla_bugkit.replay.dump",
     "VerifyResult": "xla_bugkit.verify",
     "verify_bundle": "xla_bugkit.verify",
-    "start_capture": "xla_bugkit.capture.here",
+    "start_capture": "xla_bugkit.collecting.here",
 }
 
 if TYPE_CHECKING:
-    from xla_bugkit.capture.here import start_capture
-    from xla_bugkit.pipeline import CollectOptions, CollectResult, collect
+    from xla_bugkit.collecting import CollectOptions, CollectResult, collect
+    from xla_bugkit.collecting.here import start_capture
     from xla_bugkit.replay.dump import replay_dump
     from xla_bugkit.replay.verdict import Outcome, Verdict
     from xla_bugkit.verify import VerifyResult, verify_bundle

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from xla_bugkit import flags
-from xla_bugkit.capture import xla_log
+from xla_bugkit.failure import xla_log
 
 
 class FrameworkEntry(TypedDict):

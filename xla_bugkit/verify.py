@@ -9,7 +9,7 @@ from typing import Any
 
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, native
 from xla_bugkit.replay.inputs import replay_input, replay_platform
 from xla_bugkit.replay.limits import capped, memory_limit

@@ -14,7 +14,7 @@ import pytest
 from conftest import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 
 from xla_bugkit.bundle.triage import triage
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure.classify import Failure
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 

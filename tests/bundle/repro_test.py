@@ -15,7 +15,7 @@ import pytest
 from conftest import Collected, clean_env
 
 from xla_bugkit.bundle import repro
-from xla_bugkit.capture.dumps import Role
+from xla_bugkit.choose.dumps import Role
 from xla_bugkit.replay import protocol
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end

@@ -10,9 +10,9 @@ import pytest
 from tests.bundle.issue_test import _ctx
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import trackers
+from xla_bugkit.bundle.envinfo import collect_env
 from xla_bugkit.bundle.issue import render_issue
-from xla_bugkit.envinfo import collect_env
-from xla_bugkit.failure import Kind, classify
+from xla_bugkit.failure.classify import Kind, classify
 from xla_bugkit.redact import Redactor
 
 WRONG = classify("eval: max |jit - numpy| = 0.57 at [32768]: MISMATCH\n", exit_status=1)

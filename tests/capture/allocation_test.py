@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROGRAMS, run_collect
-from xla_bugkit.capture.allocation import failed_allocation
+from xla_bugkit.choose.allocation import failed_allocation
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main
 

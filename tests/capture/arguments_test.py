@@ -14,11 +14,12 @@ import pytest
 
 from tests.capture.hook_test import hooked_env, run
 from tests.conftest import PROGRAMS, run_collect
-from xla_bugkit.capture import arguments, dumps, evidence
-from xla_bugkit.capture.dumps import Role
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import ExitCode
+from xla_bugkit.hlo import hlo_proto, literal
 from xla_bugkit.main import main
-from xla_bugkit.replay import hlo_proto, literal
+from xla_bugkit.run import arguments, evidence
 
 # A sharded execution of a two-parameter module on four devices, one of them a Python
 # scalar (jax casts it to f32 on the way in), and a pmap (a jit over 4 partitions in jax 0.10).

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ProgramRuns
 
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role, index
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
 
 # --- real dumps ----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit.capture import evidence
+from xla_bugkit.run import evidence
 
 
 def write(work: Path, pid: int, *records: dict[str, Any], damaged: bool = False) -> Path:

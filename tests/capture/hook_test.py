@@ -16,14 +16,14 @@ import pytest
 
 from tests.conftest import PROGRAMS, READY_TIMEOUT, clean_env, run_collect, wait_for_file
 from xla_bugkit import flags
-from xla_bugkit.capture import evidence, hook, rerun
-from xla_bugkit.capture.dumps import Role
-from xla_bugkit.capture.hook import jax_patches
+from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.main import main
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.run import evidence, hook, rerun
+from xla_bugkit.run.hook import jax_patches
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
 # a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.

@@ -10,9 +10,9 @@ import pytest
 from tests.bundle.manifest_test import _stage as manifest_stage
 from tests.conftest import PROGRAMS, run_collect
 from xla_bugkit.bundle.manifest import validate
-from xla_bugkit.capture import processes
-from xla_bugkit.capture.evidence import Event, ProcessEvidence
 from xla_bugkit.errors import BadBundleError, ExitCode
+from xla_bugkit.run import processes
+from xla_bugkit.run.evidence import Event, ProcessEvidence
 
 CRASH = "Fatal Python error: Aborted\n\nThread 0x1 (most recent call first):\n"
 STOPPED = "Thread 0x1 (most recent call first):\n"  # what a registered SIGTERM leaves

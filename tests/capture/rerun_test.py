@@ -13,10 +13,11 @@ import pytest
 from conftest import PROGRAMS, READY_TIMEOUT, wait_for_child
 
 from xla_bugkit import flags
-from xla_bugkit.capture import rerun, xla_log
-from xla_bugkit.capture.dumps import Role, index
+from xla_bugkit.choose.dumps import Role, index
 from xla_bugkit.errors import ProcessError
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.run import rerun
 
 
 def test_child_env_adds_what_collect_needs_and_keeps_the_users_settings(tmp_path: Path) -> None:
@@ -143,7 +144,7 @@ def test_rerun_killed_by_its_timeout_is_a_hang(user_env: dict[str, str], tmp_pat
 RERUN_DRIVER = """
 import json, sys
 from pathlib import Path
-from xla_bugkit.capture import rerun
+from xla_bugkit.run import rerun
 record = rerun.rerun(sys.argv[1:], dump_dir=Path("dumps"), log_path=Path("run.log"),
                      timeout=None, echo=False)
 print(json.dumps({"interrupted": record.interrupted, "failure": record.failure.to_json()}))

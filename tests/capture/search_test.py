@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from xla_bugkit.capture import dumps, search
-from xla_bugkit.capture.dumps import DumpIndex
-from xla_bugkit.capture.search import search_symbol
+from xla_bugkit.choose import dumps, search
+from xla_bugkit.choose.dumps import DumpIndex
+from xla_bugkit.choose.search import search_symbol
 
 
 def _tree(root: Path, n: int = 40) -> DumpIndex:

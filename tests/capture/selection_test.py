@@ -12,11 +12,12 @@ import pytest
 from conftest import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 
 from xla_bugkit import proc
-from xla_bugkit.capture import rerun, xla_log
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, index
-from xla_bugkit.capture.evidence import Event, ProcessEvidence, load
-from xla_bugkit.capture.selection import Selection, is_helper, select
-from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index
+from xla_bugkit.choose.selection import Selection, is_helper, select
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
+from xla_bugkit.run import rerun
+from xla_bugkit.run.evidence import Event, ProcessEvidence, load
 
 UNFINISHED = (
     "before-optimizations files but no after-optimizations files: its compilation did not finish"
@@ -432,11 +433,11 @@ def test_an_execution_that_raised_wins_over_what_ran_after_it(tmp_path: Path) ->
 
 
 def hook_missing() -> bool:
-    return importlib.util.find_spec("xla_bugkit.capture.hook") is None
+    return importlib.util.find_spec("xla_bugkit.run.hook") is None
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(hook_missing(), reason="xla_bugkit.capture.hook (the start-up hook) is missing")
+@pytest.mark.skipif(hook_missing(), reason="xla_bugkit.run.hook (the start-up hook) is missing")
 def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
     """The user silenced XLA's INFO lines and the program checkpoints after the error: only
     what the process recorded about itself points at the culprit among its siblings."""

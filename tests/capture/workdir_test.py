@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit import leftovers
-from xla_bugkit.capture import workdir
-from xla_bugkit.pipeline import warm
+from xla_bugkit.collecting import warm, workdir
 
 PATIENCE = 300.0  # seconds: a bound on waiting for the detached deletion, never a measure
 
@@ -149,7 +148,7 @@ def test_a_work_dir_the_user_gave_is_never_marked(tmp_path: Path) -> None:
 def test_a_work_dir_kept_for_the_user_is_no_later_collects_to_remove(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from xla_bugkit.pipeline import CollectOptions, collect
+    from xla_bugkit.collecting import CollectOptions, collect
     from xla_bugkit.ui import Ui
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -8,8 +8,8 @@ import types
 import pytest
 from conftest import ProgramRuns
 
-from xla_bugkit.capture import xla_log
-from xla_bugkit.capture.dumps import index
+from xla_bugkit.choose.dumps import index
+from xla_bugkit.failure import xla_log
 
 
 @pytest.mark.parametrize(

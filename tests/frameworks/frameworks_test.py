@@ -16,12 +16,13 @@ import pytest
 
 from xla_bugkit import frameworks
 from xla_bugkit.bundle.manifest import validate
-from xla_bugkit.capture import dumps, xla_log
-from xla_bugkit.capture.rerun import child_env
-from xla_bugkit.capture.selection import select
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.selection import select
 from xla_bugkit.errors import BadBundleError
-from xla_bugkit.failure import Kind, Phase, classify
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.frameworks import Framework
+from xla_bugkit.run.rerun import child_env
 
 DATA = Path(__file__).resolve().parent / "data"
 TF_FUNCTION_MODULE = (

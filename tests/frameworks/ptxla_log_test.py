@@ -4,8 +4,8 @@ tests/programs/ptxla_compile_error.py (torch_xla 2.9 on CPU, as collect runs it)
 from __future__ import annotations
 
 from tests.frameworks.frameworks_test import real
-from xla_bugkit import ptxla_log
-from xla_bugkit.failure import Kind, Phase, Stop, classify
+from xla_bugkit.failure import ptxla_log
+from xla_bugkit.failure.classify import Kind, Phase, Stop, classify
 
 EVAL_GRAPH = "5083f43a3ec62b426cf4d7320a4b7d29"  # compiled for line 38, and failed
 STEP_GRAPH = "cd55baacc14955a567986c8f4bcbd981"  # steps 1 and 2 (step 0's differs)

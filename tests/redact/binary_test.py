@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import clean_env
 
-from xla_bugkit import protowire
 from xla_bugkit.bundle import layout
-from xla_bugkit.capture.dumps import Role
+from xla_bugkit.choose.dumps import Role
+from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.redact import HOME_PATH, HOST, HOST_NAME, USER, USER_NAME, Redactor
-from xla_bugkit.replay import _jaxlib, hlo_proto
+from xla_bugkit.replay import _jaxlib
 
 ALICE = Redactor(home="/home/alice", user="alice", host="alice-box")
 SOURCE = "/home/alice/proj/train.py"

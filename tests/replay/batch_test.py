@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import ProgramRuns
 
-from xla_bugkit.capture.dumps import index
-from xla_bugkit.failure import classify
+from xla_bugkit.choose.dumps import index
+from xla_bugkit.failure.classify import classify
 from xla_bugkit.replay.batch import ENDED, STARTS, _parts, env_flags, replay_batch
 from xla_bugkit.replay.inputs import module_files, replay_input
 from xla_bugkit.replay.judge import replay

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import PROGRAMS, ProgramRuns, run_collect
 
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role, index
-from xla_bugkit.capture.selection import Chosen, Selection, is_helper
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
+from xla_bugkit.choose.selection import Chosen, Selection, is_helper
+from xla_bugkit.collecting import CollectOptions, rebundle_command
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.failure import Failure, Kind, classify
+from xla_bugkit.failure.classify import Failure, Kind, classify
 from xla_bugkit.main import main
-from xla_bugkit.pipeline import CollectOptions, rebundle_command
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui

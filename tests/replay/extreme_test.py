@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.replay.judge_test import FAST_MATH, Dumped, _dump
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.verdict import Outcome, Verdict

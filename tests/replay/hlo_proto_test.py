@@ -1,4 +1,4 @@
-"""Tests for xla_bugkit.replay.hlo_proto, including a real snapshot dumped by jax on CPU."""
+"""Tests for xla_bugkit.hlo.hlo_proto, including a real snapshot dumped by jax on CPU."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from conftest import literal_to_array
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import hlo_proto
-from xla_bugkit.replay.hlo_proto import (
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.hlo.hlo_proto import (
     HloModuleProto,
     HloProto,
     HloSnapshot,
@@ -26,7 +26,7 @@ from xla_bugkit.replay.hlo_proto import (
     read_hlo_proto,
     read_snapshot,
 )
-from xla_bugkit.replay.literal import literal_to_numpy, numpy_to_literal
+from xla_bugkit.hlo.literal import literal_to_numpy, numpy_to_literal
 
 # Arguments built the same way in the child and here, so they can be compared bit for bit.
 MAKE_ARGS = """

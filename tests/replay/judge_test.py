@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from xla_bugkit import proc
-from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
+from xla_bugkit.hlo.hlo_proto import HloProto
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import Spares
-from xla_bugkit.replay.hlo_proto import HloProto
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import _Child, _judge_result, replay
 from xla_bugkit.replay.verdict import Outcome, Verdict

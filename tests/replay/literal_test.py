@@ -1,4 +1,4 @@
-"""Tests for xla_bugkit.replay.literal: LiteralProto <-> numpy, for every element type."""
+"""Tests for xla_bugkit.hlo.literal: LiteralProto <-> numpy, for every element type."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from conftest import literal_to_array
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.hlo_proto import LiteralProto, PrimitiveType
-from xla_bugkit.replay.literal import (
+from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType
+from xla_bugkit.hlo.literal import (
     DTYPES,
     format_shape,
     literal_to_numpy,

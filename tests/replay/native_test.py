@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from xla_bugkit.commands.verify import render_table
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import _jaxlib, extreme, hlo_proto, judge, native, native_worker
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.replay import _jaxlib, extreme, judge, native, native_worker
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult

@@ -6,10 +6,10 @@ import pytest
 from conftest import ProgramRuns
 
 from xla_bugkit import proc
-from xla_bugkit.capture import dumps
-from xla_bugkit.capture.selection import Chosen
-from xla_bugkit.failure import classify
-from xla_bugkit.replay import stage
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.selection import Chosen
+from xla_bugkit.collecting.replays import replay_stage
+from xla_bugkit.failure.classify import classify
 from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.ui import Ui
 
@@ -34,7 +34,7 @@ def test_the_next_modules_child_imports_jax_while_one_replays(
 
     monkeypatch.setattr(proc, "run_captured", counted_run)
     monkeypatch.setattr(proc.Waiting, "finish", counted_finish)
-    replays = stage.replay_stage(
+    replays = replay_stage(
         root, tuple(Chosen(m, ("chosen",), 0) for m in modules), classify("", exit_status=0),
         timeout=600, use_data=True, ui=Ui(verbosity=-1),
     )  # fmt: skip

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit.hlo import compile_options
 from xla_bugkit.main import main
-from xla_bugkit.replay import compile_options
 
 pytestmark = pytest.mark.slow  # a real collect, and real replays
 

@@ -9,20 +9,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit import envinfo, frameworks
-from xla_bugkit.bundle import issue, layout, manifest, repro, trackers, triage
+from xla_bugkit import frameworks
+from xla_bugkit.bundle import envinfo, issue, layout, manifest, repro, trackers, triage
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.bundle.source import add_source
-from xla_bugkit.capture import arguments, processes, xla_log
-from xla_bugkit.capture.dumps import DumpIndex, Role
-from xla_bugkit.capture.rerun import RunRecord
-from xla_bugkit.capture.selection import Chosen, Selection
-from xla_bugkit.failure import Failure, Kind
+from xla_bugkit.choose.dumps import DumpIndex, Role
+from xla_bugkit.choose.selection import Chosen, Selection
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay import native
 from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.run import arguments, processes
+from xla_bugkit.run.rerun import RunRecord
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
 ISSUE = "ISSUE.md"

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit.capture.dumps import DumpIndex, Role
-from xla_bugkit.capture.selection import Chosen
+from xla_bugkit.choose.dumps import DumpIndex, Role
+from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.redact import Redactor, left_note
 
 # What a maintainer needs of each chosen module (XLA's docs: before, after, buffer assignment),

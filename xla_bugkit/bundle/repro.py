@@ -19,9 +19,9 @@ import numpy as np
 
 from xla_bugkit import __version__, flags
 from xla_bugkit.bundle import issue
-from xla_bugkit.capture.dumps import Role
+from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure import Kind
+from xla_bugkit.failure.classify import Kind
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.compare import compare_outputs
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -189,7 +189,7 @@ def _write_inputs(stage: Path, files: Mapping[str, str], notes: list[str]) -> bo
     snapshot = files.get(Role.SNAPSHOT.value)
     if snapshot is None:
         return False
-    from xla_bugkit.replay import hlo_proto, literal
+    from xla_bugkit.hlo import hlo_proto, literal
 
     try:
         arguments = [

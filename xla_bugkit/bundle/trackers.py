@@ -10,8 +10,9 @@ the bundle knows; what it cannot know (has the TensorFlow nightly been tried?) s
 
 from __future__ import annotations
 
-from xla_bugkit import envinfo, frameworks
-from xla_bugkit.failure import Failure, Kind
+from xla_bugkit import frameworks
+from xla_bugkit.bundle import envinfo
+from xla_bugkit.failure.classify import Failure, Kind
 
 JAX_FORM = "issue.md"
 _FORMS = {

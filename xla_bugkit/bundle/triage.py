@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_bugkit.bundle import issue
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.

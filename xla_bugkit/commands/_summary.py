@@ -11,12 +11,12 @@ from xla_bugkit import config, frameworks, github
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage, headline, triage
-from xla_bugkit.capture.rerun import RunRecord
-from xla_bugkit.capture.selection import Selection
-from xla_bugkit.capture.workdir import replaced_dump_dir
-from xla_bugkit.pipeline import CollectResult
+from xla_bugkit.choose.selection import Selection
+from xla_bugkit.collecting import CollectResult
+from xla_bugkit.collecting.workdir import replaced_dump_dir
 from xla_bugkit.replay import native
 from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.run.rerun import RunRecord
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
 

@@ -10,8 +10,8 @@ import argparse
 from pathlib import Path
 
 from xla_bugkit import config
+from xla_bugkit.collecting import CollectOptions, rebundle
 from xla_bugkit.commands._summary import render_summary
-from xla_bugkit.pipeline import CollectOptions, rebundle
 from xla_bugkit.ui import Ui
 
 

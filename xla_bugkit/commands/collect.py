@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import config, leftovers
-from xla_bugkit.pipeline import CollectOptions, collect
+from xla_bugkit.collecting import CollectOptions, collect
 from xla_bugkit.ui import Ui
 
 
@@ -48,7 +48,7 @@ def _collect(command: Sequence[str], options: CollectOptions, ui: Ui) -> int:
     if kept := kept_lines(result):
         ui.summary("\n".join(kept))
     if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
-        from xla_bugkit.pipeline import shrink_written
+        from xla_bugkit.collecting import shrink_written
 
         shrink_written(result.bundle, options, ui)
     return int(result.exit_code)

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit.capture import xla_log
+from xla_bugkit.failure import xla_log
 from xla_bugkit.notebook.cells import script
 
 USAGE = "usage: %xla_bugkit collect [collect options, e.g. -o bug.zip]"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from xla_bugkit import protowire
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import protowire
 from xla_bugkit.redact.patterns import SECRET
 from xla_bugkit.redact.rules import Rule, apply_rules, build_rules, clean_values
 from xla_bugkit.redact.schemas import DATA, Schema, schema_for

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import TypeAlias
 
-from xla_bugkit.replay.compile_options import (
+from xla_bugkit.hlo.compile_options import (
     DEBUG_OPTIONS,
     ENV_OPTION_OVERRIDES,
     EXECUTABLE_BUILD_OPTIONS,

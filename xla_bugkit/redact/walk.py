@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xla_bugkit import protowire
+from xla_bugkit.hlo import protowire
 from xla_bugkit.redact.rules import Rule
 from xla_bugkit.redact.schemas import DATA, Leaf, Schema
 

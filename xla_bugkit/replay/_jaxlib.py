@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.compile_options import for_replay
+from xla_bugkit.hlo.compile_options import for_replay
 
 # The oldest jaxlib whose private APIs match what this module calls.
 MIN_JAXLIB = "0.6"

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import flags, proc
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import child_env
 from xla_bugkit.replay.inputs import ReplayInput

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xla_bugkit import flags
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
-from xla_bugkit.capture.selection import Chosen, Selection, is_helper
-from xla_bugkit.failure import Failure
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.selection import Chosen, Selection, is_helper
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
@@ -124,7 +124,7 @@ def search(
     cut short by the budget says nothing and is not counted. ``arrays``: where each
     replay's arrays are kept (a subfolder per module), so its verdict can stand for
     collect's replay. ``process_flags`` and ``memory_cap``: as for the replay stage
-    (``stage.replay_stage``), so a module replays here as it would there. Ctrl-C stops the
+    (``collecting.replays``), so a module replays here as it would there. Ctrl-C stops the
     search, not collect: the heuristics choose then.
     """
     pool = candidates(index)

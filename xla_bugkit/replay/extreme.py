@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:  # judge imports this module; the types only
-    from xla_bugkit.failure import Failure
+    from xla_bugkit.failure.classify import Failure
     from xla_bugkit.replay.verdict import Verdict
 
 # The sets, in the order they are tried: each is a word the verdict shows.
@@ -113,7 +113,7 @@ def _alternate(values: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
 def worth_trying(verdict: Verdict, expected: Failure | None) -> bool:
     """A run that failed with a wrong result, whose module ran to the end on generated
     inputs and agreed with its references (a failed replay is judged on its own)."""
-    from xla_bugkit.failure import Kind
+    from xla_bugkit.failure.classify import Kind
     from xla_bugkit.replay.verdict import Outcome
 
     return (

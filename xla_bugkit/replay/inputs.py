@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import flags
-from xla_bugkit.capture.dumps import DumpModule, Role, index
+from xla_bugkit.choose.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
 
 # What a replay reads of a module, by role; a bundle keeps these (and more for people). The

@@ -21,7 +21,7 @@ import numpy as np
 
 from xla_bugkit import config, flags, proc
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.children import WORKER, Spares, child_env
 from xla_bugkit.replay.compare import Comparison, compare_outputs

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config, flags, proc
-from xla_bugkit.capture import xla_log
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import _torch_xla, children, judge, protocol
 from xla_bugkit.replay.inputs import ReplayInput

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import _torch_xla, extreme, hlo_proto, literal
+from xla_bugkit.hlo import hlo_proto, literal
+from xla_bugkit.replay import _torch_xla, extreme
 from xla_bugkit.replay.protocol import (
     EXIT_NOT_REPLAYABLE,
     INPUTS,

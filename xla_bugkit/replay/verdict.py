@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 
 
 class Outcome(StrEnum):

@@ -35,8 +35,8 @@ import numpy as np
 
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.replay import _jaxlib, extreme, opbyop
-from xla_bugkit.replay.compile_options import for_replay
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
@@ -169,7 +169,7 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
 
 def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[Any]:
     """The snapshot's arguments (saving its recorded result), or seeded generated ones."""
-    from xla_bugkit.replay import hlo_proto, literal
+    from xla_bugkit.hlo import hlo_proto, literal
 
     if spec["snapshot"] and spec["use_data"]:
         snapshot = hlo_proto.read_snapshot(spec["snapshot"])
@@ -276,7 +276,7 @@ def run_reference(spec: dict[str, Any], module_bytes: bytes, text: str, args: li
 
 def _module_bytes(path: str) -> bytes:
     """The serialized HloModuleProto of a before-optimizations ``.hlo.pb``, or of its text."""
-    from xla_bugkit.replay import hlo_proto
+    from xla_bugkit.hlo import hlo_proto
 
     if not path.endswith(".txt"):
         return hlo_proto.module_bytes(hlo_proto.read_hlo_proto(path))

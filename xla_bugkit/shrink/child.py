@@ -35,7 +35,7 @@ def _overrides(spec: dict[str, Any]) -> list[_jaxlib.Override]:
 
 
 def _text_task(spec: dict[str, Any]) -> int:
-    from xla_bugkit.replay import hlo_proto
+    from xla_bugkit.hlo import hlo_proto
 
     module_bytes = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(spec["hlo"]))
     Path(spec["out"], TEXT).write_text(_jaxlib.module_text(module_bytes), "utf-8")
@@ -43,7 +43,7 @@ def _text_task(spec: dict[str, Any]) -> int:
 
 
 def _proto_task(spec: dict[str, Any]) -> int:
-    from xla_bugkit.replay import hlo_proto
+    from xla_bugkit.hlo import hlo_proto
 
     module_bytes = _jaxlib.hlo_text_to_module_bytes(Path(spec["hlo"]).read_text("utf-8"))
     wrapper = hlo_proto.HloProto()

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from xla_bugkit.failure import Failure, Kind, Phase, classify
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.compare import compare_outputs
 from xla_bugkit.shrink import child

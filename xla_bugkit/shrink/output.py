@@ -24,13 +24,13 @@ from xla_bugkit.bundle.manifest import (
     validate,
     write_manifest,
 )
-from xla_bugkit.capture.dumps import Role
-from xla_bugkit.failure import Failure
-from xla_bugkit.replay import hlo_proto
+from xla_bugkit.choose.dumps import Role
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.hlo.literal import numpy_to_literal
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
-from xla_bugkit.replay.literal import numpy_to_literal
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.shrink.shrinker import Shrunk
 from xla_bugkit.ui import Ui

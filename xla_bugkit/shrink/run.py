@@ -17,7 +17,7 @@ from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.failure import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.dump import failed
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
 from xla_bugkit.replay.judge import replay

@@ -17,8 +17,9 @@ import numpy as np
 
 from xla_bugkit import config, flags
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.failure import Failure, Kind
-from xla_bugkit.replay import hlo_proto, literal, protocol
+from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.hlo import hlo_proto, literal
+from xla_bugkit.replay import protocol
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit

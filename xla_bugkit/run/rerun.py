@@ -15,9 +15,10 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, frameworks, proc
-from xla_bugkit.capture import evidence, hook, xla_log
-from xla_bugkit.capture.processes import Culprit, flags_in_force, memory_cap
-from xla_bugkit.failure import Failure, Stop, classify
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure, Stop, classify
+from xla_bugkit.run import evidence, hook
+from xla_bugkit.run.processes import Culprit, flags_in_force, memory_cap
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer

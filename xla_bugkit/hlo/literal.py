@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.hlo_proto import LiteralProto, PrimitiveType, ProtoMessage
+from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType, ProtoMessage
 
 # A decoded literal: an array, or a tuple of decoded literals.
 Value = np.ndarray | tuple["Value", ...]

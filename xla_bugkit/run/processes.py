@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xla_bugkit import flags
-from xla_bugkit.capture.evidence import ProcessEvidence
+from xla_bugkit.run.evidence import ProcessEvidence
 
 if TYPE_CHECKING:  # the manifest's types; capture does not depend on bundle at run time
     from xla_bugkit.bundle.manifest import OtherProcessEntry, ProcessEntry

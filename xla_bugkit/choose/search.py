@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.proc import usable_cores
 
 _TEXT_ROLES = (Role.BEFORE_TEXT, Role.AFTER_TEXT)

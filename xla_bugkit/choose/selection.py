@@ -6,12 +6,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xla_bugkit import frameworks, ptxla_log
-from xla_bugkit.capture import allocation, xla_log
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
-from xla_bugkit.capture.evidence import Event, ProcessEvidence
-from xla_bugkit.capture.search import search_symbol
-from xla_bugkit.failure import COMPILING_RE, Failure, Kind, Phase
+from xla_bugkit import frameworks
+from xla_bugkit.choose import allocation
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.search import search_symbol
+from xla_bugkit.failure import ptxla_log, xla_log
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.failure.compile_log import COMPILING_RE
+from xla_bugkit.run.evidence import Event, ProcessEvidence
 
 # Modules JAX compiles for single primitives (jnp helpers, dispatch of one op). They are in
 # every dump and are almost never the bug, so they rank below the user's own functions.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from xla_bugkit import ptxla_log
+from xla_bugkit.failure import ptxla_log
 
 # XLA's canonical status codes (absl::StatusCode names), as printed before the message.
 STATUS_CODES = (

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from xla_bugkit import flags
-from xla_bugkit.capture import rerun, workdir
+from xla_bugkit.collecting import workdir
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure import classify
+from xla_bugkit.failure.classify import classify
+from xla_bugkit.run import rerun
 
 ACTIVE = "XLA_BUGKIT_CAPTURE"  # the work dir, once this process (or its parent) captures
 _CHUNK = 1 << 16

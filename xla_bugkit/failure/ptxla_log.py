@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from xla_bugkit.capture import xla_log
+from xla_bugkit.failure import xla_log
 
 _GRAPH = re.compile(
     r"\] (?P<what>Compiling|Executing) IR graph hash (?P<hash>[0-9a-f]+) "

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from xla_bugkit.xla_status import DISPATCH
-from xla_bugkit.xla_status import STATUS as _STATUS
+from xla_bugkit.failure.xla_status import DISPATCH
+from xla_bugkit.failure.xla_status import STATUS as _STATUS
 
 # What a CHECK prints after its condition: CHECK_EQ's operands "(0x.. vs. (null))" and the
 # offending instruction "%constant.48 = ...". The condition itself may hold "(", "<", "%".

@@ -4,7 +4,7 @@ Loaded by the start-up hook (``site/sitecustomize.py``) by file path, in the use
 interpreter, once the program has imported jax or TensorFlow: standard library only, and
 nothing may raise into the program. It opens ``<folder>/<pid>.jsonl`` and patches jax
 (``jax_patches``) or TensorFlow (``tf_patches``). The format is documented, and read, by
-``xla_bugkit.capture.evidence``.
+``xla_bugkit.run.evidence``.
 
 Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
 line being written, and nothing waits on a buffer.

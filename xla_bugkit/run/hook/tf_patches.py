@@ -9,7 +9,7 @@ float and two captured variables: ``(arg0: f32[3], arg1: f64[1,4,4], arg2: f32[7
 arg3: s64[])``. This patch saves those values, before the call (a variable the call
 updates is saved as the call found it), as ``inputs`` records naming the concrete function
 (``__inference_f_46``, dumped as ``a_inference_f_46__XlaMustCompile...``);
-``xla_bugkit.capture.arguments`` matches them with the module's parameters by shape and type.
+``xla_bugkit.run.arguments`` matches them with the module's parameters by shape and type.
 
 What is saved, within the recorder's size budget (nothing is read when over it): the first
 call of each concrete function before it runs (its compilation may crash the process), and

@@ -30,9 +30,9 @@ from typing import Any
 import platformdirs
 
 from xla_bugkit import flags, leftovers
-from xla_bugkit.capture.rerun import RunRecord
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure import Failure
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.run.rerun import RunRecord
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
 PROCESSES = "processes"  # what each process recorded (``capture.evidence``)

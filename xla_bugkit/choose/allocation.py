@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from xla_bugkit.capture.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 
 _OOM = re.compile(r"Out of memory allocating (\d+) bytes")
 _READ_LIMIT = 64 << 20  # a buffer assignment past this is left unread

@@ -14,8 +14,8 @@ from pathlib import Path
 from types import FrameType
 
 from xla_bugkit import flags
-from xla_bugkit.capture.selection import Chosen
-from xla_bugkit.failure import Failure
+from xla_bugkit.choose.selection import Chosen
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import children, judge, native
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input

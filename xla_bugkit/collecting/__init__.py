@@ -25,17 +25,17 @@ __all__ = [
 ]
 
 _HOMES = {
-    "CollectOptions": "xla_bugkit.pipeline.options",
-    "CollectResult": "xla_bugkit.pipeline.options",
-    "collect": "xla_bugkit.pipeline.driver",
-    "rebundle": "xla_bugkit.pipeline.driver",
-    "rebundle_command": "xla_bugkit.pipeline.options",
-    "shrink_written": "xla_bugkit.pipeline.stages",
+    "CollectOptions": "xla_bugkit.collecting.options",
+    "CollectResult": "xla_bugkit.collecting.options",
+    "collect": "xla_bugkit.collecting.driver",
+    "rebundle": "xla_bugkit.collecting.driver",
+    "rebundle_command": "xla_bugkit.collecting.options",
+    "shrink_written": "xla_bugkit.collecting.stages",
 }
 
 if TYPE_CHECKING:
-    from xla_bugkit.pipeline.driver import collect, rebundle
-    from xla_bugkit.pipeline.options import CollectOptions, CollectResult, rebundle_command
-    from xla_bugkit.pipeline.stages import shrink_written
+    from xla_bugkit.collecting.driver import collect, rebundle
+    from xla_bugkit.collecting.options import CollectOptions, CollectResult, rebundle_command
+    from xla_bugkit.collecting.stages import shrink_written
 
 __getattr__, __dir__ = _lazy.exports(__name__, _HOMES, __all__, globals())

@@ -12,11 +12,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit.capture import arguments, evidence, processes, workdir
-from xla_bugkit.capture.rerun import RunRecord
-from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.pipeline.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
-from xla_bugkit.pipeline.stages import (
+from xla_bugkit.collecting import workdir
+from xla_bugkit.collecting.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
+from xla_bugkit.collecting.replays import Replays
+from xla_bugkit.collecting.stages import (
     choose,
     exit_code,
     index_dumps,
@@ -24,8 +23,10 @@ from xla_bugkit.pipeline.stages import (
     search_wrong_value,
     write_bundle,
 )
+from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay import differential
-from xla_bugkit.replay.stage import Replays
+from xla_bugkit.run import arguments, evidence, processes
+from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
 
 

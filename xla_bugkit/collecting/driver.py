@@ -8,16 +8,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks, leftovers
-from xla_bugkit.capture import workdir
-from xla_bugkit.capture.rerun import RunRecord, rerun
-from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
-from xla_bugkit.pipeline import warm
-from xla_bugkit.pipeline.options import (
+from xla_bugkit.collecting import warm, workdir
+from xla_bugkit.collecting.options import (
     CollectOptions,
     CollectResult,
     check_options,
     rebundle_command,
 )
+from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
+from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui
 
 
@@ -37,13 +36,13 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     # A JAX program's hook records its devices; for others the environment report's device
     # probe imports jax (seconds): on a CPU-only machine it runs alongside the program.
     if frameworks.from_command(command) is not frameworks.Framework.JAX:
-        from xla_bugkit import envinfo
+        from xla_bugkit.bundle import envinfo
 
         envinfo.start_device_probe()
     try:
         with warm.importing():
             run = _run_stage(work, command, options, ui)
-        from xla_bugkit.pipeline import bundling  # imported while the program ran
+        from xla_bugkit.collecting import bundling  # imported while the program ran
 
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
@@ -76,7 +75,7 @@ def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> Colle
     ui = ui or Ui()
     run = workdir.load_run(work)
     fmt = check_options(run.command, options)
-    from xla_bugkit.pipeline import bundling  # the program does not run: no wait to fill
+    from xla_bugkit.collecting import bundling  # the program does not run: no wait to fill
 
     try:
         return replace(bundling.bundle_from(work, run, options, fmt, ui), workdir=work)

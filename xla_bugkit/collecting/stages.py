@@ -8,19 +8,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import archive, envinfo, frameworks
-from xla_bugkit.bundle import build, layout
+from xla_bugkit import archive, frameworks
+from xla_bugkit.bundle import build, envinfo, layout
 from xla_bugkit.bundle.manifest import Manifest
-from xla_bugkit.capture import dumps, evidence
-from xla_bugkit.capture.rerun import RunRecord
-from xla_bugkit.capture.selection import Selection, select
+from xla_bugkit.choose import dumps
+from xla_bugkit.choose.selection import Selection, select
+from xla_bugkit.collecting.options import CollectOptions, Dumps
+from xla_bugkit.collecting.replays import Replays, replay_stage
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.failure import Kind
-from xla_bugkit.pipeline.options import CollectOptions, Dumps
+from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import differential, native, stage
-from xla_bugkit.replay.stage import Replays
+from xla_bugkit.replay import differential, native
 from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.run import evidence
+from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
 
 
@@ -77,7 +78,7 @@ def replay_modules(
     framework = found.framework if found is not None else None
     if note := native.fallback_note(framework):
         ui.warn(note)
-    replays = stage.replay_stage(
+    replays = replay_stage(
         root, tuple(c for c in selection.chosen if c.module.label not in known), run.failure,
         timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
         ui=ui, arrays=arrays, process_flags=run.flags_in_force, memory_cap=run.memory_cap,

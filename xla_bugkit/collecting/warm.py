@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 # The stages after the run; what they import, they import.
-AFTER_RUN = ("xla_bugkit.pipeline.bundling",)
+AFTER_RUN = ("xla_bugkit.collecting.bundling",)
 
 
 @contextlib.contextmanager

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit import frameworks
-from xla_bugkit.capture.evidence import ProcessEvidence
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import hlo_proto
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.run.evidence import ProcessEvidence
 
 RECORDED = "recorded"  # the run-id part of the snapshots written here
 _BEFORE = re.compile(r"^(?:\d+\.)?module_(\d+)\.(.+)\.before_optimizations\.hlo\.pb$")
@@ -113,7 +113,7 @@ def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> 
     """More inputs than parameters: TensorFlow turns an input whose value the module needs
     while compiling into a constant. Each parameter takes the next input of exactly its type
     and dimensions, in order; every parameter must find one."""
-    from xla_bugkit.replay import literal  # not at the top: see _literal
+    from xla_bugkit.hlo import literal  # not at the top: see _literal
 
     literals, at = [], 0
     for i, shape in enumerate(shapes):
@@ -136,7 +136,7 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     typed f32): a value of the same kind and dimensions is cast the same way."""
     # Imported here: literal pulls in ml_dtypes (~0.8 s), which a run that saved no
     # arguments (one device) never needs, and collect starts before the program does.
-    from xla_bugkit.replay import literal
+    from xla_bugkit.hlo import literal
 
     lit = literal.numpy_to_literal(array)
     want, got = literal.format_shape(shape), literal.format_shape(lit.shape)

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from xla_bugkit import config, github
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
-from xla_bugkit.capture.selection import Selection
+from xla_bugkit.choose.selection import Selection
 from xla_bugkit.errors import BugkitError
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest
-    from xla_bugkit.capture import dumps
-    from xla_bugkit.capture.rerun import RunRecord
+    from xla_bugkit.choose import dumps
     from xla_bugkit.replay.verdict import Verdict
+    from xla_bugkit.run.rerun import RunRecord
 
 
 @dataclass(frozen=True)

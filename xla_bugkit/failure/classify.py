@@ -13,12 +13,16 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from xla_bugkit import ptxla_log, value_check
-from xla_bugkit.compile_log import COMPILING_RE as COMPILING_RE  # selection reads it here
-from xla_bugkit.compile_log import FINISHED_RE, Busy, busy_in_xla, compile_open
-from xla_bugkit.signature import comparable
-from xla_bugkit.signature import normalise as normalise  # the signature a run records
-from xla_bugkit.xla_status import (
+from xla_bugkit.failure import ptxla_log, value_check
+from xla_bugkit.failure.compile_log import (
+    COMPILING_RE,
+    FINISHED_RE,
+    Busy,
+    busy_in_xla,
+    compile_open,
+)
+from xla_bugkit.failure.signature import comparable, normalise
+from xla_bugkit.failure.xla_status import (
     framework_status,
     graph_that_raised,
     last_status,

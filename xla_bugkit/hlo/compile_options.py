@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import protowire
 
 # One recorded per-compile override's value, as OptionOverrideProto holds it.
 Override = bool | int | float | str | None
@@ -45,95 +46,56 @@ _EXPECTED_DROPS = frozenset(
     {f"{_TOP}.{ENV_OPTION_OVERRIDES}", f"{_BUILD}.{DEBUG_OPTIONS}", f"{_BUILD}.{DEVICE_ASSIGNMENT}"}
 )
 
-_VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
+def _fields(data: protowire.Buffer) -> Iterator[protowire.Field]:
+    """Each top-level field of ``data``; bytes that are no protobuf message are refused."""
+    try:
+        yield from protowire.fields(data)
+    except BugkitError as e:  # "not protobuf data (truncated)": say which file it was
+        detail = str(e).partition("(")[2].rstrip(")")
+        raise BugkitError(f"compile_options.pb is not a CompileOptionsProto ({detail})") from None
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at ``at`` and the index after it."""
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise BugkitError("compile_options.pb is not a CompileOptionsProto (bad varint)")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _fields(data: bytes) -> Iterator[tuple[int, int, bytes, bytes]]:
-    """(number, wire type, the whole field as written, its payload) for each top-level field."""
-    at = 0
-    while at < len(data):
-        start = at
-        tag, at = _varint(data, at)
-        kind = tag & 7
-        if kind == _VARINT:
-            _, end = _varint(data, at)
-        elif kind in (_FIXED64, _FIXED32):
-            end = at + (8 if kind == _FIXED64 else 4)
-        elif kind == _LENGTH:
-            size, at = _varint(data, at)
-            end = at + size
-        else:  # groups (3, 4) are not used by these messages
-            raise BugkitError(f"compile_options.pb is not a CompileOptionsProto (wire type {kind})")
-        if end > len(data):
-            raise BugkitError("compile_options.pb is not a CompileOptionsProto (truncated)")
-        yield tag >> 3, kind, data[start:end], data[at:end]
-        at = end
-
-
-def _keep(data: bytes, kept: frozenset[int], where: str, dropped: list[str]) -> bytes:
+def _keep(data: protowire.Buffer, kept: frozenset[int], where: str, dropped: list[str]) -> bytes:
     """``data`` (the message ``where``) with only the fields ``kept``, the build options
     among them filtered in turn; the others are named in ``dropped``."""
     out = bytearray()
     for number, kind, whole, payload in _fields(data):
         if number not in kept:
             dropped.append(f"{where}.{number}")
-        elif where == _TOP and number == EXECUTABLE_BUILD_OPTIONS and kind == _LENGTH:
+        elif where == _TOP and number == EXECUTABLE_BUILD_OPTIONS and kind == protowire.LENGTH:
             inner = _keep(payload, _BUILD_KEPT, _BUILD, dropped)
-            out += _encode_varint(number << 3 | _LENGTH) + _encode_varint(len(inner)) + inner
+            out += protowire.length_field(number, inner)
         else:
             out += whole
     return bytes(out)
 
 
-def _text(payload: bytes) -> str:
-    return payload.decode("utf-8", "replace")
+def _text(payload: protowire.Buffer) -> str:
+    return bytes(payload).decode("utf-8", "replace")
 
 
-def _override(entry: bytes) -> tuple[str, Override]:
+def _override(entry: protowire.Buffer) -> tuple[str, Override]:
     """One ``env_option_overrides`` map entry: (option name, its value)."""
     name, value = "", None
     for number, kind, _, payload in _fields(entry):
-        if number == 1 and kind == _LENGTH:
+        if number == 1 and kind == protowire.LENGTH:
             name = _text(payload)
-        elif number == 2 and kind == _LENGTH:
+        elif number == 2 and kind == protowire.LENGTH:
             for field, field_kind, _, raw in _fields(payload):
                 value = _override_value(field, field_kind, raw)
     return name, value
 
 
-def _override_value(field: int, kind: int, raw: bytes) -> Override:
+def _override_value(field: int, kind: int, raw: protowire.Buffer) -> Override:
     """An OptionOverrideProto's value: string (1), bool (2), int64 (3) or double (4)."""
-    if field == 1 and kind == _LENGTH:
+    if field == 1 and kind == protowire.LENGTH:
         return _text(raw)
-    if field in (2, 3) and kind == _VARINT:
-        number = _varint(raw, 0)[0]
+    if field in (2, 3) and kind == protowire.VARINT:
+        number = protowire.read_varint(raw, 0)[0]
         if field == 2:
             return bool(number)
         return number - (1 << 64) if number >= 1 << 63 else number
-    if field == 4 and kind == _FIXED64:
+    if field == 4 and kind == protowire.FIXED64:
         return float(struct.unpack("<d", raw)[0])
     return None
 
@@ -163,7 +125,7 @@ def for_replay(serialized: bytes) -> ForReplay:
     overrides: list[tuple[str, bool | str]] = []
     withheld: list[str] = []
     for number, kind, _, payload in _fields(serialized):
-        if number != ENV_OPTION_OVERRIDES or kind != _LENGTH:
+        if number != ENV_OPTION_OVERRIDES or kind != protowire.LENGTH:
             continue
         name, value = _override(payload)
         text = str(value).lower() if isinstance(value, bool) else str(value)
