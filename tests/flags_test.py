@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ProgramRuns, clean_env
+from helpers.programs import ProgramRuns, clean_env
 
 from xla_bugkit import flags, proc
 
@@ -180,6 +180,7 @@ def test_flags_from_a_real_dump_are_accepted_by_xla(
     assert "[2. 2. 2.]" in done.output
 
 
+@pytest.mark.jax
 @pytest.mark.parametrize("given", ["--xla_foo=1", "--xla_foo"])
 def test_the_flag_xla_refuses_as_unknown_is_named(given: str, tmp_path: Path) -> None:
     env = clean_env(f"--xla_cpu_enable_fast_math=false {given}")

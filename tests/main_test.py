@@ -186,6 +186,7 @@ def test_python_dash_m_entry_point() -> None:
     assert done.returncode == 0 and __version__ in done.stdout
 
 
+@pytest.mark.jax
 def test_installed_command_replay_of_a_missing_file(tmp_path: Path) -> None:
     done = subprocess.run([XLA_BUGKIT, "replay", str(tmp_path / "x.hlo.pb")],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -223,6 +224,7 @@ def test_a_bad_config_file_is_one_clear_line(
     )
 
 
+@pytest.mark.jax
 def test_a_program_that_replaces_xla_flags_is_explained(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

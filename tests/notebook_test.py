@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, Collected, run_collect
+from helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, run_collect
 
 from xla_bugkit.notebook.cells import script
 

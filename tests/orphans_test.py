@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, clean_env
+from helpers.programs import PROGRAMS, clean_env
 
 from xla_bugkit import leftovers, proc
 

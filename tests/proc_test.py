@@ -347,7 +347,7 @@ def test_a_missing_working_directory_is_a_process_error(tmp_path: Path) -> None:
 
 def test_a_waiting_child_gets_its_stdin_when_finished(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    script = f"touch {ready}; read line; echo \"got $line\"; exit 3"
+    script = f'touch {ready}; read line; echo "got $line"; exit 3'
     waiting = proc.start_waiting(["bash", "-c", script])
     _wait_for(ready)  # it runs ahead, before it has its input
     done = waiting.finish(b"the spec\n", timeout=120)

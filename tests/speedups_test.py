@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
+from helpers.programs import clean_env
 
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.redact import Redactor
 from xla_bugkit.redact.rules import Rule
 from xla_bugkit.ui import TIMINGS_ENV, Ui
+
+pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
 _TEXTS = [
     "HloModule jit_f, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n"

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.archive.hostile import (
+from helpers.hostile import (
     DEEP,
     SUFFIX,
     Tally,
@@ -21,6 +20,7 @@ from tests.archive.hostile import (
     tree,
     write_raw,
 )
+
 from xla_bugkit import archive
 from xla_bugkit.archive import Expected, check_archive, extract_safely
 from xla_bugkit.archive.formats import MAX_TAR_TAIL

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
+from helpers.programs import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from conftest import PROGRAMS, Collected, run_collect
+from helpers.programs import PROGRAMS, Collected, run_collect
 
 
 @pytest.fixture(scope="session")

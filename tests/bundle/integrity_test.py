@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from tests.archive.hostile import (
+from helpers.hostile import (
     DEEP,
     SUFFIX,
     Tally,
@@ -23,6 +22,7 @@ from tests.archive.hostile import (
     tree,
     write_raw,
 )
+
 from tests.bundle.manifest_test import HLO, HLO_DATA, ISSUE, ISSUE_DATA, manifest_of
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import ProgramRuns
+from helpers.programs import ProgramRuns
 
 from xla_bugkit.bundle.issue import (
     LOG_TAIL_LINES,

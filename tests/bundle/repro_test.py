@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Collected, clean_env
+from helpers.programs import Collected, clean_env
 
 from xla_bugkit.bundle import repro
 from xla_bugkit.choose.dumps import Role

@@ -17,15 +17,12 @@ from xla_bugkit.redact import Redactor
 
 WRONG = classify("eval: max |jit - numpy| = 0.57 at [32768]: MISMATCH\n", exit_status=1)
 CRASH = classify(
-    "F1202 09:49:08.829582  1892 ir_array.cc:515] Check failed: "
-    "index.ShapeIsCompatible(shape_)\n",
+    "F1202 09:49:08.829582  1892 ir_array.cc:515] Check failed: index.ShapeIsCompatible(shape_)\n",
     exit_status=-6,
 )
 
 
-def _framework(
-    name: frameworks.Framework, version: str, revision: str
-) -> frameworks.FrameworkInfo:
+def _framework(name: frameworks.Framework, version: str, revision: str) -> frameworks.FrameworkInfo:
     return frameworks.FrameworkInfo(name, version, revision, "the command")
 
 

@@ -15,7 +15,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, run_collect, wait_for_child
+from helpers.programs import (
+    PROGRAMS,
+    READY_TIMEOUT,
+    XLA_BUGKIT,
+    Collected,
+    run_collect,
+    wait_for_child,
+)
 
 from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
 from xla_bugkit.failure.classify import HANG_REPLAY_START_SECONDS

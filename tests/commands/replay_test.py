@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import TWO_FUNCTIONS, ProgramRuns, clean_env
+from helpers.programs import TWO_FUNCTIONS, ProgramRuns, clean_env
 
 from xla_bugkit import proc
 from xla_bugkit.errors import ExitCode

@@ -14,8 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.hostile import tree, write_raw
 
-from tests.archive.hostile import tree, write_raw
 from tests.bundle.integrity_test import HOSTILE, bundle_members, hostile_bundle
 from tests.bundle.manifest_test import HLO, ISSUE, ISSUE_DATA
 from xla_bugkit.errors import ExitCode

@@ -16,8 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env, run_collect
+from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env, run_collect
 
 pytestmark = [
     pytest.mark.frontends,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, Collected, clean_env, run_collect
+from helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, clean_env, run_collect
 
 from xla_bugkit.errors import ExitCode
 

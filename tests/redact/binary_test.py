@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
+from helpers.programs import clean_env
 
 from xla_bugkit.bundle import layout
 from xla_bugkit.choose.dumps import Role

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS
+from helpers.programs import PROGRAMS
 
 from tests.redact.redact_test import ALICE
 from xla_bugkit.redact import REDACTED, SECRET, Redactor, command_note, command_secrets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ProgramRuns
+from helpers.programs import ProgramRuns
 
 from xla_bugkit.choose.dumps import index
 from xla_bugkit.failure.classify import classify

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, ProgramRuns, run_collect
+from helpers.programs import PROGRAMS, ProgramRuns, run_collect
 
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
 from xla_bugkit.choose.selection import Chosen, Selection, is_helper

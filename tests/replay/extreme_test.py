@@ -15,6 +15,8 @@ from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
+pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
+
 WRONG = Failure(Kind.WRONG_RESULT, Phase.RUN, "AssertionError: wrong", "AssertionError: wrong")
 TYPES = [(np.dtype(np.float32), (4, 3)), (np.dtype(np.int32), (5,)),
          (np.dtype(np.bool_), (2,)), (np.dtype(np.float64), ())]  # fmt: skip

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import conftest
 import numpy as np
 import pytest
+from helpers import programs
 
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
@@ -36,7 +36,7 @@ FAST_MATH = (
     "--xla_cpu_fast_math_honor_infs=false",
 )
 
-PROGRAM_FILES = conftest.PROGRAMS  # run as they are
+PROGRAM_FILES = programs.PROGRAMS  # run as they are
 
 PROGRAMS = {
     "normal": """
@@ -347,6 +347,7 @@ def test_shardy_module_without_its_pjrt_folder_is_refused(dumps: dict[str, Dumpe
     )
 
 
+@pytest.mark.jax
 def test_unloadable_hlo_is_not_replayable(tmp_path: Path) -> None:
     proto = HloProto()
     proto.hlo_module.name = "jit_broken"

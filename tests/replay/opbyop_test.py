@@ -10,6 +10,8 @@ import pytest
 from xla_bugkit.replay import _jaxlib, opbyop
 from xla_bugkit.replay.compare import compare_outputs
 
+pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
+
 jax.config.update("jax_platforms", "cpu")
 
 TEXT = """\

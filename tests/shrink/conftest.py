@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Collected, run_collect
+from helpers.programs import Collected, run_collect
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 # The flag that makes XLA:CPU's code generator abort, among flags that change nothing here.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import READY_TIMEOUT, clean_env
+from helpers.programs import READY_TIMEOUT, clean_env
 
 from xla_bugkit.replay import protocol
 from xla_bugkit.shrink.probe import ForkServer

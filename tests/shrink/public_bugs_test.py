@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Collected
+from helpers.programs import Collected
 
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main

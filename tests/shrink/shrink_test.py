@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import READY_TIMEOUT, Collected, clean_env, run_collect
+from helpers.programs import READY_TIMEOUT, Collected, clean_env, run_collect
 
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main

@@ -55,8 +55,11 @@ _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
         (Role.AFTER_PROTO, rf"{_AFTER}\.hlo\.pb(?:\.gz)?"),
         (Role.DEBUG_OPTIONS, r"debug_options"),
         # snapshot.recorded-N.pb: written from the hook's saved arguments (capture/arguments.py)
-        (Role.SNAPSHOT, r"(?:snapshot\.(?:-?\d+|recorded-\d+)\.pb"
-                        r"|execution_\d+\.hlo_snapshot\.pb)"),
+        (
+            Role.SNAPSHOT,
+            r"(?:snapshot\.(?:-?\d+|recorded-\d+)\.pb"
+            r"|execution_\d+\.hlo_snapshot\.pb)",
+        ),
         (Role.PASS_DUMP, r"\d{4}\.[\w.-]+\.(?:before|after)_[\w.-]+\.(?:txt|hlo\.pb(?:\.gz)?)"),
     )
 )

@@ -134,9 +134,7 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
             )
 
 
-def _allocation_evidence(
-    index: DumpIndex, failure: Failure, output: str, reasons: Reasons
-) -> None:
+def _allocation_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
     """Out of memory: the module that plans an allocation of exactly the size that failed,
     wherever the error surfaced (an asynchronous one, at a later computation's read)."""
     if failure.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):

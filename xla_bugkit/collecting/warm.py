@@ -41,4 +41,3 @@ def _import(modules: Sequence[str]) -> None:
             importlib.import_module(name)
         except Exception:  # raised again, where it is said, by the import that needs it
             continue
-

@@ -46,6 +46,7 @@ _EXPECTED_DROPS = frozenset(
     {f"{_TOP}.{ENV_OPTION_OVERRIDES}", f"{_BUILD}.{DEBUG_OPTIONS}", f"{_BUILD}.{DEVICE_ASSIGNMENT}"}
 )
 
+
 def _fields(data: protowire.Buffer) -> Iterator[protowire.Field]:
     """Each top-level field of ``data``; bytes that are no protobuf message are refused."""
     try:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ProgramRuns
+from helpers.programs import ProgramRuns
 
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
 

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
+from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
 
 # Captures into the folder given, then runs the program given, as its own main.
 CAPTURING = textwrap.dedent(
@@ -57,6 +57,7 @@ def test_a_program_that_captures_itself_then_crashes_in_xla(tmp_path: Path) -> N
     assert first["replay"]["outcome"] == "reproduced: crash"
 
 
+@pytest.mark.jax
 def test_too_late_once_jax_is_imported(tmp_path: Path) -> None:
     program = tmp_path / "late.py"
     program.write_text("", "utf-8")

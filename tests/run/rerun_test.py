@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, wait_for_child
+from helpers.programs import PROGRAMS, READY_TIMEOUT, wait_for_child
 
 from xla_bugkit import flags
 from xla_bugkit.choose.dumps import Role, index
@@ -18,6 +18,8 @@ from xla_bugkit.errors import ProcessError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.run import rerun
+
+pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
 
 def test_child_env_adds_what_collect_needs_and_keeps_the_users_settings(tmp_path: Path) -> None:
@@ -145,6 +147,7 @@ RERUN_DRIVER = """
 import json, sys
 from pathlib import Path
 from xla_bugkit.run import rerun
+
 record = rerun.rerun(sys.argv[1:], dump_dir=Path("dumps"), log_path=Path("run.log"),
                      timeout=None, echo=False)
 print(json.dumps({"interrupted": record.interrupted, "failure": record.failure.to_json()}))

@@ -8,7 +8,7 @@ import signal
 from dataclasses import replace
 
 import pytest
-from conftest import ProgramRun, ProgramRuns
+from helpers.programs import ProgramRun, ProgramRuns
 
 from xla_bugkit.failure.classify import (
     HANG_REPLAY_START_SECONDS,

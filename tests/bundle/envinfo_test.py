@@ -9,11 +9,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import clean_env
+from helpers.programs import clean_env
 
 from xla_bugkit import __version__
 from xla_bugkit.bundle.envinfo import NOT_INSTALLED, collect_env
 from xla_bugkit.redact import Redactor
+
+pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
 COMMON_WORDS = {"localhost", "vm", "box", "ubuntu", "debian", "linux", "host", "root", "user"}
 

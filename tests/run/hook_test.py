@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.programs import PROGRAMS, READY_TIMEOUT, clean_env, run_collect, wait_for_file
 
-from tests.conftest import PROGRAMS, READY_TIMEOUT, clean_env, run_collect, wait_for_file
 from xla_bugkit import flags
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import ExitCode

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from conftest import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
+from helpers.programs import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 
 from xla_bugkit import proc
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index

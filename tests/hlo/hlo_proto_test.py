@@ -12,7 +12,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import literal_to_array
+from helpers.programs import literal_to_array
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto

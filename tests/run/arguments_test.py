@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.programs import PROGRAMS, run_collect
 
-from tests.capture.hook_test import hooked_env, run
-from tests.conftest import PROGRAMS, run_collect
+from tests.run.hook_test import hooked_env, run
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import ExitCode
@@ -123,6 +123,7 @@ def test_collect_starts_without_ml_dtypes() -> None:
     assert done.stdout.strip() == "False"
 
 
+@pytest.mark.jax
 def test_tensorflow_inputs_become_a_snapshot_of_the_functions_newest_module(
     tmp_path: Path,
 ) -> None:

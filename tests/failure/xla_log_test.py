@@ -6,7 +6,7 @@ import sys
 import types
 
 import pytest
-from conftest import ProgramRuns
+from helpers.programs import ProgramRuns
 
 from xla_bugkit.choose.dumps import index
 from xla_bugkit.failure import xla_log

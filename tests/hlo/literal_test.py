@@ -8,7 +8,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import literal_to_array
+from helpers.programs import literal_to_array
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType

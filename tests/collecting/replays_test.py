@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ProgramRuns
+from helpers.programs import ProgramRuns
 
 from xla_bugkit import proc
 from xla_bugkit.choose import dumps
