@@ -27,12 +27,12 @@ from tests.bundle.manifest_test import HLO, HLO_DATA, ISSUE, ISSUE_DATA, manifes
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     EDIT_SLACK,
-    MANIFEST,
     FileEntry,
     check_bundle,
     open_bundle,
     reseal,
 )
+from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import BadBundleError
 
 BIG = 32 << 20  # zeros a member really holds where its manifest lists 7 bytes

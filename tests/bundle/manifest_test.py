@@ -16,7 +16,6 @@ import pytest
 
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
-    MANIFEST,
     SCHEMA_VERSION,
     FileEntry,
     file_entries,
@@ -25,6 +24,7 @@ from xla_bugkit.bundle.manifest import (
     validate,
     write_manifest,
 )
+from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import BadBundleError, ExitCode
 from xla_bugkit.main import main
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers.programs import Collected, clean_env
 
-from xla_bugkit.bundle import repro
+from xla_bugkit.bundle import members, repro
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.replay import protocol
 
@@ -29,7 +29,7 @@ WITHOUT_XLA_BUGKIT = (
 
 def run_repro(bundle: Collected, where: Path, **env: str) -> subprocess.CompletedProcess[str]:
     folder = bundle.unpack(where / "unpacked")
-    argv = [sys.executable, "-c", WITHOUT_XLA_BUGKIT, str(folder / repro.SCRIPT)]
+    argv = [sys.executable, "-c", WITHOUT_XLA_BUGKIT, str(folder / members.REPRO)]
     # cwd is not the bundle: the script finds its files next to itself.
     return subprocess.run(argv, capture_output=True, text=True, cwd=where, timeout=600,
                           env={**clean_env(), **env})  # fmt: skip
@@ -54,7 +54,7 @@ def test_repro_shows_the_compile_crash(bundles: Callable[..., Collected], tmp_pa
     assert "compiling module_" in done.stdout and "running it" not in done.stdout
     # A compile crash ran nothing: no inputs were recorded, and none are claimed.
     assert "inputs (generated, seed 42): float32[4]" in done.stdout
-    assert repro.INPUTS not in c.names()
+    assert members.INPUTS not in c.names()
 
 
 def test_repro_shows_the_compile_error(bundles: Callable[..., Collected], tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_repro_shows_the_compile_error(bundles: Callable[..., Collected], tmp_pa
         "parts due to non-default options (0)"
     ) in done.stdout
     # The flag the program appended to XLA_FLAGS itself is what breaks the compile.
-    assert "--xla_cpu_parallel_codegen_split_count=0" in c.text(repro.SCRIPT)
+    assert "--xla_cpu_parallel_codegen_split_count=0" in c.text(members.REPRO)
 
 
 def test_repro_shows_the_runtime_error_on_recorded_inputs(
@@ -75,7 +75,7 @@ def test_repro_shows_the_runtime_error_on_recorded_inputs(
 ) -> None:
     c = bundles("runtime_error")
     assert c.returncode == 0, c.stderr
-    assert {repro.SCRIPT, repro.INPUTS} <= set(c.names())
+    assert {members.REPRO, members.INPUTS} <= set(c.names())
     done = run_repro(c, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "inputs (recorded): float32[]" in done.stdout
@@ -87,7 +87,7 @@ def test_repro_shows_the_wrong_result_of_jax_39103(
 ) -> None:
     c = bundles("wrong_result", "--module", r"\.jit_f$")
     assert c.returncode == 0, c.stderr
-    assert {repro.SCRIPT, repro.INPUTS, repro.EXPECTED} <= set(c.names())
+    assert {members.REPRO, members.INPUTS, members.EXPECTED} <= set(c.names())
     done = run_repro(c, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     found = re.search(
@@ -117,7 +117,7 @@ def test_a_flag_xla_takes_only_at_start_up_goes_by_xla_flags(
     and XLA refuses it per compile, so the script starts again with it in XLA_FLAGS."""
     c = bundles("success", xla_flags="--xla_backend_extra_options=bogus_opt")
     assert c.returncode == 0, c.stderr  # XLA's backend exits on the unknown LLVM option
-    assert "'--xla_backend_extra_options=bogus_opt'" in c.text(repro.SCRIPT)
+    assert "'--xla_backend_extra_options=bogus_opt'" in c.text(members.REPRO)
     done = run_repro(c, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     again = "XLA takes --xla_backend_extra_options=bogus_opt only from XLA_FLAGS: starting again"
@@ -131,12 +131,12 @@ def test_arrays_are_listed_and_readable_by_numpy_alone(
     c = bundles("wrong_result", "--module", r"\.jit_f$")
     listed = {f["path"]: f for f in c.manifest()["files"]}
     folder = c.unpack(tmp_path / "b")
-    for name in (repro.SCRIPT, repro.INPUTS, repro.EXPECTED):
+    for name in (members.REPRO, members.INPUTS, members.EXPECTED):
         assert listed[name]["size"] == (folder / name).stat().st_size
-    with np.load(folder / repro.INPUTS, allow_pickle=False) as inputs:
+    with np.load(folder / members.INPUTS, allow_pickle=False) as inputs:
         assert [str(d) for d in inputs["dtypes"]] in (["float64"], ["float32"])
-    (reference,) = protocol.load_arrays(folder / repro.EXPECTED)
-    (x,) = protocol.load_arrays(folder / repro.INPUTS)
+    (reference,) = protocol.load_arrays(folder / members.EXPECTED)
+    (x,) = protocol.load_arrays(folder / members.INPUTS)
     # f(x)[k] = sum(x[k] ** 2): the bundled reference is the right answer.
     np.testing.assert_allclose(reference, (x.astype(np.float64) ** 2).sum(axis=1), rtol=1e-5)
 

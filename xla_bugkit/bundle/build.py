@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.bundle import envinfo, issue, layout, manifest, repro, trackers, triage
+from xla_bugkit.bundle import envinfo, issue, layout, manifest, members, repro, trackers, triage
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
@@ -26,7 +26,6 @@ from xla_bugkit.run import arguments, processes
 from xla_bugkit.run.rerun import RunRecord
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
-ISSUE = "ISSUE.md"
 INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
 
 Redact = Callable[[str], str]
@@ -94,7 +93,7 @@ def build(
     framework = frameworks.info(found) if found is not None else None
     staged = Staged(reproducer, source, replayed, framework, repo)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
-    layout.write_text(stage, ISSUE, body)
+    layout.write_text(stage, members.ISSUE, body)
     data_text = frameworks.inputs_text(framework, _data_text(data, planned, dropped))
     record = _manifest(run, selection, env, text, title, modules, notes, data_text)
     if run.culprit is not None:
@@ -115,10 +114,10 @@ def _write_texts(
     # selection has read them, and the bundle holds the files themselves.
     log = xla_log.without_dump_lines(run.output)
     log_tail, counts = redactor.text_with_report(_tail(log, LOG_TAIL_BYTES))
-    layout.write_text(stage, "log.txt", log_tail)
+    layout.write_text(stage, members.LOG, log_tail)
     others = "\n".join(selection.others)
-    layout.write_text(stage, "other-modules.txt", f"{others}\n" if others else "")
-    layout.write_text(stage, "environment.txt", env.to_text())
+    layout.write_text(stage, members.OTHER_MODULES, f"{others}\n" if others else "")
+    layout.write_text(stage, members.ENVIRONMENT, env.to_text())
     return counts
 
 
@@ -282,7 +281,7 @@ def render(
         selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
         replay_verdicts=[(v.module, v.outcome.value, text(v.evidence)) for v in verdicts],
         replay_note=_replay_note(staged),
-        repro_command=f"python {repro.SCRIPT}" if rep and rep.script else "",
+        repro_command=f"python {members.REPRO}" if rep and rep.script else "",
         hlo_command=rep.hlo_command if rep else "",
         module_label=rep.module if rep and inline else "",
         module_text=inline,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xla_bugkit.bundle import members
 from xla_bugkit.choose.dumps import DumpIndex, Role
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.redact import Redactor, left_note
@@ -49,7 +50,7 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
         snapshot = m.newest_snapshot if data else None
         for f in [*files, *([snapshot] if snapshot else [])]:
             sub = "pjrt/" if len(f.path.parts) == 2 else ""
-            arcname = f"modules/{m.label}/{sub}{f.path.name}"
+            arcname = members.module_member(m.label, f"{sub}{f.path.name}")
             planned.append(Planned(index.root / f.path, arcname, f.role, m.label))
     return planned
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from xla_bugkit import __version__, flags
-from xla_bugkit.bundle import issue
+from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Kind
@@ -26,9 +26,6 @@ from xla_bugkit.replay import protocol
 from xla_bugkit.replay.compare import compare_outputs
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
-SCRIPT = "repro.py"
-INPUTS = "inputs.npz"
-EXPECTED = "expected.npz"
 TEMPLATE = "repro.py.in"
 # Reference outputs larger than this stay out of the bundle: verify recomputes them anyway.
 EXPECTED_LIMIT = 8 * 1000 * 1000
@@ -108,9 +105,9 @@ def write(
             "hang_seconds": str(HANG_SECONDS),
         }
         text = issue.load_template(TEMPLATE).substitute(values)
-        (stage / SCRIPT).write_text(text, "utf-8")
+        (stage / members.REPRO).write_text(text, "utf-8")
     else:
-        notes.append(f"{SCRIPT} is not in the bundle: {script}")
+        notes.append(f"{members.REPRO} is not in the bundle: {script}")
     return Repro(
         module=target.label,
         script=script is None,
@@ -154,12 +151,12 @@ def _flags(
         return ()
     text = (stage / options).read_text("utf-8", "replace")
     admitted = flags.admit(flags.in_force(flags.from_debug_options(text), user_flags))
-    notes += [f"{SCRIPT} leaves out {withheld}" for withheld in admitted.withheld]
+    notes += [f"{members.REPRO} leaves out {withheld}" for withheld in admitted.withheld]
     result = admitted.flags
     spelled = {flags.name_of(f) for f in result}
     for name in dict.fromkeys(_BLOCK.findall(text)):
         if f"--{name}" not in spelled:
-            notes.append(f"{SCRIPT} leaves out --{name}: no flag spells its value")
+            notes.append(f"{members.REPRO} leaves out --{name}: no flag spells its value")
     return result
 
 
@@ -196,13 +193,13 @@ def _write_inputs(stage: Path, files: Mapping[str, str], notes: list[str]) -> bo
             literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(stage / snapshot).arguments
         ]
     except BugkitError as e:
-        notes.append(f"{INPUTS} is not in the bundle: {e}")
+        notes.append(f"{members.INPUTS} is not in the bundle: {e}")
         return False
     arrays = [a for a in arguments if isinstance(a, np.ndarray)]
     if len(arrays) != len(arguments):
-        notes.append(f"{INPUTS} is not in the bundle: the module takes a tuple argument")
+        notes.append(f"{members.INPUTS} is not in the bundle: the module takes a tuple argument")
         return False
-    protocol.save_arrays(stage / INPUTS, arrays)
+    protocol.save_arrays(stage / members.INPUTS, arrays)
     return True
 
 
@@ -227,12 +224,12 @@ def _write_expected(stage: Path, target: Target, recorded: bool, notes: list[str
     if (target.verdict.inputs == "snapshot") != recorded:
         # repro.py runs on the inputs the bundle holds; a reference computed from other
         # inputs would make a correct result look wrong.
-        notes.append(f"{EXPECTED} is not in the bundle: the replay ran on other inputs")
+        notes.append(f"{members.EXPECTED} is not in the bundle: the replay ran on other inputs")
         return ""
     if path.stat().st_size > EXPECTED_LIMIT:
-        notes.append(f"{EXPECTED} is not in the bundle: over {EXPECTED_LIMIT // 10**6} MB")
+        notes.append(f"{members.EXPECTED} is not in the bundle: over {EXPECTED_LIMIT // 10**6} MB")
         return ""
-    shutil.copyfile(path, stage / EXPECTED)
+    shutil.copyfile(path, stage / members.EXPECTED)
     return label
 
 

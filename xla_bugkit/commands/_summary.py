@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import config, frameworks, github
+from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage, headline, triage
@@ -125,7 +126,7 @@ def _shared(manifest: Manifest, verbose: bool) -> list[str]:
     """What leaves the machine: the files (all of them with -v), redactions and drops."""
     files = manifest["files"]
     total = sum(f["size"] for f in files)
-    top = [f["path"] for f in files if not f["path"].startswith("modules/")]
+    top = [f["path"] for f in files if not f["path"].startswith(f"{members.MODULES}/")]
     modules = len(files) - len(top)
     lines = [
         f"  shares: {len(files) + 1} files, {_mb(total)} before compression: "

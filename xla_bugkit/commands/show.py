@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.build import ISSUE
 from xla_bugkit.bundle.manifest import Manifest, check_bundle
+from xla_bugkit.bundle.members import ISSUE
 from xla_bugkit.errors import BadBundleError, ExitCode
 
 ISSUE_LIMIT = 4 << 20

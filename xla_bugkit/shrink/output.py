@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from xla_bugkit import archive
-from xla_bugkit.bundle import issue, repro
+from xla_bugkit.bundle import issue, members, repro
 from xla_bugkit.bundle.manifest import (
     Manifest,
     ModuleEntry,
@@ -35,8 +35,7 @@ from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.shrink.shrinker import Shrunk
 from xla_bugkit.ui import Ui
 
-FOLDER = "shrunk"
-ISSUE = "ISSUE.md"
+FOLDER = members.SHRUNK
 NOT_VERIFIED = "the shrunk module did not fail the same way through the normal replay: left out"
 
 
@@ -147,11 +146,11 @@ def finish(
             if name.name not in ("shrink.json", "pass_trace.txt"):
                 name.unlink()
     (stage / FOLDER / "shrink.json").write_text(json.dumps(record, indent=2) + "\n", "utf-8")
-    issue_path = stage / ISSUE
+    issue_path = stage / members.ISSUE
     if issue_path.exists():
         found = result.findings()
-        if (stage / FOLDER / repro.SCRIPT).exists():
-            found.append(f"reproduce it alone: python {FOLDER}/{repro.SCRIPT}")
+        if (stage / FOLDER / members.REPRO).exists():
+            found.append(f"reproduce it alone: python {FOLDER}/{members.REPRO}")
         section = issue.shrink_section(found, result.text if shown else "", shown)
         issue_path.write_text(issue.with_section(issue_path.read_text("utf-8"), section))
     sealed = {**manifest, "modules": modules, "notes": notes, "shrink": record}

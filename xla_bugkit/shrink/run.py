@@ -14,6 +14,7 @@ from pathlib import Path
 
 from xla_bugkit import __version__
 from xla_bugkit.bundle import manifest as mf
+from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
@@ -203,7 +204,7 @@ def _stage_module(
     placed: dict[str, str] = {}
     for role, path in files.items():
         shutil.copyfile(path, folder / path.name)
-        placed[role] = f"modules/{label}/{path.name}"
+        placed[role] = members.module_member(label, path.name)
     return {
         "label": label,
         "name": name,

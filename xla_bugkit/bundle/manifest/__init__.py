@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from xla_bugkit.bundle.manifest.integrity import (
     EDIT_SLACK,
-    EDITABLE,
     OpenBundle,
     check_bundle,
     edited_files,
@@ -24,7 +23,6 @@ from xla_bugkit.bundle.manifest.integrity import (
 )
 from xla_bugkit.bundle.manifest.loader import load_manifest, read_manifest, validate
 from xla_bugkit.bundle.manifest.schema import (
-    MANIFEST,
     MANIFEST_LIMIT,
     SCHEMA_VERSION,
     FileEntry,
@@ -42,9 +40,7 @@ from xla_bugkit.bundle.manifest.write import (
 )
 
 __all__ = [
-    "EDITABLE",
     "EDIT_SLACK",
-    "MANIFEST",
     "MANIFEST_LIMIT",
     "SCHEMA_VERSION",
     "FileEntry",

@@ -13,12 +13,10 @@ from pathlib import Path
 
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest.loader import read_manifest, validate
-from xla_bugkit.bundle.manifest.schema import MANIFEST, FileEntry, Manifest, ModuleEntry
+from xla_bugkit.bundle.manifest.schema import FileEntry, Manifest, ModuleEntry
 from xla_bugkit.bundle.manifest.write import sha256_of, write_manifest
+from xla_bugkit.bundle.members import EDITABLE, MANIFEST
 
-# Text written for people, which the reporter may well edit before filing (the ISSUE.md
-# template asks for it). No replay reads them: an edit is reported, not refused.
-EDITABLE = frozenset({"ISSUE.md", "log.txt", "other-modules.txt"})
 # How much an edit may add to one of them: room for pages of notes, and a bound on what a
 # bundle can unpack beyond the sizes its manifest lists.
 EDIT_SLACK = 1 << 20

@@ -10,7 +10,8 @@ from typing import Any
 from xla_bugkit import archive
 from xla_bugkit.archive.members import name_problem, normalize
 from xla_bugkit.bundle.manifest import checks
-from xla_bugkit.bundle.manifest.schema import MANIFEST, MANIFEST_LIMIT, SCHEMA_VERSION, Manifest
+from xla_bugkit.bundle.manifest.schema import MANIFEST_LIMIT, SCHEMA_VERSION, Manifest
+from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BadBundleError
 from xla_bugkit.failure.classify import Failure

@@ -7,7 +7,6 @@ from typing import Any, NotRequired, TypedDict
 from xla_bugkit.frameworks import FrameworkEntry
 
 SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
 MANIFEST_LIMIT = 16 << 20  # a manifest lists files; 16 MiB is far beyond any real one
 
 

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from xla_bugkit import __version__
-from xla_bugkit.bundle.manifest.schema import MANIFEST, FileEntry, Manifest
+from xla_bugkit.bundle.manifest.schema import FileEntry, Manifest
+from xla_bugkit.bundle.members import MANIFEST
 
 
 def now() -> str:
