@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from xla_bugkit.hlo import parser
 from xla_bugkit.replay import _jaxlib, opbyop
 from xla_bugkit.replay.compare import compare_outputs
 
@@ -38,16 +39,16 @@ ENTRY main {
 
 
 def test_parse_shape_nests_tuples_and_keeps_layouts() -> None:
-    assert opbyop.parse_shape("f32[3,4]{1,0}") == "f32[3,4]{1,0}"
-    assert opbyop.parse_shape("(f32[2]{0}, (s32[], pred[]))") == [
+    assert parser.parse_shape("f32[3,4]{1,0}") == "f32[3,4]{1,0}"
+    assert parser.parse_shape("(f32[2]{0}, (s32[], pred[]))") == [
         "f32[2]{0}",
         ["s32[]", "pred[]"],
     ]
-    assert opbyop.parse_shape("()") == []
+    assert parser.parse_shape("()") == []
 
 
 def test_parse_module_reads_entry_instructions() -> None:
-    module = opbyop.parse_module(TEXT)
+    module = parser.parse_module(TEXT)
     names = [i.name for i in module.entry]
     assert names == ["x", "n", "t", "g", "z", "r", "b", "m", "out"]
     reduce = module.entry[5]
@@ -60,7 +61,7 @@ def test_parse_module_reads_entry_instructions() -> None:
 
 
 def test_tiny_module_copies_callees_and_declares_operands_once() -> None:
-    module = opbyop.parse_module(TEXT)
+    module = parser.parse_module(TEXT)
     shapes = {i.name: i.shape for i in module.entry}
     text = opbyop.tiny_module(module, module.entry[5], shapes)
     assert "add {" in text

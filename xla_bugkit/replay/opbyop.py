@@ -5,9 +5,8 @@ whose parameters are the instruction's operands (the computations it calls, such
 reduce's ``to_apply`` or a while's body, are copied in). Whole-module optimizations (fusion,
 algebraic simplification across ops, layout changes) therefore never touch the reference.
 
-The HLO text comes from jaxlib's own printer (``_jaxlib.module_text``), so this module only
-needs to split that well-formed text into computations and instructions; it is not a full
-HLO parser. Runs inside the replay child: it compiles with jaxlib.
+The module is read through ``hlo.parser``. Runs inside the replay child: it compiles with
+jaxlib.
 """
 
 from __future__ import annotations
@@ -15,26 +14,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo.parser import (
+    Instruction,
+    Module,
+    ShapeTree,
+    Value,
+    called_computations,
+    closing_bracket,
+    parse_module,
+    parse_shape,
+)
 from xla_bugkit.proc import usable_cores
 from xla_bugkit.replay import _jaxlib
 
-# An HLO value: an array or a (nested) tuple of them. A shape tree mirrors it, with the
-# leaf shapes as HLO text.
-Value = np.ndarray | tuple["Value", ...]
-ShapeTree = str | list["ShapeTree"]
-
-_HEADER = re.compile(r"^(?P<entry>ENTRY )?(?P<name>[\w.\-]+) (?:\(.*\) -> .* )?\{$")
-_INSTR = re.compile(r"^\s*(?P<root>ROOT )?(?P<name>[\w.\-]+) = (?P<rest>.*)$")
-_OPCODE = re.compile(r"\s*(?P<op>[\w\-]+)\(")
-_CALLED = re.compile(
-    r"\b(?:to_apply|calls|body|condition|true_computation|false_computation|select|scatter|"
-    r"branch_computations)=(?P<names>\{[^}]*\}|[\w.\-]+)"
-)
 _INDEX = re.compile(r"\bindex=(\d+)")
 # Partitioning annotations: meaningless on one device, and Shardy's frontend attributes
 # name a mesh that only the whole module declares (XLA aborts on "Mesh not found").
@@ -47,124 +43,15 @@ class OpByOpError(BugkitError):
     """One instruction could not be run on its own; the message names it."""
 
 
-@dataclass(frozen=True)
-class Instruction:
-    name: str
-    shape: str
-    opcode: str
-    operands: tuple[str, ...]
-    line: str  # the instruction as printed, without "ROOT "
-    is_root: bool
-
-
-@dataclass(frozen=True)
-class Module:
-    entry: list[Instruction]
-    computations: dict[str, list[str]]  # name -> its lines, in the module's order
-
-
-def _closing(text: str, start: int) -> int:
-    """Index of the bracket closing the one at ``start`` (brackets of any kind nest)."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] in "([{":
-            depth += 1
-        elif text[i] in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    raise OpByOpError(f"unbalanced brackets in HLO: {text[:80]}")
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    return [*parts, tail] if tail else parts
-
-
-def parse_shape(text: str) -> ShapeTree:
-    """``(f32[2]{0}, (s32[], pred[]))`` -> ``["f32[2]{0}", ["s32[]", "pred[]"]]``."""
-    text = text.strip()
-    if not text.startswith("("):
-        return text
-    return [parse_shape(part) for part in _split_top(text[1 : _closing(text, 0)])]
-
-
-def _parse_instruction(line: str) -> Instruction:
-    m = _INSTR.match(line)
-    if m is None:
-        raise OpByOpError(f"cannot read HLO instruction: {line.strip()[:120]}")
-    rest = m.group("rest")
-    shape_end = _closing(rest, 0) + 1 if rest.startswith("(") else rest.index(" ")
-    op = _OPCODE.match(rest, shape_end)
-    if op is None:
-        raise OpByOpError(f"cannot read HLO instruction: {line.strip()[:120]}")
-    close = _closing(rest, op.end() - 1)
-    inside = rest[op.end() : close]
-    # A constant's parentheses hold its literal and a parameter's its number, not operands.
-    simple = op.group("op") not in ("constant", "parameter")
-    operands = tuple(_split_top(inside)) if simple else ()
-    text = f"{m.group('name')} = {rest}"
-    return Instruction(
-        m.group("name"), rest[:shape_end], op.group("op"), operands, text, bool(m.group("root"))
-    )
-
-
-def parse_module(text: str) -> Module:
-    """Split jaxlib-printed HLO text into computations and the entry's instructions."""
-    computations: dict[str, list[str]] = {}
-    entry: list[Instruction] = []
-    current: list[str] | None = None
-    is_entry = False
-    for line in text.splitlines():
-        header = _HEADER.match(line)
-        if header and current is None:
-            current, is_entry = [line], bool(header.group("entry"))
-            computations[header.group("name")] = current
-        elif current is not None:
-            current.append(line)
-            if line == "}":
-                current = None
-            elif is_entry:
-                entry.append(_parse_instruction(line))
-    if not entry:
-        raise OpByOpError("no entry computation in the HLO text")
-    return Module(entry, computations)
-
-
-def _called(lines: Sequence[str]) -> list[str]:
-    names: list[str] = []
-    for line in lines:
-        for m in _CALLED.finditer(line):
-            names.extend(n.strip() for n in m.group("names").strip("{}").split(",") if n.strip())
-    return names
-
-
-def called_computations(lines: Sequence[str]) -> list[str]:
-    """The computations these instruction lines call (to_apply, body, ...), as named."""
-    return _called(lines)
-
-
-def closing_bracket(text: str, start: int) -> int:
-    """Index of the bracket closing the one at ``start``."""
-    return _closing(text, start)
-
-
 def _callees(module: Module, instruction: Instruction) -> list[str]:
     """The computations ``instruction`` needs, transitively, in the module's order."""
     needed: set[str] = set()
-    todo = _called([instruction.line])
+    todo = called_computations([instruction.line])
     while todo:
         name = todo.pop()
         if name not in needed:
             needed.add(name)
-            todo.extend(_called(module.computations.get(name, [])))
+            todo.extend(called_computations(module.computations.get(name, [])))
     return [name for name in module.computations if name in needed]
 
 
@@ -187,7 +74,7 @@ def _shape_text(tree: ShapeTree) -> str:
 
 def _unpartitioned(line: str) -> str:
     while (m := _PARTITIONING.search(line)) is not None:
-        line = line[: m.start()] + line[_closing(line, m.end() - 1) + 1 :]
+        line = line[: m.start()] + line[closing_bracket(line, m.end() - 1) + 1 :]
     return line
 
 

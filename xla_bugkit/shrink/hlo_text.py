@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, replace
 
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import opbyop
-from xla_bugkit.replay.opbyop import Instruction
+from xla_bugkit.hlo import parser
+from xla_bugkit.hlo.parser import Instruction
 
 _LAYOUT = re.compile(r"(\])\{[^}]*\}")
 _PARAMETER_NUMBER = re.compile(r"parameter\(\d+\)")
@@ -57,12 +57,12 @@ class Candidate:
 
     def reached(self) -> list[str]:
         needed: set[str] = set()
-        todo = [n for i in self.entry for n in opbyop.called_computations([i.line])]
+        todo = [n for i in self.entry for n in parser.called_computations([i.line])]
         while todo:
             name = todo.pop()
             if name not in needed and name in self.computations:
                 needed.add(name)
-                todo.extend(opbyop.called_computations(self.computations[name]))
+                todo.extend(parser.called_computations(self.computations[name]))
         return [name for name in self.computations if name in needed]
 
     def text(self) -> str:
@@ -79,13 +79,13 @@ def _without_entry_layout(header: str) -> str:
     found = _ENTRY_LAYOUT.search(header)
     if found is None:
         return header
-    end = opbyop.closing_bracket(header, found.end() - 1)
+    end = parser.closing_bracket(header, found.end() - 1)
     return header[: found.start()] + header[end + 1 :]
 
 
 def parse(text: str) -> Candidate:
     """The candidate of a whole module, as jaxlib printed it (``_jaxlib.module_text``)."""
-    module = opbyop.parse_module(text)
+    module = parser.parse_module(text)
     entry_name = next(
         (n for n, lines in module.computations.items() if lines[0].startswith("ENTRY ")), None
     )

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.replay import opbyop
-from xla_bugkit.replay.opbyop import Instruction
+from xla_bugkit.hlo import parser
+from xla_bugkit.hlo.parser import Instruction
 from xla_bugkit.shrink import hlo_text
 from xla_bugkit.shrink.hlo_text import Candidate
 
@@ -40,7 +40,7 @@ def instructions(c: Candidate, computation: str) -> list[Instruction]:
     if computation == c.entry_name:
         return list(c.entry)
     body = [line for line in c.computations[computation][1:-1] if line.strip()]
-    return opbyop.parse_module("\n".join(["ENTRY e {", *body, "}"])).entry
+    return parser.parse_module("\n".join(["ENTRY e {", *body, "}"])).entry
 
 
 def computations(c: Candidate) -> list[str]:
@@ -69,10 +69,10 @@ def with_operands(i: Instruction, mapping: dict[str, str], name: str | None = No
     rest = i.line.partition(" = ")[2]
     if not any(o in mapping for o in i.operands):
         return replace(i, name=new_name, line=f"{new_name} = {rest}")
-    shape_end = opbyop.closing_bracket(rest, 0) + 1 if rest.startswith("(") else rest.index(" ")
+    shape_end = parser.closing_bracket(rest, 0) + 1 if rest.startswith("(") else rest.index(" ")
     op = _OPCODE.match(rest, shape_end)
     assert op is not None  # opbyop parsed this line already
-    close = opbyop.closing_bracket(rest, op.end() - 1)
+    close = parser.closing_bracket(rest, op.end() - 1)
     operands = tuple(mapping.get(o, o) for o in i.operands)
     rest = rest[: op.end()] + ", ".join(operands) + rest[close:]
     return replace(i, name=new_name, operands=operands, line=f"{new_name} = {rest}")
@@ -218,7 +218,7 @@ def inline(c: Candidate, computation: str, name: str) -> Candidate:
     """The ``call`` ``name`` in ``computation`` replaced by the body of what it calls."""
     instrs = instructions(c, computation)
     call = next(i for i in instrs if i.name == name)
-    (callee,) = opbyop.called_computations([call.line])
+    (callee,) = parser.called_computations([call.line])
     body = instructions(c, callee)
     mapping = {
         i.name: call.operands[hlo_text.parameter_number(i)] for i in body if i.opcode == "parameter"
