@@ -18,7 +18,8 @@ from xla_bugkit.commands.verify import render_table
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.hlo import hlo_proto
-from xla_bugkit.replay import _jaxlib, extreme, judge, native, native_worker
+from xla_bugkit.hlo.generated import generated
+from xla_bugkit.replay import _jaxlib, judge, native, native_worker
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
@@ -173,8 +174,8 @@ def test_the_native_child_generates_the_inputs_the_jaxlib_child_does() -> None:
     # values.
     jaxlibs = _jaxlib.parameter_types(module)
     assert [(t, tuple(d)) for t, d in types] == [(t, tuple(d)) for t, d in jaxlibs]
-    for ours, theirs in zip(extreme.generated(types, 42),
-                            extreme.generated(jaxlibs, 42),
+    for ours, theirs in zip(generated(types, 42),
+                            generated(jaxlibs, 42),
                             strict=True):  # fmt: skip
         np.testing.assert_array_equal(ours, theirs)
         assert ours.dtype == theirs.dtype

@@ -19,6 +19,7 @@ from xla_bugkit.choose.dumps import DumpIndex, Role
 from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay import native
 from xla_bugkit.replay.verdict import Verdict
@@ -371,7 +372,9 @@ def _module_inline(stage: Path | None, rep: Repro | None) -> str:
 def _inputs_text(rep: Repro | None) -> str:
     if rep is None or not rep.inputs:
         return ""
-    where = "the reporter's, in inputs.npz" if rep.recorded_inputs else "generated from seed 42"
+    where = (
+        "the reporter's, in inputs.npz" if rep.recorded_inputs else f"generated from seed {SEED}"
+    )
     return f"{rep.inputs} ({where})"
 
 

@@ -28,28 +28,6 @@ SETS = ("inf/nan", "max", "huge", "tiny")
 LABEL = "extreme values"  # how a verdict's ``inputs`` starts for one of these sets
 
 
-def generated(
-    types: Sequence[tuple[np.dtype[Any], Sequence[int]]], seed: int
-) -> list[np.ndarray[Any, Any]]:
-    """The seeded inputs of a module without a snapshot: one array per parameter
-    (``types``: its dtype and dimensions), normal values, small integers."""
-    rng = np.random.default_rng(seed)
-    arrays: list[np.ndarray[Any, Any]] = []
-    for dtype, dims in types:
-        if dtype == np.bool_:
-            arrays.append(rng.integers(0, 2, dims).astype(np.bool_))
-        elif dtype.kind in "iu" or dtype.name.startswith(("int", "uint")):
-            # Small values: integers often index, and out-of-range indices are clamped anyway.
-            arrays.append(rng.integers(0, 4, dims).astype(dtype))
-        elif dtype.kind == "c":
-            arrays.append(
-                (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
-            )
-        else:
-            arrays.append(rng.standard_normal(dims).astype(dtype))
-    return arrays
-
-
 def label(name: str, seed: int) -> str:
     return f"{LABEL}: {name} (seed {seed})"
 

@@ -22,6 +22,7 @@ import numpy as np
 from xla_bugkit import config, flags, proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
+from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.children import WORKER, Spares, child_env
 from xla_bugkit.replay.compare import Comparison, compare_outputs
@@ -152,7 +153,7 @@ def child_spec(
     out: Path,
     *,
     use_data: bool = True,
-    seed: int = 42,
+    seed: int = SEED,
     reference: bool = True,
     extreme_set: str | None = None,
 ) -> dict[str, Any]:
@@ -182,7 +183,7 @@ def replay(
     timeout: float = config.REPLAY_TIMEOUT,
     memory_limit: int | None = None,
     use_data: bool = True,
-    seed: int = 42,
+    seed: int = SEED,
     reference: bool = True,
     keep_arrays: Path | None = None,
     extreme_set: str | None = None,

@@ -26,6 +26,7 @@ from xla_bugkit import config, flags, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
+from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import _torch_xla, children, judge, protocol
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -126,7 +127,7 @@ def replay_native(
     timeout: float = config.REPLAY_TIMEOUT,
     memory_limit: int | None = None,
     use_data: bool = True,
-    seed: int = 42,
+    seed: int = SEED,
 ) -> Verdict:
     """Replay ``inp`` under torch_xla's own XLA in a child process, judged as ``judge``
     judges its own children (no references: a clean run is ``not reproduced``)."""

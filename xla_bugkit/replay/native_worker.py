@@ -22,6 +22,7 @@ import numpy as np
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto, literal
+from xla_bugkit.hlo.generated import generated
 from xla_bugkit.replay import _torch_xla, extreme
 from xla_bugkit.replay.protocol import (
     EXIT_NOT_REPLAYABLE,
@@ -72,7 +73,7 @@ def load_inputs(spec: dict[str, Any], proto: Any, out: Path) -> list[np.ndarray]
         say(INPUTS, extreme.label(spec["extreme"], int(spec["seed"])))
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
-    return extreme.generated(types, int(spec["seed"]))
+    return generated(types, int(spec["seed"]))
 
 
 def work(spec: dict[str, Any]) -> int:

@@ -36,6 +36,7 @@ import numpy as np
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.compile_options import for_replay
+from xla_bugkit.hlo.generated import generated
 from xla_bugkit.replay import _jaxlib, extreme, opbyop
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
@@ -187,7 +188,7 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
         types = _jaxlib.parameter_types(module_bytes)
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
-    return extreme.generated(_jaxlib.parameter_types(module_bytes), int(spec["seed"]))
+    return generated(_jaxlib.parameter_types(module_bytes), int(spec["seed"]))
 
 
 def _read(path: str | None) -> bytes | None:

@@ -4,7 +4,6 @@ the count of probes; every probe runs in a child (``probe``)."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,31 +13,14 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit import flags
-from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo.generated import SEED, array_type, draw
+from xla_bugkit.hlo.generated import generated as generated_inputs
 from xla_bugkit.replay import protocol
 from xla_bugkit.shrink import child
 from xla_bugkit.shrink.hlo_text import Candidate, parameter_number
 from xla_bugkit.shrink.oracle import Answer, Judged, Oracle
 from xla_bugkit.shrink.probe import ForkServer, ProbeRun, run_fresh
 from xla_bugkit.ui import Ui
-
-_SHAPE = re.compile(r"^(?P<type>[a-z]+\d*[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
-_DTYPES = {
-    "pred": np.bool_,
-    "s8": np.int8,
-    "s16": np.int16,
-    "s32": np.int32,
-    "s64": np.int64,
-    "u8": np.uint8,
-    "u16": np.uint16,
-    "u32": np.uint32,
-    "u64": np.uint64,
-    "f16": np.float16,
-    "f32": np.float32,
-    "f64": np.float64,
-    "c64": np.complex64,
-    "c128": np.complex128,
-}
 
 
 class Exhausted(Exception):
@@ -59,18 +41,7 @@ class Budget:
 
 
 def _one(shape: str, rng: np.random.Generator) -> np.ndarray:
-    found = _SHAPE.match(shape)
-    dtype = _DTYPES.get(found.group("type")) if found else None
-    if found is None or dtype is None:
-        raise BugkitError(f"cannot make inputs for a parameter of type {shape}")
-    dims = tuple(int(d) for d in found.group("dims").split(",") if d)
-    if dtype is np.bool_:
-        return rng.integers(0, 2, dims).astype(np.bool_)
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(0, 4, dims).astype(dtype)
-    if np.dtype(dtype).kind == "c":
-        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
-    return rng.standard_normal(dims).astype(dtype)
+    return draw(*array_type(shape), rng)
 
 
 def generated(shape: str, seed: int) -> np.ndarray:
@@ -78,11 +49,10 @@ def generated(shape: str, seed: int) -> np.ndarray:
     return _one(shape, np.random.default_rng(seed))
 
 
-def replay_inputs(shapes: Sequence[str], seed: int = 42) -> list[np.ndarray]:
+def replay_inputs(shapes: Sequence[str], seed: int = SEED) -> list[np.ndarray]:
     """The inputs the replay, ``verify`` and repro.py generate for parameters of these
-    shapes (in parameter order) when a module has no recorded ones: one seeded stream."""
-    rng = np.random.default_rng(seed)
-    return [_one(shape, rng) for shape in shapes]
+    shapes (in parameter order) when a module has no recorded ones (``hlo.generated``)."""
+    return generated_inputs([array_type(shape) for shape in shapes], seed)
 
 
 @dataclass
@@ -117,7 +87,7 @@ class Session:
             elif self.values is not None and source.value in self.values:
                 arrays.append(self.values[source.value])
             else:
-                arrays.append(generated(shapes[number], seed=42 + number))
+                arrays.append(generated(shapes[number], seed=SEED + number))
         return arrays
 
     def reference(self, c: Candidate) -> list[np.ndarray] | None:
