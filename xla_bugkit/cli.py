@@ -9,9 +9,13 @@ import argparse
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import __version__, config
 from xla_bugkit.errors import exit_codes_help
+
+if TYPE_CHECKING:
+    from xla_bugkit.collecting import CollectOptions
 
 DESCRIPTION = """\
 Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
@@ -280,3 +284,23 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--force", action="store_true",
                    help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the shrink record as JSON")
+
+
+def collect_options(args: argparse.Namespace, defaults: config.Config) -> CollectOptions:
+    """``CollectOptions`` from a parsed ``collect`` or ``bundle`` command line, over the
+    user's config defaults (``bundle`` has no run options: they keep their defaults)."""
+    from xla_bugkit.collecting import CollectOptions
+
+    fmt = args.format or (None if args.output else defaults.format)
+    max_size = args.max_size if args.max_size is not None else config.parse_size(defaults.max_size)
+    run = {name: getattr(args, name) for name in _RUN_OPTIONS} if args.command == "collect" else {}
+    return CollectOptions(
+        output=args.output or Path(f"bundle.{args.format or defaults.format}"),
+        fmt=fmt, replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
+        budget=args.budget, replay=args.replay, data=args.data, repo=args.repo,
+        force=args.force, max_size=max_size, **run,
+    )  # fmt: skip
+
+
+# What only ``collect`` asks: how the program runs and what the bundle adds.
+_RUN_OPTIONS = ("timeout", "workdir", "keep_workdir", "always", "include_source", "shrink")

@@ -21,7 +21,6 @@ from typing import TypedDict
 
 from xla_bugkit import flags
 from xla_bugkit.failure import xla_log
-from xla_bugkit.hlo.generated import SEED
 
 
 class FrameworkEntry(TypedDict):
@@ -359,6 +358,8 @@ def inputs_text(found: FrameworkInfo | None, recorded: str) -> str:
     why = "writes no snapshots of the inputs on CPU"
     if found.name is Framework.TENSORFLOW:
         why = f"runs without {SNAPSHOT_FLAG} (it crashes), and the hook saved no inputs"
+    from xla_bugkit.hlo.generated import SEED  # numpy: not before the program starts
+
     return f"generated inputs (seed {SEED}): {found.name.display} {why}"
 
 

@@ -16,17 +16,17 @@ from xla_bugkit.ui import Ui
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "collect":
-        from xla_bugkit.commands.collect import collect_command, options_from
+        from xla_bugkit.commands.collect import collect_command
 
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not cmd:
             return _bad_command_line("nothing to run: give the command after --, e.g. "
                                      "collect -- python x.py")  # fmt: skip
-        return collect_command(cmd, options_from(args, config.load()), ui)
+        return collect_command(cmd, cli.collect_options(args, config.load()), ui)
     if args.command == "bundle":
         from xla_bugkit.commands import bundle
 
-        return bundle.bundle_command(args.workdir, bundle.options_from(args, config.load()), ui)
+        return bundle.bundle_command(args.workdir, cli.collect_options(args, config.load()), ui)
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 

@@ -26,7 +26,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     The options and the output are checked before the program starts. Once it has run, its
     work dir is kept when ``keep_workdir`` asks, when it holds the dumps of a
     ``--xla_dump_to`` of the user's that the run replaced, and when the bundle cannot be
-    made (the error then says how to make it from there: ``rebundle``).
+    made (the error then says how to make it from there: ``rebundle``). With ``shrink``, the
+    written bundle's failing module is shrunk and added to it (``stages.shrink_written``).
     """
     ui = ui or Ui()
     fmt = check_options(command, options)
@@ -47,6 +48,11 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
+        if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
+            from xla_bugkit.collecting.stages import shrink_written
+
+            if shrink_written(result.bundle, options, ui) is not None:
+                result = replace(result, size=result.bundle.stat().st_size)
         finished = True
         return replace(result, workdir=work if keep else None, user_dumps=user_dumps)
     except KeyboardInterrupt:

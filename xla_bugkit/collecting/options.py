@@ -97,6 +97,11 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
             raise BugkitError(
                 f"--module {options.module_re!r} is not a regular expression ({e})"
             ) from None
+    if options.shrink is not None:
+        # Imported here: shrink pulls in ml_dtypes (~1 s), which a collect without it never needs.
+        from xla_bugkit.shrink.run import parse_budget
+
+        parse_budget(options.shrink)
     return check_output(options.output, options.fmt, force=options.force)
 
 
