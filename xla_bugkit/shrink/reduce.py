@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xla_bugkit.shrink import hlo_text, reduce_inner
 from xla_bugkit.shrink.hlo_text import Candidate
-from xla_bugkit.shrink.oracle import Answer
 from xla_bugkit.shrink.session import Exhausted, Session
+from xla_bugkit.shrink.step import Step
 
 # Opcodes that are leaves already, or whose value is no plain array to cut.
 _UNCUTTABLE = frozenset({"parameter", "constant", "iota", "get-tuple-element", "tuple"})
@@ -35,32 +34,6 @@ class Reduction:
     best: Candidate
     before: int  # instructions of the starting module (all computations)
     exhausted: bool  # the budget ran out first: ``best`` is the last checkpoint
-
-
-@dataclass
-class Step:
-    """The reduction's state: the best candidate so far and how to try another."""
-
-    session: Session
-    best: Candidate
-    before: int
-    checkpoint: Callable[[Candidate], None]
-    failed: set[tuple[str, ...]] = field(default_factory=set)  # edits that lost the bug
-    rejected: set[bytes] = field(default_factory=set)  # digests of texts probed in vain
-
-    def accept(self, candidate: Candidate) -> bool:
-        text = candidate.text()
-        digest = hashlib.sha256(text.encode()).digest()
-        if text == self.best.text() or digest in self.rejected:
-            return False
-        if self.session.check(candidate).answer is not Answer.SAME:
-            self.rejected.add(digest)
-            return False
-        self.best = candidate
-        self.session.accepted += 1
-        self.checkpoint(candidate)
-        self.session.progress(self.before, candidate.instruction_count())
-        return True
 
 
 def reduce_module(

@@ -8,13 +8,9 @@ replaced by a same-shaped value at hand or by zeros, a ``while`` or ``call`` byp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xla_bugkit.shrink import hlo_text, inner
 from xla_bugkit.shrink.hlo_text import Candidate
-
-if TYPE_CHECKING:
-    from xla_bugkit.shrink.reduce import Step
+from xla_bugkit.shrink.step import Step
 
 # Stand-ins tried per instruction: the operands come first, and past a few the rest seldom
 # keep a bug that the first ones lost.
