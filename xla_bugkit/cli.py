@@ -97,8 +97,13 @@ def _subcommand(
 ) -> argparse.ArgumentParser:
     """A subcommand's parser: examples kept as written, and the -q/-v every command takes."""
     epilog = f"{epilog.rstrip()}\n\n{textwrap.fill(exit_codes_help(name), 90)}\n"
-    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
     p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
     return p
@@ -116,35 +121,64 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     _add_bundle_options(p)
     p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
     p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
-    p.add_argument("--keep-workdir", action="store_true",
-                   help="keep the dumps afterwards (xla-bugkit bundle reads them)")  # fmt: skip
+    p.add_argument(
+        "--keep-workdir",
+        action="store_true",
+        help="keep the dumps afterwards (xla-bugkit bundle reads them)",
+    )
     p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
-    p.add_argument("--shrink", nargs="?", const="10m", metavar="BUDGET",
-                   help="then shrink the failing module into the bundle (xla-bugkit shrink), "
-                   "within BUDGET (default 10m)")  # fmt: skip
-    p.add_argument("--include-source", action="store_true",
-                   help="add the command's script (python train.py: train.py), redacted, "
-                   "to the bundle; off by default")  # fmt: skip
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
-                   help="the program to run, after --")  # fmt: skip
+    p.add_argument(
+        "--shrink",
+        nargs="?",
+        const="10m",
+        metavar="BUDGET",
+        help="then shrink the failing module into the bundle (xla-bugkit shrink), "
+        "within BUDGET (default 10m)",
+    )
+    p.add_argument(
+        "--include-source",
+        action="store_true",
+        help="add the command's script (python train.py: train.py), redacted, "
+        "to the bundle; off by default",
+    )
+    p.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the program to run, after --"
+    )
 
 
 def _add_bundle_options(p: argparse.ArgumentParser) -> None:
     """The options of the bundle itself, which collect and bundle share."""
-    p.add_argument("-o", "--output", type=Path,
-                   help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
-                   "the format set in the user config file)")  # fmt: skip
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
+        "the format set in the user config file)",
+    )
     p.add_argument("--format", choices=config.FORMATS, help="archive format")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
-    p.add_argument("--replay-timeout", type=float, default=config.REPLAY_TIMEOUT,
-                   help="seconds one module's replay may take (default %(default)g)")  # fmt: skip
-    p.add_argument("--budget", type=float, default=config.SEARCH_BUDGET, metavar="SECONDS",
-                   help="for a wrong result: seconds to spend replaying modules against "
-                   "the op-by-op reference to find the one that differs "
-                   "(default %(default)g)")  # fmt: skip
-    p.add_argument("--module", dest="module_re", metavar="REGEX",
-                   help="bundle the modules whose name matches")  # fmt: skip
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output that is not an xla-bugkit bundle",
+    )
+    p.add_argument(
+        "--replay-timeout",
+        type=float,
+        default=config.REPLAY_TIMEOUT,
+        help="seconds one module's replay may take (default %(default)g)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=config.SEARCH_BUDGET,
+        metavar="SECONDS",
+        help="for a wrong result: seconds to spend replaying modules against "
+        "the op-by-op reference to find the one that differs "
+        "(default %(default)g)",
+    )
+    p.add_argument(
+        "--module", dest="module_re", metavar="REGEX", help="bundle the modules whose name matches"
+    )
     p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
     p.add_argument(
         "--max-size",
@@ -153,13 +187,20 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
         help=f"size budget of the bundle, e.g. 10MB (default {config.Config.max_size}, "
         "GitHub's limit)",
     )
-    p.add_argument("--repo", default=None,
-                   help="where to file (default: the framework's tracker, jax-ml/jax, "
-                   "tensorflow/tensorflow or pytorch/xla; openxla/xla when a jaxlib replay "
-                   "of a TensorFlow or PyTorch/XLA module reproduces it)")  # fmt: skip
+    p.add_argument(
+        "--repo",
+        default=None,
+        help="where to file (default: the framework's tracker, jax-ml/jax, "
+        "tensorflow/tensorflow or pytorch/xla; openxla/xla when a jaxlib replay "
+        "of a TensorFlow or PyTorch/XLA module reproduces it)",
+    )
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
-    p.add_argument("--no-data", dest="data", action="store_false",
-                   help="leave the real inputs (snapshots) out of the bundle")  # fmt: skip
+    p.add_argument(
+        "--no-data",
+        dest="data",
+        action="store_false",
+        help="leave the real inputs (snapshots) out of the bundle",
+    )
 
 
 def _add_bundle(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -186,8 +227,9 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
-    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
-                   help="seconds per module replay")  # fmt: skip
+    p.add_argument(
+        "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds per module replay"
+    )
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -202,11 +244,16 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
     p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
-    p.add_argument("--flags", default="", metavar='"--xla_a=1 ..."',
-                   help="XLA flags that replace every recorded one (the module's debug options "
-                   "and those in its compile_options.pb); quote them")  # fmt: skip
-    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
-                   help="seconds the replay may take")  # fmt: skip
+    p.add_argument(
+        "--flags",
+        default="",
+        metavar='"--xla_a=1 ..."',
+        help="XLA flags that replace every recorded one (the module's debug options "
+        "and those in its compile_options.pb); quote them",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds the replay may take"
+    )
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
 
 
@@ -248,8 +295,11 @@ def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("bundle", type=Path, help="the bundle to read")
     p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing OUT that is not an xla-bugkit bundle")  # fmt: skip
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing OUT that is not an xla-bugkit bundle",
+    )
 
 
 def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -266,23 +316,44 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "  xla-bugkit shrink dump/ --module jit_train_step",
     )
     p.add_argument("target", type=Path, metavar="BUNDLE|DUMP_DIR", help="what to shrink")
-    p.add_argument("-o", "--output", type=Path,
-                   help="the bundle to write (default: NAME.shrunk.zip beside it)")  # fmt: skip
-    p.add_argument("--module", dest="module_re", metavar="RE",
-                   help="shrink the module whose label matches RE")  # fmt: skip
-    p.add_argument("--budget", default="10m",
-                   help="wall time for probes, e.g. 10m, 90s (default %(default)s)")  # fmt: skip
-    p.add_argument("--max-probes", type=int, default=1000,
-                   help="at most this many probes (default %(default)s)")  # fmt: skip
-    p.add_argument("--only", default="flags,module,passes",
-                   help="the stages to run, of flags,module,passes (default: all)")  # fmt: skip
-    p.add_argument("--timeout", type=float, default=config.REPLAY_TIMEOUT,
-                   help="seconds each confirming replay may take")  # fmt: skip
-    p.add_argument("--probe-timeout", type=float, metavar="SECONDS",
-                   help="seconds each probe may take (default: five times the unmodified "
-                   "module's probe, at least 10)")  # fmt: skip
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing output that is not an xla-bugkit bundle")  # fmt: skip
+    p.add_argument(
+        "-o", "--output", type=Path, help="the bundle to write (default: NAME.shrunk.zip beside it)"
+    )
+    p.add_argument(
+        "--module", dest="module_re", metavar="RE", help="shrink the module whose label matches RE"
+    )
+    p.add_argument(
+        "--budget", default="10m", help="wall time for probes, e.g. 10m, 90s (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-probes",
+        type=int,
+        default=1000,
+        help="at most this many probes (default %(default)s)",
+    )
+    p.add_argument(
+        "--only",
+        default="flags,module,passes",
+        help="the stages to run, of flags,module,passes (default: all)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=config.REPLAY_TIMEOUT,
+        help="seconds each confirming replay may take",
+    )
+    p.add_argument(
+        "--probe-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds each probe may take (default: five times the unmodified "
+        "module's probe, at least 10)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output that is not an xla-bugkit bundle",
+    )
     p.add_argument("--json", action="store_true", help="print the shrink record as JSON")
 
 
@@ -296,10 +367,18 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
     run = {name: getattr(args, name) for name in _RUN_OPTIONS} if args.command == "collect" else {}
     return CollectOptions(
         output=args.output or Path(f"bundle.{args.format or defaults.format}"),
-        fmt=fmt, replay_timeout=args.replay_timeout, module_re=args.module_re, symbol=args.symbol,
-        budget=args.budget, replay=args.replay, data=args.data, repo=args.repo,
-        force=args.force, max_size=max_size, **run,
-    )  # fmt: skip
+        fmt=fmt,
+        replay_timeout=args.replay_timeout,
+        module_re=args.module_re,
+        symbol=args.symbol,
+        budget=args.budget,
+        replay=args.replay,
+        data=args.data,
+        repo=args.repo,
+        force=args.force,
+        max_size=max_size,
+        **run,
+    )
 
 
 # What only ``collect`` asks: how the program runs and what the bundle adds.

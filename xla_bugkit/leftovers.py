@@ -210,9 +210,10 @@ def remove(found: Sequence[Leftover]) -> str | None:
         return None
     listed = ", ".join(map(str, sorted(pids)))
     who = (
-        f"a killed xla-bugkit (pid {listed})" if len(pids) == 1
+        f"a killed xla-bugkit (pid {listed})"
+        if len(pids) == 1
         else f"{len(pids)} killed xla-bugkit runs (pids {listed})"
-    )  # fmt: skip
+    )
     return f"removed {_size(size)} left by {who}"
 
 

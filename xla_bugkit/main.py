@@ -20,8 +20,9 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
 
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not cmd:
-            return _bad_command_line("nothing to run: give the command after --, e.g. "
-                                     "collect -- python x.py")  # fmt: skip
+            return _bad_command_line(
+                "nothing to run: give the command after --, e.g. collect -- python x.py"
+            )
         return collect_command(cmd, cli.collect_options(args, config.load()), ui)
     if args.command == "bundle":
         from xla_bugkit.commands import bundle
@@ -39,10 +40,18 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.shrink import shrink_command
 
         return shrink_command(
-            args.target, out=args.output, module_re=args.module_re, budget=args.budget,
-            max_probes=args.max_probes, only=args.only, timeout=args.timeout,
-            probe_timeout=args.probe_timeout, force=args.force, json_output=args.json, ui=ui,
-        )  # fmt: skip
+            args.target,
+            out=args.output,
+            module_re=args.module_re,
+            budget=args.budget,
+            max_probes=args.max_probes,
+            only=args.only,
+            timeout=args.timeout,
+            probe_timeout=args.probe_timeout,
+            force=args.force,
+            json_output=args.json,
+            ui=ui,
+        )
     if args.command == "show":
         from xla_bugkit.commands.show import show
 
@@ -50,9 +59,14 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     from xla_bugkit.commands.replay import replay_command
 
     return replay_command(
-        args.target, module_re=args.module_re, snapshot=args.snapshot, flags=args.flags,
-        timeout=args.timeout, json_output=args.json, ui=ui,
-    )  # fmt: skip
+        args.target,
+        module_re=args.module_re,
+        snapshot=args.snapshot,
+        flags=args.flags,
+        timeout=args.timeout,
+        json_output=args.json,
+        ui=ui,
+    )
 
 
 def _bad_command_line(message: str) -> int:

@@ -70,8 +70,17 @@ def _launcher_argv(
     limits = limits or Limits()
     values = ["-" if v is None else str(v) for v in (limits.memory_bytes, limits.file_size_bytes)]
     # -I -S: the launcher needs nothing but the standard library, and starts faster alone.
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), *values, str(guard), str(status),
-            str(os.getpid()), *argv]  # fmt: skip
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(_LAUNCHER),
+        *values,
+        str(guard),
+        str(status),
+        str(os.getpid()),
+        *argv,
+    ]
 
 
 def _start(
@@ -259,8 +268,7 @@ def _follow(
                     continue
                 shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
                 sinks = [s for s in (shown if echo else None, log) if s is not None]
-                reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock),
-                                          daemon=True)  # fmt: skip
+                reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
             timed_out, interrupted = _wait(popen, timeout)

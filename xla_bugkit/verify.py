@@ -114,6 +114,12 @@ def _replay_module(
     cap = b.manifest.get("process", {}).get("memory_cap")
     limit = capped(memory_limit(inp.platform), cap if isinstance(cap, int) else None)
     with ui.phase(f"replaying {module['label']}"):
-        verdict = native.replay(inp, framework=framework, expected=failure, timeout=timeout,
-                                memory_limit=limit, spares=spares)  # fmt: skip
+        verdict = native.replay(
+            inp,
+            framework=framework,
+            expected=failure,
+            timeout=timeout,
+            memory_limit=limit,
+            spares=spares,
+        )
     return ModuleCheck(module["label"], verdict, recorded)

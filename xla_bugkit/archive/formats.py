@@ -29,7 +29,7 @@ from xla_bugkit.archive.members import (
     Sink,
     Vet,
     normalize,
-)  # fmt: skip
+)
 from xla_bugkit.errors import BadBundleError
 
 # What may follow a tar's last member: its end marker, padded to a record (10 KiB for most

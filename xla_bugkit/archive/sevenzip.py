@@ -198,8 +198,9 @@ def write_parallel(
     with ThreadPoolExecutor(n, thread_name_prefix="xla-bugkit-7z") as pool:
         dense = _dense(sources, sizes, families, pool)
         order = sorted(range(len(sources)), key=lambda i: i in dense)  # stable
-        segments = _segments([sizes[i] for i in order], n, [families[i] for i in order],
-                             [i in dense for i in order])  # fmt: skip
+        segments = _segments(
+            [sizes[i] for i in order], n, [families[i] for i in order], [i in dense for i in order]
+        )
         # The largest folder's filters, as py7zr sizes them (with a smaller dictionary here,
         # glibc placed the encoders so that the peak RSS grew 16 MB on the benchmark's tree).
         largest = max((seg.size for seg in segments), default=0)

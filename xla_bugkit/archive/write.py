@@ -179,9 +179,14 @@ def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> Non
     streams = sevenzip.workers(sum(sizes))
     if streams > 1:  # one LZMA2 stream per core, compressed side by side
         sevenzip.write_parallel(
-            f, sources, sizes, streams, lambda src: _open_source(src, counter), _7z_filters,
+            f,
+            sources,
+            sizes,
+            streams,
+            lambda src: _open_source(src, counter),
+            _7z_filters,
             families,
-        )  # fmt: skip
+        )
         return
     sz = py7zr.SevenZipFile(f, "w", filters=_7z_filters(sum(sizes)))
     for arcname, src in sources:

@@ -68,8 +68,9 @@ def build(
     and the wrong values come from there); ``include_source`` adds the command's script,
     found relative to ``cwd`` (default: the current folder).
     """
-    planned = [p for p in layout.plan(index, selection.chosen, data=data)
-               if p.arcname not in dropped]  # fmt: skip
+    planned = [
+        p for p in layout.plan(index, selection.chosen, data=data) if p.arcname not in dropped
+    ]
     unredacted: list[str] = []  # what binary files still hold: said after the summary
     counts = layout.stage(planned, stage, redactor, unredacted)
     counts.update(_write_texts(stage, run, selection, env, redactor))

@@ -132,10 +132,13 @@ def _reproduce(ctx: IssueContext) -> str:
             + fenced(ctx.hlo_command, "shell")
         )
     parts.append(
-        ("Or, thoroughly, replay every module of the bundle against reference results:\n\n"
-         if parts else "")
+        (
+            "Or, thoroughly, replay every module of the bundle against reference results:\n\n"
+            if parts
+            else ""
+        )
         + fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell")
-    )  # fmt: skip
+    )
     return "\n\n".join(parts)
 
 

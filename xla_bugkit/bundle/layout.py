@@ -71,8 +71,9 @@ def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     first = planned[0].module
     extra = [p for p in planned if p.role in _EXTRA_ROLES]
     order = [p for p in extra if p.module != first]
-    order += sorted((p for p in planned if p.role is Role.SNAPSHOT),
-                    key=lambda p: -p.source.stat().st_size)  # fmt: skip
+    order += sorted(
+        (p for p in planned if p.role is Role.SNAPSHOT), key=lambda p: -p.source.stat().st_size
+    )
     order += [p for p in extra if p.module == first]
     order += [p for p in planned if p.module != first and p not in order]
     return order

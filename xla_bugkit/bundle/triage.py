@@ -65,8 +65,9 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
         # Only the compile log said XLA was busy; a replay of the module that did not hang
         # shows the program was waiting elsewhere (a sleep after its last jitted call, say).
         names = ", ".join(v.module for v in verdicts)
-        return Triage(False, what, where, f"{stuck} when it stopped, but the replay of "
-                      f"{names} did not hang")  # fmt: skip
+        return Triage(
+            False, what, where, f"{stuck} when it stopped, but the replay of {names} did not hang"
+        )
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
@@ -183,8 +184,9 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         if failure.phase is Phase.COMPILE and t.where:
             return issue.cut_title(f"{xla} hang while compiling {t.where}")
         return issue.cut_title(f"{xla} hang{where}")
-    return issue.title_for(failure.kind.value, failure.signature or failure.headline,
-                           platform=platform)  # fmt: skip
+    return issue.title_for(
+        failure.kind.value, failure.signature or failure.headline, platform=platform
+    )
 
 
 def _ended(failure: Failure) -> str:

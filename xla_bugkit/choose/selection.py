@@ -19,19 +19,86 @@ from xla_bugkit.run.evidence import Event, ProcessEvidence
 # every dump and are almost never the bug, so they rank below the user's own functions.
 HELPER_NAMES = frozenset(
     {
-        "convert_element_type", "broadcast_in_dim", "reshape", "iota", "concatenate",
-        "squeeze", "expand_dims", "transpose", "_where", "where", "clip", "_reduce_sum",
-        "_reduce_max", "_reduce_min", "_multi_slice", "_unstack", "dynamic_slice",
-        "dynamic_update_slice", "gather", "scatter", "select_n", "add", "mul", "sub",
-        "div", "neg", "integer_pow", "pow", "exp", "log", "sqrt", "copy", "copy_p",
-        "random_bits", "random_seed", "random_wrap", "random_unwrap", "threefry2x32",
-        "_uniform", "_normal", "_split", "_fold_in", "eq", "ne", "lt", "gt", "le", "ge",
-        "max", "min", "abs", "sign", "floor", "ceil", "round", "dot_general", "cumsum",
-        "sort", "argmax", "argmin", "_identity_fn", "zeros_like", "full", "_full",
-        "reduce_sum", "reduce_max", "reduce_min", "equal", "not_equal", "stage", "less",
-        "greater", "multiply", "subtract", "true_divide", "divide", "square", "isnan",
+        "convert_element_type",
+        "broadcast_in_dim",
+        "reshape",
+        "iota",
+        "concatenate",
+        "squeeze",
+        "expand_dims",
+        "transpose",
+        "_where",
+        "where",
+        "clip",
+        "_reduce_sum",
+        "_reduce_max",
+        "_reduce_min",
+        "_multi_slice",
+        "_unstack",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "gather",
+        "scatter",
+        "select_n",
+        "add",
+        "mul",
+        "sub",
+        "div",
+        "neg",
+        "integer_pow",
+        "pow",
+        "exp",
+        "log",
+        "sqrt",
+        "copy",
+        "copy_p",
+        "random_bits",
+        "random_seed",
+        "random_wrap",
+        "random_unwrap",
+        "threefry2x32",
+        "_uniform",
+        "_normal",
+        "_split",
+        "_fold_in",
+        "eq",
+        "ne",
+        "lt",
+        "gt",
+        "le",
+        "ge",
+        "max",
+        "min",
+        "abs",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "dot_general",
+        "cumsum",
+        "sort",
+        "argmax",
+        "argmin",
+        "_identity_fn",
+        "zeros_like",
+        "full",
+        "_full",
+        "reduce_sum",
+        "reduce_max",
+        "reduce_min",
+        "equal",
+        "not_equal",
+        "stage",
+        "less",
+        "greater",
+        "multiply",
+        "subtract",
+        "true_divide",
+        "divide",
+        "square",
+        "isnan",
     }
-)  # fmt: skip
+)
 
 # Scores: explicit choice > what the process was doing when it died (by module number) >
 # named by the failure > crash evidence > the last-compiled guess.
@@ -123,9 +190,12 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
         started = m.first(Role.BEFORE_TEXT) or m.first(Role.BEFORE_PROTO)
         if started and not m.compiled and (in_compile or failure.kind is Kind.CRASH):
             reasons[m.label].append(
-                (_UNFINISHED, "before-optimizations files but no after-optimizations files: "
-                 "its compilation did not finish")
-            )  # fmt: skip
+                (
+                    _UNFINISHED,
+                    "before-optimizations files but no after-optimizations files: "
+                    "its compilation did not finish",
+                )
+            )
     if failure.phase is not Phase.COMPILE:
         last = _last_snapshot(index.modules)
         if last is not None:
@@ -144,9 +214,11 @@ def _allocation_evidence(index: DumpIndex, failure: Failure, output: str, reason
         return
     for module, line in allocation.modules_allocating(index, size):
         reasons[module.label].append(
-            (_ALLOCATED, f"its buffer assignment holds the {size:,} bytes XLA could not "
-             f"allocate ({line})")
-        )  # fmt: skip
+            (
+                _ALLOCATED,
+                f"its buffer assignment holds the {size:,} bytes XLA could not allocate ({line})",
+            )
+        )
 
 
 def _graph_evidence(index: DumpIndex, output: str, reasons: Reasons) -> None:
@@ -157,9 +229,12 @@ def _graph_evidence(index: DumpIndex, output: str, reasons: Reasons) -> None:
     if graph is None or line is None or (module := _by_log_line(index, line)) is None:
         return
     reasons[module.label].append(
-        (_COMPILING, f"PyTorch/XLA was {graph.doing} {graph.describe} when the run failed, "
-         f"and XLA dumped that graph as {line.file}")
-    )  # fmt: skip
+        (
+            _COMPILING,
+            f"PyTorch/XLA was {graph.doing} {graph.describe} when the run failed, "
+            f"and XLA dumped that graph as {line.file}",
+        )
+    )
 
 
 def _failure_text(output: str, failure: Failure) -> str:
@@ -185,8 +260,10 @@ def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
 def _stopped_in_xla(failure: Failure) -> bool:
     """The process died or was stopped (not an error it raised), or failed compiling."""
     return failure.phase is Phase.COMPILE or failure.kind in (
-        Kind.COMPILE_CRASH, Kind.CRASH, Kind.HANG
-    )  # fmt: skip
+        Kind.COMPILE_CRASH,
+        Kind.CRASH,
+        Kind.HANG,
+    )
 
 
 def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
@@ -201,10 +278,12 @@ def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reas
         if last is not None and (module := _by_log_line(index, last)) is not None:
             what = "fatal" if error.fatal else "error"
             reasons[module.label].append(
-                (_LOG_FATAL if error.fatal else _LOG_ERROR,
-                 f"XLA's log: {last.file} was the last file dumped before its first "
-                 f"{what} line ({error.site})")
-            )  # fmt: skip
+                (
+                    _LOG_FATAL if error.fatal else _LOG_ERROR,
+                    f"XLA's log: {last.file} was the last file dumped before its first "
+                    f"{what} line ({error.site})",
+                )
+            )
         return
     last = xla_log.last_before(lines)
     if last is None or not _stopped_in_xla(failure):
@@ -214,9 +293,12 @@ def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reas
         return
     if last.stage != "snapshot" and not xla_log.compile_finished(lines, last.id):
         reasons[module.label].append(
-            (_LOG_UNFINISHED, f"XLA's log: {last.file} was the last file dumped before the run "
-             "stopped, and no optimised module of it was dumped: its compilation did not finish")
-        )  # fmt: skip
+            (
+                _LOG_UNFINISHED,
+                f"XLA's log: {last.file} was the last file dumped before the run "
+                "stopped, and no optimised module of it was dumped: its compilation did not finish",
+            )
+        )
     else:
         reasons[module.label].append(
             (_LOG_LAST, f"XLA's log: {last.file} was the last file dumped before the run stopped")

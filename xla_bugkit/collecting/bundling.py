@@ -68,13 +68,16 @@ def bundle_from(
         search = search_wrong_value(dump_dir, found.index, run, options, ui, arrays)
         if search is not None:
             selection = differential.merged(selection, search, limit=options.limit)
-            found = Dumps(found.index, (*found.problems, search.note) if search.note
-                          else found.problems)  # fmt: skip
+            found = Dumps(
+                found.index, (*found.problems, search.note) if search.note else found.problems
+            )
         # The search replayed on the real inputs; --no-data replays on generated ones.
         known = differential.known_verdicts(search if options.data else None, selection.chosen)
-        replays = (replay_modules(dump_dir, selection, run, options, ui, arrays=arrays,
-                                  known=known)
-                   if options.replay else None) or Replays(())  # fmt: skip
+        replays = (
+            replay_modules(dump_dir, selection, run, options, ui, arrays=arrays, known=known)
+            if options.replay
+            else None
+        ) or Replays(())
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
         try:
@@ -85,10 +88,17 @@ def bundle_from(
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
     return CollectResult(
-        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted), run,
-        selection, replays.verdicts, options.output, size, tuple(manifest["notes"]),
-        manifest, fmt, replay_interrupted=replays.interrupted,
-    )  # fmt: skip
+        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted),
+        run,
+        selection,
+        replays.verdicts,
+        options.output,
+        size,
+        tuple(manifest["notes"]),
+        manifest,
+        fmt,
+        replay_interrupted=replays.interrupted,
+    )
 
 
 def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:

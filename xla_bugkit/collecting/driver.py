@@ -98,9 +98,12 @@ def run_program(
     """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
     ``echo`` streams the output to the terminal as it arrives."""
     return rerun(
-        command, dump_dir=work / workdir.DUMP, log_path=work / workdir.LOG,
-        timeout=options.timeout, echo=echo,
-    )  # fmt: skip
+        command,
+        dump_dir=work / workdir.DUMP,
+        log_path=work / workdir.LOG,
+        timeout=options.timeout,
+        echo=echo,
+    )
 
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:

@@ -100,10 +100,16 @@ def _supervise(
         status = _tee(pid, reads, log)
     output = log_path.read_bytes().decode("utf-8", errors="replace")
     run = rerun.RunRecord(
-        command=(sys.executable, *sys.argv), exit_status=status, timed_out=False,
-        interrupted=status == -signal.SIGINT, duration=time.monotonic() - started,
-        log=log_path, output=output, xla_flags=merged, failure=classify(output, exit_status=status),
-    )  # fmt: skip
+        command=(sys.executable, *sys.argv),
+        exit_status=status,
+        timed_out=False,
+        interrupted=status == -signal.SIGINT,
+        duration=time.monotonic() - started,
+        log=log_path,
+        output=output,
+        xla_flags=merged,
+        failure=classify(output, exit_status=status),
+    )
     workdir.save_run(folder, run)
     hint = f"xla-bugkit: make the bundle with: xla-bugkit bundle {folder} -o bug.zip\n"
     os.write(2, hint.encode())

@@ -68,10 +68,18 @@ def replay_stage(
                 if following is not None:
                     spares.start(following.platform, judge.split_flags(following)[0])
                 keep = arrays / c.module.label if arrays is not None else None
-                verdict = _replay_one(c, inputs[i], expected, timeout=timeout,
-                                      use_data=use_data, ui=ui, keep=keep,
-                                      memory_cap=memory_cap, framework=framework,
-                                      spares=spares)  # fmt: skip
+                verdict = _replay_one(
+                    c,
+                    inputs[i],
+                    expected,
+                    timeout=timeout,
+                    use_data=use_data,
+                    ui=ui,
+                    keep=keep,
+                    memory_cap=memory_cap,
+                    framework=framework,
+                    spares=spares,
+                )
                 if interrupts.count:
                     break  # the child was stopped part-way: its verdict says nothing
                 if verdict is not None:
@@ -118,9 +126,15 @@ def _replay_one(
     limit = capped(memory_limit(inp.platform), memory_cap)
     with ui.phase(f"replaying {m.label}"):
         verdict = native.replay(
-            inp, framework=framework, expected=expected, timeout=timeout, use_data=use_data,
-            memory_limit=limit, keep_arrays=keep, spares=spares,
-        )  # fmt: skip
+            inp,
+            framework=framework,
+            expected=expected,
+            timeout=timeout,
+            use_data=use_data,
+            memory_limit=limit,
+            keep_arrays=keep,
+            spares=spares,
+        )
     for v in (verdict, verdict.second):
         if v is not None:
             under = f" (under {v.under})" if v.under else ""

@@ -47,10 +47,14 @@ def choose(
     """The modules that matter, each with the reasons it was chosen; ``processes``: what the
     run's processes recorded about themselves (``evidence.load``)."""
     return select(
-        index, run.failure, run.output,
-        module_re=options.module_re, symbol=options.symbol, limit=options.limit,
+        index,
+        run.failure,
+        run.output,
+        module_re=options.module_re,
+        symbol=options.symbol,
+        limit=options.limit,
         evidence=processes,
-    )  # fmt: skip
+    )
 
 
 def replay_chosen(
@@ -79,11 +83,17 @@ def replay_modules(
     if note := native.fallback_note(framework):
         ui.warn(note)
     replays = replay_stage(
-        root, tuple(c for c in selection.chosen if c.module.label not in known), run.failure,
-        timeout=run.failure.replay_timeout(options.replay_timeout), use_data=options.data,
-        ui=ui, arrays=arrays, process_flags=run.flags_in_force, memory_cap=run.memory_cap,
+        root,
+        tuple(c for c in selection.chosen if c.module.label not in known),
+        run.failure,
+        timeout=run.failure.replay_timeout(options.replay_timeout),
+        use_data=options.data,
+        ui=ui,
+        arrays=arrays,
+        process_flags=run.flags_in_force,
+        memory_cap=run.memory_cap,
         framework=framework,
-    )  # fmt: skip
+    )
     if not known:
         return replays
     by_label = {**known, **{v.module: v for v in replays.verdicts}}
@@ -108,12 +118,19 @@ def search_wrong_value(
         return None
     with ui.phase("looking for the module that computes the wrong value"):
         return differential.search(
-            root, index, run.failure, budget=options.budget, timeout=options.replay_timeout,
+            root,
+            index,
+            run.failure,
+            budget=options.budget,
+            timeout=options.replay_timeout,
             # The first module that differs ends it: the modules that ran after it were
             # given its wrong value and compute the right function of it.
-            ui=ui, arrays=arrays if options.data else None, limit=1,
-            process_flags=run.flags_in_force, memory_cap=run.memory_cap,
-        )  # fmt: skip
+            ui=ui,
+            arrays=arrays if options.data else None,
+            limit=1,
+            process_flags=run.flags_in_force,
+            memory_cap=run.memory_cap,
+        )
 
 
 def write_bundle(
@@ -141,9 +158,18 @@ def write_bundle(
     dropped: list[str] = []
     while True:
         with ui.timed("stage"):
-            manifest = stage_bundle(stage_dir, found, selection, run, verdicts, options,
-                                    redactor=redactor, env=env, dropped=dropped,
-                                    arrays=arrays)  # fmt: skip
+            manifest = stage_bundle(
+                stage_dir,
+                found,
+                selection,
+                run,
+                verdicts,
+                options,
+                redactor=redactor,
+                env=env,
+                dropped=dropped,
+                arrays=arrays,
+            )
         with ui.timed("archive"):
             size = archive_bundle(stage_dir, options, ui)
         if options.max_size is None or size <= options.max_size:
@@ -162,9 +188,14 @@ def seen_devices(run: RunRecord) -> envinfo.SeenDevices | None:
     if p is None or not p.device_list:
         return None
     count = p.devices or len(p.device_list)
-    return envinfo.SeenDevices(platform=p.platform, kind=p.device_kind, count=count,
-                               local=p.local_devices or count, processes=p.processes or 1,
-                               listed=p.device_list)  # fmt: skip
+    return envinfo.SeenDevices(
+        platform=p.platform,
+        kind=p.device_kind,
+        count=count,
+        local=p.local_devices or count,
+        processes=p.processes or 1,
+        listed=p.device_list,
+    )
 
 
 def stage_bundle(
@@ -184,11 +215,22 @@ def stage_bundle(
     ``arrays`` holds the replays' arrays (``replay_modules``)."""
     shutil.rmtree(stage_dir, ignore_errors=True)
     return build.build(
-        stage_dir, index=found.index, selection=selection, run=run, verdicts=verdicts,
-        redactor=redactor, env=env, data=options.data, bundle_name=options.output.name,
-        dropped=dropped, problems=found.problems, arrays=arrays,
-        include_source=options.include_source, replayed=options.replay, repo=options.repo,
-    )  # fmt: skip
+        stage_dir,
+        index=found.index,
+        selection=selection,
+        run=run,
+        verdicts=verdicts,
+        redactor=redactor,
+        env=env,
+        data=options.data,
+        bundle_name=options.output.name,
+        dropped=dropped,
+        problems=found.problems,
+        arrays=arrays,
+        include_source=options.include_source,
+        replayed=options.replay,
+        repo=options.repo,
+    )
 
 
 def archive_bundle(stage_dir: Path, options: CollectOptions, ui: Ui) -> int:
@@ -221,8 +263,9 @@ def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | 
     from xla_bugkit.shrink.shrinker import ShrinkOptions
 
     assert options.shrink is not None
-    shrink_options = ShrinkOptions(budget=parse_budget(options.shrink),
-                                   timeout=options.replay_timeout)  # fmt: skip
+    shrink_options = ShrinkOptions(
+        budget=parse_budget(options.shrink), timeout=options.replay_timeout
+    )
     try:
         written = shrink_in_place(bundle, options=shrink_options, ui=ui)
     except BugkitError as e:

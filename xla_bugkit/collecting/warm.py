@@ -26,8 +26,7 @@ AFTER_RUN = ("xla_bugkit.collecting.bundling",)
 def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
     """Import ``modules`` in a thread for as long as the block runs; joined at its end. An
     import that fails here is left for the stage that needs it to raise, as it would have."""
-    thread = threading.Thread(target=_import, args=(modules,), name="xla-bugkit-warm",
-                              daemon=True)  # fmt: skip
+    thread = threading.Thread(target=_import, args=(modules,), name="xla-bugkit-warm", daemon=True)
     thread.start()
     try:
         yield

@@ -148,9 +148,12 @@ def _delete_detached(paths: list[Path]) -> bool:
     try:
         done = subprocess.run(
             [sys.executable, "-I", "-S", "-c", _DELETE, *map(str, paths)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            timeout=60, check=False,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0

@@ -40,9 +40,16 @@ def render_summary(result: CollectResult, *, repo: str | None, verbose: bool = F
     if result.selection is None or result.manifest is None:
         return NO_FAILURE
     return summary(
-        result.bundle, result.size, result.selection, result.verdicts, result.run, result.fmt,
-        repo=repo, manifest=result.manifest, verbose=verbose,
-    )  # fmt: skip
+        result.bundle,
+        result.size,
+        result.selection,
+        result.verdicts,
+        result.run,
+        result.fmt,
+        repo=repo,
+        manifest=result.manifest,
+        verbose=verbose,
+    )
 
 
 def summary(
@@ -74,8 +81,10 @@ def summary(
         lines.append(f"  replay {v.module}: {v.outcome.value}{under} ({v.inputs}): {v.evidence}")
         lines += [f"    not applied: {w}" for w in v.withheld]
         if (second := v.second) is not None:
-            lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
-                         f"{second.evidence}")  # fmt: skip
+            lines.append(
+                f"    second opinion under {second.under}: {second.outcome.value}: "
+                f"{second.evidence}"
+            )
     if not verdicts:
         lines.append("  replay: not run")
     elif not any(v.second for v in verdicts) and (

@@ -40,9 +40,12 @@ def shrink_command(
     if probe_timeout is not None and not probe_timeout > 0:
         raise BugkitError("--probe-timeout must be a number of seconds above 0")
     options = ShrinkOptions(
-        budget=parse_budget(budget), max_probes=max_probes, stages=parse_only(only),
-        timeout=timeout, probe_timeout=probe_timeout,
-    )  # fmt: skip
+        budget=parse_budget(budget),
+        max_probes=max_probes,
+        stages=parse_only(only),
+        timeout=timeout,
+        probe_timeout=probe_timeout,
+    )
     if not target.exists():
         raise BugkitError(f"{target} does not exist")
     out = out or default_output(target)

@@ -39,18 +39,25 @@ def render_table(result: VerifyResult) -> str:
         if c.verdict is None:
             lines.append(f"{c.label}: not replayable here (no before-optimizations proto)")
             continue
-        same = {True: "same as the reporter's", False: "differs from the reporter's",
-                None: "no recorded verdict"}[c.same_as_reporter]  # fmt: skip
+        same = {
+            True: "same as the reporter's",
+            False: "differs from the reporter's",
+            None: "no recorded verdict",
+        }[c.same_as_reporter]
         under = f" under {c.verdict.under}" if c.verdict.under else ""
         lines.append(f"{c.label}: {c.verdict.outcome.value}{under} ({same})")
         lines.append(f"    inputs: {c.verdict.inputs}; evidence: {c.verdict.evidence}")
         lines += [f"    not applied: {w}" for w in c.verdict.withheld]
         if (second := c.verdict.second) is not None:
-            lines.append(f"    second opinion under {second.under}: {second.outcome.value}: "
-                         f"{second.evidence}")  # fmt: skip
-        recorded = {True: "the same as the reporter's recorded result (deterministic)",
-                    False: "different from the reporter's recorded result",
-                    None: None}[c.verdict.matches_recorded]  # fmt: skip
+            lines.append(
+                f"    second opinion under {second.under}: {second.outcome.value}: "
+                f"{second.evidence}"
+            )
+        recorded = {
+            True: "the same as the reporter's recorded result (deterministic)",
+            False: "different from the reporter's recorded result",
+            None: None,
+        }[c.verdict.matches_recorded]
         if recorded:
             lines.append(f"    output: {recorded}")
     lines.append("")

@@ -113,10 +113,13 @@ def dumped_as(graph: Graph, output: str) -> xla_log.DumpLine | None:
     """The first file XLA dumped while PyTorch/XLA compiled ``graph`` (its newest compile,
     for a graph being executed): that file's module number is the graph's module."""
     compiles = [
-        m for m in _GRAPH.finditer(output)
-        if m.group("what") == "Compiling" and m.group("end") == "..."
-        and m.group("hash") == graph.hash and m.start() <= graph.offset
-    ]  # fmt: skip
+        m
+        for m in _GRAPH.finditer(output)
+        if m.group("what") == "Compiling"
+        and m.group("end") == "..."
+        and m.group("hash") == graph.hash
+        and m.start() <= graph.offset
+    ]
     start = compiles[-1].end() if compiles else graph.offset
     following = _GRAPH.search(output, start)
     end = following.start() if following else len(output)

@@ -154,10 +154,14 @@ def first_error(output: str, after: int = 0) -> ErrorLine | None:
     """XLA's first fatal line; else its first error line after ``after`` that is not known to
     be harmless."""
     errors = [
-        ErrorLine(bool(m.group("sev") == "F" or m.group("tfsev") == "F"), m.group("site"),
-                  m.group("msg"), m.start())
+        ErrorLine(
+            bool(m.group("sev") == "F" or m.group("tfsev") == "F"),
+            m.group("site"),
+            m.group("msg"),
+            m.start(),
+        )
         for m in _ERROR_LINE.finditer(output)
-    ]  # fmt: skip
+    ]
     fatal = next((e for e in errors if e.fatal), None)
     if fatal is not None:
         return fatal

@@ -67,8 +67,11 @@ def framework_status(output: str, status: Status | None) -> Status | None:
 
 def tf_function(output: str) -> str | None:
     """The TensorFlow function its error names last (``__inference_f_23``)."""
-    found = [m.group("name") for line in output.splitlines()[-400:]
-             if (m := _TF_FUNCTION_RE.search(line))]  # fmt: skip
+    found = [
+        m.group("name")
+        for line in output.splitlines()[-400:]
+        if (m := _TF_FUNCTION_RE.search(line))
+    ]
     return found[-1] if found else None
 
 

@@ -38,8 +38,9 @@ DEVICE_ASSIGNMENT = 9  # ExecutableBuildOptionsProto: xla.DeviceAssignmentProto
 _KEPT = frozenset({1, 2, EXECUTABLE_BUILD_OPTIONS, 4, 5, 6, 8, 9, 10})
 # ExecutableBuildOptionsProto: everything but the debug options (3), the compilation
 # environments (13: Any messages, each a backend's own flags) and the device assignment (9).
-_BUILD_KEPT = frozenset({1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22,
-                         23, 24, 25, 26})  # fmt: skip
+_BUILD_KEPT = frozenset(
+    {1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26}
+)
 _TOP, _BUILD = "CompileOptionsProto", "ExecutableBuildOptionsProto"
 # Dropped from every bundle (the overrides are read apart): not worth a note.
 _EXPECTED_DROPS = frozenset(

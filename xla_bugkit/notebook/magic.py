@@ -77,8 +77,15 @@ def _stream(command: list[str]) -> int:
     env = dict(os.environ)
     if xla_log.users_level(env) is None:
         env.pop(xla_log.MIN_LOG_LEVEL, None)  # jax's own, from the kernel's import: not the user's
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                             stdin=subprocess.DEVNULL, text=True, errors="replace")  # fmt: skip
+    child = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    )
     assert child.stdout is not None
     try:
         for text in child.stdout:

@@ -106,11 +106,15 @@ def binary_rules(
     rules = build_rules(*values)
     # In binary data a byte like 0xff is no letter: word boundaries must be ASCII ones.
     return [
-        Rule(rule.kind, re.compile(rule.pattern.pattern, _ascii(rule.pattern.flags)),
-             rule.replace, _on_ascii(rule.needle) if callable(rule.needle) else rule.needle,
-             _on_ascii(rule.lines) if rule.lines else None)
+        Rule(
+            rule.kind,
+            re.compile(rule.pattern.pattern, _ascii(rule.pattern.flags)),
+            rule.replace,
+            _on_ascii(rule.needle) if callable(rule.needle) else rule.needle,
+            _on_ascii(rule.lines) if rule.lines else None,
+        )
         for rule in rules
-    ]  # fmt: skip
+    ]
 
 
 def _ascii(flags: int) -> int:

@@ -18,11 +18,22 @@ _SECRET_NAME = re.compile(
 # is full of ("PWD" is the folder every dump path starts with).
 _NOT_SECRET = frozenset(
     {
-        "PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS",
-        "SESSION_MANAGER", "DESKTOP_SESSION", "GDMSESSION", "GIT_ASKPASS", "SSH_ASKPASS",
-        "SUDO_ASKPASS", "PASSWORD_STORE_DIR", "GNOME_KEYRING_CONTROL", "TOKENIZERS_PARALLELISM",
+        "PWD",
+        "OLDPWD",
+        "SSH_AUTH_SOCK",
+        "XAUTHORITY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "SESSION_MANAGER",
+        "DESKTOP_SESSION",
+        "GDMSESSION",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "PASSWORD_STORE_DIR",
+        "GNOME_KEYRING_CONTROL",
+        "TOKENIZERS_PARALLELISM",
     }
-)  # fmt: skip
+)
 _NOT_SECRET_PREFIXES = ("XDG_SESSION_",)
 # Shorter values are too likely to be ordinary words or numbers in the text around them.
 MIN_LENGTH = 6

@@ -47,8 +47,35 @@ HLO_SNAPSHOT: Schema = {1: HLO_PROTO, 2: DATA, 3: DATA, 4: TEXT}
 
 # DebugOptions' string fields: paths (dump, caches, autotune results, PTX and LLVM files,
 # the CUDA dir), regular expressions and pass lists, each a place a user's path can be.
-_DEBUG_TEXT = (30, 61, 109, 110, 111, 124, 127, 128, 150, 154, 210, 222, 223, 261, 292, 295,
-               306, 310, 333, 377, 383, 407, 433, 434, 451, 468, 491)  # fmt: skip
+_DEBUG_TEXT = (
+    30,
+    61,
+    109,
+    110,
+    111,
+    124,
+    127,
+    128,
+    150,
+    154,
+    210,
+    222,
+    223,
+    261,
+    292,
+    295,
+    306,
+    310,
+    333,
+    377,
+    383,
+    407,
+    433,
+    434,
+    451,
+    468,
+    491,
+)
 _DEBUG_MAPS = (357, 474, 500)  # map<string, string>: xla_backend_extra_options and the like
 _DEBUG: Schema = {
     **{number: TEXT for number in _DEBUG_TEXT},

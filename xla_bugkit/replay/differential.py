@@ -219,9 +219,12 @@ class _Search:
         if inp is None or timeout is None:
             return
         verdict = replay(
-            inp, expected=self.expected, timeout=timeout, memory_limit=self._memory(inp),
+            inp,
+            expected=self.expected,
+            timeout=timeout,
+            memory_limit=self._memory(inp),
             keep_arrays=self._keep(module),
-        )  # fmt: skip
+        )
         if self.clock() - self.started >= self.budget and not verdict.reproduced:
             self.stopped = f"the {self.budget:g} s budget (--budget) ran out"
             return
@@ -234,9 +237,13 @@ class _Search:
         if timeout is None:
             return
         inps = [inp for m in group if (inp := self.input_of(m)) is not None]
-        verdicts = replay_batch(inps, self.expected, timeout=timeout,
-                                memory_limit=self._memory(inps[0]),
-                                keep_arrays=[self._keep(m) for m in group])  # fmt: skip
+        verdicts = replay_batch(
+            inps,
+            self.expected,
+            timeout=timeout,
+            memory_limit=self._memory(inps[0]),
+            keep_arrays=[self._keep(m) for m in group],
+        )
         for offset, module in enumerate(group[: len(verdicts) + 1]):
             if len(self.found) >= limit or self.stopped:
                 return

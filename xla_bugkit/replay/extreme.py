@@ -32,8 +32,9 @@ def label(name: str, seed: int) -> str:
     return f"{LABEL}: {name} (seed {seed})"
 
 
-def arrays(types: Sequence[tuple[np.dtype[Any], Sequence[int]]], name: str, seed: int
-           ) -> list[np.ndarray[Any, Any]]:  # fmt: skip
+def arrays(
+    types: Sequence[tuple[np.dtype[Any], Sequence[int]]], name: str, seed: int
+) -> list[np.ndarray[Any, Any]]:
     """One array per parameter (``types``: its dtype and dimensions) of the set ``name``."""
     if name not in SETS:
         raise ValueError(f"unknown input set {name!r} (known: {', '.join(SETS)})")
@@ -41,8 +42,9 @@ def arrays(types: Sequence[tuple[np.dtype[Any], Sequence[int]]], name: str, seed
     return [_array(np.dtype(dtype), tuple(dims), name, rng) for dtype, dims in types]
 
 
-def _array(dtype: np.dtype[Any], dims: tuple[int, ...], name: str, rng: np.random.Generator
-           ) -> np.ndarray[Any, Any]:  # fmt: skip
+def _array(
+    dtype: np.dtype[Any], dims: tuple[int, ...], name: str, rng: np.random.Generator
+) -> np.ndarray[Any, Any]:
     size = int(np.prod(dims, dtype=np.int64))
     if dtype == np.bool_:
         return rng.integers(0, 2, dims).astype(np.bool_)

@@ -209,8 +209,14 @@ def replay(
         "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
-        spec = child_spec(inp, Path(tmp), use_data=use_data, seed=seed, reference=reference,
-                          extreme_set=extreme_set)  # fmt: skip
+        spec = child_spec(
+            inp,
+            Path(tmp),
+            use_data=use_data,
+            seed=seed,
+            reference=reference,
+            extreme_set=extreme_set,
+        )
         child = _spawn_settled(inp, spec, limits, spares)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
@@ -219,9 +225,19 @@ def replay(
         verdict = _verdict(inp, child, expected, timeout, reference=reference)
     if extreme_set is not None or not reference:
         return verdict
-    return extreme.retry(verdict, expected, lambda name: replay(
-        inp, expected=expected, timeout=timeout, memory_limit=memory_limit, use_data=use_data,
-        seed=seed, extreme_set=name))  # fmt: skip
+    return extreme.retry(
+        verdict,
+        expected,
+        lambda name: replay(
+            inp,
+            expected=expected,
+            timeout=timeout,
+            memory_limit=memory_limit,
+            use_data=use_data,
+            seed=seed,
+            extreme_set=name,
+        ),
+    )
 
 
 def judged(

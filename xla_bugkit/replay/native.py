@@ -98,10 +98,18 @@ def replay(
     own = native_label(framework)
     native = None
     if own is not None:
-        native = replay_native(inp, expected=expected, timeout=timeout,
-                               memory_limit=memory_limit, use_data=use_data)  # fmt: skip
-    verdict = judge.replay(inp, expected=expected, timeout=timeout, memory_limit=memory_limit,
-                           use_data=use_data, keep_arrays=keep_arrays, spares=spares)  # fmt: skip
+        native = replay_native(
+            inp, expected=expected, timeout=timeout, memory_limit=memory_limit, use_data=use_data
+        )
+    verdict = judge.replay(
+        inp,
+        expected=expected,
+        timeout=timeout,
+        memory_limit=memory_limit,
+        use_data=use_data,
+        keep_arrays=keep_arrays,
+        spares=spares,
+    )
     if framework in (None, Framework.JAX):
         return verdict
     verdict = replace(verdict, under=jaxlib_label())
@@ -134,8 +142,9 @@ def replay_native(
     limits = proc.Limits(memory_bytes=memory_limit) if memory_limit else None
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-native-") as tmp:
         out = Path(tmp)
-        spec: dict[str, Any] = judge.child_spec(inp, out, use_data=use_data, seed=seed,
-                                                reference=False)  # fmt: skip
+        spec: dict[str, Any] = judge.child_spec(
+            inp, out, use_data=use_data, seed=seed, reference=False
+        )
         spec_path = out / protocol.SPEC
         spec_path.write_text(json.dumps(spec))
         argv = [sys.executable, "-m", "xla_bugkit.replay.native_worker", str(spec_path)]

@@ -92,8 +92,11 @@ def _before_protos(dump_dir: Path) -> dict[int, tuple[Path, str]]:
 
 def _function_module(protos: dict[int, tuple[Path, str]], function: str) -> int | None:
     """The newest dumped module of TensorFlow's concrete ``function``."""
-    ids = [i for i, (_, label) in protos.items()
-           if frameworks.runs_function(label.split(".", 1)[1], function)]  # fmt: skip
+    ids = [
+        i
+        for i, (_, label) in protos.items()
+        if frameworks.runs_function(label.split(".", 1)[1], function)
+    ]
     return max(ids, default=None)
 
 
@@ -125,8 +128,10 @@ def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> 
                 literals.append(lit)
                 break
         else:
-            raise BugkitError(f"{len(arrays)} arrays for {len(shapes)} parameters; none "
-                              f"left for parameter {i} ({want})")  # fmt: skip
+            raise BugkitError(
+                f"{len(arrays)} arrays for {len(shapes)} parameters; none "
+                f"left for parameter {i} ({want})"
+            )
     return literals
 
 
@@ -143,8 +148,11 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     if want == got:
         return lit
     wanted = literal.DTYPES.get(shape.element_type)
-    if (wanted is not None and list(array.shape) == list(shape.dimensions)
-            and wanted.kind == array.dtype.kind):  # fmt: skip
+    if (
+        wanted is not None
+        and list(array.shape) == list(shape.dimensions)
+        and wanted.kind == array.dtype.kind
+    ):
         return literal.numpy_to_literal(array.astype(wanted))
     raise BugkitError(f"argument {i} is {got}, the parameter {want}")
 

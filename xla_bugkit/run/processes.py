@@ -76,8 +76,11 @@ def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
     best = max(xla, key=lambda p: (_why(p)[0], -_last_moment(p)))
     strength, why = _why(best)
     if strength == 0:
-        why = ("the only process that started XLA" if len(xla) == 1
-               else "no process recorded a failure; the first to start XLA")  # fmt: skip
+        why = (
+            "the only process that started XLA"
+            if len(xla) == 1
+            else "no process recorded a failure; the first to start XLA"
+        )
         best = xla[0] if len(xla) > 1 else best
     return Culprit(best, why, tuple(p for p in xla if p is not best))
 

@@ -125,8 +125,9 @@ def rerun(
         base, all_info=framework in _JAX, also=frameworks.hidden_on_terminal(base, framework)
     )
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
-        done = proc.run(command, env=env, timeout=timeout, echo=echo, log=log, stdin=None,
-                        hide=hide)  # fmt: skip
+        done = proc.run(
+            command, env=env, timeout=timeout, echo=echo, log=log, stdin=None, hide=hide
+        )
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"

@@ -165,17 +165,25 @@ def zeros(c: Candidate, computation: str, name: str) -> Candidate | None:
     scalar = f"{found.group('type')}[]"
     zero = _ZERO.get(found.group("type"), "0")
     if not found.group("dims"):
-        new = [replace(target, opcode="constant", operands=(),
-                       line=f"{name} = {scalar} constant({zero})")]  # fmt: skip
+        new = [
+            replace(
+                target, opcode="constant", operands=(), line=f"{name} = {scalar} constant({zero})"
+            )
+        ]
     else:
         const = fresh_name("constant", taken_names(c))
         shape = hlo_text.plain_shape(target.shape)
         new = [
-            Instruction(const, scalar, "constant", (), f"{const} = {scalar} constant({zero})",
-                        is_root=False),
-            replace(target, opcode="broadcast", operands=(const,),
-                    line=f"{name} = {shape} broadcast({const}), dimensions={{}}"),
-        ]  # fmt: skip
+            Instruction(
+                const, scalar, "constant", (), f"{const} = {scalar} constant({zero})", is_root=False
+            ),
+            replace(
+                target,
+                opcode="broadcast",
+                operands=(const,),
+                line=f"{name} = {shape} broadcast({const}), dimensions={{}}",
+            ),
+        ]
     at = instrs.index(target)
     return with_instructions(c, computation, [*instrs[:at], *new, *instrs[at + 1 :]])
 

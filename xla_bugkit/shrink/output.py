@@ -99,9 +99,12 @@ def add_repro(
     failure = Failure.from_json(manifest["failure"])
     target = repro.Target(entry["label"], files, entry["platform"], verdict, arrays)
     return repro.write(
-        stage / FOLDER, target, saw=failure.headline, kind=failure.kind,
+        stage / FOLDER,
+        target,
+        saw=failure.headline,
+        kind=failure.kind,
         user_flags=manifest["xla_flags"],
-    )  # fmt: skip
+    )
 
 
 def shrunk_entry(original: ModuleEntry, files: dict[str, str], verdict: Verdict) -> ModuleEntry:

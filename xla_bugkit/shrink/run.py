@@ -139,8 +139,14 @@ def _shrink_into(
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-work-") as tmp:
         work = Path(tmp)
         saved = checkpoint_path(out)
-        shrunk = shrink(inp, failure, work / "probes", options=options, ui=ui,
-                        checkpoint=lambda c: _save_checkpoint(saved, c.text()))  # fmt: skip
+        shrunk = shrink(
+            inp,
+            failure,
+            work / "probes",
+            options=options,
+            ui=ui,
+            checkpoint=lambda c: _save_checkpoint(saved, c.text()),
+        )
         stage = work / "bundle"
         shutil.copytree(root, stage)
         files = output.add_files(stage, shrunk, module["label"] + SHRUNK)

@@ -51,8 +51,9 @@ def apply(recorder: Any) -> None:
     atexit.register(_save_newest, recorder)
 
 
-def _inputs(recorder: Any, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-            ) -> tuple[str, int, list[Any]] | None:  # fmt: skip
+def _inputs(
+    recorder: Any, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, int, list[Any]] | None:
     """This call's inputs as numpy arrays, saved now if it is its function's first call;
     None when they cannot be had (or are over the budget)."""
     try:
@@ -76,8 +77,9 @@ def _inputs(recorder: Any, function: Any, args: tuple[Any, ...], kwargs: dict[st
         return None
 
 
-def _values(tf: Any, concrete: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-            recorder: Any) -> list[Any] | None:  # fmt: skip
+def _values(
+    tf: Any, concrete: Any, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: Any
+) -> list[Any] | None:
     """The module's parameters' values: tensor inputs, then captures; None over budget."""
     flat = tf.nest.flatten((args, kwargs), expand_composites=True)
     inputs = [x for x in flat if isinstance(x, (tf.Tensor, tf.Variable)) or _is_array(x)]

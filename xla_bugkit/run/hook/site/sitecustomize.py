@@ -99,5 +99,7 @@ try:
     _chain_shadowed()
 except Exception as e:
     # Its errors are the program's, reported as site reports them without the hook.
-    print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(e).__name__}: {e}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(e).__name__}: {e}",
+        file=sys.stderr,
+    )
