@@ -1,5 +1,6 @@
-"""Which framework handed XLA its modules (JAX, TensorFlow, PyTorch/XLA), and what that
-changes: the rerun's environment, the names of its functions, where its issues go.
+"""Which framework handed XLA its modules (JAX, TensorFlow, PyTorch/XLA): how it is told,
+its versions, the names of its functions, where its issues go. What it changes in the
+rerun's environment is ``run.adapt``'s; what the report says of it, ``bundle.framework_text``'s.
 
 XLA's dump flags work the same under all three, but each names its modules its own way
 (TensorFlow ``a_inference_f_13__XlaMustCompile_true_...``, Keras
@@ -12,15 +13,12 @@ TensorFlow's ``tf.function(jit_compile=True)`` segfaults at its first run with
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import metadata
 from pathlib import Path
 from typing import TypedDict
-
-from xla_bugkit import flags
-from xla_bugkit.failure import xla_log
 
 
 class FrameworkEntry(TypedDict):
@@ -62,8 +60,6 @@ _REPOS = {
     Framework.PYTORCH_XLA: "pytorch/xla",
 }
 XLA_REPO = "openxla/xla"  # a bug a plain jaxlib replay shows is XLA's, whoever found it
-
-# --- detection ---------------------------------------------------------------------------
 
 _IMPORT = re.compile(
     r"^\s*(?:import|from)\s+(?P<mod>jax|jaxlib|flax|tensorflow|keras|tf_keras|torch_xla)\b", re.M
@@ -169,66 +165,6 @@ def detect(
     return Detection(found, "the script's imports") if found is not None else None
 
 
-# --- the rerun ---------------------------------------------------------------------------
-
-SNAPSHOT_FLAG = "--xla_dump_hlo_snapshots"
-# TF_CPP_VMODULE entries: TensorFlow logs the function each XLA launch runs
-# ("XlaLocalLaunchOpBase::Compute __inference_f_13[...]"); PyTorch/XLA logs the graph hash
-# around each compilation and execution ("Compiling IR graph hash H on device CPU:0 ..." and
-# "... done!"), which tells an XLA error from a Python one (``ptxla_log``).
-_TF_VMODULE: Mapping[str, int] = {"xla_ops": 1}
-_TORCH_VMODULE: Mapping[str, int] = {"xla_graph_executor": 3}
-PT_XLA_DEBUG_LEVEL = "PT_XLA_DEBUG_LEVEL"
-
-
-def adapt(
-    env: Mapping[str, str], merged: flags.MergedFlags, framework: Framework | None
-) -> tuple[dict[str, str], flags.MergedFlags]:
-    """The rerun's environment and XLA flags (as made for JAX) adapted to ``framework``."""
-    env = dict(env)
-    if framework is Framework.TENSORFLOW:
-        merged = _without_snapshots(merged)
-        env["XLA_FLAGS"] = merged.value
-        env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _TF_VMODULE)
-    elif framework is Framework.PYTORCH_XLA:
-        # The graph hash and the Python line that made each compilation.
-        env.setdefault(PT_XLA_DEBUG_LEVEL, "1")
-        # PyTorch/XLA raises the log level to 1 itself unless told; XLA's INFO lines name
-        # each module it dumps, torch_xla's each graph it compiles and runs.
-        env.setdefault(xla_log.MIN_LOG_LEVEL, "0")
-        env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _TORCH_VMODULE)
-    return env, merged
-
-
-# PT_XLA_DEBUG_LEVEL's analyses, and the dated INFO lines of torch_xla and its XLA.
-_TORCH_ANALYSIS = rb"(?:Post )?Compilation Analysis: |Computation hash: "
-_DATED_INFO = rb"\d{4}-\d\d-\d\d [\d:.]+: I "
-
-
-def hidden_on_terminal(base: Mapping[str, str], framework: Framework | None) -> bytes | None:
-    """Lines the rerun's settings for ``framework`` add to what the program would print by
-    itself, as a pattern for the start of a line (run.log keeps them): PyTorch/XLA's
-    analyses unless the user asked for them, and its INFO lines unless the user set a log
-    level. None: nothing to hide."""
-    if framework is not Framework.PYTORCH_XLA:
-        return None
-    hidden = [_TORCH_ANALYSIS] if PT_XLA_DEBUG_LEVEL not in base else []
-    if xla_log.MIN_LOG_LEVEL not in base:
-        hidden.append(_DATED_INFO)
-    return b"|".join(hidden) or None
-
-
-def _without_snapshots(merged: flags.MergedFlags) -> flags.MergedFlags:
-    kept = tuple(f for f in merged.flags if flags.name_of(f) != SNAPSHOT_FLAG)
-    note = (
-        f"{SNAPSHOT_FLAG} is left out for TensorFlow (it crashes jit_compile functions at "
-        "their first run): the capture hook records their inputs instead"
-    )
-    return flags.MergedFlags(kept, merged.user_flags, (*merged.notes, note))
-
-
-# --- versions ----------------------------------------------------------------------------
-
 _DISTS = {
     Framework.JAX: ("jaxlib",),
     Framework.TENSORFLOW: ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
@@ -286,6 +222,12 @@ def info(found: Detection) -> FrameworkInfo:
     return FrameworkInfo(found.framework, version, revision, found.source)
 
 
+def installed_version(framework: Framework) -> str | None:
+    """The version of ``framework``'s distribution installed here; None when there is none."""
+    dist = _installed(_DISTS[framework])
+    return metadata.version(dist) if dist else None
+
+
 def _installed(names: Sequence[str]) -> str | None:
     for name in names:
         try:
@@ -318,54 +260,6 @@ def issue_repo(framework: Framework | None, *, reproduced_under_jaxlib: bool) ->
     return (framework or Framework.JAX).issue_repo
 
 
-# --- the report --------------------------------------------------------------------------
-
-
-def describe(found: FrameworkInfo, replayed: bool, label: str | None = None) -> str | None:
-    """A paragraph for ISSUE.md: the framework, and what a jaxlib replay of its module is
-    (None for JAX, whose versions the system info shows); ``label``: where the replay ran,
-    when not only under jaxlib (``native.replay_label``)."""
-    if found.name is Framework.JAX:
-        return None
-    revision = f" ({found.revision})" if found.revision else ""
-    lines = [f"Framework: {found.describe}{revision}, detected from {found.detected_from}."]
-    label = label or (replay_label(found) if replayed else None)
-    if label:
-        lines.append(f"The bundle's replay ran {label}.")
-    return " ".join(lines)
-
-
-def replay_label(found: FrameworkInfo) -> str | None:
-    """ "under jaxlib 0.10.2, not TensorFlow's own XLA" for another framework's module: the
-    two XLAs differ in version, so one may show a bug the other does not."""
-    if found.name is Framework.JAX:
-        return None
-    jaxlib = _installed(_DISTS[Framework.JAX])
-    version = f" {metadata.version(jaxlib)}" if jaxlib else ""
-    return f"under jaxlib{version}, not {found.name.display}'s own XLA"
-
-
-def inputs_text(found: FrameworkInfo | None, recorded: str) -> str:
-    """The manifest's ``data`` line, saying plainly that inputs are generated when the
-    framework left XLA no way to record them."""
-    if found is None or found.name is Framework.JAX:
-        return recorded
-    if recorded.startswith("real inputs (recorded by the capture hook"):
-        why = f"{found.name.display} writes no snapshot on CPU"
-        return f"real inputs (recorded by the capture hook: {why})"
-    if not recorded.startswith("no real inputs"):
-        return recorded
-    why = "writes no snapshots of the inputs on CPU"
-    if found.name is Framework.TENSORFLOW:
-        why = f"runs without {SNAPSHOT_FLAG} (it crashes), and the hook saved no inputs"
-    from xla_bugkit.hlo.generated import SEED  # numpy: not before the program starts
-
-    return f"generated inputs (seed {SEED}): {found.name.display} {why}"
-
-
-# --- names -------------------------------------------------------------------------------
-
-
 def runs_function(module_name: str, function: str) -> bool:
     """Whether the dumped module is TensorFlow's ``function``: ``__inference_f_13`` (the
     error's ``[Op:__inference_f_13]``) is dumped as ``a_inference_f_13__XlaMustCompile_...``;
@@ -387,12 +281,3 @@ def of_record(record: FrameworkEntry | None) -> Framework | None:
         return Framework(record["name"]) if record is not None else None
     except ValueError:
         return None
-
-
-def replay_label_of(record: FrameworkEntry | None) -> str | None:
-    """``replay_label`` for a manifest's record."""
-    framework = of_record(record)
-    if framework is None or record is None:
-        return None
-    found = FrameworkInfo(framework, record["version"], record["revision"], "")
-    return replay_label(found)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit import frameworks
+from xla_bugkit.bundle import framework_text
 from xla_bugkit.bundle.manifest import validate
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import select
@@ -22,6 +23,7 @@ from xla_bugkit.errors import BadBundleError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.frameworks import Framework
+from xla_bugkit.run import adapt
 from xla_bugkit.run.rerun import child_env
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -108,7 +110,7 @@ def test_tensorflow_runs_without_the_snapshot_flag_and_logs_its_launches(tmp_pat
     base = {"XLA_FLAGS": "--xla_dump_hlo_snapshots --xla_cpu_use_thunk_runtime=true",
             "TF_CPP_VMODULE": "gpu_compiler=2,dump=3"}  # fmt: skip
     env, merged = child_env(base, tmp_path, framework=Framework.TENSORFLOW)
-    assert frameworks.SNAPSHOT_FLAG not in env["XLA_FLAGS"]
+    assert adapt.SNAPSHOT_FLAG not in env["XLA_FLAGS"]
     assert "--xla_cpu_use_thunk_runtime=true" in env["XLA_FLAGS"]
     assert f"--xla_dump_to={tmp_path}" in env["XLA_FLAGS"]
     assert env["XLA_FLAGS"] == merged.value
@@ -120,7 +122,7 @@ def test_tensorflow_runs_without_the_snapshot_flag_and_logs_its_launches(tmp_pat
 def test_jax_and_unknown_programs_keep_the_snapshot_flag(tmp_path: Path) -> None:
     for framework in (None, Framework.JAX):
         env, _ = child_env({}, tmp_path, framework=framework)
-        assert frameworks.SNAPSHOT_FLAG in env["XLA_FLAGS"]
+        assert adapt.SNAPSHOT_FLAG in env["XLA_FLAGS"]
         assert "xla_ops" not in env["TF_CPP_VMODULE"]
         assert "PT_XLA_DEBUG_LEVEL" not in env
 
@@ -131,7 +133,7 @@ def test_pytorch_xla_gets_its_debug_level_and_info_logs(tmp_path: Path) -> None:
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "0"
     assert env["TF_CPP_VMODULE"] == "dump=1,xla_graph_executor=3"
     # No HLO snapshots on CPU under PyTorch/XLA, but the flag does no harm: it stays.
-    assert frameworks.SNAPSHOT_FLAG in env["XLA_FLAGS"] and not merged.notes
+    assert adapt.SNAPSHOT_FLAG in env["XLA_FLAGS"] and not merged.notes
     mine = {"PT_XLA_DEBUG_LEVEL": "2", "TF_CPP_MIN_LOG_LEVEL": "1",
             "TF_CPP_VMODULE": "xla_graph_executor=5,pjrt_computation_client=1"}  # fmt: skip
     env, _ = child_env(mine, tmp_path, framework=Framework.PYTORCH_XLA)
@@ -147,7 +149,7 @@ def _lines_hidden(pattern: re.Pattern[bytes] | None, text: str) -> list[str]:
 def test_the_terminal_does_not_show_what_only_collect_made_pytorch_xla_print() -> None:
     """run.log keeps every line; the terminal shows what the program shows by itself."""
     log = real("ptxla_compile_error.log")
-    also = frameworks.hidden_on_terminal({}, Framework.PYTORCH_XLA)
+    also = adapt.hidden_on_terminal({}, Framework.PYTORCH_XLA)
     hide = xla_log.hidden_on_terminal({}, all_info=False, also=also)
     hidden = _lines_hidden(hide, log)
     assert any(line.startswith("Compilation Analysis:   Graph Hash: ") for line in hidden)
@@ -160,8 +162,8 @@ def test_the_terminal_does_not_show_what_only_collect_made_pytorch_xla_print() -
     assert not any(re.match(r"\d{4}-\d\d-\d\d .*: I ", line) for line in shown)
     # What the user asked for stays on the terminal.
     mine = {"PT_XLA_DEBUG_LEVEL": "1", "TF_CPP_MIN_LOG_LEVEL": "0"}
-    assert frameworks.hidden_on_terminal(mine, Framework.PYTORCH_XLA) is None
-    assert frameworks.hidden_on_terminal({}, Framework.TENSORFLOW) is None
+    assert adapt.hidden_on_terminal(mine, Framework.PYTORCH_XLA) is None
+    assert adapt.hidden_on_terminal({}, Framework.TENSORFLOW) is None
 
 
 # --- error formats -----------------------------------------------------------------------
@@ -318,19 +320,19 @@ def test_issue_target(framework: Framework | None, reproduced: bool, repo: str) 
 
 def test_a_jaxlib_replay_of_a_tensorflow_module_says_so() -> None:
     found = frameworks.FrameworkInfo(Framework.TENSORFLOW, "2.21.0", "v2.21.0-rc1", "x")
-    label = frameworks.replay_label(found)
+    label = framework_text.replay_label(found)
     assert label is not None and label.endswith("not TensorFlow's own XLA")
-    assert "under jaxlib" in (frameworks.describe(found, replayed=True) or "")
+    assert "under jaxlib" in (framework_text.describe(found, replayed=True) or "")
     jax = frameworks.FrameworkInfo(Framework.JAX, "0.10.2", None, "x")
-    assert frameworks.replay_label(jax) is None and frameworks.describe(jax, True) is None
+    assert framework_text.replay_label(jax) is None and framework_text.describe(jax, True) is None
 
 
 def test_inputs_are_called_generated_when_the_framework_records_none() -> None:
     tf = frameworks.FrameworkInfo(Framework.TENSORFLOW, None, None, "x")
     none = "no real inputs: XLA recorded no execution of the chosen modules"
-    assert frameworks.inputs_text(tf, none).startswith("generated inputs")
-    assert frameworks.inputs_text(None, none) == none
-    assert frameworks.inputs_text(tf, "real inputs (snapshots)") == "real inputs (snapshots)"
+    assert framework_text.inputs_text(tf, none).startswith("generated inputs")
+    assert framework_text.inputs_text(None, none) == none
+    assert framework_text.inputs_text(tf, "real inputs (snapshots)") == "real inputs (snapshots)"
 
 
 def test_this_installs_jaxlib_version_and_revision() -> None:

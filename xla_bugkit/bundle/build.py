@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.bundle import envinfo, issue, layout, manifest, members, repro, trackers, triage
+from xla_bugkit.bundle import (
+    envinfo,
+    framework_text,
+    issue,
+    layout,
+    manifest,
+    members,
+    repro,
+    trackers,
+    triage,
+)
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
 from xla_bugkit.bundle.repro import Repro
@@ -96,7 +106,7 @@ def build(
     staged = Staged(reproducer, source, replayed, framework, repo)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
-    data_text = frameworks.inputs_text(framework, _data_text(data, planned, dropped))
+    data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped))
     record = _manifest(run, selection, env, text, title, modules, notes, data_text)
     if run.culprit is not None:
         record["process"] = processes.process_record(run.culprit)
@@ -328,7 +338,9 @@ def _description(
         lines.append(_replay_line(judged, verdicts, staged))
     paragraphs = [" ".join(lines)]
     label = native.replay_label(verdicts)
-    if staged.framework and (said := frameworks.describe(staged.framework, bool(verdicts), label)):
+    if staged.framework and (
+        said := framework_text.describe(staged.framework, bool(verdicts), label)
+    ):
         paragraphs.append(issue.plain(said))
     if staged.source:
         paragraphs.append(

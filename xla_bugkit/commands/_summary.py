@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import config, frameworks, github
-from xla_bugkit.bundle import members
+from xla_bugkit.bundle import framework_text, members
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage, headline, triage
@@ -88,7 +88,7 @@ def summary(
     if not verdicts:
         lines.append("  replay: not run")
     elif not any(v.second for v in verdicts) and (
-        label := frameworks.replay_label_of(manifest.get("framework"))
+        label := framework_text.replay_label_of(manifest.get("framework"))
     ):
         lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")

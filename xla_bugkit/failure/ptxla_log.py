@@ -6,7 +6,7 @@ torch_xla 2.9 raises XLA's errors as a bare ``RuntimeError`` (or ``ValueError``)
 status code (``RuntimeError: RngBitGenerator should be expanded for CPU.``), and the Python
 line in the traceback is the user's ``.item()``: only these lines say the error came from
 XLA, and whether compiling or running. The rerun turns both sources on
-(``frameworks.adapt``):
+(``run.adapt``):
 
 - ``TF_CPP_VMODULE=xla_graph_executor=3``: ``... xla_graph_executor.cpp:1492] Compiling IR
   graph hash 5083f43a... on device CPU:0 ...`` before XLA compiles a graph and the same line

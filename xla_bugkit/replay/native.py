@@ -33,7 +33,7 @@ from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # torch_xla's PJRT_DEVICE for each platform a dump names.
 _PJRT_DEVICES = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
-# The child's log, as the rerun has it (``frameworks.adapt``): torch_xla's graph log tells
+# The child's log, as the rerun has it (``run.adapt``): torch_xla's graph log tells
 # an XLA error (a bare RuntimeError) from a Python one when the output is classified.
 _VMODULE = {"xla_graph_executor": 3}
 

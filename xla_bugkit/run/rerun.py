@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Stop, classify
-from xla_bugkit.run import evidence, hook
+from xla_bugkit.run import adapt, evidence, hook
 from xla_bugkit.run.processes import Culprit, flags_in_force, memory_cap
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def child_env(
     env["PYTHONUNBUFFERED"] = "1"
     # XLA names each dump file it writes: the last name before a crash is the culprit's.
     env.update(xla_log.log_env(base))
-    return frameworks.adapt(env, merged, framework)
+    return adapt.adapt(env, merged, framework)
 
 
 def rerun(
@@ -122,7 +122,7 @@ def rerun(
     deadline = started + timeout if timeout is not None else None
     # The terminal shows what the program would show by itself; run.log has everything.
     hide = xla_log.hidden_on_terminal(
-        base, all_info=framework in _JAX, also=frameworks.hidden_on_terminal(base, framework)
+        base, all_info=framework in _JAX, also=adapt.hidden_on_terminal(base, framework)
     )
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         done = proc.run(
