@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import config, flags, frameworks
+from xla_bugkit import config
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, native
+from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import replay_input, replay_platform
-from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
@@ -82,16 +82,18 @@ def verify_bundle(
         for name in b.edited:
             ui.say(f"{edited_notice(name)} (human text: no replay reads it)")
         timeout = failure.replay_timeout(timeout)
-        # A PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
-        framework = frameworks.of_record(b.manifest.get("framework"))
-        if note := native.fallback_note(framework):
+        # The flags in force in the reporter's process reach XLA as they did there, a memory
+        # cap the program set itself is set again (the module must meet the same limits), and
+        # a PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
+        context = RunContext.of_manifest(b.manifest)
+        if note := native.fallback_note(context.framework):
             ui.say(note)
         modules = b.manifest["modules"]
         checks = []
         for i, module in enumerate(modules):
             if i + 1 < len(modules) and len(spares) < 2:  # the next module's, ready in time
                 spares.start(replay_platform(modules[i + 1].get("platform", "")))
-            checks.append(_replay_module(b, module, failure, timeout, ui, framework, spares))
+            checks.append(_replay_module(b, module, failure, timeout, ui, context, spares))
     return VerifyResult(path, failure, tuple(checks), b.edited)
 
 
@@ -101,25 +103,15 @@ def _replay_module(
     failure: Failure,
     timeout: float,
     ui: Ui,
-    framework: frameworks.Framework | None = None,
+    context: RunContext,
     spares: children.Spares | None = None,
 ) -> ModuleCheck:
     recorded = (module.get("replay") or {}).get("outcome")
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
-    # The flags in force in the reporter's process reach XLA as they did there, and a memory
-    # cap the program set itself is set again: the module must meet the same limits.
-    inp = replace(inp, xla_flags=flags.in_force(inp.xla_flags, b.manifest["xla_flags"]))
-    cap = b.manifest.get("process", {}).get("memory_cap")
-    limit = capped(memory_limit(inp.platform), cap if isinstance(cap, int) else None)
     with ui.phase(f"replaying {module['label']}"):
-        verdict = native.replay(
-            inp,
-            framework=framework,
-            expected=failure,
-            timeout=timeout,
-            memory_limit=limit,
-            spares=spares,
+        verdict = replay_module(
+            inp, expected=failure, context=context, timeout=timeout, spares=spares
         )
     return ModuleCheck(module["label"], verdict, recorded)

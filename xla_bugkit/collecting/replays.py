@@ -9,17 +9,15 @@ import os
 import signal
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from xla_bugkit import flags
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import children, judge, native
+from xla_bugkit.replay import children, judge
+from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
-from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 
@@ -42,16 +40,12 @@ def replay_stage(
     use_data: bool,
     ui: Ui,
     arrays: Path | None = None,
-    process_flags: Sequence[str] = (),
-    memory_cap: int | None = None,
-    framework: Framework | None = None,
+    context: RunContext = UNRECORDED,
 ) -> Replays:
     """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process;
     ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label;
-    ``process_flags``: the XLA flags of the process that compiled them (``flags.in_force``);
-    ``memory_cap``: an address-space limit that process ran under (it set it itself);
-    ``framework``: whose modules they are (PyTorch/XLA's replay under torch_xla first,
-    ``native.replay``).
+    ``context``: the process that compiled them (its flags, its memory cap, its framework:
+    ``replay_module``).
 
     Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
     verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
@@ -59,7 +53,7 @@ def replay_stage(
     """
     interrupts = _Interrupts(ui)
     verdicts: list[Verdict] = []
-    inputs = [_input(root, c, process_flags) for c in chosen]
+    inputs = [_input(root, c, context) for c in chosen]
     try:
         with interrupts.installed(), children.Spares() as spares:
             for i, c in enumerate(chosen):
@@ -76,8 +70,7 @@ def replay_stage(
                     use_data=use_data,
                     ui=ui,
                     keep=keep,
-                    memory_cap=memory_cap,
-                    framework=framework,
+                    context=context,
                     spares=spares,
                 )
                 if interrupts.count:
@@ -95,7 +88,7 @@ def replay_stage(
     return Replays(tuple(verdicts), interrupted=True, note=note)
 
 
-def _input(root: Path, chosen: Chosen, process_flags: Sequence[str]) -> ReplayInput | None:
+def _input(root: Path, chosen: Chosen, context: RunContext) -> ReplayInput | None:
     """What replaying ``chosen`` needs; None without a before-optimizations module. Each
     module replays with the flags XLA really used for it (its dumped debug options), which
     include what the program appended to XLA_FLAGS itself."""
@@ -103,7 +96,7 @@ def _input(root: Path, chosen: Chosen, process_flags: Sequence[str]) -> ReplayIn
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
-    return replace(inp, xla_flags=flags.in_force(inp.xla_flags, process_flags))
+    return context.input(inp)
 
 
 def _replay_one(
@@ -115,23 +108,20 @@ def _replay_one(
     use_data: bool,
     ui: Ui,
     keep: Path | None = None,
-    memory_cap: int | None = None,
-    framework: Framework | None = None,
+    context: RunContext = UNRECORDED,
     spares: children.Spares | None = None,
 ) -> Verdict | None:
     m = chosen.module
     if inp is None:
         ui.warn(f"{m.label} has no before-optimizations proto: it cannot be replayed")
         return None
-    limit = capped(memory_limit(inp.platform), memory_cap)
     with ui.phase(f"replaying {m.label}"):
-        verdict = native.replay(
+        verdict = replay_module(
             inp,
-            framework=framework,
             expected=expected,
+            context=context,
             timeout=timeout,
             use_data=use_data,
-            memory_limit=limit,
             keep_arrays=keep,
             spares=spares,
         )

@@ -19,6 +19,7 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import differential, native
+from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run import evidence
 from xla_bugkit.run.rerun import RunRecord
@@ -90,9 +91,7 @@ def replay_modules(
         use_data=options.data,
         ui=ui,
         arrays=arrays,
-        process_flags=run.flags_in_force,
-        memory_cap=run.memory_cap,
-        framework=framework,
+        context=RunContext(run.flags_in_force, run.memory_cap, framework),
     )
     if not known:
         return replays
@@ -128,8 +127,7 @@ def search_wrong_value(
             ui=ui,
             arrays=arrays if options.data else None,
             limit=1,
-            process_flags=run.flags_in_force,
-            memory_cap=run.memory_cap,
+            context=RunContext(run.flags_in_force, run.memory_cap),
         )
 
 

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit import flags
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.choose.selection import Chosen, Selection, is_helper
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay.batch import env_flags, replay_batch
+from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
@@ -111,8 +110,7 @@ def search(
     ui: Ui,
     arrays: Path | None = None,
     limit: int = 3,
-    process_flags: Sequence[str] = (),
-    memory_cap: int | None = None,
+    context: RunContext = UNRECORDED,
     batch: int = BATCH,
     clock: Callable[[], float] = time.monotonic,
 ) -> Differential:
@@ -123,12 +121,13 @@ def search(
     them. A child gets ``timeout`` seconds, never more than the budget has left; a replay
     cut short by the budget says nothing and is not counted. ``arrays``: where each
     replay's arrays are kept (a subfolder per module), so its verdict can stand for
-    collect's replay. ``process_flags`` and ``memory_cap``: as for the replay stage
-    (``collecting.replays``), so a module replays here as it would there. Ctrl-C stops the
+    collect's replay. ``context``: the run's flags and memory cap, applied as the replay
+    stage applies them (``replay.context``), so a module replays here as it would there; the
+    search replays under jaxlib, whose children it shares between modules. Ctrl-C stops the
     search, not collect: the heuristics choose then.
     """
     pool = candidates(index)
-    limits = _Limits(timeout, process_flags, memory_cap)
+    limits = _Limits(timeout, context)
     run = _Search(root, expected, ui, arrays, len(pool), limits, budget, clock)
     queue = list(pool)
     try:
@@ -191,9 +190,7 @@ class _Search:
         if module.label not in self._inputs:
             inp = replay_input(module.label, module_files(self.root, module), module.platform)
             if inp is not None:
-                inp = replace(
-                    inp, xla_flags=flags.in_force(inp.xla_flags, self.limits.process_flags)
-                )
+                inp = self.limits.context.input(inp)
             self._inputs[module.label] = inp
         return self._inputs[module.label]
 
@@ -209,7 +206,7 @@ class _Search:
         return self.arrays / module.label if self.arrays is not None else None
 
     def _memory(self, inp: ReplayInput) -> int | None:
-        return capped(memory_limit(inp.platform), self.limits.memory_cap)
+        return self.limits.context.memory_limit(inp)
 
     def solo(self, module: DumpModule, *, number: int) -> None:
         """Replay ``module`` in a child of its own."""
@@ -284,8 +281,7 @@ def _fell_back(checked: int, candidates: int, stopped: str) -> str:
 @dataclass(frozen=True)
 class _Limits:
     timeout: float
-    process_flags: Sequence[str]
-    memory_cap: int | None
+    context: RunContext
 
 
 def merged(selection: Selection, diff: Differential, *, limit: int) -> Selection:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import config, flags
+from xla_bugkit import config, flags, frameworks
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay import native
+from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
-from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.limits import memory_limit
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
@@ -32,7 +32,13 @@ def replay_dump(
     """
     ui = ui or Ui()
     verdicts = []
-    for root, module in dump_modules(target, module_re):
+    found = dump_modules(target, module_re)
+    # A dump holds no record of its run but the module names, which tell a PyTorch/XLA dump:
+    # its modules replay under torch_xla's own XLA first, where it is here, as verify's do.
+    context = RunContext(framework=frameworks.from_module_names(m.name for _, m in found))
+    if note := native.fallback_note(context.framework):
+        ui.say(note)
+    for root, module in found:
         files = module_files(root, module)
         if snapshot is not None:
             files["snapshot"] = snapshot
@@ -47,8 +53,7 @@ def replay_dump(
             inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)), flags_given=True)
         with ui.phase(f"replaying {module.label}"):
             # A dump may come from anyone: the same limits as verify's.
-            limit = memory_limit(inp.platform)
-            verdicts.append(replay(inp, expected=None, timeout=timeout, memory_limit=limit))
+            verdicts.append(replay_module(inp, expected=None, context=context, timeout=timeout))
     if not verdicts:
         raise BugkitError(f"nothing in {target} can be replayed: no before-optimizations module")
     return verdicts

@@ -1,0 +1,75 @@
+"""The one rule for replaying a module as it ran: ``replay_module`` with a ``RunContext``.
+
+A module replays with the flags in force in the process that compiled it (its dumped debug
+options, then what those cannot spell: ``flags.in_force``), under a memory cap the program
+set itself as well as the limit for a module from elsewhere (``limits``), and under its
+framework's own XLA first where that is installed (``native``). ``verify``, collect's replay
+stage, ``replay`` of a dump folder and the differential search all replay through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from xla_bugkit import flags, frameworks
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.frameworks import Framework
+from xla_bugkit.replay import native
+from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a replay takes from the run that recorded its module, beyond the module's files."""
+
+    process_flags: tuple[str, ...] = ()  # XLA_FLAGS in force in the process that compiled it
+    memory_cap: int | None = None  # an address-space limit that process set itself
+    framework: Framework | None = None  # the framework that handed XLA the module
+
+    @classmethod
+    def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
+        """The context a bundle's manifest records (its loader checked every key)."""
+        cap = manifest.get("process", {}).get("memory_cap")
+        return cls(
+            tuple(manifest["xla_flags"]),
+            cap if isinstance(cap, int) else None,
+            frameworks.of_record(manifest.get("framework")),
+        )
+
+    def input(self, inp: ReplayInput) -> ReplayInput:
+        """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
+        if inp.flags_given:
+            return inp
+        return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))
+
+    def memory_limit(self, inp: ReplayInput) -> int | None:
+        """The replay child's memory limit: the machine's policy, lowered to the run's cap."""
+        return capped(memory_limit(inp.platform), self.memory_cap)
+
+
+# A module with no record of its run (a dump folder): its own debug options, the machine's
+# memory policy, jaxlib.
+UNRECORDED = RunContext()
+
+
+def replay_module(
+    inp: ReplayInput,
+    *,
+    expected: Failure | None,
+    context: RunContext,
+    **options: Any,
+) -> Verdict:
+    """Replay ``inp`` as it ran (``RunContext``) and judge it against ``expected``;
+    ``options`` are ``native.replay``'s (timeout, use_data, keep_arrays, spares)."""
+    inp = context.input(inp)
+    return native.replay(
+        inp,
+        framework=context.framework,
+        expected=expected,
+        memory_limit=context.memory_limit(inp),
+        **options,
+    )
