@@ -316,13 +316,8 @@ def _native_only(verdicts: Sequence[Verdict]) -> str:
 
 
 def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:
-    """Where the issue goes: the user's --repo, else the framework's tracker (openxla/xla
-    when a plain jaxlib replay of another framework's module shows the bug)."""
-    if staged.repo:
-        return staged.repo
     name = staged.framework.name if staged.framework else None
-    reproduced = native.reproduced_under_jaxlib(verdicts)
-    return frameworks.issue_repo(name, reproduced_under_jaxlib=reproduced)
+    return trackers.destination(name, verdicts, staged.repo)
 
 
 def _description(

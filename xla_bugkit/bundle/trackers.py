@@ -10,9 +10,13 @@ the bundle knows; what it cannot know (has the TensorFlow nightly been tried?) s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.replay import native
+from xla_bugkit.replay.verdict import Verdict
 
 JAX_FORM = "issue.md"
 _FORMS = {
@@ -30,6 +34,17 @@ _EXPECTED = {
     "program rather than about XLA itself.",
     Kind.HANG: "The computation finishes.",
 }
+
+
+def destination(
+    framework: frameworks.Framework | None, verdicts: Sequence[Verdict], repo: str | None
+) -> str:
+    """Where the issue goes: the user's ``repo``, else the framework's tracker (openxla/xla
+    when a plain jaxlib replay of another framework's module shows the bug)."""
+    if repo:
+        return repo
+    reproduced = native.reproduced_under_jaxlib(verdicts)
+    return frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
 
 
 def form(repo: str) -> str:

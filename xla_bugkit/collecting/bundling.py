@@ -12,6 +12,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from xla_bugkit import frameworks
+from xla_bugkit.bundle import trackers, triage
+from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import workdir
 from xla_bugkit.collecting.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
 from xla_bugkit.collecting.replays import Replays
@@ -98,7 +101,16 @@ def bundle_from(
         manifest,
         fmt,
         replay_interrupted=replays.interrupted,
+        judged=triage.triage(run.failure, replays.verdicts, module=_first(selection)),
+        tracker=trackers.destination(
+            frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo
+        ),
     )
+
+
+def _first(selection: Selection) -> str | None:
+    """The name of the module chosen first, which the triage names."""
+    return selection.chosen[0].module.name if selection.chosen else None
 
 
 def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:

@@ -19,6 +19,7 @@ from xla_bugkit.errors import BugkitError
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest
+    from xla_bugkit.bundle.triage import Triage
     from xla_bugkit.choose import dumps
     from xla_bugkit.replay.verdict import Verdict
     from xla_bugkit.run.rerun import RunRecord
@@ -66,6 +67,8 @@ class CollectResult:
     workdir: Path | None = None  # the work dir, when it was kept (``rebundle`` reads it)
     user_dumps: Path | None = None  # the dumps of the user's own --xla_dump_to, moved here
     replay_interrupted: bool = False  # Ctrl-C stopped the replay stage
+    judged: Triage | None = None  # whether it looks like XLA's bug, and why (None: no bundle)
+    tracker: str | None = None  # where its issue goes ("owner/name")
 
 
 @dataclass(frozen=True)

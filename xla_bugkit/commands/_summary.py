@@ -7,15 +7,14 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import config, frameworks, github
+from xla_bugkit import config, github
 from xla_bugkit.bundle import framework_text, members
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
-from xla_bugkit.bundle.triage import Triage, headline, triage
+from xla_bugkit.bundle.triage import Triage, headline
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir
-from xla_bugkit.replay import native
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run.rerun import RunRecord
 
@@ -35,9 +34,9 @@ def kept_lines(result: CollectResult) -> list[str]:
     return lines
 
 
-def render_summary(result: CollectResult, *, repo: str | None, verbose: bool = False) -> str:
-    """The closing lines of ``collect`` for ``result``; ``repo`` gets the new-issue link."""
-    if result.selection is None or result.manifest is None:
+def render_summary(result: CollectResult, *, verbose: bool = False) -> str:
+    """The closing lines of ``collect`` for ``result``."""
+    if result.manifest is None or result.judged is None or result.tracker is None:
         return NO_FAILURE
     return summary(
         result.bundle,
@@ -46,7 +45,8 @@ def render_summary(result: CollectResult, *, repo: str | None, verbose: bool = F
         result.verdicts,
         result.run,
         result.fmt,
-        repo=repo,
+        judged=result.judged,
+        tracker=result.tracker,
         manifest=result.manifest,
         verbose=verbose,
     )
@@ -60,14 +60,13 @@ def summary(
     run: RunRecord,
     fmt: str,
     *,
-    repo: str | None,
+    judged: Triage,
+    tracker: str,
     manifest: Manifest,
     verbose: bool = False,
 ) -> str:
-    """The closing lines of ``collect``: what was chosen and why, the verdict, what it
-    shares, what next (no issue link when nothing points at XLA)."""
-    first = selection.chosen[0].module.name if selection.chosen else None
-    judged = triage(run.failure, verdicts, module=first)
+    """The closing lines of ``collect``: what was chosen and why, the verdict (``judged``),
+    what it shares, what next (no issue link to ``tracker`` when nothing points at XLA)."""
     lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
     if run.culprit is not None and run.culprit.others:
         lines.append(
@@ -101,10 +100,7 @@ def summary(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
             f"xla-bugkit repack {shlex.quote(str(path))} {zipped}"
         )
-    reproduced = native.reproduced_under_jaxlib(verdicts)
-    framework = frameworks.of_record(manifest.get("framework"))
-    repo = repo or frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
-    lines += _next_steps(path, manifest["title"], repo, judged)
+    lines += _next_steps(path, manifest["title"], tracker, judged)
     return "\n".join(lines)
 
 
