@@ -7,15 +7,22 @@ Checked by what got through (bytes that reached a sink, files left behind), neve
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers.bundles import (
+    HLO,
+    HLO_DATA,
+    HOSTILE,
+    ISSUE,
+    ISSUE_DATA,
+    MANIFEST,
+    bundle_members,
+    hostile_bundle,
+    replacing,
+)
 from helpers.hostile import (
-    DEEP,
     SUFFIX,
     Tally,
     tar_with_zeros_after,
@@ -23,75 +30,14 @@ from helpers.hostile import (
     write_raw,
 )
 
-from tests.bundle.manifest_test import HLO, HLO_DATA, ISSUE, ISSUE_DATA, manifest_of
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     EDIT_SLACK,
-    FileEntry,
     check_bundle,
     open_bundle,
     reseal,
 )
-from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import BadBundleError
-
-BIG = 32 << 20  # zeros a member really holds where its manifest lists 7 bytes
-Members = list[tuple[str, bytes]]
-
-
-def listing(files: Members) -> list[FileEntry]:
-    return [
-        {"path": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-        for name, data in files
-    ]
-
-
-def bundle_members(change: Callable[[Members], Members] = lambda m: m) -> Members:
-    """A small bundle's members, its manifest listing the honest ones, then ``change``d."""
-    files = [(ISSUE, ISSUE_DATA), (HLO, HLO_DATA)]
-    manifest = json.dumps(manifest_of(listing(files))).encode()
-    return change([(MANIFEST, manifest), *files])
-
-
-def _replace(name: str, data: bytes) -> Callable[[Members], Members]:
-    return lambda members: [(n, data if n == name else d) for n, d in members]
-
-
-def _add(name: str, data: bytes) -> Callable[[Members], Members]:
-    return lambda members: [*members, (name, data)]
-
-
-# Each way a bundle can lie, and the reason it is refused with.
-HOSTILE: dict[str, tuple[Callable[[Members], Members], str]] = {
-    "a member bigger than listed": (
-        _replace(HLO, bytes(BIG)),
-        f"^{HLO} does not match its sha256 in the manifest$",
-    ),
-    "a member not listed": (
-        _add("modules/extra.txt", b"surprise"),
-        "holds files its manifest does not list: 'modules/extra.txt'$",
-    ),
-    "a member twice": (_add(HLO, HLO_DATA), f"refusing duplicate entry '{HLO}'$"),
-    "a manifest twice": (_add(MANIFEST, b"{}"), f"has {MANIFEST} more than once$"),
-    "a sha256 mismatch": (
-        _replace(HLO, b"\x0a\x05jit_g"),
-        f"^{HLO} does not match its sha256 in the manifest$",
-    ),
-    "a path 30,000 folders deep": (
-        _add(DEEP, b"x"),
-        r"refusing entry 'a/a/.*\(60001 characters\): name longer than 1024 bytes$",
-    ),
-    "an ISSUE.md grown past its slack": (
-        _replace(ISSUE, bytes(len(ISSUE_DATA) + EDIT_SLACK + 1)),
-        f"where its manifest lists {len(ISSUE_DATA)} and {EDIT_SLACK} more for edits$",
-    ),
-}
-
-
-def hostile_bundle(tmp_path: Path, fmt: str, case: str) -> tuple[Path, str]:
-    """The bundle of ``case`` in ``fmt``, and the reason it must be refused with."""
-    change, reason = HOSTILE[case]
-    return write_raw(fmt, tmp_path / f"bug{SUFFIX[fmt]}", bundle_members(change)), reason
 
 
 @pytest.fixture
@@ -138,7 +84,7 @@ def test_edits_within_the_slack_are_reported_and_resealed(
     fmt: str, tmp_path: Path, tmpdir_here: Path
 ) -> None:
     edited = ISSUE_DATA + b"Mine: it fails on every run.\n" * 1000
-    path = write_raw(fmt, tmp_path / f"bug{SUFFIX[fmt]}", bundle_members(_replace(ISSUE, edited)))
+    path = write_raw(fmt, tmp_path / f"bug{SUFFIX[fmt]}", bundle_members(replacing(ISSUE, edited)))
     assert check_bundle(path)["modules"][0]["files"] == {"before_optimizations.hlo.pb": HLO}
     with open_bundle(path) as b:
         assert b.edited == (ISSUE,)

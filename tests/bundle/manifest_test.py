@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.bundles import HLO, ISSUE, stage
 
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     SCHEMA_VERSION,
-    FileEntry,
-    file_entries,
     load_manifest,
     open_bundle,
     validate,
@@ -28,63 +27,11 @@ from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import BadBundleError, ExitCode
 from xla_bugkit.main import main
 
-HLO = "modules/module_0000.jit_f/module_0000.jit_f.before_optimizations.hlo.pb"
-ISSUE = "ISSUE.md"
-
-
-HLO_DATA = b"\x0a\x05jit_f"
-ISSUE_DATA = b"# XLA CPU compile crash\n"
-
-
-def _stage(root: Path) -> dict[str, Any]:
-    """A small bundle's staging folder and its manifest, shaped as ``build`` writes them."""
-    (root / HLO).parent.mkdir(parents=True)
-    (root / HLO).write_bytes(HLO_DATA)
-    (root / ISSUE).write_bytes(ISSUE_DATA)
-    return manifest_of(file_entries(root))
-
-
-def manifest_of(files: list[FileEntry]) -> dict[str, Any]:
-    """A manifest shaped as ``build`` writes it, of one module, listing ``files``."""
-    return {
-        "schema": SCHEMA_VERSION,
-        "tool": "xla-bugkit 0.1.0",
-        "title": "XLA CPU compile crash: Check failed: x",
-        "created": "2026-12-02T00:00:00+00:00",
-        "versions": {"jax": "0.10.2"},
-        "command": ["python", "train.py"],
-        "xla_flags": [],
-        "exit_status": -6,
-        "failure": {
-            "kind": "compile crash",
-            "phase": "compile",
-            "headline": "Check failed: x",
-            "signature": "Check failed: x",
-            "signal": "SIGABRT",
-        },
-        "guess": False,
-        "modules": [
-            {
-                "label": "module_0000.jit_f",
-                "name": "jit_f",
-                "id": 0,
-                "platform": "cpu",
-                "reasons": ["JAX was compiling jit(f) when the run stopped"],
-                "files": {"before_optimizations.hlo.pb": HLO},
-                "replay": {"outcome": "reproduced: crash"},
-            }
-        ],
-        "other_modules": 0,
-        "data": "no input data (--no-data)",
-        "notes": [],
-        "files": files,
-    }
-
 
 def _bundle(tmp_path: Path, change: Callable[[dict[str, Any]], object] | None = None) -> Path:
     """A real zip bundle whose manifest ``change`` has edited in place."""
     root = tmp_path / "stage"
-    manifest = _stage(root)
+    manifest = stage(root)
     if change is not None:
         change(manifest)
     write_manifest(root, manifest)  # type: ignore[arg-type]  # deliberately malformed
@@ -95,7 +42,7 @@ def _bundle(tmp_path: Path, change: Callable[[dict[str, Any]], object] | None = 
 
 
 def test_a_valid_manifest_passes_unchanged(tmp_path: Path) -> None:
-    manifest = _stage(tmp_path)
+    manifest = stage(tmp_path)
     assert validate(copy.deepcopy(manifest)) == manifest
 
 
@@ -185,7 +132,7 @@ def test_a_manifest_that_is_no_object(tmp_path: Path) -> None:
 
 def test_a_file_changed_after_the_manifest_fails_integrity(tmp_path: Path) -> None:
     root = tmp_path / "stage"
-    write_manifest(root, _stage(root))  # type: ignore[arg-type]
+    write_manifest(root, stage(root))  # type: ignore[arg-type]
     (root / HLO).write_bytes(b"\x0a\x05jit_g")  # ISSUE.md may be edited; a module may not
     files = {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file()}
     out = tmp_path / "bug.zip"

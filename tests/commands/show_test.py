@@ -14,10 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.bundles import HLO, HOSTILE, ISSUE, ISSUE_DATA, bundle_members, hostile_bundle
 from helpers.hostile import tree, write_raw
 
-from tests.bundle.integrity_test import HOSTILE, bundle_members, hostile_bundle
-from tests.bundle.manifest_test import HLO, ISSUE, ISSUE_DATA
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main
 

@@ -33,7 +33,7 @@ import numpy as np
 from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
-from xla_bugkit.run import rerun
+from xla_bugkit.run import evidence, rerun
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
@@ -263,3 +263,18 @@ class ProgramRuns:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def hooked_env(work: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment collect gives a program: dumps into ``work/dump``, the start-up hook
+    recording into ``work``."""
+    env, _ = rerun.child_env(clean_env() if base is None else base, work / "dump",
+                             work / evidence.PROCESSES)  # fmt: skip
+    (work / "dump").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to its end in ``env``, its output captured."""
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=READY_TIMEOUT)  # fmt: skip

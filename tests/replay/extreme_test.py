@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.dumps import FAST_MATH, Dumped, dump
 
-from tests.replay.judge_test import FAST_MATH, Dumped, _dump
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay
@@ -67,7 +67,7 @@ def test_they_are_tried_only_for_a_wrong_result_on_generated_inputs() -> None:
 def nan_dump(tmp_path_factory: pytest.TempPathFactory) -> Dumped:
     # jnp.where(jnp.isnan(x), 0, x) under fast math without NaN honoured: XLA drops the
     # isnan, so only an input holding a NaN shows the wrong result.
-    return _dump(tmp_path_factory.mktemp("extreme"), "nan", FAST_MATH)
+    return dump(tmp_path_factory.mktemp("extreme"), "nan", FAST_MATH)
 
 
 def test_a_wrong_result_only_nan_shows_is_found_on_the_nonfinite_set(nan_dump: Dumped) -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import PROGRAMS, run_collect
+from helpers.programs import PROGRAMS, hooked_env, run, run_collect
 
-from tests.run.hook_test import hooked_env, run
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import ExitCode

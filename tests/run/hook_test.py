@@ -7,13 +7,20 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, clean_env, run_collect, wait_for_file
+from helpers.programs import (
+    PROGRAMS,
+    READY_TIMEOUT,
+    clean_env,
+    hooked_env,
+    run,
+    run_collect,
+    wait_for_file,
+)
 
 from xla_bugkit import flags
 from xla_bugkit.choose.dumps import Role
@@ -22,7 +29,7 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.main import main
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.run import evidence, hook, rerun
+from xla_bugkit.run import evidence, hook
 from xla_bugkit.run.hook import jax_patches
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
@@ -45,18 +52,6 @@ PROGRAM = textwrap.dedent(
     print("parent done")
     """
 )
-
-
-def hooked_env(work: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env, _ = rerun.child_env(clean_env() if base is None else base, work / "dump",
-                             work / evidence.PROCESSES)  # fmt: skip
-    (work / "dump").mkdir(parents=True, exist_ok=True)
-    return env
-
-
-def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=READY_TIMEOUT)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
