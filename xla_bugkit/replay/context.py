@@ -4,7 +4,8 @@ A module replays with the flags in force in the process that compiled it (its du
 options, then what those cannot spell: ``flags.in_force``), under a memory cap the program
 set itself as well as the limit for a module from elsewhere (``limits``), and under its
 framework's own XLA first where that is installed (``native``). ``verify``, collect's replay
-stage, ``replay`` of a dump folder and the differential search all replay through it.
+stage, ``replay`` of a dump folder, the differential search and shrink (its confirmations
+and probes take the same flags and cap) all replay through it.
 """
 
 from __future__ import annotations

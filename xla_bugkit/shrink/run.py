@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.dump import failed
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
 from xla_bugkit.replay.judge import replay
@@ -115,6 +116,7 @@ def shrink_bundle(
     chosen_fmt = check_output(out, fmt, force=force)
     with open_bundle(bundle, prefix="xla-bugkit-shrink-") as b:
         failure = Failure.from_json(b.manifest["failure"])
+        options = replace(options, context=RunContext.of_manifest(b.manifest))
         module = _pick(b.manifest["modules"], module_re)
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:

@@ -20,9 +20,9 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.hlo import hlo_proto, literal
 from xla_bugkit.replay import protocol
+from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.limits import memory_limit
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.shrink import child, flagmin, hlo_text, passes
 from xla_bugkit.shrink.hlo_text import Candidate
@@ -53,6 +53,8 @@ class ShrinkOptions:
     confirmations: int = 3
     use_data: bool = True
     probe_timeout: float | None = None  # None: five times the unmodified module's probe
+    # The run the module came from: its flags in force and memory cap (``replay.context``).
+    context: RunContext = UNRECORDED
 
 
 @dataclass
@@ -82,7 +84,7 @@ def confirm(inp: ReplayInput, expected: Failure | None, options: ShrinkOptions, 
                     expected=expected,
                     timeout=timeout,
                     use_data=options.use_data,
-                    memory_limit=memory_limit(inp.platform),
+                    memory_limit=options.context.memory_limit(inp),
                 )
             )
     failed = [v for v in verdicts if v.reproduced]
@@ -166,6 +168,7 @@ def shrink(
     options = options or ShrinkOptions()
     ui = ui or Ui()
     started = time.monotonic()
+    inp = options.context.input(inp)  # probes and replays alike take the run's flags
     verdict = confirm(inp, expected, options, ui)
     wrong = verdict.outcome is Outcome.REPRODUCED_WRONG
     budget = Budget(options.budget, options.max_probes)
