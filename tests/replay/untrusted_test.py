@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.programs import PROGRAMS, run_collect
 
-from xla_bugkit.hlo import compile_options
+from xla_bugkit.hlo import compile_options, protowire
 from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # a real collect, and real replays
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 PJRT_OPTIONS = "modules/module_0000.jit_train_step/pjrt/compile_options.pb"
 DEBUG_OPTIONS = "modules/module_0000.jit_train_step/module_0000.jit_train_step.debug_options"
 
@@ -34,17 +31,8 @@ DEBUG_OPTIONS = "modules/module_0000.jit_train_step/module_0000.jit_train_step.d
 def field(number: int, value: bytes | int) -> bytes:
     """One protobuf field: a varint, or length-delimited bytes."""
     if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    return _varint(number << 3 | 2) + _varint(len(value)) + value
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+        return protowire.encode_varint(number << 3) + protowire.encode_varint(value)
+    return protowire.length_field(number, value)
 
 
 def override(name: str, value: bytes | int, kind: int) -> bytes:
@@ -90,10 +78,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of a compile error that a flag causes (so the flags must still reach
     the replay), with a PJRT folder."""
     out = tmp_path_factory.mktemp("untrusted") / "bug.zip"
-    argv = [XLA_BUGKIT, "collect", "-q", "-o", str(out), "--",
-            sys.executable, str(PROGRAMS / "compile_error.py")]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    done = run_collect(out, [sys.executable, str(PROGRAMS / "compile_error.py")], "-q")
     assert done.returncode == 0, done.stderr
     with zipfile.ZipFile(out) as z:
         assert PJRT_OPTIONS in z.namelist() and DEBUG_OPTIONS in z.namelist()
