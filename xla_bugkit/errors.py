@@ -1,4 +1,5 @@
-"""The few exception types, and the one table of exit codes (the CLI help and README follow it)."""
+"""The few exception types, and the one table of exit codes (the CLI help and
+docs/exit-codes.md follow it)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
-# What each code means, for the README's table (a test keeps the two equal).
+# What each code means, for the table in docs/exit-codes.md (a test keeps the two equal).
 MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "`collect`: bundle written and the failure reproduced by replay; `verify`: the "
     "recorded failure reproduces here; `replay`: the module failed; `shrink`: the shrunk module "

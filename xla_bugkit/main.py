@@ -76,7 +76,7 @@ def _bad_command_line(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (listed in the README)."""
+    """Run the CLI; returns the exit code (listed in docs/exit-codes.md)."""
     parser = cli.parser()
     try:
         args = parser.parse_args(cli.attach_flags(sys.argv[1:] if argv is None else argv))
