@@ -7,6 +7,7 @@ own copy of ``draw`` (templates/repro.py.in); a test holds the two equal.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -41,12 +42,18 @@ def generated(types: Sequence[ArrayType], seed: int = SEED) -> list[np.ndarray]:
 _SHAPE = re.compile(r"^(?P<type>[a-z]+\d*[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
 
 
-def array_type(shape: str) -> ArrayType:
-    """The dtype and dimensions of an HLO array shape as printed: ``f32[2,3]{1,0}``."""
+@functools.cache
+def _dtypes_by_name() -> dict[str, np.dtype[Any]]:
+    """XLA's short type names (``f32``, ``bf16``) and their dtypes, where numpy has one."""
     from xla_bugkit.hlo.literal import DTYPES  # builds the proto classes: only when needed
 
+    return {ptype.name.lower(): dtype for ptype, dtype in DTYPES.items()}
+
+
+def array_type(shape: str) -> ArrayType:
+    """The dtype and dimensions of an HLO array shape as printed: ``f32[2,3]{1,0}``."""
     found = _SHAPE.match(shape)
-    names = {ptype.name.lower(): dtype for ptype, dtype in DTYPES.items()}
+    names = _dtypes_by_name()
     if found is None or found.group("type") not in names:
         raise BugkitError(f"cannot make inputs for a parameter of type {shape}")
     dims = tuple(int(d) for d in found.group("dims").split(",") if d)
