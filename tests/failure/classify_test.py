@@ -568,7 +568,18 @@ def test_same_bug_across_two_xla_versions() -> None:
     one = make(Kind.CRASH, normalise(check.format("region_1.1", "SyncTensorsGraph.12")))
     other = make(Kind.CRASH, normalise(check.format("region_0.1", "SyncTensorsGraph.9")))
     assert one.same_bug(other)
-    assert not one.same_bug(make(Kind.CRASH, normalise(check.format("body.1", "main.3"))))
+    # Computation names are each build's own: the site and the condition identify the bug.
+    assert one.same_bug(make(Kind.CRASH, normalise(check.format("body.1", "main.3"))))
+    assert not one.same_bug(make(Kind.CRASH, "hlo_verifier.cc:1] Check failed: shape of x"))
+    # torch_xla's words for jaxlib's "Map key not found: region_1.1, true".
+    map_key = "map_util.h:50] Check failed: it != collection.end() Map key not found: {}"
+    torch_key = make(Kind.COMPILE_CRASH, normalise(map_key.format("Reduce.2, 1")))
+    assert torch_key.same_bug(
+        make(Kind.COMPILE_CRASH, normalise(map_key.format("region_1.1, true")))
+    )
+    assert not torch_key.same_bug(
+        make(Kind.COMPILE_CRASH, normalise("map_util.h:50] Check failed: x"))
+    )
     assert not torch.same_bug(make(Kind.COMPILE_ERROR, "UNIMPLEMENTED: Sort should be expanded."))
 
 

@@ -236,7 +236,11 @@ class ProgramRuns:
         dump_dir = self.root / name / variant.dump_subdir
         dump_dir.mkdir(parents=True)
         base = clean_env(variant.xla_flags)
-        env = rerun.child_env(base, dump_dir)[0] if variant.dumps else log_env(base)
+        # With JAX's compile log on, as a user who turns it on has it: these runs test
+        # what the output alone tells (collect's own runs leave the log off, and the hook
+        # records the compilations).
+        env = dict(rerun.child_env(base, dump_dir)[0], JAX_LOG_COMPILES="1")
+        env = env if variant.dumps else log_env(base)
         argv = [sys.executable, str(script)]
         ended = threading.Event()
         if variant.stop_when_ready:

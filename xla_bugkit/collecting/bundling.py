@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,8 +29,10 @@ from xla_bugkit.collecting.stages import (
 )
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay import differential
+from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run import arguments, evidence, processes
 from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
 
 
@@ -81,6 +84,7 @@ def bundle_from(
             if options.replay
             else None
         ) or Replays(())
+        run = with_replayed_message(run, replays.verdicts)
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
         try:
@@ -116,7 +120,7 @@ def _first(selection: Selection) -> str | None:
 def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     """``run`` with the process its failure belongs to, chosen from what each process of
     the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
-    culprit = processes.failing(evidence.load(work))
+    culprit = run.culprit or processes.failing(evidence.load(work))
     if culprit is None:
         return run
     if culprit.others:
@@ -124,7 +128,22 @@ def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     folder = processes.dump_folder(work / workdir.DUMP, culprit)
     for note in processes.gather_elsewhere(culprit.process, folder):
         ui.say(note)
-    return replace(run, culprit=culprit)
+    weighed = weigh(run.failure, culprit)
+    if weighed != run.failure:
+        ui.say(f"the failure, from the process's own record: {weighed.describe}")
+    return replace(run, culprit=culprit, failure=weighed)
+
+
+def with_replayed_message(run: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:
+    """``run``, whose failing process died without its message reaching the output, with
+    the message of the first replay that died the same way (the bundle's headline and
+    title then name the CHECK, and say where it came from)."""
+    if not run.failure.message_lost:
+        return run
+    proof = next((v for v in verdicts if v.reproduced and v.failure is not None), None)
+    if proof is None or proof.failure is None:
+        return run
+    return replace(run, failure=run.failure.with_message_of(proof.failure, proof.module))
 
 
 def no_dumps_message(run: RunRecord) -> str:

@@ -83,6 +83,20 @@ _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cach
 
 # Colours: Jupyter prints a cell's traceback with them (`jupyter execute`, nbconvert).
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# What launchers put before each line of a rank's or worker's output: torch's
+# "[rank1]: " and "[default0]:", "[rank 1] ", Open MPI's "[1,0]<stderr>:", srun --label's
+# "1: ", Ray's "(pid=4242) " and "(Worker pid=4242) ".
+_LAUNCHER_PREFIX = re.compile(
+    r"^(?:\[(?:rank ?\d+|default\d+)\]:? ?|\[\d+,\d+\]<std(?:out|err)>: ?|"
+    r" {0,4}\d{1,5}: |\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\) )",
+    re.M | re.I,
+)
+
+
+def unprefixed(output: str) -> str:
+    """``output`` less the launcher's prefix on each line, so that XLA's fatal line of a
+    rank (``[rank1] F1204 ... Check failed: ...``) reads as XLA wrote it."""
+    return _LAUNCHER_PREFIX.sub("", output)
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,12 @@ class Failure:
     stalled_seconds: float | None = None
     executing: str | None = None
     function: str | None = None  # the framework's name for it: TensorFlow's "__inference_f_13"
+    # The process died on a signal and its own fatal line never reached the run's output
+    # (pytest's capture, a worker whose parent printed last): the headline is the signal's.
+    message_lost: bool = False
+    # What the failure rests on beyond the output: the failing process's own record, or the
+    # replay whose message stands in for one that was lost (``with_message_of``).
+    evidence: str | None = None
 
     @property
     def describe(self) -> str:
@@ -150,9 +170,26 @@ class Failure:
         status code torch_xla drops, and the numbers XLA puts in computation names
         (``region_1.1`` in one version is ``region_0.1`` in another).
         """
-        return _family(self.kind) == _family(other.kind) and comparable(
-            self.signature
-        ) == comparable(other.signature)
+        if _family(self.kind) != _family(other.kind):
+            return False
+        if self.message_lost or other.message_lost:
+            # One side's message was lost: the same way of dying must do (kind, which holds
+            # the phase, and signal); the caller says that this rests on less.
+            return self.kind is other.kind and self.signal == other.signal
+        return comparable(self.signature) == comparable(other.signature)
+
+    def with_message_of(self, other: Failure, source: str) -> Failure:
+        """This failure, whose message was lost, with ``other``'s (a replay that died the
+        same way), saying so: "the run's message was not captured; the replay's: ..."."""
+        return replace(
+            self,
+            headline=other.headline,
+            signature=other.signature,
+            site=other.site,
+            status_code=other.status_code or self.status_code,
+            evidence=f"the run's message was not captured; the replay's ({source}): "
+            f"{other.headline[:200]}" + (f"; {self.evidence}" if self.evidence else ""),
+        )
 
 
 # What a hang's replay child gets on top of the run's time without progress: importing jax
@@ -191,7 +228,7 @@ def classify(
     A run that ``timed_out`` or was ``interrupted`` is a hang when XLA was busy at the stop;
     ``stop`` says when that was.
     """
-    output = _ANSI.sub("", output)
+    output = unprefixed(_ANSI.sub("", output))
     compiling = compile_open(output)
     if phase is None:
         phase = _phase_from_output(output, compiling)
@@ -229,8 +266,8 @@ def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failu
     doing = "compiling" if busy.compiling else "executing"
     headline = f"{busy.who} was {doing} {busy.call}"
     if stop is not None:
-        headline += f" with no output for {_seconds(stop.stalled)}"
-        how = f"{'killed by the timeout' if by == 'timeout' else how} after {_seconds(stop.ran)}"
+        headline += f" with no output for {seconds(stop.stalled)}"
+        how = f"{'killed by the timeout' if by == 'timeout' else how} after {seconds(stop.ran)}"
     return replace(
         base,
         kind=Kind.HANG,
@@ -251,7 +288,8 @@ def _graph_in_xla(output: str) -> Busy | None:
     return Busy(graph.compiling, "", graph.describe, who="PyTorch/XLA")
 
 
-def _seconds(value: float) -> str:
+def seconds(value: float) -> str:
+    """A duration as the summaries print it: \"12 s\", \"0.4 s\"."""
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
 

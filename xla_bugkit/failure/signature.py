@@ -44,8 +44,16 @@ def normalise(line: str) -> str:
     return str(_SPACES.sub(" ", line).strip()[:300])
 
 
+# After ``normalise``: an HLO name ("Reduce.N", "region_N.N", "%fusion.N") and the
+# spellings of one value ("1" in one build is "true" in another).
+_HLO_NAME = re.compile(r"%?\b[A-Za-z_][\w-]*\.N\b")
+_LITERAL = re.compile(r"\b(?:true|false|\d+)\b")
+
+
 def comparable(signature: str) -> str:
-    """A signature less what two XLA versions print differently for the same bug."""
+    """A signature less what two XLA builds print differently for the same bug: the site
+    and the condition stay; status codes, computation names and literal spellings go
+    (torch_xla's "Map key not found: Reduce.2, 1" is jaxlib's "... region_1.1, true")."""
     # A bundle written before the wrappers were taken off still carries them.
-    inner = signature.replace(DISPATCH, "")
-    return _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", inner))
+    inner = _NAME_NUMBER.sub("_N", _LEADING_CODE.sub("", signature.replace(DISPATCH, "")))
+    return _LITERAL.sub("<v>", _HLO_NAME.sub("<name>", inner))

@@ -307,10 +307,21 @@ def _judge_failure(
     if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
         crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
         outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
-        return Verdict(inp.name, outcome, failure.describe, child.inputs, failure)
+        evidence = failure.describe
+        if _lost_here(expected):
+            evidence = f"the run's message was not captured; the replay's: {evidence}"
+        elif not expected.message_lost and expected.signature != failure.signature:
+            # The same site and condition, spelled by another build (names, literals).
+            evidence += f" (the run's, as its XLA spelled it: {expected.headline[:160]})"
+        return Verdict(inp.name, outcome, evidence, child.inputs, failure)
     differently = "differently" if expected is not None and expected.kind.is_failure else ""
     evidence = f"the replay failed {differently} while {where}: {failure.describe}"
     return Verdict(inp.name, base.outcome, " ".join(evidence.split()), child.inputs, failure)
+
+
+def _lost_here(expected: Failure) -> bool:
+    """The run's message was lost and nothing has stood in for it yet."""
+    return expected.message_lost and not (expected.evidence or "").startswith("the run's message")
 
 
 def _load(path: Path) -> list[np.ndarray] | None:

@@ -34,8 +34,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``args_skipped`` execution ``n``'s arguments were over the budget: ``n`` (or ``fun``),
                ``bytes``
 ``rlimit``     the program changed a limit: ``name``, ``soft``, ``hard``
-``exit``       the interpreter is exiting normally: ``status`` when known (1: an uncaught
-               exception)
+``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
+               "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``hook_error`` the hook could not record something (a jax release it does not know)
 
 Unknown records and keys are ignored, so the hook can grow without breaking readers.
@@ -105,6 +105,8 @@ class ProcessEvidence:
     stack: str | None = None  # faulthandler's Python stack at a fatal signal or Ctrl-C
     exited: bool = False  # the interpreter reached a normal exit
     exit_status: int | None = None  # 1: it exited with an uncaught exception; None: unknown
+    exit_how: str = ""  # "exception", "sys.exit", or "" (not known)
+    exited_at: float | None = None  # when it began its normal exit
     local_devices: int | None = None
     device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
@@ -123,7 +125,11 @@ class ProcessEvidence:
 def load(work: Path) -> tuple[ProcessEvidence, ...]:
     """Every process that recorded evidence under ``work``, oldest first. Damaged lines (the
     one being written at a crash) are skipped."""
-    folder = work / PROCESSES
+    return read(work / PROCESSES)
+
+
+def read(folder: Path) -> tuple[ProcessEvidence, ...]:
+    """``load`` of the records in ``folder`` itself."""
     if not folder.is_dir():
         return ()
     found = [_load_one(path) for path in folder.glob("*.jsonl")]
@@ -196,6 +202,8 @@ def _load_one(path: Path) -> _Loaded | None:
         stack=stack or None,
         exited=exit_record is not None,
         exit_status=_int(exit_record.get("status")) if exit_record else None,
+        exit_how=str(exit_record.get("how") or "") if exit_record else "",
+        exited_at=_float(exit_record.get("t")) if exit_record else None,
         local_devices=_int(main.get("local_devices")),
         device_kind=str(main.get("device_kind") or ""),
         device_list=_texts(main.get("device_list")),
@@ -276,6 +284,10 @@ def _event(r: dict[str, Any]) -> Event:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _strings(value: object) -> dict[str, str]:

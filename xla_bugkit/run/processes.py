@@ -7,6 +7,7 @@ failing process is the one whose dumps are indexed and bundled; the others are l
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,6 +61,8 @@ def _why(p: ProcessEvidence) -> tuple[int, str]:
         return 3, f"it stopped{doing}"
     if not p.exited:
         return 2, "it did not exit normally"
+    if p.exit_status and p.exit_how == "sys.exit":
+        return 1, f"it exited with status {p.exit_status} (sys.exit)"
     if p.exit_status:
         return 1, "it exited with an uncaught exception"
     return 0, "it exited normally"
@@ -72,17 +75,38 @@ def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
     if not xla:
         return None
     # The strongest sign of failure wins; among equals, the one that stopped first (a rank
-    # that died takes the others down after it).
-    best = max(xla, key=lambda p: (_why(p)[0], -_last_moment(p)))
+    # that died takes the others down after it), unless they ran one after another.
+    in_sequence = _in_sequence(xla)
+    strongest = max(_why(p)[0] for p in xla)
+    tied = [p for p in xla if _why(p)[0] == strongest]
+    # In sequence, the last run's status became the command's.
+    best = tied[-1] if in_sequence else min(tied, key=_last_moment)
     strength, why = _why(best)
     if strength == 0:
         why = (
             "the only process that started XLA"
             if len(xla) == 1
+            else f"no process recorded a failure; the last of {len(xla)} that ran one after another"
+            if in_sequence
             else "no process recorded a failure; the first to start XLA"
         )
-        best = xla[0] if len(xla) > 1 else best
+        best = best if in_sequence else xla[0] if len(xla) > 1 else best
+    elif in_sequence and len(tied) > 1:
+        why += f" (the last of {len(tied)} that ran one after another and did so)"
     return Culprit(best, why, tuple(p for p in xla if p is not best))
+
+
+def _in_sequence(xla: Sequence[ProcessEvidence]) -> bool:
+    """Whether the processes ran one after another (a script that runs the program twice),
+    each exiting before the next started: then the last one's end is the command's."""
+    return len(xla) > 1 and all(
+        before.exited_at is not None and before.exited_at <= _started(after)
+        for before, after in itertools.pairwise(xla)
+    )
+
+
+def _started(p: ProcessEvidence) -> float:
+    return min((e.started for e in p.events), default=float("inf"))
 
 
 def _last_moment(p: ProcessEvidence) -> float:

@@ -18,7 +18,8 @@ from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Stop, classify
 from xla_bugkit.run import adapt, evidence, hook
-from xla_bugkit.run.processes import Culprit, flags_in_force, memory_cap
+from xla_bugkit.run.processes import Culprit, failing, flags_in_force, memory_cap
+from xla_bugkit.run.weigh import weigh
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -75,8 +76,6 @@ def child_env(
     env = dict(base) if processes is None else hook.environment(base, processes, dump_dir)
     merged = flags.merge(base.get("XLA_FLAGS"), dump_dir)
     env["XLA_FLAGS"] = merged.value
-    # Names of what was compiled, in order: the strongest evidence of which module failed.
-    env["JAX_LOG_COMPILES"] = "1"
     # A persistent-cache hit compiles nothing and so dumps nothing.
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     # Tiny computations are dumped too: the failing one may be tiny.
@@ -139,6 +138,8 @@ def rerun(
         interrupted=done.interrupted,
         stop=stop,
     )
+    # What the failing process recorded of itself outweighs what its output let through.
+    culprit = failing(evidence.read(processes))
     return RunRecord(
         command=tuple(command),
         exit_status=done.returncode,
@@ -148,7 +149,8 @@ def rerun(
         log=log_path,
         output=done.output,
         xla_flags=merged,
-        failure=failure,
+        failure=weigh(failure, culprit),
+        culprit=culprit,
     )
 
 

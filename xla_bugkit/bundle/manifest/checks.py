@@ -89,9 +89,10 @@ FAILURE: Checks = {
         key: (_is_optional_str, "a string or null")
         for key in (
             *("kind", "phase", "signal", "status_code", "site", "exception", "compiling"),
-            *("stopped_by", "executing", "function"),
+            *("stopped_by", "executing", "function", "evidence"),
         )
     },
+    "message_lost": (lambda v: isinstance(v, bool), "true or false"),
     **{
         key: (_is_optional_seconds, "a number of seconds or null")
         for key in ("ran_seconds", "stalled_seconds")

@@ -163,11 +163,32 @@ def _close_quietly(fd: int) -> None:
 RECORDER: Recorder | None = None
 
 
+_EXIT_STATUS: list[int] = []  # what the program asked sys.exit for, the last call last
+
+
 def _on_exit() -> None:
     # An uncaught exception was printed before atexit runs, leaving sys.last_value.
     if RECORDER is not None:
         failed = getattr(sys, "last_value", None) is not None
-        RECORDER.write("exit", status=1 if failed else None)
+        if failed:
+            RECORDER.write("exit", status=1, how="exception")
+        elif _EXIT_STATUS:
+            RECORDER.write("exit", status=_EXIT_STATUS[-1], how="sys.exit")
+        else:
+            RECORDER.write("exit", status=None)
+
+
+def _watch_exit() -> None:
+    """``sys.exit`` notes the status the program asks for (a SystemExit leaves no trace
+    by the time atexit runs), then does exactly what it did."""
+    original = sys.exit
+
+    def noting_exit(status: object = None, /) -> Any:
+        code = 0 if status is None else status if isinstance(status, int) else 1
+        _EXIT_STATUS.append(code)
+        return original(status)  # type: ignore[arg-type]  # as the program passed it
+
+    sys.exit = noting_exit
 
 
 def _watch_setrlimit(recorder: Recorder) -> None:
@@ -220,6 +241,7 @@ def _started() -> Recorder | None:
     recorder.open()
     RECORDER = recorder
     atexit.register(_on_exit)
+    _watch_exit()
     os.register_at_fork(after_in_child=_after_fork)
     _watch_setrlimit(recorder)
     return recorder

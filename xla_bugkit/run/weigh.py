@@ -1,0 +1,160 @@
+"""The run's failure, weighed against what its failing process recorded about itself.
+
+``classify`` reads the run's output, which can lose exactly what matters: pytest's capture
+swallows XLA's fatal line, a worker's death shows only as its parent's last message, two
+reader threads may deliver a process's lines out of order. The hook's record of the
+failing process (``processes.failing``) is written by the process itself, one line at a
+time, and does not depend on any of that; where the two disagree, the record decides, and
+the failure says what it rests on (``Failure.evidence``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from xla_bugkit.failure.classify import Failure, Kind, Phase, seconds
+from xla_bugkit.failure.signature import normalise
+from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.processes import Culprit
+
+# faulthandler's first line for each fatal signal it catches.
+_FATAL_SIGNALS = {
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Bus error": "SIGBUS",
+    "Floating point exception": "SIGFPE",
+    "Illegal instruction": "SIGILL",
+}
+_FATAL_LINE = re.compile(r"^Fatal Python error: (?P<what>[^\n]+)$", re.M)
+# What the run's own output may say that the record cannot improve on.
+_CAPTURED = (Kind.WRONG_RESULT, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
+
+
+def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
+    """``failure`` with what the failing process recorded: it crashed on a signal inside
+    XLA (its own fatal line lost, or hidden behind a parent's exit), it was compiling or
+    running a given module, or it was stopped while XLA was busy."""
+    if culprit is None or failure.evidence is not None:  # nothing to weigh, or done
+        return failure
+    p = culprit.process
+    crashed = _fatal_signal(p)
+    busy = p.unfinished
+    if failure.stopped_by is not None:
+        return _stopped(failure, busy, culprit)
+    if crashed is not None and failure.kind not in _CAPTURED:
+        return _crashed(failure, crashed, busy, culprit)
+    if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and busy is not None:
+        return _with_busy(failure, busy)
+    raised = next((e for e in reversed(p.events) if e.error), None)
+    errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
+    if failure.kind in errors and raised is not None and not _said_busy(failure):
+        if raised.kind == "compile":
+            return replace(
+                failure, kind=Kind.COMPILE_ERROR, phase=Phase.COMPILE, compiling=_name(raised)
+            )
+        return replace(failure, kind=Kind.RUNTIME_ERROR, phase=Phase.RUN, executing=_name(raised))
+    return failure
+
+
+def _fatal_signal(p: ProcessEvidence) -> str | None:
+    """The signal that killed ``p``, from faulthandler's stack of it; None if none did."""
+    found = _FATAL_LINE.search(p.stack or "")
+    if found is None:
+        return None
+    what = found.group("what").strip()
+    return _FATAL_SIGNALS.get(what, what)
+
+
+def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit) -> Failure:
+    """The failing process died on ``signal``. Its fatal line is the run's when the output
+    has one; otherwise the message was not captured, and the record says what it can."""
+    compiling = busy is not None and busy.kind == "compile"
+    kind = Kind.COMPILE_CRASH if compiling else Kind.CRASH
+    own = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and not failure.message_lost
+    headline = failure.headline if own else f"killed by {signal}"
+    rests_on = f"{culprit.label} died on {signal} ({culprit.why})"
+    if not own and failure.kind is not Kind.SUCCESS and failure.headline:
+        rests_on += f"; the run's own last message was: {failure.headline[:160]}"
+    weighed = replace(
+        failure,
+        kind=kind,
+        phase=Phase.COMPILE if compiling else Phase.RUN if busy else failure.phase,
+        headline=headline,
+        signature=failure.signature if own else normalise(headline),
+        signal=signal,
+        message_lost=not own,
+        exception=None if not own else failure.exception,
+        evidence=rests_on,
+    )
+    return _with_busy(weighed, busy) if busy is not None else weighed
+
+
+def _with_busy(failure: Failure, busy: Event) -> Failure:
+    """``failure`` naming the compilation or execution its process never finished."""
+    name = _name(busy)
+    if busy.kind == "compile":
+        return replace(failure, phase=Phase.COMPILE, compiling=name, kind=_compile_kind(failure))
+    return replace(failure, phase=Phase.RUN, executing=name, compiling=None, kind=Kind.CRASH)
+
+
+def _compile_kind(failure: Failure) -> Kind:
+    return Kind.COMPILE_CRASH if failure.kind in (Kind.CRASH, Kind.COMPILE_CRASH) else failure.kind
+
+
+def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
+    """A run stopped by its timeout or by the user: a hang when the failing process had a
+    compilation or execution under way, whatever the order its output lines arrived in."""
+    if busy is None:
+        if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
+            # The output's compile log said busy; the process's own record says it had
+            # finished every compilation and execution it started.
+            return replace(
+                failure,
+                kind=Kind.INTERRUPTED,
+                headline="stopped by the user",
+                signature="interrupted",
+                evidence=f"{culprit.label} had no compilation or execution under way",
+            )
+        return failure
+    doing = "compiling" if busy.kind == "compile" else "executing"
+    name, call = _name(busy), _call(busy)
+    how = "killed by the timeout" if failure.stopped_by == "timeout" else "stopped by the user"
+    stalled = (
+        f" with no output for {seconds(failure.stalled_seconds)}"
+        if failure.stalled_seconds is not None
+        else ""
+    )
+    after = f" after {seconds(failure.ran_seconds)}" if failure.ran_seconds is not None else ""
+    return replace(
+        failure,
+        kind=Kind.HANG,
+        phase=Phase.COMPILE if busy.kind == "compile" else Phase.RUN,
+        headline=f"XLA was {doing} {call}{stalled}; {how}{after}",
+        signature="hang",
+        compiling=name if busy.kind == "compile" else failure.compiling,
+        executing=None if busy.kind == "compile" else name,
+        evidence=f"{culprit.label} recorded that it was {doing} {call} when it was stopped",
+    )
+
+
+_CALL = re.compile(r"^(?:jit|pmap|xla_pmap)\((?P<name>.*)\)$")
+
+
+def _name(event: Event) -> str:
+    """The function's name as JAX's log gives it ("train_step" of "jit(train_step)")."""
+    call = _CALL.match(event.fun)
+    if call is not None:
+        return call.group("name")
+    return event.module.removeprefix("jit_") if event.module else event.fun
+
+
+def _call(event: Event) -> str:
+    """The call as JAX's log shows it: "jit(train_step)"."""
+    if event.fun or not event.module.startswith("jit_"):
+        return event.fun or event.module
+    return f"jit({_name(event)})"
+
+
+def _said_busy(failure: Failure) -> bool:
+    return failure.compiling is not None or failure.executing is not None
