@@ -610,3 +610,31 @@ def test_an_asynchronous_failure_is_its_inner_status_as_a_replay_raises_it() -> 
     old = replace(failure, signature="INTERNAL: Error dispatching computation: Out of memory "
                   "allocating N bytes.")  # fmt: skip
     assert old.same_bug(replayed)
+
+
+def test_a_wrong_result_is_the_line_of_the_check_that_failed() -> None:
+    # A program that runs two checks: the one that passed prints a count of zero after the
+    # one that failed; the failed one is the failure, wherever it lands in the output.
+    output = (
+        "evaluating 144000 points\n"
+        "SHARDING CHECK FAILED: sharded eval_radii differs from numpy at 12876 of 144000 "
+        "points\n"
+        "single-device run vs numpy: 0 mismatches\n"
+        "Mismatched elements: 0 / 144000\n"
+        "NaN count: 0\n"
+        "done\n"
+    )
+    failure = classify(output, exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.headline.startswith("SHARDING CHECK FAILED: sharded eval_radii differs")
+    # A line that counts nothing wrong is never the failure.
+    assert classify("vs numpy: 0 mismatches\n", exit_status=1).kind is Kind.EXIT
+
+
+def test_a_launchers_prefix_does_not_hide_xlas_fatal_line() -> None:
+    fatal = "F1204 10:00:00.000000  1234 algebraic_simplifier.cc:586] Check failed: a == b"
+    for prefix in ("[rank1] ", "[rank1]: ", "[default1]:", "1: ", "[1,0]<stderr>:", "(pid=77) "):
+        output = f"{prefix}starting\n{prefix}{fatal}\n"
+        failure = classify(output, exit_status=-6)
+        assert failure.site == "algebraic_simplifier.cc:586", prefix
+        assert failure.headline == "algebraic_simplifier.cc:586] Check failed: a == b", prefix

@@ -1,4 +1,5 @@
-"""run_hlo_module's comparison rule: both bounds exceeded, NaN/Inf always, exact types exact."""
+"""run_hlo_module's comparison rule, scaled: both bounds exceeded, NaN/Inf always, exact
+types exact."""
 
 from __future__ import annotations
 
@@ -26,6 +27,24 @@ def test_a_mismatch_needs_both_bounds_exceeded() -> None:
     assert result.first_indices == ((0, 2),)
     assert abs(result.max_abs - 0.5) < 1e-12
     assert abs(result.max_rel - 1.0) < 1e-12
+
+
+def test_the_absolute_bound_follows_the_scale_of_the_reference() -> None:
+    # An output of values near 1.5e-5 (a kernel density, say), one of them 24% off: every
+    # error is under 1e-5, yet it is as wrong as 1.24 for 1.0.
+    expected = np.full(8, 1.5e-5, np.float32)
+    actual = expected.copy()
+    actual[3] = 1.9e-5
+    result = compare_arrays(actual, expected)
+    assert result.mismatches == 1 and result.first_indices == ((0, 3),)
+    # Rounding of the same computation in another order stays close, at any scale.
+    for scale in (1e-6, 1.0, 1e6):
+        values = np.linspace(0.5, 1.0, 64, dtype=np.float32) * np.float32(scale)
+        nudged = np.nextafter(values, np.float32(np.inf))
+        assert compare_arrays(nudged, values).close
+    # bfloat16 rounds at 2**-8: a few units in its last place are not a wrong result.
+    ones = np.ones(4, ml_dtypes.bfloat16)
+    assert compare_arrays(ones, ones.astype(np.float32) + 0.004).close
 
 
 def test_bounds_can_be_loosened() -> None:

@@ -117,6 +117,8 @@ def _record_evidence(f: Failure) -> str | None:
         return f"XLA returned the status {f.status_code}"
     if f.exception and _XLA_EXCEPTIONS.search(f.exception):
         return f"XLA raised {f.exception}"
+    if f.evidence and f.kind in (Kind.COMPILE_CRASH, Kind.CRASH, Kind.HANG):
+        return f.evidence  # the failing process's own record
     if f.kind in _CRASH_KINDS:
         return f"the output shows XLA's {f.kind.value}"
     doing = {Phase.COMPILE: "compiling", Phase.RUN: "running compiled code"}.get(f.phase)
@@ -184,6 +186,12 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         if failure.phase is Phase.COMPILE and t.where:
             return issue.cut_title(f"{xla} hang while compiling {t.where}")
         return issue.cut_title(f"{xla} hang{where}")
+    died = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+    if died and failure.site is None and failure.headline.startswith("killed by "):
+        # No message to quote: what died, on which signal, doing what.
+        doing = "compiling" if failure.kind is Kind.COMPILE_CRASH else "running"
+        sig = f" ({failure.signal})" if failure.signal else ""
+        return issue.cut_title(f"{xla} crash{sig} while {doing} {t.where or 'a module'}")
     return issue.title_for(
         failure.kind.value, failure.signature or failure.headline, platform=platform
     )

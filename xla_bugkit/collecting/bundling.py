@@ -16,7 +16,7 @@ from pathlib import Path
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import trackers, triage
 from xla_bugkit.choose.selection import Selection
-from xla_bugkit.collecting import workdir
+from xla_bugkit.collecting import own_flags, workdir
 from xla_bugkit.collecting.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
 from xla_bugkit.collecting.replays import Replays
 from xla_bugkit.collecting.stages import (
@@ -87,6 +87,21 @@ def bundle_from(
         run = with_replayed_message(run, replays.verdicts)
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
+        own = (
+            own_flags.probe(
+                dump_dir,
+                selection,
+                run,
+                replays.verdicts,
+                timeout=run.failure.replay_timeout(options.replay_timeout),
+                use_data=options.data,
+                ui=ui,
+            )
+            if not replays.interrupted
+            else None
+        )
+        if own is not None:
+            found = Dumps(found.index, (own.finding(), *found.problems))
         try:
             with ui.phase("writing the bundle"):
                 manifest, size = write_bundle(
@@ -105,6 +120,7 @@ def bundle_from(
         manifest,
         fmt,
         replay_interrupted=replays.interrupted,
+        own_flags=own.finding() if own is not None else None,
         judged=triage.triage(run.failure, replays.verdicts, module=_first(selection)),
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo

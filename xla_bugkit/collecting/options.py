@@ -69,6 +69,7 @@ class CollectResult:
     replay_interrupted: bool = False  # Ctrl-C stopped the replay stage
     judged: Triage | None = None  # whether it looks like XLA's bug, and why (None: no bundle)
     tracker: str | None = None  # where its issue goes ("owner/name")
+    own_flags: str | None = None  # the run's own XLA flags as a cause (``own_flags``)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ def render_summary(result: CollectResult, *, verbose: bool = False) -> str:
         tracker=result.tracker,
         manifest=result.manifest,
         verbose=verbose,
+        own_flags=result.own_flags,
     )
 
 
@@ -64,10 +65,13 @@ def summary(
     tracker: str,
     manifest: Manifest,
     verbose: bool = False,
+    own_flags: str | None = None,
 ) -> str:
     """The closing lines of ``collect``: what was chosen and why, the verdict (``judged``),
     what it shares, what next (no issue link to ``tracker`` when nothing points at XLA)."""
     lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
+    if own_flags is not None:
+        lines.append(f"  first: {own_flags}")
     if run.culprit is not None and run.culprit.others:
         lines.append(
             f"  failing process: {run.culprit.label}: {run.culprit.why} "
@@ -91,7 +95,7 @@ def summary(
     ):
         lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")
-    lines += _shared(manifest, verbose)
+    lines += _shared(manifest, verbose, said=(own_flags,))
     if size > config.MAX_SIZE:
         lines.append(f"  note: over GitHub's {config.MAX_SIZE // 10**6} MB attachment limit")
     if fmt == "7z" and path is not None:
@@ -127,8 +131,9 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
 
 
-def _shared(manifest: Manifest, verbose: bool) -> list[str]:
-    """What leaves the machine: the files (all of them with -v), redactions and drops."""
+def _shared(manifest: Manifest, verbose: bool, said: Sequence[str | None] = ()) -> list[str]:
+    """What leaves the machine: the files (all of them with -v), redactions and drops; the
+    notes not ``said`` already."""
     files = manifest["files"]
     total = sum(f["size"] for f in files)
     top = [f["path"] for f in files if not f["path"].startswith(f"{members.MODULES}/")]
@@ -139,7 +144,7 @@ def _shared(manifest: Manifest, verbose: bool) -> list[str]:
     ]
     if verbose:
         lines += [f"    {f['size']:>10,}  {f['path']}" for f in files]
-    lines += [f"  {note}" for note in manifest["notes"]]
+    lines += [f"  {note}" for note in manifest["notes"] if note not in said]
     lines.append(f"  inputs: {manifest['data']}")
     sources = [f["path"] for f in files if f["path"].startswith(f"{SOURCE_DIR}/")]
     if sources:

@@ -307,6 +307,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             site=site,
             status_code=status[1] if status else None,
             function=tf_function(output),
+            message_lost=fatal is None,  # a signal and no fatal line in the output
         )
     graph = graph_that_raised(output, status)
     from_xla = status is not None and (

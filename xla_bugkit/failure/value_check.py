@@ -17,6 +17,14 @@ _WRONG_WORDS = (
     re.compile(r"\bmismatch(?:es|ed)?\b|\bnot (?:all)?close\b|\bnot equal\b|\bdiffers?\b", re.I),
     re.compile(r"\bnan\b|\binf\b", re.I),
 )
+# A line that counts nothing wrong: "0 mismatches", "mismatches: 0", "no differences".
+_NOTHING_WRONG = re.compile(
+    r"\b(?:0|zero|no)\s+(?:\w+\s+)?(?:mismatch|differ|error|wrong|nan)\w*|"
+    r"\b(?:mismatch|difference|error|nan)\w*(?:\s+\w+)?\s*[:=]\s*0+(?:\.0+)?(?![\d.])",
+    re.I,
+)
+# A check that says it failed ("SHARDING CHECK FAILED: ... differs"): stronger than a count.
+_FAILED = re.compile(r"\bFAIL(?:ED|URE|S)?\b|\bcheck failed\b", re.I)
 # "shape mismatch", "dtype mismatch": a program's mistake, not a wrong value.
 _NOT_A_VALUE = re.compile(r"\b(?:shape|dtype|type|rank|ndim|length|size)s?\b", re.I)
 # Exceptions that are a check of values by their nature: asserts (np.testing's too) and
@@ -64,12 +72,13 @@ def _is_value_error(exc: str) -> bool:
 
 
 def _wrong_words(line: str) -> int:
-    """How strongly ``line`` says a value is wrong: 3 (says "wrong") to 0 (not at all)."""
-    if _NOT_A_VALUE.search(line):
+    """How strongly ``line`` says a value is wrong: 4 (a failed check that says how) to 0
+    (not at all, or it counts nothing wrong: "vs numpy: 0 mismatches")."""
+    if _NOT_A_VALUE.search(line) or _NOTHING_WRONG.search(line):
         return 0
     for strength, words in zip((3, 2, 1), _WRONG_WORDS, strict=True):
         if words.search(line):
-            return strength
+            return strength + (1 if _FAILED.search(line) else 0)
     return 0
 
 

@@ -1,9 +1,13 @@
-"""Compare a replay's outputs with a reference, by run_hlo_module's rule.
+"""Compare a replay's outputs with a reference, by run_hlo_module's rule, scaled.
 
-An element mismatches when its absolute error exceeds ``abs_bound`` *and* its relative error
-exceeds ``rel_bound`` (1e-3 each by default), so tiny values and large values are both judged
-fairly. A NaN where the reference has none (or the reverse) always mismatches, as does an
-infinity that the reference does not have. Integers, booleans and shapes must match exactly.
+An element mismatches when its absolute error exceeds the absolute bound *and* its relative
+error exceeds ``rel_bound`` (1e-3), so tiny values and large values are both judged fairly.
+The absolute bound follows the scale of the reference: ``abs_bound`` (1e-3) for an output of
+values around 1 or more, that much less for an output of small values (an output of values
+near 1e-5 that is 24% off is wrong, though each error is under 1e-5), and never under a few
+units in the last place of the output's type. A NaN where the reference has none (or the
+reverse) always mismatches, as does an infinity that the reference does not have. Integers,
+booleans and shapes must match exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 
 ABS_BOUND = 1e-3
 REL_BOUND = 1e-3
+ULPS = 8  # rounding a fused or reordered computation may add, in units of the last place
 # How many differing positions a report lists.
 MAX_INDICES = 5
 
@@ -110,7 +115,7 @@ def compare_arrays(
         return Comparison(notes=(f"output {output}: dtype {actual.dtype} vs {expected.dtype}",))
     if _is_floating(actual):
         abs_err, rel_err = _errors(actual, expected)
-        bad = (abs_err > abs_bound) & (rel_err > rel_bound)
+        bad = (abs_err > _scaled(abs_bound, actual, expected)) & (rel_err > rel_bound)
         nans = int(np.count_nonzero(np.isnan(_as_float(actual))))
     else:
         # Exact types: any difference counts; errors are reported as plain magnitudes.
@@ -129,6 +134,28 @@ def compare_arrays(
         nans=nans,
         first_indices=indices,
     )
+
+
+def _scaled(abs_bound: float, actual: np.ndarray, expected: np.ndarray) -> float:
+    """The absolute bound for an output whose reference is ``expected``: ``abs_bound``
+    times the reference's largest finite magnitude where that is under 1, and at least
+    ``ULPS`` units in the last place of the output's type at that magnitude."""
+    magnitudes = np.abs(_as_float(expected))
+    finite = magnitudes[np.isfinite(magnitudes)]
+    scale = float(np.max(finite)) if finite.size else 0.0
+    eps = _eps(actual.dtype)
+    # An all-zero reference has no scale: a thousandth of a unit in the last place at 1.
+    return max(abs_bound * min(scale, 1.0), ULPS * eps * scale, abs_bound * eps)
+
+
+def _eps(dtype: np.dtype) -> float:
+    """The spacing of ``dtype`` at 1 (bf16's and float8's through ml_dtypes)."""
+    try:
+        return float(np.finfo(dtype).eps)
+    except ValueError:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype).eps)  # type: ignore[no-untyped-call]
 
 
 def _max(errors: np.ndarray) -> float:

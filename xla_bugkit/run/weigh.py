@@ -74,7 +74,7 @@ def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit
     own = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and not failure.message_lost
     headline = failure.headline if own else f"killed by {signal}"
     rests_on = f"{culprit.label} died on {signal} ({culprit.why})"
-    if not own and failure.kind is not Kind.SUCCESS and failure.headline:
+    if not own and failure.kind is not Kind.SUCCESS and not failure.message_lost:
         rests_on += f"; the run's own last message was: {failure.headline[:160]}"
     weighed = replace(
         failure,

@@ -1,0 +1,98 @@
+"""weigh: the failing process's own record outweighs what its output let through."""
+
+from __future__ import annotations
+
+from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
+from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.processes import Culprit, failing
+from xla_bugkit.run.weigh import weigh
+
+ABORTED = "Fatal Python error: Aborted\n\nThread 0x01 (most recent call first):\n  File ..."
+SEGFAULT = "Fatal Python error: Segmentation fault\n\nCurrent thread 0x01:\n  File ..."
+
+
+def process(
+    pid: int, *events: Event, stack: str | None = None, **fields: object
+) -> ProcessEvidence:
+    return ProcessEvidence(pid, 1, ("python",), events, platform="cpu", stack=stack, **fields)  # type: ignore[arg-type]
+
+
+def compiling(n: int, name: str, *, ended: float | None = None) -> Event:
+    return Event("compile", n, f"jit_{name}", n, fun=f"jit({name})", started=n, ended=ended)
+
+
+def running(n: int, name: str, *, ended: float | None = None) -> Event:
+    return Event("execute", n, f"jit_{name}", n, started=n, ended=ended)
+
+
+def test_a_crash_whose_fatal_line_was_captured_away() -> None:
+    # pytest's fd capture: the run shows only the signal; the process was compiling.
+    run = classify("collected 3 items\n\ntest_model.py .", exit_status=-6)
+    assert run.headline == "killed by SIGABRT" and run.kind is Kind.CRASH
+    culprit = failing([process(7, compiling(1, "augment"), stack=ABORTED)])
+    weighed = weigh(run, culprit)
+    assert weighed.kind is Kind.COMPILE_CRASH and weighed.phase is Phase.COMPILE
+    assert weighed.compiling == "augment" and weighed.signal == "SIGABRT"
+    assert weighed.message_lost
+    assert weighed.evidence == "pid 7 died on SIGABRT (it crashed while compiling jit_augment)"
+    assert weigh(weighed, culprit) == weighed  # weighed once
+
+
+def test_a_workers_death_behind_its_parents_exit() -> None:
+    # The parent (no jax) prints its own error and exits 1; a spawn worker died in XLA.
+    run = classify("RuntimeError: worker 2 died\n", exit_status=1)
+    assert run.kind is Kind.EXIT
+    worker = process(9, running(1, "eval_step"), stack=SEGFAULT)
+    healthy = process(8, running(1, "eval_step", ended=2.0), exited=True, exit_status=0)
+    culprit = failing([healthy, worker])
+    assert culprit is not None and culprit.process.pid == 9
+    weighed = weigh(run, culprit)
+    assert weighed.kind is Kind.CRASH and weighed.signal == "SIGSEGV"
+    assert weighed.executing == "eval_step" and weighed.message_lost
+    assert "the run's own last message was: RuntimeError: worker 2 died" in str(weighed.evidence)
+
+
+def test_a_captured_fatal_line_stays_the_headline() -> None:
+    output = "F1204 10:00:00.000000  1 buffer_assignment_util.cc:46] Check failed: c == nullptr\n"
+    run = classify(output, exit_status=-6)
+    weighed = weigh(run, failing([process(7, compiling(1, "add_noise"), stack=ABORTED)]))
+    assert weighed.headline == run.headline and not weighed.message_lost
+    assert weighed.kind is Kind.COMPILE_CRASH and weighed.compiling == "add_noise"
+
+
+def test_a_stop_is_a_hang_only_when_the_process_was_inside_xla() -> None:
+    stop = Stop("user", ran=20.0, stalled=12.0)
+    run = classify("ready\n", exit_status=-2, interrupted=True, stop=stop)
+    assert run.kind is Kind.INTERRUPTED
+    busy = weigh(run, failing([process(5, running(1, "scale"))]))
+    assert busy.kind is Kind.HANG and busy.executing == "scale"
+    assert busy.headline == (
+        "XLA was executing jit(scale) with no output for 12 s; stopped by the user after 20 s"
+    )
+    idle = weigh(run, failing([process(5, running(1, "scale", ended=3.0))]))
+    assert idle.kind is Kind.INTERRUPTED
+
+
+def test_runs_in_sequence_are_judged_by_the_last() -> None:
+    # `bash run.sh`: the program ran twice; the second run's sys.exit(1) is the command's.
+    first = process(3, running(1, "step", ended=1.5), exited=True, exit_status=0, exited_at=2.0)
+    second = process(4, Event("execute", 1, "jit_step", 1, started=5.0, ended=6.0),
+                     exited=True, exit_status=1, exit_how="sys.exit", exited_at=7.0)  # fmt: skip
+    culprit = failing([first, second])
+    assert culprit is not None and culprit.process.pid == 4
+    assert culprit.why == "it exited with status 1 (sys.exit)"
+    # Two that passed: the last one ran last, not the first to start XLA.
+    passed = process(4, Event("execute", 1, "jit_step", 1, started=5.0, ended=6.0),
+                     exited=True, exit_status=0, exited_at=7.0)  # fmt: skip
+    again = failing([first, passed])
+    assert again is not None and again.process.pid == 4
+    assert again.why == "no process recorded a failure; the last of 2 that ran one after another"
+    # Ranks that overlap are not a sequence: the first to stop still wins among equals.
+    overlapping = process(4, running(1, "step"), exited=False)
+    assert failing([process(3, running(1, "step")), overlapping]).process.pid == 3  # type: ignore[union-attr]
+
+
+def test_nothing_recorded_leaves_the_failure_as_it_was() -> None:
+    run = Failure(Kind.EXIT, Phase.UNKNOWN, "ValueError: x", "ValueError: x", 1)
+    assert weigh(run, None) is run
+    assert weigh(run, Culprit(process(1), "it exited normally")) == run

@@ -1,0 +1,84 @@
+"""The run's own XLA flags as a cause: one replay without them.
+
+A wrapper script or the program itself may set XLA flags (``--xla_disable_all_hlo_passes``,
+``--xla_cpu_parallel_codegen_split_count=-1``, a pass disabled). When the module fails with
+them and not without, that is the first thing a maintainer asks, and the user may have
+caused the failure: collect says so before it points at any tracker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from xla_bugkit import flags
+from xla_bugkit.choose.selection import Selection
+from xla_bugkit.replay import judge
+from xla_bugkit.replay.context import RunContext
+from xla_bugkit.replay.inputs import module_files, replay_input
+from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.ui import Ui
+
+
+@dataclass(frozen=True)
+class OwnFlags:
+    """The flags the run set, and how the failing module replayed without them."""
+
+    flags: tuple[str, ...]
+    without: Verdict
+
+    @property
+    def needed(self) -> bool:
+        """The module fails with the run's flags and not without them."""
+        return not self.without.reproduced
+
+    def finding(self) -> str:
+        """One line for the summary and the report."""
+        named = " ".join(self.flags)
+        if self.needed:
+            return (
+                f"this run set non-default XLA flags ({named}); without them the module does "
+                f"not fail ({self.without.outcome.value}: {self.without.evidence[:160]}): "
+                "check that they are meant, then report it with them"
+            )
+        return f"this run set non-default XLA flags ({named}); it fails without them too"
+
+
+def probe(
+    root: Path,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    *,
+    timeout: float,
+    use_data: bool,
+    ui: Ui,
+) -> OwnFlags | None:
+    """Replay the first module that reproduced the failure without the XLA flags that the
+    run set (its XLA_FLAGS in force, less the dump flags and the device count); None when it
+    set none, or nothing reproduced."""
+    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in judge.PROCESS_FLAGS)
+    proof = next((v for v in verdicts if v.reproduced), None)
+    chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
+    if not own or proof is None or chosen is None:
+        return None
+    m = chosen.module
+    inp = replay_input(m.label, module_files(root, m), m.platform)
+    if inp is None:
+        return None
+    context = RunContext(run.flags_in_force, run.memory_cap)
+    names = {flags.name_of(f) for f in own}
+    kept = tuple(f for f in context.input(inp).xla_flags if flags.name_of(f) not in names)
+    bare = replace(inp, xla_flags=kept, flags_given=True)
+    with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
+        without = judge.replay(
+            bare,
+            expected=run.failure,
+            timeout=timeout,
+            memory_limit=context.memory_limit(inp),
+            use_data=use_data,
+            reference=proof.outcome.name == "REPRODUCED_WRONG",
+        )
+    return OwnFlags(own, without)
