@@ -37,6 +37,19 @@ def test_versions_without_probing() -> None:
     assert "device info: not probed" in text
 
 
+def test_the_programs_interpreter_is_reported_not_ours() -> None:
+    # xla-bugkit installed in a venv of its own (pipx): the hook recorded the program's.
+    program = {"python": "3.12.7", "python_executable": "/opt/project/.venv/bin/python",
+               "jax": "0.4.38", "jaxlib": "0.4.38", "numpy": "1.26.4"}  # fmt: skip
+    report = collect_env(Redactor(), environ=_cpu_env(), program=program)
+    assert (report.version("jax"), report.version("jaxlib")) == ("0.4.38", "0.4.38")
+    assert report.version("numpy") == "1.26.4"
+    assert report.version("xla-bugkit") == __version__  # ours, whatever the program's
+    assert report.version("protobuf") != NOT_INSTALLED  # not recorded: this machine's
+    assert report.python == "3.12.7"
+    assert "python: 3.12.7" in report.to_text()
+
+
 def test_collecting_does_not_import_jax_backends() -> None:
     # A backend initialised here would fix XLA_FLAGS for the rest of the process.
     code = (

@@ -13,6 +13,7 @@ import platform
 import shutil
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -132,6 +133,7 @@ def collect_env(
     probe_devices: bool = False,
     environ: dict[str, str] | None = None,
     seen: SeenDevices | None = None,
+    program: Mapping[str, str] | None = None,
 ) -> EnvReport:
     """Collect the report; the devices are ``seen``'s, else with ``probe_devices`` a child
     ``python -c`` lists jax's devices.
@@ -146,10 +148,11 @@ def collect_env(
         devices, summary = _probe_devices(env, redactor)
     else:
         devices, summary = (), "not probed"
+    program = program or {}
     return EnvReport(
-        versions=_versions(),
-        python=sys.version.replace("\n", " "),
-        python_executable=redactor.text(sys.executable),
+        versions=_versions(program),
+        python=program.get("python") or sys.version.replace("\n", " "),
+        python_executable=redactor.text(program.get("python_executable") or sys.executable),
         uname=_uname(redactor),
         cpu_model=redactor.text(_cpu_model()),
         cpu_count=os.cpu_count(),
@@ -161,9 +164,11 @@ def collect_env(
     )
 
 
-def _versions() -> tuple[tuple[str, str], ...]:
+def _versions(program: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """xla-bugkit's version, then the program's (as its interpreter imported them, where the
+    hook recorded them; xla-bugkit may run from a venv of its own), then this one's."""
     pairs = [("xla-bugkit", __version__)]
-    pairs += [(d, _dist_version(d)) for d in _CORE_DISTS]
+    pairs += [(d, program.get(d.replace("-", "_")) or _dist_version(d)) for d in _CORE_DISTS]
     pairs += [(d, v) for d in _PLUGIN_DISTS if (v := _dist_version(d)) != NOT_INSTALLED]
     return tuple(pairs)
 

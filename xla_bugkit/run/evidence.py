@@ -11,7 +11,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``backend``    the moment XLA's backend started in this process: ``platform``, ``rank``,
                ``processes``, ``devices``, ``env`` (``XLA_FLAGS``, ``LIBTPU_INIT_ARGS`` as in
                force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``,
-               ``local_devices``, ``device_kind``, ``device_list`` (at most 64).
+               ``local_devices``, ``device_kind``, ``device_list`` (at most 64), ``versions``
+               (this interpreter's: ``python``, ``python_executable``, ``jax``, ``jaxlib``,
+               ``numpy``, ... as imported).
                One per platform started; the first holds the flags XLA read.
 ``compile``    a compilation started: ``n`` (sequence number in this process), ``fun``
                (``jit(f)``), ``module`` (``jit_f``), ``id`` (the dump's module number, null when
@@ -111,6 +113,7 @@ class ProcessEvidence:
     device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
     inputs: tuple[SavedInputs, ...] = ()  # oldest first
+    versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
 
     @property
     def unfinished(self) -> Event | None:
@@ -208,6 +211,7 @@ def _load_one(path: Path) -> _Loaded | None:
         device_kind=str(main.get("device_kind") or ""),
         device_list=_texts(main.get("device_list")),
         inputs=tuple(inputs),
+        versions=_strings(main.get("versions")),
         pid_order=float(start.get("t", 0.0)),
     )
 
