@@ -96,3 +96,22 @@ def test_nothing_recorded_leaves_the_failure_as_it_was() -> None:
     run = Failure(Kind.EXIT, Phase.UNKNOWN, "ValueError: x", "ValueError: x", 1)
     assert weigh(run, None) is run
     assert weigh(run, Culprit(process(1), "it exited normally")) == run
+
+
+def test_an_xla_error_the_program_caught_and_logged() -> None:
+    # The program logs XLA's error with log.error and exits 1 on its own terms.
+    logged = (
+        "ERROR nightly: pair table failed: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    )
+    run = classify(f"{logged}\n", exit_status=1)
+    assert run.kind is Kind.EXIT
+    oom = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    raised = Event("execute", 1, "jit_pair_table", 4, started=1.0, ended=2.0, error=oom)
+    weighed = weigh(run, failing([process(6, raised, exited=True, exit_status=1)]))
+    assert weighed.kind is Kind.RUNTIME_ERROR and weighed.status_code == "RESOURCE_EXHAUSTED"
+    assert weighed.headline == "RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    assert weighed.executing == "pair_table"
+    assert str(weighed.evidence).endswith(f"its own message: {logged}")
+    # A Python error it caught is no XLA error: the run stays as it was.
+    python = Event("execute", 1, "jit_f", 4, started=1.0, ended=2.0, error="ValueError: bad")
+    assert weigh(run, failing([process(6, python, exited=True, exit_status=1)])) == run

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.classify import Failure, Kind, Phase, seconds
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify, seconds
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.run.evidence import Event, ProcessEvidence
 from xla_bugkit.run.processes import Culprit
@@ -48,6 +48,10 @@ def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
         return _with_busy(failure, busy)
     raised = next((e for e in reversed(p.events) if e.error), None)
     errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
+    if failure.kind is Kind.EXIT and raised is not None:
+        caught = _caught(failure, raised, culprit)
+        if caught.kind in errors:
+            return caught
     if failure.kind in errors and raised is not None and not _said_busy(failure):
         if raised.kind == "compile":
             return replace(
@@ -88,6 +92,22 @@ def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit
         evidence=rests_on,
     )
     return _with_busy(weighed, busy) if busy is not None else weighed
+
+
+def _caught(failure: Failure, raised: Event, culprit: Culprit) -> Failure:
+    """The XLA error the process recorded, which the program caught (logging it, say) before
+    it exited with a message of its own; a failure of another kind when it was no XLA error."""
+    compiling = raised.kind == "compile"
+    phase = Phase.COMPILE if compiling else Phase.RUN
+    caught = classify(f"{raised.error}\n", exit_status=failure.exit_status, phase=phase)
+    doing = "compiling" if compiling else "running"
+    return replace(
+        caught,
+        compiling=_name(raised) if compiling else None,
+        executing=None if compiling else _name(raised),
+        evidence=f"{culprit.label} recorded that XLA raised while {doing} {_call(raised)}; the "
+        f"program went on and ended with its own message: {failure.headline[:160]}",
+    )
 
 
 def _with_busy(failure: Failure, busy: Event) -> Failure:

@@ -1,0 +1,51 @@
+"""collect on programs of the shapes users have (tests/programs/shapes): each fails inside
+XLA for real, and the output or the process tree hides the failure from a reader of the
+output alone. The answer each must get is its folder's expect.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.programs import PROGRAMS, run_collect
+
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
+
+SHAPES = PROGRAMS / "shapes"
+
+
+def expected(shape: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((SHAPES / shape / "expect.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "pytest_crash",  # pytest's fd capture swallows XLA's CHECK line
+        "spawn_workers",  # a spawn worker dies in XLA; its parent (no jax) exits 1
+        "rank_launcher",  # a launcher prefixes each rank's lines with "[rank1] "
+        "run_twice",  # bash runs the program twice; the second run fails
+        "logging_info",  # the program logs XLA's error at ERROR and exits on its own
+    ],
+)
+def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
+    want = expected(shape)
+    argv = [sys.executable if word == "python" else word for word in want["command"]]
+    done = run_collect(tmp_path / "bundle.zip", argv, cwd=SHAPES / shape)
+    assert done.returncode == 0, done.stderr
+    m = done.manifest()
+    assert m["failure"]["kind"] == want["kind"], done.stderr
+    first = m["modules"][0]
+    assert first["name"] == want["module"], done.stderr
+    assert first["replay"]["outcome"] == want["replay"], done.stderr
+    if shape == "pytest_crash":
+        # The run only showed SIGABRT; the bundle names the CHECK, from the replay, and says so.
+        failure = m["failure"]
+        assert failure["message_lost"] is True and failure["site"]
+        assert failure["evidence"].startswith("the run's message was not captured; the replay's")
+        assert "Check failed" in m["title"]
+    if shape == "spawn_workers":
+        assert "died on SIGABRT" in m["failure"]["evidence"]
+        assert "no sign of an XLA bug" not in m["title"]
