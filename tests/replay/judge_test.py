@@ -83,6 +83,51 @@ def test_compile_crash_reproduces_with_its_site(dumps: dict[str, Dumped]) -> Non
     assert "Check failed: const_instr == nullptr" in verdict.evidence
 
 
+def test_a_crash_whose_message_was_lost_reproduces_by_how_it_died(
+    dumps: dict[str, Dumped],
+) -> None:
+    # The run only showed the signal (pytest's capture took XLA's line); the process was
+    # compiling: a replay that dies on the same signal while compiling reproduces it.
+    crash = dumps["crash"]
+    lost = replace(
+        crash.failure,
+        headline="killed by SIGABRT",
+        signature="killed by SIGABRT",
+        site=None,
+        message_lost=True,
+    )
+    verdict = replay(crash.module("jit__lambda"), expected=lost, reference=False)
+    assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
+    assert verdict.evidence.startswith(
+        "the run's message was not captured; the replay's: compile crash (SIGABRT): "
+        "buffer_assignment_util.cc:46] Check failed: const_instr == nullptr"
+    )
+    # Dying another way is another failure.
+    segv = replace(
+        lost, headline="killed by SIGSEGV", signature="killed by SIGSEGV", signal="SIGSEGV"
+    )
+    other = replay(crash.module("jit__lambda"), expected=segv, reference=False)
+    assert other.outcome is Outcome.NOT_REPRODUCED, other.evidence
+
+
+def test_an_interpreter_that_cannot_run_the_replay_leaves_it_to_ours(
+    dumps: dict[str, Dumped],
+) -> None:
+    # The base interpreter of this venv has no jax (nor xla-bugkit's dependencies): asked to
+    # replay under it, as under a program's own, the replay runs here and says so.
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    if not base.exists() or Path(sys.prefix) == Path(sys.base_prefix):
+        pytest.skip("no base interpreter apart from this one")
+    crash = dumps["crash"]
+    inp = replace(crash.module("jit__lambda"), python=str(base))
+    verdict = replay(inp, expected=crash.failure, reference=False)
+    assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
+    assert verdict.under.startswith("jaxlib 0.")
+    assert verdict.under.endswith(
+        f"of xla-bugkit's (the program's interpreter {base} could not run it)"
+    )
+
+
 def test_compile_crash_needs_its_flags(dumps: dict[str, Dumped]) -> None:
     crash = dumps["crash"]
     inp = ReplayInput("jit__lambda", crash.module("jit__lambda").hlo)

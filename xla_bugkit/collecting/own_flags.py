@@ -37,13 +37,18 @@ class OwnFlags:
     def finding(self) -> str:
         """One line for the summary and the report."""
         named = " ".join(self.flags)
-        if self.needed:
-            return (
-                f"this run set non-default XLA flags ({named}); without them the module does "
-                f"not fail ({self.without.outcome.value}: {self.without.evidence[:160]}): "
-                "check that they are meant, then report it with them"
-            )
-        return f"this run set non-default XLA flags ({named}); it fails without them too"
+        if not self.needed:
+            return f"this run set non-default XLA flags ({named}); it fails without them too"
+        failed = self.without.failure
+        without = (
+            "the module compiles and runs"
+            if failed is None
+            else f"the module fails otherwise ({failed.describe[:160]})"
+        )
+        return (
+            f"this run set non-default XLA flags ({named}); without them {without}: the "
+            "failure needs them, so check that they are meant before reporting it"
+        )
 
 
 def probe(
@@ -68,10 +73,11 @@ def probe(
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
-    context = RunContext(run.flags_in_force, run.memory_cap)
+    context = RunContext(run.flags_in_force, run.memory_cap, python=run.program_python)
     names = {flags.name_of(f) for f in own}
-    kept = tuple(f for f in context.input(inp).xla_flags if flags.name_of(f) not in names)
-    bare = replace(inp, xla_flags=kept, flags_given=True)
+    as_run = context.input(inp)
+    kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in names)
+    bare = replace(as_run, xla_flags=kept, flags_given=True)
     with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
         without = judge.replay(
             bare,

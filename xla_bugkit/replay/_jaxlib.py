@@ -68,7 +68,14 @@ def _xla_client() -> Any:
 
 
 def _hlo() -> Any:
-    return _attr(_lib(), "hlo", "the HLO module bindings (jax._src.lib.hlo)")
+    """The HLO module bindings: ``jax._src.lib.hlo`` from jaxlib 0.10.2; before it, the
+    same names on ``jax._src.lib._jax``."""
+    lib = _lib()
+    for name in ("hlo", "_jax"):
+        found = getattr(lib, name, None)
+        if found is not None and hasattr(found, "HloModule"):
+            return found
+    raise _lacks("the HLO module bindings (jax._src.lib.hlo)")
 
 
 def _backends() -> dict[str, Any]:

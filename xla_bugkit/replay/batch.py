@@ -67,9 +67,11 @@ def replay_batch(
             (out / protocol.SPEC).write_text(json.dumps(spec))
             paths.append(str(out / protocol.SPEC))
         (Path(tmp) / "batch.json").write_text(json.dumps(paths))
-        argv = [sys.executable, "-m", "xla_bugkit.replay.batch", str(Path(tmp) / "batch.json")]
+        # The batch runs under the first module's interpreter (the program's, or this one).
+        python = inps[0].python or sys.executable
+        argv = [python, "-m", "xla_bugkit.replay.batch", str(Path(tmp) / "batch.json")]
         limits = proc.Limits(memory_bytes=memory_limit) if memory_limit else None
-        env = child_env(env_flags(inps[0]), inps[0].platform)
+        env = child_env(env_flags(inps[0]), inps[0].platform, inps[0].python)
         done = proc.run_captured(argv, env=env, timeout=timeout, limits=limits)
         verdicts: list[Verdict | None] = []
         for i, (text, status) in enumerate(_parts(done.output)):

@@ -3,8 +3,12 @@ started ahead of their modules (``Spares``), which import jax while the parent w
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,18 +17,45 @@ from xla_bugkit import flags, proc
 from xla_bugkit.replay import protocol
 
 
-def child_env(xla_flags: tuple[str, ...], platform: str) -> dict[str, str]:
-    """The environment of a replay child: ours, with ``xla_flags`` and ``platform``."""
+def child_env(
+    xla_flags: tuple[str, ...], platform: str, python: str | None = None
+) -> dict[str, str]:
+    """The environment of a replay child: ours, with ``xla_flags`` and ``platform``;
+    ``python``: the child runs under another interpreter (the program's), which has its own
+    jax but maybe not protobuf, which the worker reads protos with: ours is lent to it."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     env["JAX_PLATFORMS"] = platform
     # The child imports this package from wherever the parent found it.
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    package_root = str(Path(__file__).resolve().parents[2])
+    lent = _protobuf_alone() if python is not None else None
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH"), lent]))
     return env
 
 
+@functools.cache
+def _protobuf_alone() -> str | None:
+    """A folder holding only our ``google`` namespace (protobuf: abi3 wheels, so any
+    Python 3 loads it), for another interpreter's path: put last, it shadows none of that
+    interpreter's own packages. Removed when this process exits."""
+    import google.protobuf
+
+    google_dir = Path(google.protobuf.__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix="xla-bugkit-protobuf-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    try:
+        (folder / "google").symlink_to(google_dir, target_is_directory=True)
+    except OSError:
+        return None
+    return str(folder)
+
+
 WORKER = (sys.executable, "-m", "xla_bugkit.replay.worker")
+
+
+def worker(python: str | None) -> tuple[str, ...]:
+    """The replay child's command under ``python`` (None: this interpreter)."""
+    return WORKER if python is None else (python, *WORKER[1:])
 
 
 class Spares:

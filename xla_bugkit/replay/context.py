@@ -30,6 +30,9 @@ class RunContext:
     process_flags: tuple[str, ...] = ()  # XLA_FLAGS in force in the process that compiled it
     memory_cap: int | None = None  # an address-space limit that process set itself
     framework: Framework | None = None  # the framework that handed XLA the module
+    # The program's interpreter, when its jaxlib is not xla-bugkit's: replays run under it.
+    # Only collect sets it, from its own run; a bundle's record never names an interpreter.
+    python: str | None = None
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -43,6 +46,7 @@ class RunContext:
 
     def input(self, inp: ReplayInput) -> ReplayInput:
         """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
+        inp = replace(inp, python=self.python) if self.python is not None else inp
         if inp.flags_given:
             return inp
         return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))

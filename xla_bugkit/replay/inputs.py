@@ -36,6 +36,9 @@ class ReplayInput:
     # xla_flags were given by hand: they replace every recorded flag, including the debug
     # options and overrides recorded in compile_options.pb.
     flags_given: bool = False
+    # The interpreter to replay under (its jax and jaxlib): the program's own, when collect
+    # runs from another one; None: xla-bugkit's. Never taken from a bundle.
+    python: str | None = None
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:

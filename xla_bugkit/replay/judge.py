@@ -24,7 +24,7 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol
-from xla_bugkit.replay.children import WORKER, Spares, child_env
+from xla_bugkit.replay.children import Spares, child_env, worker
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
@@ -73,15 +73,16 @@ def _spawn(
     spares: Spares | None = None,
 ) -> _Child:
     out = Path(spec["out"])
-    env = child_env(tuple(env_flags), inp.platform)
-    waiting = spares.take(env) if spares is not None else None
+    env = child_env(tuple(env_flags), inp.platform, inp.python)
+    # Spares run this interpreter: a replay under the program's own starts afresh.
+    waiting = spares.take(env) if spares is not None and inp.python is None else None
     if waiting is not None:
         memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
         text = json.dumps({**spec, "memory_limit": memory})
         return _child_of(waiting.finish(text.encode(), timeout=limits["timeout"]), out)
     spec_path = out / protocol.SPEC
     spec_path.write_text(json.dumps(spec))
-    done = proc.run_captured([*WORKER, str(spec_path)], env=env, **limits)
+    done = proc.run_captured([*worker(inp.python), str(spec_path)], env=env, **limits)
     return _child_of(done, out)
 
 
@@ -101,11 +102,19 @@ def _saved(out: Path, stem: str) -> bool:
     return protocol.arrays_path(out, stem).exists()
 
 
+def _under(asked: ReplayInput, ran: ReplayInput, child: _Child) -> str:
+    """What a replay asked to run under the program's interpreter ran under."""
+    xla = marker(child.done.output, protocol.UNDER) or "jaxlib"
+    if ran.python is not None:
+        return f"{xla} of the program's interpreter"
+    return f"{xla} of xla-bugkit's (the program's interpreter {asked.python} could not run it)"
+
+
 def _spawn_settled(
     inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any], spares: Spares | None = None
-) -> _Child:
+) -> tuple[_Child, ReplayInput]:
     """Spawn the child (one of ``spares`` if it fits); again with more devices or a flag
-    moved to XLA_FLAGS, if it asks."""
+    moved to XLA_FLAGS, if it asks. Returns the child and the input as it ran."""
     env_flags, spec_flags = split_flags(inp)
     spec = {**spec, "flags": spec_flags}
     while True:
@@ -113,11 +122,18 @@ def _spawn_settled(
         spares = None  # a child asked for more than a spare was started with
         needs = marker(child.done.output, protocol.NEEDS_DEVICES)
         rejected = marker(child.done.output, protocol.REJECTED_FLAG)
+        started = marker(child.done.output, protocol.PHASE) is not None
+        if inp.python is not None and not started and needs is None and rejected is None:
+            # The program's interpreter could not get as far as compiling (an older Python,
+            # a jaxlib the worker cannot drive): this one replays it, and the verdict says
+            # under what.
+            inp = replace(inp, python=None)
+            continue
         if needs is not None:
             needed, _, here = needs.partition(" ")
             if inp.platform != "cpu":
                 why = f"the module needs {needed} {inp.platform} devices, {here or '?'} here"
-                return _Child(child.done, child.out, None, "", why)
+                return _Child(child.done, child.out, None, "", why), inp
             # XLA's CPU client can pretend to have as many devices as the module wants.
             env_flags.append(f"--xla_force_host_platform_device_count={needed}")
         elif rejected is not None:
@@ -129,7 +145,7 @@ def _spawn_settled(
             # XLA aborts at start-up on a flag it does not know: no fault of the module.
             raise BugkitError(f"unknown XLA flag {unknown}")
         else:
-            return child
+            return child, inp
 
 
 def admitted_flags(inp: ReplayInput) -> flags.Admitted:
@@ -217,12 +233,14 @@ def replay(
             reference=reference,
             extreme_set=extreme_set,
         )
-        child = _spawn_settled(inp, spec, limits, spares)
+        child, ran = _spawn_settled(inp, spec, limits, spares)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, keep_arrays / saved.name)
         verdict = _verdict(inp, child, expected, timeout, reference=reference)
+        if inp.python is not None:
+            verdict = replace(verdict, under=_under(inp, ran, child))
     if extreme_set is not None or not reference:
         return verdict
     return extreme.retry(

@@ -23,6 +23,7 @@ NOT_REPLAYABLE = f"{MARKER}_NOT_REPLAYABLE: "
 NEEDS_DEVICES = f"{MARKER}_NEEDS_DEVICES: "
 REJECTED_FLAG = f"{MARKER}_REJECTED_FLAG: "
 INPUTS = f"{MARKER}_INPUTS: "
+UNDER = f"{MARKER}_UNDER: "  # the XLA the child compiles with: "jaxlib 0.10.2"
 # One recorded option (or compile-options field) the child left out (``flags.refusal``).
 WITHHELD = f"{MARKER}_WITHHELD: "
 

@@ -52,6 +52,7 @@ from xla_bugkit.replay.protocol import (
     REJECTED_FLAG,
     SPEC_ON_STDIN,
     TEST,
+    UNDER,
     WITHHELD,
     arrays_path,
     error_path,
@@ -198,6 +199,7 @@ def _read(path: str | None) -> bytes | None:
 def run_module(
     spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
 ) -> None:
+    say(UNDER, f"jaxlib {_jaxlib.jaxlib_version()}")
     say(PHASE, "compile")
     mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
     if options is not None:

@@ -8,9 +8,11 @@ failing process is the one whose dumps are indexed and bundled; the others are l
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,6 +119,20 @@ def flags_in_force(p: ProcessEvidence) -> tuple[str, ...]:
     """The XLA flags in force when ``p``'s backend started (what it set itself included,
     empty values kept), less the dump flags."""
     return flags.without_dump_flags(flags.split(p.env.get("XLA_FLAGS")))
+
+
+def program_python(p: ProcessEvidence) -> str | None:
+    """The interpreter ``p`` ran under, when its jaxlib is not the one xla-bugkit runs with
+    (xla-bugkit installed with pipx, or in a venv of its own): replays of its modules run
+    under it, so they compile with the XLA that failed. None when the two are the same."""
+    python, theirs = p.versions.get("python_executable"), p.versions.get("jaxlib")
+    if not python or not theirs or not os.access(python, os.X_OK):
+        return None
+    try:
+        ours: str | None = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        ours = None
+    return python if theirs != ours else None
 
 
 def memory_cap(p: ProcessEvidence) -> int | None:

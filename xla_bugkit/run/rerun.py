@@ -18,7 +18,13 @@ from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Stop, classify
 from xla_bugkit.run import adapt, evidence, hook
-from xla_bugkit.run.processes import Culprit, failing, flags_in_force, memory_cap
+from xla_bugkit.run.processes import (
+    Culprit,
+    failing,
+    flags_in_force,
+    memory_cap,
+    program_python,
+)
 from xla_bugkit.run.weigh import weigh
 
 if TYPE_CHECKING:
@@ -49,6 +55,11 @@ class RunRecord:
         if self.culprit is not None:
             return flags_in_force(self.culprit.process)
         return self.xla_flags.user_flags
+
+    @property
+    def program_python(self) -> str | None:
+        """The failing process's interpreter, when its jaxlib is not xla-bugkit's."""
+        return program_python(self.culprit.process) if self.culprit is not None else None
 
     @property
     def memory_cap(self) -> int | None:
