@@ -180,6 +180,17 @@ def test_usage_error_exit_code() -> None:
     assert main(["frobnicate"]) == 2
 
 
+@pytest.mark.parametrize("value", ["-0.1", "nan", "inf", "lots"])
+def test_a_tolerance_must_be_a_finite_number(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["verify", "b.zip"], ["replay", "m.hlo.pb"], ["collect", "--", "x"]):
+        with pytest.raises(SystemExit) as stop:
+            main([*command[:1], f"--rtol={value}", *command[1:]])
+        assert stop.value.code == 2
+        assert "--rtol" in capsys.readouterr().err
+
+
 def test_python_dash_m_entry_point() -> None:
     done = subprocess.run([sys.executable, "-m", "xla_bugkit", "--version"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip

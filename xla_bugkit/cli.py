@@ -16,6 +16,7 @@ from xla_bugkit.errors import exit_codes_help
 
 if TYPE_CHECKING:
     from xla_bugkit.collecting import CollectOptions
+    from xla_bugkit.replay.compare import Tolerance
 
 DESCRIPTION = """\
 Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
@@ -194,6 +195,7 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
         "tensorflow/tensorflow or pytorch/xla; openxla/xla when a jaxlib replay "
         "of a TensorFlow or PyTorch/XLA module reproduces it)",
     )
+    _add_tolerance(p)
     p.add_argument("--no-replay", dest="replay", action="store_false", help="skip the replay")
     p.add_argument(
         "--no-data",
@@ -201,6 +203,44 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="leave the real inputs (snapshots) out of the bundle",
     )
+
+
+def _add_tolerance(p: argparse.ArgumentParser) -> None:
+    """--rtol and --atol: how far a replay's output may be from its reference."""
+    p.add_argument(
+        "--rtol",
+        type=_tolerance,
+        default=None,
+        metavar="X",
+        help="relative error an output may have against its reference before it is a "
+        "wrong result (default 1e-3)",
+    )
+    p.add_argument(
+        "--atol",
+        type=_tolerance,
+        default=None,
+        metavar="X",
+        help="absolute error an output may have, as it is (default: 1e-3 scaled to the "
+        "reference's values when they are small, never under 8 units in the last place)",
+    )
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more: {text!r}")
+    return value
+
+
+def tolerance(args: argparse.Namespace) -> Tolerance:
+    """The tolerance --rtol/--atol ask for (the defaults for what they leave out)."""
+    from xla_bugkit.replay.compare import REL_BOUND, Tolerance
+
+    rtol = args.rtol if args.rtol is not None else REL_BOUND
+    return Tolerance(rtol=rtol, atol=args.atol)
 
 
 def _add_bundle(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -230,6 +270,7 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds per module replay"
     )
+    _add_tolerance(p)
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -254,6 +295,7 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds the replay may take"
     )
+    _add_tolerance(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
 
 
@@ -377,6 +419,7 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
         repo=args.repo,
         force=args.force,
         max_size=max_size,
+        tolerance=tolerance(args),
         **run,
     )
 

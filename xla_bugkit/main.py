@@ -31,7 +31,13 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 
-        return verify(args.bundle, json_output=args.json, timeout=args.timeout, ui=ui)
+        return verify(
+            args.bundle,
+            json_output=args.json,
+            timeout=args.timeout,
+            ui=ui,
+            tolerance=cli.tolerance(args),
+        )
     if args.command == "repack":
         from xla_bugkit.commands.repack import repack
 
@@ -66,6 +72,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         timeout=args.timeout,
         json_output=args.json,
         ui=ui,
+        tolerance=cli.tolerance(args),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ from xla_bugkit import config
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, native
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import replay_input, replay_platform
 from xla_bugkit.replay.verdict import Verdict
@@ -61,12 +62,17 @@ class VerifyResult:
 
 
 def verify_bundle(
-    path: Path, *, timeout: float = config.REPLAY_TIMEOUT, ui: Ui | None = None
+    path: Path,
+    *,
+    timeout: float = config.REPLAY_TIMEOUT,
+    ui: Ui | None = None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> VerifyResult:
     """Unpack ``path`` into a fresh temporary folder, check it, and replay every module.
 
     Each replay gets ``timeout`` seconds; a hang's, as long as the reporter's run went
     without progress and the time a replay needs to start (``Failure.replay_timeout``).
+    ``tolerance``: how far an output may be from its reference (the bundle never says).
     """
     ui = ui or Ui()
     with contextlib.ExitStack() as stack:
@@ -85,7 +91,7 @@ def verify_bundle(
         # The flags in force in the reporter's process reach XLA as they did there, a memory
         # cap the program set itself is set again (the module must meet the same limits), and
         # a PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
-        context = RunContext.of_manifest(b.manifest)
+        context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
         if note := native.fallback_note(context.framework):
             ui.say(note)
         modules = b.manifest["modules"]

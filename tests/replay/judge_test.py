@@ -19,6 +19,7 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.hlo.hlo_proto import HloProto
 from xla_bugkit.replay import protocol
+from xla_bugkit.replay.compare import Tolerance
 from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import _Child, _judge_result, replay
@@ -220,6 +221,14 @@ def test_ynn_fusion_wrong_result_reproduces_against_op_by_op(dumps: dict[str, Du
     verdict = replay(no_ynn, expected=None)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["reference"] == "op-by-op, conservative flags"
+
+    # The user's --rtol/--atol decide how far is too far: a bound above the error (another
+    # row's value, off by under 1%) lets it pass; the verdict says at what bound it differed.
+    loose = replay(replace(inp, tolerance=Tolerance(rtol=0.05, atol=0.0)), expected=None)
+    assert loose.outcome is Outcome.NOT_REPRODUCED, loose.evidence
+    strict = replay(replace(inp, tolerance=Tolerance(rtol=1e-6, atol=0.0)), expected=None)
+    assert strict.outcome is Outcome.REPRODUCED_WRONG, strict.evidence
+    assert strict.evidence.endswith("(at rtol 1e-06, atol 0)")
 
 
 def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest
@@ -49,6 +50,7 @@ class CollectOptions:
     force: bool = False  # replace an existing output that is not an xla-bugkit bundle
     include_source: bool = False  # ship the command's main script, redacted
     shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
+    tolerance: Tolerance = DEFAULT_TOLERANCE  # --rtol/--atol: wrong results' bounds
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,9 @@ def replay_modules(
         use_data=options.data,
         ui=ui,
         arrays=arrays,
-        context=RunContext(run.flags_in_force, run.memory_cap, framework, run.program_python),
+        context=RunContext(
+            run.flags_in_force, run.memory_cap, framework, run.program_python, options.tolerance
+        ),
     )
     if not known:
         return replays
@@ -127,7 +129,12 @@ def search_wrong_value(
             ui=ui,
             arrays=arrays if options.data else None,
             limit=1,
-            context=RunContext(run.flags_in_force, run.memory_cap, python=run.program_python),
+            context=RunContext(
+                run.flags_in_force,
+                run.memory_cap,
+                python=run.program_python,
+                tolerance=options.tolerance,
+            ),
         )
 
 

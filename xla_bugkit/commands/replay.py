@@ -8,6 +8,7 @@ from pathlib import Path
 
 from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.dump import failed, replay_dump
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
@@ -28,6 +29,7 @@ def replay_command(
     timeout: float = config.REPLAY_TIMEOUT,
     json_output: bool = False,
     ui: Ui | None = None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> int:
     """CLI: print each verdict; exit 0 when a module fails, 3 when all ran and matched, 1
     when none could run (each verdict says why).
@@ -36,7 +38,13 @@ def replay_command(
     recorded in its PJRT folder's compile_options.pb.
     """
     verdicts = replay_dump(
-        target, module_re=module_re, snapshot=snapshot, xla_flags=flags, timeout=timeout, ui=ui
+        target,
+        module_re=module_re,
+        snapshot=snapshot,
+        xla_flags=flags,
+        timeout=timeout,
+        ui=ui,
+        tolerance=tolerance,
     )
     if json_output:
         json.dump([v.to_json() for v in verdicts], sys.stdout, indent=2)

@@ -9,6 +9,7 @@ from pathlib import Path
 from xla_bugkit import config
 from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import ExitCode
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
 from xla_bugkit.verify import VerifyResult, verify_bundle
 
@@ -19,10 +20,11 @@ def verify(
     json_output: bool = False,
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> int:
     """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here."""
     ui = ui or Ui()
-    result = verify_bundle(bundle_path, timeout=timeout, ui=ui)
+    result = verify_bundle(bundle_path, timeout=timeout, ui=ui, tolerance=tolerance)
     if json_output:
         json.dump(result.to_json(), sys.stdout, indent=2)
         print()

@@ -25,6 +25,23 @@ MAX_INDICES = 5
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """How far an output may be from its reference: ``rtol`` relative; ``atol`` absolute,
+    or None for the bound scaled to the reference's values (``_scaled``). The user's
+    ``--rtol``/``--atol``; a bundle never sets it."""
+
+    rtol: float = REL_BOUND
+    atol: float | None = None
+
+    def describe(self) -> str:
+        atol = f"{self.atol:g}" if self.atol is not None else "scaled"
+        return f"rtol {self.rtol:g}, atol {atol}"
+
+
+DEFAULT_TOLERANCE = Tolerance()
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The outcome of comparing outputs; indices are (output number, *array index)."""
 
@@ -106,8 +123,10 @@ def compare_arrays(
     abs_bound: float = ABS_BOUND,
     rel_bound: float = REL_BOUND,
     output: int = 0,
+    scaled: bool = True,
 ) -> Comparison:
-    """Compare one output array with its reference; ``output`` prefixes reported indices."""
+    """Compare one output array with its reference; ``output`` prefixes reported indices;
+    ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
@@ -115,7 +134,8 @@ def compare_arrays(
         return Comparison(notes=(f"output {output}: dtype {actual.dtype} vs {expected.dtype}",))
     if _is_floating(actual):
         abs_err, rel_err = _errors(actual, expected)
-        bad = (abs_err > _scaled(abs_bound, actual, expected)) & (rel_err > rel_bound)
+        bound = _scaled(abs_bound, actual, expected) if scaled else abs_bound
+        bad = (abs_err > bound) & (rel_err > rel_bound)
         nans = int(np.count_nonzero(np.isnan(_as_float(actual))))
     else:
         # Exact types: any difference counts; errors are reported as plain magnitudes.
@@ -166,14 +186,16 @@ def compare_outputs(
     actual: Sequence[np.ndarray],
     expected: Sequence[np.ndarray],
     *,
-    abs_bound: float = ABS_BOUND,
-    rel_bound: float = REL_BOUND,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> Comparison:
     """Compare every output with its reference and combine the results."""
     if len(actual) != len(expected):
         return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
+    atol = ABS_BOUND if tolerance.atol is None else tolerance.atol
     parts = [
-        compare_arrays(a, e, abs_bound=abs_bound, rel_bound=rel_bound, output=i)
+        compare_arrays(
+            a, e, abs_bound=atol, rel_bound=tolerance.rtol, output=i, scaled=tolerance.atol is None
+        )
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]
     return _combine(parts)

@@ -18,6 +18,7 @@ from xla_bugkit import flags, frameworks
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import native
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.verdict import Verdict
@@ -33,6 +34,8 @@ class RunContext:
     # The program's interpreter, when its jaxlib is not xla-bugkit's: replays run under it.
     # Only collect sets it, from its own run; a bundle's record never names an interpreter.
     python: str | None = None
+    # How far an output may be from its reference: the user's --rtol/--atol, never a bundle's.
+    tolerance: Tolerance = DEFAULT_TOLERANCE
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -46,7 +49,7 @@ class RunContext:
 
     def input(self, inp: ReplayInput) -> ReplayInput:
         """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
-        inp = replace(inp, python=self.python) if self.python is not None else inp
+        inp = replace(inp, python=self.python or inp.python, tolerance=self.tolerance)
         if inp.flags_given:
             return inp
         return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))

@@ -8,6 +8,7 @@ from pathlib import Path
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay import native
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -22,6 +23,7 @@ def replay_dump(
     xla_flags: str = "",
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> list[Verdict]:
     """Replay every module ``target`` names (a dump folder or one dump file).
 
@@ -35,7 +37,8 @@ def replay_dump(
     found = dump_modules(target, module_re)
     # A dump holds no record of its run but the module names, which tell a PyTorch/XLA dump:
     # its modules replay under torch_xla's own XLA first, where it is here, as verify's do.
-    context = RunContext(framework=frameworks.from_module_names(m.name for _, m in found))
+    names = (m.name for _, m in found)
+    context = RunContext(framework=frameworks.from_module_names(names), tolerance=tolerance)
     if note := native.fallback_note(context.framework):
         ui.say(note)
     for root, module in found:

@@ -10,6 +10,7 @@ from pathlib import Path
 from xla_bugkit import flags
 from xla_bugkit.choose.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 
 # What a replay reads of a module, by role; a bundle keeps these (and more for people). The
 # before-optimizations text is read only when there is no proto (the worker parses it).
@@ -39,6 +40,8 @@ class ReplayInput:
     # The interpreter to replay under (its jax and jaxlib): the program's own, when collect
     # runs from another one; None: xla-bugkit's. Never taken from a bundle.
     python: str | None = None
+    # How far its outputs may be from a reference (the user's --rtol/--atol).
+    tolerance: Tolerance = DEFAULT_TOLERANCE
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:

@@ -25,7 +25,7 @@ from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.children import Spares, child_env, worker
-from xla_bugkit.replay.compare import Comparison, compare_outputs
+from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -378,12 +378,15 @@ def _judge_result(
     """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
     outputs = _load(protocol.arrays_path(test.out, protocol.TEST)) or []
     recorded = _load(protocol.arrays_path(test.out, protocol.RECORDED))
-    matches = None if recorded is None else compare_outputs(outputs, recorded).close
+    tolerance = inp.tolerance
+    matches = (
+        None if recorded is None else compare_outputs(outputs, recorded, tolerance=tolerance).close
+    )
     found, missing = _references(test, timeout)
     wrong: tuple[str, Comparison] | None = None
     agreeing: list[str] = []
     for label, arrays in found.items():
-        comparison = compare_outputs(outputs, arrays)
+        comparison = compare_outputs(outputs, arrays, tolerance=tolerance)
         if comparison.close:
             agreeing.append(label)
         elif wrong is None:
@@ -400,6 +403,8 @@ def _judge_result(
         label, comparison = wrong
         numbers = {**comparison.numbers(), "reference": label}
         evidence = f"result differs from the {label} reference: {comparison.summary()}"
+        if tolerance != DEFAULT_TOLERANCE:
+            evidence += f" (at {tolerance.describe()})"
         outcome = Outcome.REPRODUCED_WRONG if suspected else Outcome.NOT_REPRODUCED
         if not suspected:
             evidence = f"ran without the expected {_expected_kind(expected).value}; {evidence}"
