@@ -16,7 +16,7 @@ from xla_bugkit.errors import exit_codes_help
 
 if TYPE_CHECKING:
     from xla_bugkit.collecting import CollectOptions
-    from xla_bugkit.replay.compare import Tolerance
+    from xla_bugkit.replay.tolerance import Tolerance
 
 DESCRIPTION = """\
 Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
@@ -237,7 +237,7 @@ def _tolerance(text: str) -> float:
 
 def tolerance(args: argparse.Namespace) -> Tolerance:
     """The tolerance --rtol/--atol ask for (the defaults for what they leave out)."""
-    from xla_bugkit.replay.compare import REL_BOUND, Tolerance
+    from xla_bugkit.replay.tolerance import REL_BOUND, Tolerance
 
     rtol = args.rtol if args.rtol is not None else REL_BOUND
     return Tolerance(rtol=rtol, atol=args.atol)

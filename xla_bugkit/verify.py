@@ -11,9 +11,9 @@ from xla_bugkit import config
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, native
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import replay_input, replay_platform
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
 

@@ -16,7 +16,7 @@ from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest

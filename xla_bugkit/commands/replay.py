@@ -8,8 +8,8 @@ from pathlib import Path
 
 from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.dump import failed, replay_dump
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 

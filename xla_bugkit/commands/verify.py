@@ -9,7 +9,7 @@ from pathlib import Path
 from xla_bugkit import config
 from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
 from xla_bugkit.verify import VerifyResult, verify_bundle
 

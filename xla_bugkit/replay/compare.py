@@ -17,28 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-ABS_BOUND = 1e-3
-REL_BOUND = 1e-3
+from xla_bugkit.replay.tolerance import ABS_BOUND, DEFAULT_TOLERANCE, REL_BOUND, Tolerance
+
 ULPS = 8  # rounding a fused or reordered computation may add, in units of the last place
 # How many differing positions a report lists.
 MAX_INDICES = 5
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How far an output may be from its reference: ``rtol`` relative; ``atol`` absolute,
-    or None for the bound scaled to the reference's values (``_scaled``). The user's
-    ``--rtol``/``--atol``; a bundle never sets it."""
-
-    rtol: float = REL_BOUND
-    atol: float | None = None
-
-    def describe(self) -> str:
-        atol = f"{self.atol:g}" if self.atol is not None else "scaled"
-        return f"rtol {self.rtol:g}, atol {atol}"
-
-
-DEFAULT_TOLERANCE = Tolerance()
 
 
 @dataclass(frozen=True)

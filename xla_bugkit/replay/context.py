@@ -18,9 +18,9 @@ from xla_bugkit import flags, frameworks
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import native
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Verdict
 
 

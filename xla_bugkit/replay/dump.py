@@ -8,9 +8,9 @@ from pathlib import Path
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay import native
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 

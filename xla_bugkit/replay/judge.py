@@ -25,9 +25,10 @@ from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.children import Spares, child_env, worker
-from xla_bugkit.replay.compare import DEFAULT_TOLERANCE, Comparison, compare_outputs
+from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 # Reference flags: exact IEEE semantics, little optimization (run_hlo_module's reference clone
