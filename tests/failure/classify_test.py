@@ -638,3 +638,14 @@ def test_a_launchers_prefix_does_not_hide_xlas_fatal_line() -> None:
         failure = classify(output, exit_status=-6)
         assert failure.site == "algebraic_simplifier.cc:586", prefix
         assert failure.headline == "algebraic_simplifier.cc:586] Check failed: a == b", prefix
+
+
+def test_faulthandlers_line_is_no_message_of_the_crash() -> None:
+    # pytest's faulthandler prints the signal's name where XLA's CHECK line was captured.
+    output = (
+        "test_model.py ..\nFatal Python error: Aborted\n\nThread 0x01 (most recent call first):\n"
+    )
+    failure = classify(output, exit_status=-6)
+    assert failure.headline == "killed by SIGABRT" and failure.message_lost
+    own = classify("Fatal Python error: PyThreadState_Get: no current thread\n", exit_status=-6)
+    assert own.headline.startswith("Fatal Python error: PyThreadState_Get") and not own.message_lost

@@ -71,6 +71,11 @@ _TERMINATE_RE = re.compile(
 )
 _LLVM_OPTION_RE = re.compile(r"^xla: (?P<msg>Unknown command line argument [^\n]*)$", re.M)
 _FATAL_PY_RE = re.compile(r"^Fatal Python error: (?P<msg>[^\n]*)$", re.M)
+# faulthandler's words for the fatal signals: a line that says no more than the exit status.
+_SIGNAL_ONLY = re.compile(
+    r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception|"
+    r"Illegal instruction)$"
+)
 _XLA_HINTS = re.compile(
     r"xla|XlaRuntimeError|JaxRuntimeError|jaxlib|HloModule|Check failed|RET_CHECK|StreamExecutor|"
     r"pjrt|PjRt",
@@ -296,6 +301,8 @@ def seconds(value: float) -> str:
 def _classify_failure(output: str, base: Failure) -> Failure:
     fatal = _first_fatal(output)
     status = framework_status(output, last_status(output))
+    if fatal is not None and base.signal is not None and _SIGNAL_ONLY.match(fatal[0]):
+        fatal = None  # faulthandler's line names the signal, not what raised it
     if base.signal is not None or fatal is not None:
         headline, site = fatal if fatal else (f"killed by {base.signal}", None)
         kind = Kind.COMPILE_CRASH if base.phase is Phase.COMPILE else Kind.CRASH
