@@ -277,13 +277,18 @@ def test_sharded_jit_replays_on_two_devices(dumps: dict[str, Dumped]) -> None:
     assert verdict.numbers["reference"] == "op-by-op, conservative flags"
 
 
-def test_shard_map_replays_without_one_device_references(dumps: dict[str, Dumped]) -> None:
-    # pmap lowers to a Shardy manual computation: it runs partitioned from the PJRT folder,
-    # but the one-device references have nothing to run, and the verdict says why.
+def test_shard_map_is_checked_against_its_partitioned_conservative_reference(
+    dumps: dict[str, Dumped],
+) -> None:
+    # pmap lowers to a Shardy manual computation: it runs partitioned from the PJRT folder.
+    # Op by op has no one-device meaning for it, and the verdict says why; the conservative
+    # reference compiles it partitioned too, and agrees.
     verdict = replay(dumps["pmap"].with_pjrt("jit__fun"), expected=None)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
-    assert verdict.evidence.startswith("ran to completion; result agrees with no reference")
-    assert "Shardy manual computation (custom-call xla.sdy." in verdict.evidence
+    assert verdict.evidence.startswith("ran to completion; result agrees with conservative flags")
+    assert "op-by-op: the module has a Shardy manual computation (custom-call xla.sdy." in (
+        verdict.evidence
+    )
 
 
 def test_shardy_module_without_its_pjrt_folder_is_refused(dumps: dict[str, Dumped]) -> None:

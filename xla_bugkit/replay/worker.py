@@ -201,35 +201,76 @@ def run_module(
 ) -> None:
     say(UNDER, f"jaxlib {_jaxlib.jaxlib_version()}")
     say(PHASE, "compile")
-    mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
+    options = _read(spec["compile_options"])
     if options is not None:
         for line in for_replay(options).withheld:
             say(WITHHELD, line)
-    if mlir is None:
-        mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
-        options = None
     recorded = overrides(spec["flags"])
     try:
-        exe = _jaxlib.compile(
-            mlir,
-            platform=spec["platform"],
-            compile_options=options,
-            num_replicas=layout[0],
-            num_partitions=layout[1],
-            overrides=recorded,
-            # Flags given by hand replace the recorded ones, those in compile_options.pb too.
-            recorded_flags=not spec["flags_given"],
-        )
+        exe = _compile_as_run(spec, module_bytes, layout, recorded)
     except Exception as e:
         name = rejected_option(e)
         if name is None or all(n != name for n, _ in recorded):
             raise
         raise FlagRejected(name) from e
     say(PHASE, "run")
+    outputs = _execute(exe, module_bytes, args, layout)
+    save_arrays(arrays_path(Path(spec["out"]), TEST), outputs)
+
+
+def _compile_as_run(
+    spec: dict[str, Any],
+    module_bytes: bytes,
+    layout: tuple[int, int],
+    chosen: Sequence[_jaxlib.Override],
+) -> _jaxlib.Executable:
+    """The module compiled as the run compiled it (its PJRT folder's MLIR and options, when
+    there), with the per-compile ``chosen`` overrides."""
+    mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
+    if mlir is None:
+        mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+        options = None
+    return _jaxlib.compile(
+        mlir,
+        platform=spec["platform"],
+        compile_options=options,
+        num_replicas=layout[0],
+        num_partitions=layout[1],
+        overrides=chosen,
+        # Flags given by hand replace the recorded ones, those in compile_options.pb too.
+        recorded_flags=not spec["flags_given"],
+    )
+
+
+def _execute(
+    exe: _jaxlib.Executable, module_bytes: bytes, args: list[Any], layout: tuple[int, int]
+) -> list[np.ndarray]:
     # On several devices the shards are put back together into the module's own result.
     types = _jaxlib.result_types(module_bytes) if layout != (1, 1) else None
-    outputs = _jaxlib.execute(exe, [np.asarray(a) for a in args], types)
-    save_arrays(arrays_path(Path(spec["out"]), TEST), outputs)
+    return _jaxlib.execute(exe, [np.asarray(a) for a in args], types)
+
+
+def _partitioned_conservative(
+    spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
+) -> None:
+    """The conservative reference of a module that runs only partitioned (shard_map): the
+    same partitioned module, compiled with the conservative flags after the recorded ones."""
+    out = Path(spec["out"])
+    recorded = overrides(spec["flags"])
+    chosen = overrides(spec["conservative"])
+    while True:
+        try:
+            exe = _compile_as_run(spec, module_bytes, layout, [*recorded, *chosen])
+            arrays = _execute(exe, module_bytes, args, layout)
+        except Exception as e:  # the reference is best effort; the parent reports why
+            name = rejected_option(e)
+            if name is not None and any(n == name for n, _ in chosen):
+                chosen = [(n, v) for n, v in chosen if n != name]
+                continue
+            error_path(out, CONSERVATIVE).write_text(str(e))
+            return
+        save_arrays(arrays_path(out, CONSERVATIVE), arrays)
+        return
 
 
 def _conservative(
@@ -255,19 +296,26 @@ def _conservative(
         return chosen
 
 
-def run_reference(spec: dict[str, Any], module_bytes: bytes, text: str, args: list[Any]) -> None:
+def run_reference(
+    spec: dict[str, Any],
+    module_bytes: bytes,
+    text: str,
+    args: list[Any],
+    layout: tuple[int, int] = (1, 1),
+) -> None:
     out = Path(spec["out"])
     manual = [t for t in _TARGET.findall(text) if t.startswith("xla.sdy.")]
     manual = [t for t in manual if t not in INTERNAL_TARGETS]
     if manual:
-        # The references run the unpartitioned module on one device; a per-shard body has
-        # no meaning there, and the markers around it have no one-device implementation.
+        # Op by op runs the unpartitioned module on one device; a per-shard body has no
+        # meaning there, and the markers around it have no one-device implementation. The
+        # conservative reference compiles it partitioned, as the test does.
         reason = (
             f"the module has a Shardy manual computation (custom-call {manual[0]}, from "
             "shard_map or pmap), which runs only partitioned"
         )
-        for stem in (CONSERVATIVE, OPBYOP):
-            error_path(out, stem).write_text(reason)
+        error_path(out, OPBYOP).write_text(reason)
+        _partitioned_conservative(spec, module_bytes, args, layout)
         return
     chosen = _conservative(spec, module_bytes, args)
     try:
@@ -338,7 +386,7 @@ def work(spec: dict[str, Any]) -> int:
     run_module(spec, module_bytes, args, layout)
     if spec["reference"]:
         say(PHASE, "reference")
-        run_reference(spec, module_bytes, text, args)
+        run_reference(spec, module_bytes, text, args, layout)
     say(PHASE, "done")
     return 0
 
