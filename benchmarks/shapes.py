@@ -21,7 +21,9 @@ benchmarks/SHAPES.md too, with what collect said for each FAIL.
 `python` in a command is the interpreter running this script (its folder goes first on
 PATH), and XLA_FLAGS is taken out of the environment: the programs set the flags they need.
 `--bare` first runs each command without the tool and checks its exit status against
-expect.json's `bare_exit`. Stdlib only. Exit status: 0 when every check passed, 1 otherwise.
+expect.json's `bare_exit`. An optional `collect_args` list in expect.json goes to collect
+before `--` (a hang's `--timeout 90`); a `--timeout` there stops the bare run too. Stdlib
+only. Exit status: 0 when every check passed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -62,6 +64,13 @@ class Expect:
     replay: str  # the first module's replay outcome
     prints: list[str]  # the starts of lines the program prints
     log_lines: dict[str, Any] | None  # {"match": regex, "expected": [the exact lines]}
+    collect_args: list[str] = field(default_factory=list)  # collect's options, e.g. --timeout
+
+    @property
+    def timeout(self) -> float:
+        """How long the program may run: a hang's own `--timeout`, else TIMEOUT."""
+        args = self.collect_args
+        return float(args[args.index("--timeout") + 1]) if "--timeout" in args else TIMEOUT
 
     @classmethod
     def load(cls, folder: Path) -> Expect:
@@ -108,8 +117,10 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run(command: list[str], cwd: Path, log: Path) -> tuple[int, str, str, float]:
-    """Run to the end (or TIMEOUT), keeping stdout and stderr apart; SIGTERM, then SIGKILL."""
+def run(
+    command: list[str], cwd: Path, log: Path, timeout: float = TIMEOUT
+) -> tuple[int, str, str, float]:
+    """Run to the end (or timeout), keeping stdout and stderr apart; SIGTERM, then SIGKILL."""
     started = time.monotonic()
     child = subprocess.Popen(
         command,
@@ -122,7 +133,7 @@ def run(command: list[str], cwd: Path, log: Path) -> tuple[int, str, str, float]
         errors="replace",
     )
     try:
-        out, err = child.communicate(timeout=TIMEOUT)
+        out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         child.send_signal(signal.SIGTERM)  # collect stops the program and its replays
         try:
@@ -144,6 +155,7 @@ def collect(expect: Expect, work: Path) -> Collected:
         "collect",
         "-o", str(bundle),
         "--workdir", str(work / "workdir"),
+        *expect.collect_args,
         "--", *expect.command,
     ]  # fmt: skip
     code, out, err, seconds = run(command, expect.folder, work / "collect.log")
@@ -255,7 +267,8 @@ def report(rows: list[Row], expects: dict[str, Expect], started: datetime) -> st
     for r in rows:
         expect = expects[r.name]
         command = " ".join(expect.command)
-        lines.append(f"- `{r.name}` (`{command}`): {expect.shape}. Title: {r.title}")
+        options = f"; collect `{' '.join(expect.collect_args)}`" if expect.collect_args else ""
+        lines.append(f"- `{r.name}` (`{command}`{options}): {expect.shape}. Title: {r.title}")
     failed = [r for r in rows if not r.passed]
     if failed:
         lines += ["", "## What collect said where a check failed", ""]
@@ -272,7 +285,7 @@ def write(path: Path, text: str) -> None:
 
 def check_bare(expect: Expect, work: Path) -> bool:
     work.mkdir(parents=True, exist_ok=True)
-    code, _, _, seconds = run(expect.command, expect.folder, work / "bare.log")
+    code, _, _, seconds = run(expect.command, expect.folder, work / "bare.log", expect.timeout)
     ok = code == expect.bare_exit
     verdict = "as expected" if ok else f"expected {expect.bare_exit}"
     print(f"bare {expect.name}: exit {code} in {seconds:.0f} s ({verdict})", flush=True)

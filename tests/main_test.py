@@ -54,13 +54,54 @@ def test_an_invalid_module_regex_stops_collect_before_the_program_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, marker = _collect_marker(tmp_path, "-o", str(tmp_path / "b.zip"), "--module", "jit_(")
-    assert code == 1
-    assert capsys.readouterr().err == (
-        "xla-bugkit: error: --module 'jit_(' is not a regular expression "
+    assert code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument --module: not a regular expression: 'jit_(' "
         "(missing ), unterminated subpattern at position 4)\n"
     )
     assert not marker.exists()
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "--module", "jit_(", "dumps"],
+        ["shrink", "--module", "[a-", "bundle.zip"],
+        ["bundle", "--module", "(", "work"],
+    ],
+)
+def test_an_invalid_module_regex_is_a_usage_error_everywhere(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert "argument --module: not a regular expression" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["collect", "--timeout", "-5", "--", "x"], "--timeout"),
+        (["collect", "--replay-timeout", "0", "--", "x"], "--replay-timeout"),
+        (["collect", "--shrink", "soon", "--", "x"], "--shrink"),
+        (["verify", "--timeout", "never", "b.zip"], "--timeout"),
+        (["shrink", "--budget=-1m", "b.zip"], "--budget"),
+        (["shrink", "--probe-timeout", "0s", "b.zip"], "--probe-timeout"),
+    ],
+)
+def test_durations_have_one_grammar(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "(90, 90s, 2m or 1h)" in err
+
+
+def test_a_duration_in_minutes_is_taken_by_collect() -> None:
+    from xla_bugkit import cli
+
+    args = cli.parser().parse_args(["collect", "--budget", "2m", "--timeout", "1h", "--", "x"])
+    assert (args.budget, args.timeout) == (120.0, 3600.0)
 
 
 def test_an_output_folder_that_does_not_exist_stops_collect_first(

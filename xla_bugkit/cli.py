@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,7 +121,12 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         epilog=COLLECT_EPILOG,
     )
     _add_bundle_options(p)
-    p.add_argument("--timeout", type=float, help="stop the program after this many seconds")
+    p.add_argument(
+        "--timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="stop the program after this long (90, 90s, 2m, 1h)",
+    )
     p.add_argument("--workdir", type=Path, help="where dumps go (default: the user cache dir)")
     p.add_argument(
         "--keep-workdir",
@@ -131,6 +137,7 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--shrink",
         nargs="?",
+        type=_duration_text,
         const="10m",
         metavar="BUDGET",
         help="then shrink the failing module into the bundle (xla-bugkit shrink), "
@@ -164,21 +171,26 @@ def _add_bundle_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--replay-timeout",
-        type=float,
+        type=_duration,
+        metavar="DURATION",
         default=config.REPLAY_TIMEOUT,
         help="seconds one module's replay may take (default %(default)g)",
     )
     p.add_argument(
         "--budget",
-        type=float,
+        type=_duration,
         default=config.SEARCH_BUDGET,
-        metavar="SECONDS",
+        metavar="DURATION",
         help="for a wrong result: seconds to spend replaying modules against "
         "the op-by-op reference to find the one that differs "
         "(default %(default)g)",
     )
     p.add_argument(
-        "--module", dest="module_re", metavar="REGEX", help="bundle the modules whose name matches"
+        "--module",
+        dest="module_re",
+        type=_regex,
+        metavar="REGEX",
+        help="bundle the modules whose name matches",
     )
     p.add_argument("--symbol", metavar="TEXT", help="bundle the modules whose HLO contains TEXT")
     p.add_argument(
@@ -225,6 +237,28 @@ def _add_tolerance(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _duration(text: str) -> float:
+    """A duration of the one grammar (``config.parse_duration``), as seconds."""
+    seconds = config.parse_duration(text)
+    if seconds is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 2m or 1h)")
+    return seconds
+
+
+def _duration_text(text: str) -> str:
+    """A duration as written (``--shrink``, shrink's ``--budget``), once checked."""
+    _duration(text)
+    return text
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
+    return text
+
+
 def _tolerance(text: str) -> float:
     try:
         value = float(text)
@@ -268,7 +302,11 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
     p.add_argument(
-        "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds per module replay"
+        "--timeout",
+        type=_duration,
+        default=config.REPLAY_TIMEOUT,
+        metavar="DURATION",
+        help="how long each module's replay may take (default %(default)g s)",
     )
     _add_tolerance(p)
 
@@ -283,7 +321,9 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         epilog=REPLAY_EPILOG,
     )
     p.add_argument("target", type=Path, help="a before_optimizations.hlo.pb file or a dump dir")
-    p.add_argument("--module", dest="module_re", metavar="REGEX", help="module in a dump dir")
+    p.add_argument(
+        "--module", dest="module_re", type=_regex, metavar="REGEX", help="module in a dump dir"
+    )
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
     p.add_argument(
         "--flags",
@@ -293,7 +333,11 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "and those in its compile_options.pb); quote them",
     )
     p.add_argument(
-        "--timeout", type=float, default=config.REPLAY_TIMEOUT, help="seconds the replay may take"
+        "--timeout",
+        type=_duration,
+        default=config.REPLAY_TIMEOUT,
+        metavar="DURATION",
+        help="how long the replay may take (default %(default)g s)",
     )
     _add_tolerance(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
@@ -362,10 +406,17 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "-o", "--output", type=Path, help="the bundle to write (default: NAME.shrunk.zip beside it)"
     )
     p.add_argument(
-        "--module", dest="module_re", metavar="RE", help="shrink the module whose label matches RE"
+        "--module",
+        dest="module_re",
+        type=_regex,
+        metavar="RE",
+        help="shrink the module whose label matches RE",
     )
     p.add_argument(
-        "--budget", default="10m", help="wall time for probes, e.g. 10m, 90s (default %(default)s)"
+        "--budget",
+        type=_duration_text,
+        default="10m",
+        help="wall time for probes, e.g. 10m, 90s (default %(default)s)",
     )
     p.add_argument(
         "--max-probes",
@@ -380,14 +431,15 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_duration,
         default=config.REPLAY_TIMEOUT,
-        help="seconds each confirming replay may take",
+        metavar="DURATION",
+        help="how long each confirming replay may take (default %(default)g s)",
     )
     p.add_argument(
         "--probe-timeout",
-        type=float,
-        metavar="SECONDS",
+        type=_duration,
+        metavar="DURATION",
         help="seconds each probe may take (default: five times the unmodified "
         "module's probe, at least 10)",
     )

@@ -9,6 +9,7 @@ Example, for people who always file on GitHub (which does not accept .7z)::
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +73,16 @@ def parse_size(text: str) -> int:
     if lowered.isdigit():
         return int(lowered)
     raise ValueError(f"not a size: {text!r} (try 25MB)")
+
+
+_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smh]?)$")
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """``"90"``, ``"90s"``, ``"2m"``, ``"1h"`` as seconds; None for anything else, zero and
+    negative durations included: the one grammar of every duration and timeout."""
+    found = _DURATION.match(text.strip().lower())
+    if found is None or float(found.group("n")) <= 0:
+        return None
+    return float(found.group("n")) * _UNITS[found.group("unit")]

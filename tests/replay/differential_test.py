@@ -199,11 +199,11 @@ def test_a_bad_budget_is_refused_before_the_program_runs(
 ) -> None:
     ran = tmp_path / "ran"
     program = f"open({str(ran)!r}, 'w').close()"
-    argv = ["collect", "--budget", budget, "-o", str(tmp_path / "b.zip")]
+    argv = ["collect", f"--budget={budget}", "-o", str(tmp_path / "b.zip")]
     code = main([*argv, "--", sys.executable, "-c", program])
-    assert code == ExitCode.ERROR
+    assert code == ExitCode.USAGE
     err = capsys.readouterr().err
-    assert f"--budget must be a positive number of seconds, not {float(budget):g}" in err
+    assert f"argument --budget: not a duration: {budget!r} (90, 90s, 2m or 1h)" in err
     assert not ran.exists()
 
 

@@ -35,13 +35,11 @@ def test_default_output_sits_beside_the_input() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--budget", "soon"], "--budget 'soon': give a duration such as 10m, 90s or 1h"),
         (
             ["--only", "speed"],
             "--only 'speed': choose among flags, module, passes (comma-separated)",
         ),
         (["--max-probes", "0"], "--max-probes must be at least 1"),
-        (["--probe-timeout", "0"], "--probe-timeout must be a number of seconds above 0"),
     ],
 )
 def test_mistakes_are_one_line(
@@ -49,6 +47,20 @@ def test_mistakes_are_one_line(
 ) -> None:
     assert main(["shrink", str(tmp_path), *args]) == ExitCode.ERROR
     assert capsys.readouterr().err == f"xla-bugkit: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget", "soon"], "argument --budget: not a duration: 'soon' (90, 90s, 2m or 1h)"),
+        (["--probe-timeout", "0"], "argument --probe-timeout: not a duration: '0'"),
+    ],
+)
+def test_durations_are_checked_as_the_command_line_is_read(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["shrink", str(tmp_path), *args]) == ExitCode.USAGE
+    assert message in capsys.readouterr().err
 
 
 def test_a_missing_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

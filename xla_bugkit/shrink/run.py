@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import __version__
+from xla_bugkit import __version__, config
 from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
@@ -32,16 +32,13 @@ from xla_bugkit.ui import Ui
 
 SHRUNK = ".shrunk"
 
-_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smh]?)$")
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 def parse_budget(text: str) -> float:
     """``"10m"``, ``"90s"``, ``"1h"`` or plain seconds, as seconds."""
-    found = _DURATION.match(text.strip().lower())
-    if found is None or float(found.group("n")) <= 0:
+    seconds = config.parse_duration(text)
+    if seconds is None:
         raise BugkitError(f"--budget {text!r}: give a duration such as 10m, 90s or 1h")
-    return float(found.group("n")) * _UNITS[found.group("unit")]
+    return seconds
 
 
 def parse_only(text: str) -> tuple[str, ...]:
