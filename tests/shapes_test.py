@@ -36,7 +36,8 @@ def expected(shape: str) -> dict:  # type: ignore[type-arg]
 def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
     want = expected(shape)
     argv = [sys.executable if word == "python" else word for word in want["command"]]
-    options = want.get("collect_args", [])
+    # The wrong-value search's budget is wall time: generous, for a loaded machine.
+    options = ["--budget", "30m", *want.get("collect_args", [])]
     done = run_collect(tmp_path / "bundle.zip", argv, *options, cwd=SHAPES / shape)
     assert done.returncode == 0, done.stderr
     m = done.manifest()

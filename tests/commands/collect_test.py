@@ -138,6 +138,14 @@ def test_manifest_hashes_every_file(compile_crash: Collected) -> None:
     assert listed == set(compile_crash.names()) - {"manifest.json"}
 
 
+def test_the_reports_log_is_the_programs_not_xlas_dump_lines(compile_crash: Collected) -> None:
+    # collect switches XLA's "Dumping module_..." lines on; the report shows what the run
+    # printed around its failure (run.log in the work dir keeps them all).
+    report = compile_crash.text("ISSUE.md")
+    assert "Check failed: const_instr == nullptr" in report
+    assert "] Dumping " not in report and "dump.cc" not in report
+
+
 def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:
     # The user's flag, then the one the program appended itself (the flags in force).
     assert compile_crash.manifest()["xla_flags"] == [

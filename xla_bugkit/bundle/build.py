@@ -286,7 +286,8 @@ def render(
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
         system_info=env.to_text(),
-        log_tail=text(_tail(run.output, 64 * 1024)),
+        # XLA's "Dumping ..." lines are collect's doing: the report shows the program's.
+        log_tail=text(_tail(xla_log.without_dump_lines(run.output), 64 * 1024)),
         jax_version=env.version("jax"),
         jaxlib_version=env.version("jaxlib"),
         bundle_name=bundle_name,

@@ -136,11 +136,16 @@ def merge_vmodule(user: str | None, wanted: Mapping[str, int]) -> str:
     return ",".join(f"{e}={levels[e]}" if e in levels else e for e in entries)
 
 
-_DUMPING_LINE = re.compile(rf"^[^\n]*{_DUMPING_WORDS}[^\n]*\n?", re.M)
+# XLA's "Dumping ..." lines, and its one line saying a dump is on ("dump.cc:485] HloModule
+# dump enabled with path prefix: ..."): both are collect's doing.
+_DUMPING_LINE = re.compile(
+    rf"^[^\n]*(?:{_DUMPING_WORDS}|dump\.cc:\d+\] HloModule dump enabled)[^\n]*\n?", re.M
+)
 
 
 def without_dump_lines(text: str) -> str:
-    """``text`` less XLA's ``Dumping`` lines: they name what was dumped, not what failed."""
+    """``text`` less XLA's ``Dumping`` lines (and the line saying dumps are on): they name
+    what was dumped, not what failed."""
     return _DUMPING_LINE.sub("", text)
 
 
