@@ -422,3 +422,23 @@ def test_the_work_dir_is_gone_when_collect_returns_and_its_deletion_ends_after(
         assert time.monotonic() < deadline, sorted(p.name for p in runs.iterdir())
         time.sleep(0.05)
     assert c.manifest()["failure"]["kind"] == "compile error"
+
+
+@pytest.mark.jax
+def test_a_relative_workdir_holds_when_the_program_changes_directory(tmp_path: Path) -> None:
+    # A job script that cds into its own run folder first: the dumps must still land in the
+    # work dir the user named, relative to where collect was started.
+    program = tmp_path / "job.py"
+    program.write_text(
+        "import os, runpy, sys\n"
+        "os.makedirs('run-1', exist_ok=True)\n"
+        "os.chdir('run-1')\n"
+        f"runpy.run_path({str(PROGRAMS / 'compile_crash.py')!r}, run_name='__main__')\n"
+    )
+    argv = [sys.executable, str(program)]
+    done = run_collect(tmp_path / "b.zip", argv, "--workdir", "work", "--keep-workdir",
+                       cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.manifest()["modules"][0]["name"] == "jit_add_noise"
+    assert (tmp_path / "work" / "dump").is_dir()
+    assert not (tmp_path / "run-1" / "work").exists()

@@ -59,9 +59,11 @@ def default_workdir(*, owned: bool = False) -> Path:
 def prepare(given: Path | None, *, owned: bool = False) -> Path:
     """The work dir for a new run: ``given`` (which must not hold a run already), else a
     fresh one under the user cache dir, ``owned`` as ``default_workdir``'s. A folder the user
-    gave is never marked: no later collect may remove it."""
+    gave is never marked: no later collect may remove it. The work dir is absolute."""
     if given is None:
         return default_workdir(owned=owned)
+    # Absolute: the dump flags name it, and the program may change its own directory.
+    given = given.absolute()
     if any((given / name).exists() for name in NAMES):
         raise BugkitError(f"{given} already holds a collect run: give an empty or new --workdir")
     given.mkdir(parents=True, exist_ok=True)
