@@ -14,6 +14,7 @@ from helpers.programs import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, ru
 from xla_bugkit import proc
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index
 from xla_bugkit.choose.selection import Selection, is_helper, select
+from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.run import rerun
@@ -152,12 +153,6 @@ def test_symbol_on_a_successful_run(program_runs: ProgramRuns) -> None:
     (only,) = selection.chosen
     assert only.module.name == "jit_train_step"
     assert only.reasons == (f"{only.module.label}.before_optimizations.txt contains 'tanh'",)
-
-
-def test_a_symbol_found_nowhere_adds_no_reason(program_runs: ProgramRuns) -> None:
-    idx, failure, output = dumped(program_runs, "success")
-    selection = select(idx, failure, output, symbol="no_such_op_anywhere")
-    assert selection.guess
 
 
 def test_no_failure_falls_back_to_a_guess(program_runs: ProgramRuns) -> None:
@@ -460,3 +455,16 @@ def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
         "RESOURCE_EXHAUSTED: Out of memory allocating"
     )
     assert first["replay"]["outcome"] == "reproduced: error"
+
+
+def test_a_choice_that_matches_nothing_is_said(program_runs: ProgramRuns) -> None:
+    idx, failure, output = dumped(program_runs, "compile_crash")
+    with pytest.raises(BugkitError) as raised:
+        select(idx, failure, output, module_re="jit_no_such_function")
+    message = str(raised.value)
+    assert message.startswith(
+        f"--module 'jit_no_such_function' matches none of the run's {len(idx.modules)} modules ("
+    )
+    assert idx.modules[-1].label in message
+    with pytest.raises(BugkitError, match="--symbol 'no-such-op' is in none of the run's"):
+        select(idx, failure, output, symbol="no-such-op")

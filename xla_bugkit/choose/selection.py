@@ -10,6 +10,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.choose import allocation
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.choose.search import search_symbol
+from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import ptxla_log, xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.compile_log import COMPILING_RE
@@ -88,9 +89,11 @@ def select(
         for m in index.modules:
             if pattern.search(m.label):
                 reasons[m.label].append((_EXPLICIT, f"matches --module {module_re!r}"))
+        _chose_something(index, reasons, f"--module {module_re!r} matches")
     if symbol:
         for label, file in search_symbol(index, index.modules, symbol).items():
             reasons[label].append((_EXPLICIT, f"{file} contains {symbol!r}"))
+        _chose_something(index, reasons, f"--symbol {symbol!r} is in")
     if failure.kind.is_failure:
         _failure_evidence(index, failure, output, reasons)
         _graph_evidence(index, output, reasons)
@@ -98,6 +101,15 @@ def select(
         _process_evidence(index, failure, evidence, reasons)
         _allocation_evidence(index, failure, output, reasons)
     return _rank(index, failure, reasons, limit)
+
+
+def _chose_something(index: DumpIndex, reasons: Reasons, what: str) -> None:
+    """The user's choice must choose: one that matches nothing is said, not ignored."""
+    if any(reasons.values()):
+        return
+    labels = [m.label for m in index.modules]
+    shown = ", ".join(labels[-5:]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+    raise BugkitError(f"{what} none of the run's {len(labels)} modules ({shown})")
 
 
 def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
