@@ -403,7 +403,10 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("target", type=Path, metavar="BUNDLE|DUMP_DIR", help="what to shrink")
     p.add_argument(
-        "-o", "--output", type=Path, help="the bundle to write (default: NAME.shrunk.zip beside it)"
+        "-o",
+        "--output",
+        type=Path,
+        help="the bundle to write (default: NAME.shrunk.zip beside it; .tar.gz for a .tar.gz)",
     )
     p.add_argument(
         "--module",

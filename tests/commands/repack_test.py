@@ -44,6 +44,17 @@ def test_repack_writes_and_may_replace_an_earlier_bundle(bundle: Path, tmp_path:
     assert zip_manifest(out)["failure"]["kind"] == "compile error"
 
 
+def test_the_repacked_report_names_the_repacked_archive(bundle: Path, tmp_path: Path) -> None:
+    # A maintainer follows ISSUE.md as written: attach and verify the .zip, not the .7z.
+    out = tmp_path / "for-github.zip"
+    assert main(["repack", "-q", str(bundle), str(out)]) == 0
+    with zipfile.ZipFile(out) as z:
+        report = z.read("ISSUE.md").decode()
+    assert "bundle.7z" not in report
+    assert "attach for-github.zip" in report and "xla-bugkit verify for-github.zip" in report
+    assert main(["verify", "-q", str(out)]) == 0  # its manifest records the new report
+
+
 def test_repack_keeps_a_file_that_is_not_a_bundle_unless_forced(
     bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

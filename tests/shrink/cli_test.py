@@ -30,6 +30,8 @@ def test_default_output_sits_beside_the_input() -> None:
     assert default_output(Path("a/bug.zip")) == Path("a/bug.shrunk.zip")
     assert default_output(Path("bug.tar.gz")) == Path("bug.shrunk.tar.gz")
     assert default_output(Path("dump")) == Path("dump.shrunk.zip")
+    # The shrunk bundle is the one to attach: GitHub takes no .7z.
+    assert default_output(Path("bundle.7z")) == Path("bundle.shrunk.zip")
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,8 @@ def test_the_shrunk_module_fails_the_same_way_through_verify(
         issue = z.read("ISSUE.md").decode()
     assert "#### Shrunk reproducer" in issue
     assert "log(exp" in issue.replace(".1", "").replace(" ", "")
+    # The report names the shrunk bundle, the one to attach and verify, not the original.
+    assert "xla-bugkit verify shrunk.zip" in issue and "attach shrunk.zip" in issue
 
 
 def test_a_flag_crash_names_the_flag_and_is_module_independent(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.manifest import edited_notice, open_bundle, reseal
+from xla_bugkit.bundle.manifest import edited_notice, open_bundle, renamed, reseal
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.ui import Ui
@@ -24,11 +24,14 @@ def repack(
         raise BugkitError(f"{out} is the bundle itself: choose another output name")
     chosen = check_output(out, fmt, force=force)
     with open_bundle(bundle, prefix="xla-bugkit-repack-") as b:
+        manifest = b.manifest
         if b.edited:
             # Edited human text (ISSUE.md) is sealed again: the new manifest has its hashes.
-            reseal(b)
+            manifest = reseal(b)
             for name in b.edited:
                 ui.say(f"{edited_notice(name)}: the new bundle's manifest records it as it is")
+        # ISSUE.md names the archive to attach and verify: now ``out``.
+        renamed(b, manifest, bundle.name, out.name)
         files = {p.relative_to(b.root).as_posix(): p for p in sorted(b.files) if p.is_file()}
         size = archive.write_archive(files, out, chosen, progress=ui.progress("compressing"))
     ui.say(f"wrote {out} ({size:,} bytes, {chosen})")

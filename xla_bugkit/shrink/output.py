@@ -166,5 +166,12 @@ def finish(
     return final
 
 
+def rename_in_report(stage: Path, old: str, new: str) -> None:
+    """ISSUE.md naming the archive ``new`` where it named ``old`` (attach it, verify it)."""
+    report = stage / members.ISSUE
+    if old != new and report.is_file():
+        report.write_text(report.read_text("utf-8").replace(old, new), "utf-8")
+
+
 def copy_bundle(root: Path, stage: Path) -> None:
     shutil.copytree(root, stage, dirs_exist_ok=False)

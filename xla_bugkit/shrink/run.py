@@ -73,11 +73,16 @@ def _save_checkpoint(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def default_output(target: Path) -> Path:
+def default_output(target: Path, *, keep_format: bool = False) -> Path:
+    """``NAME.shrunk.zip`` beside ``target`` (``.tar.gz`` for a ``.tar.gz``): the shrunk
+    bundle is the one to attach, and GitHub takes no ``.7z``; ``keep_format``: in
+    ``target``'s own format."""
     name = target.name
-    for suffix in (".tar.gz", ".tgz", ".7z", ".zip"):
+    for suffix, written in ((".tar.gz", ".tar.gz"), (".tgz", ".tgz"), (".7z", ".zip"),
+                            (".zip", ".zip")):  # fmt: skip
         if name.endswith(suffix):
-            return target.with_name(name[: -len(suffix)] + SHRUNK + suffix)
+            kept = suffix if keep_format else written
+            return target.with_name(name[: -len(suffix)] + SHRUNK + kept)
     return target.with_name(name + SHRUNK + ".zip")
 
 
@@ -103,8 +108,11 @@ def shrink_bundle(
     fmt: str | None = None,
     force: bool = False,
     ui: Ui | None = None,
+    final_name: str | None = None,
 ) -> Written:
-    """Shrink the failing module of ``bundle``; write the bundle plus the shrunk one to ``out``."""
+    """Shrink the failing module of ``bundle``; write the bundle plus the shrunk one to ``out``.
+    Its ISSUE.md names the archive ``final_name`` (default: ``out``'s name) where it named
+    ``bundle``."""
     ui = ui or Ui()
     options = options or ShrinkOptions()
     started = time.monotonic()
@@ -118,9 +126,11 @@ def shrink_bundle(
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to shrink")
+        renaming = (bundle.name, final_name or out.name)
         return _shrink_into(
-            b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui, started
-        )
+            b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui, started,
+            renaming,
+        )  # fmt: skip
 
 
 def _shrink_into(
@@ -134,6 +144,7 @@ def _shrink_into(
     options: ShrinkOptions,
     ui: Ui,
     started: float,
+    renaming: tuple[str, str] | None = None,
 ) -> Written:
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-work-") as tmp:
         work = Path(tmp)
@@ -157,6 +168,8 @@ def _shrink_into(
             ui.warn(f"{output.NOT_VERIFIED} ({verdict.outcome.value}: {verdict.evidence})")
         else:
             output.add_repro(stage, manifest, entry, verdict, arrays)
+        if renaming is not None:
+            output.rename_in_report(stage, *renaming)
         output.finish(stage, manifest, shrunk, entry, out, fmt, ui, started)
         saved.unlink(missing_ok=True)  # the bundle holds the result now
     return Written(shrunk.result, out, entry is not None)
@@ -257,9 +270,11 @@ def _dump_manifest(expected: Failure | None, entry: ModuleEntry, evidence: str) 
 def shrink_in_place(bundle: Path, *, options: ShrinkOptions, ui: Ui) -> Written:
     """Shrink ``bundle`` and put the result in its place (``collect --shrink``); on any
     failure the bundle is left as it was."""
-    partial = bundle.with_name("." + default_output(bundle).name)
+    partial = bundle.with_name("." + default_output(bundle, keep_format=True).name)
     try:
-        written = shrink_bundle(bundle, partial, options=options, force=True, ui=ui)
+        written = shrink_bundle(
+            bundle, partial, options=options, force=True, ui=ui, final_name=bundle.name
+        )
         os.replace(partial, bundle)
     finally:
         partial.unlink(missing_ok=True)

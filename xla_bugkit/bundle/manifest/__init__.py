@@ -19,6 +19,7 @@ from xla_bugkit.bundle.manifest.integrity import (
     edited_notice,
     expected_files,
     open_bundle,
+    renamed,
     reseal,
 )
 from xla_bugkit.bundle.manifest.loader import load_manifest, read_manifest, validate
@@ -58,6 +59,7 @@ __all__ = [
     "now",
     "open_bundle",
     "read_manifest",
+    "renamed",
     "reseal",
     "sha256_of",
     "tool_name",

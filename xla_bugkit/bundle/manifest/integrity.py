@@ -15,7 +15,7 @@ from xla_bugkit import archive
 from xla_bugkit.bundle.manifest.loader import read_manifest, validate
 from xla_bugkit.bundle.manifest.schema import FileEntry, Manifest, ModuleEntry
 from xla_bugkit.bundle.manifest.write import sha256_of, write_manifest
-from xla_bugkit.bundle.members import EDITABLE, MANIFEST
+from xla_bugkit.bundle.members import EDITABLE, ISSUE, MANIFEST
 
 # How much an edit may add to one of them: room for pages of notes, and a bound on what a
 # bundle can unpack beyond the sizes its manifest lists.
@@ -71,6 +71,28 @@ def reseal(bundle: OpenBundle) -> Manifest:
     notes = list(bundle.manifest["notes"])
     notes += [n for n in map(edited_notice, bundle.edited) if n not in notes]
     record = validate({**bundle.manifest, "files": files, "notes": notes})
+    write_manifest(bundle.root, record)
+    return record
+
+
+def renamed(bundle: OpenBundle, manifest: Manifest, old: str, new: str) -> Manifest:
+    """``bundle``'s report naming the archive ``new`` where it named ``old`` ("attach
+    bundle.7z", "xla-bugkit verify bundle.7z"), once it is written under another name
+    (``repack``, ``shrink``); ``manifest`` (the bundle's, resealed or not) is written again
+    with the report's new size and hash. The user's own edits to the report stay."""
+    report = bundle.root / ISSUE
+    if old == new or not report.is_file():
+        return manifest
+    text = report.read_text("utf-8")
+    if old not in text:
+        return manifest
+    report.write_text(text.replace(old, new), "utf-8")
+    files: list[FileEntry] = []
+    for entry in manifest["files"]:
+        if entry["path"] == ISSUE:
+            entry = {"path": ISSUE, "size": report.stat().st_size, "sha256": sha256_of(report)}
+        files.append(entry)
+    record = validate({**manifest, "files": files})
     write_manifest(bundle.root, record)
     return record
 
