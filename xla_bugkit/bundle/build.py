@@ -285,6 +285,7 @@ def render(
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
+        install=envinfo.install_command(),
         system_info=env.to_text(),
         # XLA's "Dumping ..." lines are collect's doing: the report shows the program's.
         log_tail=text(_tail(xla_log.without_dump_lines(run.output), 64 * 1024)),

@@ -173,6 +173,33 @@ def _versions(program: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+# The Project-URL labels that name a repository pip can install from (not a homepage).
+_SOURCE_LABELS = ("source", "repository", "source code", "code")
+
+
+def install_command() -> str:
+    """How a maintainer installs the xla-bugkit that made a bundle: from the source its
+    metadata names (``[project.urls]``), or from the repository it was installed from, with
+    pipx; by name and version otherwise."""
+    try:
+        dist = metadata.distribution("xla-bugkit")
+    except metadata.PackageNotFoundError:
+        return "pip install xla-bugkit"
+    for entry in dist.metadata.get_all("Project-URL") or []:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in _SOURCE_LABELS and url.strip().startswith("https://"):
+            return f"pipx install git+{url.strip()}"
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        direct = {}
+    url, vcs = str(direct.get("url", "")), direct.get("vcs_info")
+    if url.startswith("https://") and isinstance(vcs, dict) and vcs.get("vcs") == "git":
+        commit = str(vcs.get("commit_id", ""))
+        return f"pipx install git+{url}" + (f"@{commit}" if commit else "")
+    return f"pip install xla-bugkit=={dist.version}"
+
+
 def _dist_version(dist: str) -> str:
     try:
         return metadata.version(dist)

@@ -65,6 +65,7 @@ class IssueContext:
     # the bundle's repro.py and run_hlo_module then show nothing.
     native_only: str = ""
     form: str = TEMPLATE  # the tracker's form (``trackers.form``)
+    install: str = "pip install xla-bugkit"  # how to install xla-bugkit (``install_command``)
     fields: Mapping[str, str] = field(default_factory=dict)  # what that form asks for
 
 
@@ -117,7 +118,7 @@ def _reproduce(ctx: IssueContext) -> str:
             f"The failure shows under {plain(ctx.native_only)} only: jaxlib's XLA, which the "
             "bundle's standalone script uses, runs the module to completion. Replay it where "
             "that framework is installed:\n\n"
-            + fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell")
+            + fenced(f"{ctx.install} && {ctx.verify_command}", "shell")
         )
     parts = []
     if ctx.repro_command:
@@ -137,7 +138,7 @@ def _reproduce(ctx: IssueContext) -> str:
             if parts
             else ""
         )
-        + fenced(f"pip install xla-bugkit && {ctx.verify_command}", "shell")
+        + fenced(f"{ctx.install} && {ctx.verify_command}", "shell")
     )
     return "\n\n".join(parts)
 
