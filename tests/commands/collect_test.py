@@ -291,6 +291,10 @@ def test_home_paths_never_leave_the_machine(tmp: Path) -> None:
     env = {**os.environ, "HOME": str(home), "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr
+    # -q: what happened, the bundle, and what to do with it; not every reason and file.
+    summary = done.stderr[done.stderr.index("xla-bugkit: compile error") :]
+    assert "\n  bundle: " in summary and "\n  next: " in summary
+    assert "  selected " not in summary and "  shares: " not in summary
     c = Collected(done.returncode, done.stderr, out)
     with zipfile.ZipFile(out) as z:
         for name in z.namelist():

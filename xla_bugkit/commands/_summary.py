@@ -34,10 +34,22 @@ def kept_lines(result: CollectResult) -> list[str]:
     return lines
 
 
-def render_summary(result: CollectResult, *, verbose: bool = False) -> str:
-    """The closing lines of ``collect`` for ``result``."""
+def render_summary(result: CollectResult, *, verbose: bool = False, quiet: bool = False) -> str:
+    """The closing lines of ``collect`` for ``result``; ``quiet`` (-q): what happened,
+    the bundle, and what to do with it."""
     if result.manifest is None or result.judged is None or result.tracker is None:
         return NO_FAILURE
+    if quiet:
+        return "\n".join(
+            [
+                f"xla-bugkit: {headline(result.judged, result.run.failure)}",
+                *([f"  first: {result.own_flags}"] if result.own_flags else []),
+                f"  bundle: {result.bundle} ({_mb(result.size)})",
+                *_next_steps(
+                    result.bundle, result.manifest["title"], result.tracker, result.judged
+                ),
+            ]
+        )
     return summary(
         result.bundle,
         result.size,

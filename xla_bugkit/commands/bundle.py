@@ -16,5 +16,5 @@ from xla_bugkit.ui import Ui
 def bundle_command(workdir: Path, options: CollectOptions, ui: Ui) -> int:
     """CLI: bundle the run kept in ``workdir``, then print the same summary as collect."""
     result = rebundle(workdir, options, ui)
-    ui.summary(render_summary(result, verbose=ui.verbosity > 0))
+    ui.summary(render_summary(result, verbose=ui.verbosity > 0, quiet=ui.verbosity < 0))
     return int(result.exit_code)

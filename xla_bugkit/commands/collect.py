@@ -21,7 +21,7 @@ def _collect(command: Sequence[str], options: CollectOptions, ui: Ui) -> int:
     result = collect(command, options, ui)
     from xla_bugkit.commands._summary import kept_lines, render_summary  # after the run: see warm
 
-    ui.summary(render_summary(result, verbose=ui.verbosity > 0))
+    ui.summary(render_summary(result, verbose=ui.verbosity > 0, quiet=ui.verbosity < 0))
     if kept := kept_lines(result):
         ui.summary("\n".join(kept))
     return int(result.exit_code)
