@@ -19,10 +19,10 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.hlo.hlo_proto import HloProto
 from xla_bugkit.replay import protocol
-from xla_bugkit.replay.tolerance import Tolerance
 from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import _Child, _judge_result, replay
+from xla_bugkit.replay.tolerance import Tolerance
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 
