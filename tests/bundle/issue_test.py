@@ -121,6 +121,14 @@ def test_title_for() -> None:
     assert title_for("compile crash", glog) == "XLA compile crash: Check failed: a == b (foo.cc:12)"
     assert title_for("JAX runtime error", "INTERNAL: boom") == "JAX runtime error: INTERNAL: boom"
     assert title_for("XLA crash", "") == "XLA crash"
+    # A RET_CHECK: its condition is the news, its site goes last, whole.
+    ret_check = (
+        "INTERNAL: RET_CHECK failure (xla/service/cpu/dot_op_emitter.cc:1124) "
+        "PRED == type || S8 == type || F32 == type"
+    )
+    title = title_for("compile error", ret_check, platform="cpu")
+    assert title.startswith("XLA CPU compile error: RET_CHECK failed: PRED == type || S8 == ")
+    assert title.endswith(" (dot_op_emitter.cc:1124)") and len(title) <= TITLE_MAX
 
 
 def test_long_title_keeps_the_site() -> None:

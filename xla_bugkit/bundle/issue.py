@@ -26,6 +26,10 @@ _LINE_MAX = 400  # one minified HLO line can be megabytes long
 _GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ")
 _SITE_FIRST = re.compile(r"^(?P<site>[\w./-]+\.\w+:\d+)\]?\s+(?P<msg>.+)$")
 _SITE_LAST = re.compile(r"^(?P<msg>.+?)\s+\((?P<site>[\w./-]+\.\w+:\d+)\)$")
+# XLA's RET_CHECK status: "INTERNAL: RET_CHECK failure (dot_op_emitter.cc:1124) cond ...".
+_RET_CHECK = re.compile(
+    r"^(?:[A-Z_]+: )?RET_CHECK failure \((?P<site>[\w./-]+\.\w+:\d+)\)\s*(?P<msg>.*)$"
+)
 # Log lines that carry nothing: blank ones, and XLA's stack-trace banners and frames whose
 # symbol is unknown ("    @     0x7f22c8aa71f5  (unknown)").
 _NOISE = re.compile(r"^\s*(?:\*\*\*[^*]*\*\*\*|@\s+0x[0-9a-fA-F]+(?:\s+\(unknown\))?)?\s*$")
@@ -256,6 +260,9 @@ def cut_title(title: str) -> str:
 
 def _split_site(sig: str) -> tuple[str, str]:
     """("Check failed: x", "file.cc:46") from either "file.cc:46 msg" or "msg (file.cc:46)"."""
+    ret_check = _RET_CHECK.match(sig)
+    if ret_check:
+        return f"RET_CHECK failed: {ret_check['msg'].strip()}", ret_check["site"].rsplit("/")[-1]
     for pattern in (_SITE_FIRST, _SITE_LAST):
         m = pattern.match(sig)
         if m:

@@ -181,7 +181,9 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
     if not t.xla:
         return issue.cut_title(f"{_ended(failure)} (no sign of an XLA bug)")
     if t.what == "wrong result" and t.verdict is not None:
-        return issue.cut_title(f"{xla} wrong result{where}: {differences(t.verdict)}")
+        # The reference each value was checked against is the body's to say.
+        counted = differences(t.verdict).split(" from the ", 1)[0]
+        return issue.cut_title(f"{xla} wrong result{where}: {counted}")
     if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
         if failure.phase is Phase.COMPILE and t.where:
             return issue.cut_title(f"{xla} hang while compiling {t.where}")
