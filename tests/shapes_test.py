@@ -5,6 +5,7 @@ output alone. The answer each must get is its folder's expect.json."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,6 +52,13 @@ def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
         assert failure["message_lost"] is True and failure["site"]
         assert failure["evidence"].startswith("the run's message was not captured; the replay's")
         assert "Check failed" in m["title"]
+    if shape == "small_values_wrong":
+        # The bundle's own script judges as the replay did: 21% off at 1.5e-5 is wrong.
+        folder = done.unpack(tmp_path / "unpacked")
+        repro = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True,
+                               text=True, timeout=600)  # fmt: skip
+        assert repro.returncode == 1, repro.stdout + repro.stderr
+        assert "WRONG RESULT: 1 of 32769 elements differ" in repro.stdout
     if shape == "spawn_workers":
         assert "died on SIGABRT" in m["failure"]["evidence"]
         assert "no sign of an XLA bug" not in m["title"]
