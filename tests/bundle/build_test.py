@@ -44,6 +44,24 @@ def test_wrong_result_is_named_with_its_numbers(bundles: Callable[..., Collected
     assert "xla-bugkit: wrong result in jit(f): result differs from the op-by-op" in c.stderr
 
 
+def test_a_wrong_result_shipped_without_its_inputs_says_so(
+    bundles: Callable[..., Collected],
+) -> None:
+    # The replay showed it on the run's own inputs; the size budget left them out: the
+    # report must not claim that replaying the bundle reproduces it.
+    c = bundles("wrong_result", "--module", r"\.jit_f$", "--max-size", "120kB")
+    assert c.returncode == 0, c.stderr
+    notes = c.manifest()["notes"]
+    assert any(n.startswith("left out to fit the size budget: ") and ".snapshot." in n
+               for n in notes), notes  # fmt: skip
+    issue = c.text("ISSUE.md")
+    assert "reproduces it without the original program" not in issue
+    assert (
+        "showed it on the run's real inputs, which this bundle leaves out (left out to fit "
+        "the size budget)" in issue
+    )
+
+
 def test_issue_shows_repro_then_run_hlo_module_then_verify(
     bundles: Callable[..., Collected],
 ) -> None:

@@ -51,6 +51,9 @@ class Staged:
     replayed: bool  # the replay stage ran (False: --no-replay)
     framework: frameworks.FrameworkInfo | None = None  # the program's, when it is known
     repo: str | None = None  # the tracker the user named (--repo); None: the framework's
+    # Why the run's real inputs are not in the bundle (--no-data, the size budget); "" when
+    # they are, or there were none.
+    inputs_left_out: str = ""
 
 
 def build(
@@ -103,7 +106,14 @@ def build(
     notes += unredacted
     found = frameworks.detect(run.command, run.output, (m.name for m in index.modules))
     framework = frameworks.info(found) if found is not None else None
-    staged = Staged(reproducer, source, replayed, framework, repo)
+    left_out = (
+        "--no-data"
+        if not data
+        else "left out to fit the size budget"
+        if any(".snapshot." in name for name in dropped)
+        else ""
+    )
+    staged = Staged(reproducer, source, replayed, framework, repo, left_out)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped))
@@ -352,6 +362,13 @@ def _description(
 def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Staged) -> str:
     if judged.verdict is not None:
         module = issue.code_span(judged.verdict.module)
+        if judged.verdict.inputs == "snapshot" and staged.inputs_left_out:
+            # Said as it is: what the bundle holds may not show it.
+            return (
+                f"The replay of {module} showed it on the run's real inputs, which this bundle "
+                f"leaves out ({issue.plain(staged.inputs_left_out)}): replayed from the bundle, "
+                "it runs on generated inputs, which may not show it."
+            )
         return f"Replaying {module} from the bundle reproduces it without the original program."
     if verdicts:
         return "The bundle's replay did not reproduce it on the reporter's machine."
