@@ -237,6 +237,15 @@ def _add_tolerance(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_fake_data(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fake-data",
+        action="store_true",
+        help="replay on generated inputs even where real ones were recorded "
+        "(run_hlo_module's --force_fake_data)",
+    )
+
+
 def _duration(text: str) -> float:
     """A duration of the one grammar (``config.parse_duration``), as seconds."""
     seconds = config.parse_duration(text)
@@ -309,6 +318,7 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="how long each module's replay may take (default %(default)g s)",
     )
     _add_tolerance(p)
+    _add_fake_data(p)
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -340,6 +350,7 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="how long the replay may take (default %(default)g s)",
     )
     _add_tolerance(p)
+    _add_fake_data(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
 
 

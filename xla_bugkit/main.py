@@ -37,6 +37,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             timeout=args.timeout,
             ui=ui,
             tolerance=cli.tolerance(args),
+            fake_data=args.fake_data,
         )
     if args.command == "repack":
         from xla_bugkit.commands.repack import repack
@@ -73,6 +74,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         json_output=args.json,
         ui=ui,
         tolerance=cli.tolerance(args),
+        fake_data=args.fake_data,
     )
 
 

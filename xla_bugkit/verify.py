@@ -67,12 +67,14 @@ def verify_bundle(
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    fake_data: bool = False,
 ) -> VerifyResult:
     """Unpack ``path`` into a fresh temporary folder, check it, and replay every module.
 
     Each replay gets ``timeout`` seconds; a hang's, as long as the reporter's run went
     without progress and the time a replay needs to start (``Failure.replay_timeout``).
-    ``tolerance``: how far an output may be from its reference (the bundle never says).
+    ``tolerance``: how far an output may be from its reference (the bundle never says);
+    ``fake_data``: generated inputs even where the bundle has real ones.
     """
     ui = ui or Ui()
     with contextlib.ExitStack() as stack:
@@ -91,7 +93,9 @@ def verify_bundle(
         # The flags in force in the reporter's process reach XLA as they did there, a memory
         # cap the program set itself is set again (the module must meet the same limits), and
         # a PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
-        context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
+        context = replace(
+            RunContext.of_manifest(b.manifest), tolerance=tolerance, fake_data=fake_data
+        )
         if note := native.fallback_note(context.framework):
             ui.say(note)
         modules = b.manifest["modules"]

@@ -53,6 +53,16 @@ def test_a_working_module_runs_and_matches_its_references(
     assert "inputs: snapshot" in out
 
 
+def test_fake_data_replays_on_generated_inputs_though_a_snapshot_is_there(
+    program_runs: ProgramRuns, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = program_runs["success"].dump_dir
+    argv = ["replay", "-q", str(dump), "--module", "jit_train_step$", "--fake-data"]
+    assert main(argv) == ExitCode.NOT_REPRODUCED
+    out = capsys.readouterr().out
+    assert "inputs: generated (seed 42)" in out and "inputs: snapshot" not in out
+
+
 def test_a_module_pattern_that_matches_nothing(
     program_runs: ProgramRuns, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,7 @@ def replay_command(
     json_output: bool = False,
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    fake_data: bool = False,
 ) -> int:
     """CLI: print each verdict; exit 0 when a module fails, 3 when all ran and matched, 1
     when none could run (each verdict says why).
@@ -45,6 +46,7 @@ def replay_command(
         timeout=timeout,
         ui=ui,
         tolerance=tolerance,
+        fake_data=fake_data,
     )
     if json_output:
         json.dump([v.to_json() for v in verdicts], sys.stdout, indent=2)

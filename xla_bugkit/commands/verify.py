@@ -21,10 +21,13 @@ def verify(
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    fake_data: bool = False,
 ) -> int:
     """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here."""
     ui = ui or Ui()
-    result = verify_bundle(bundle_path, timeout=timeout, ui=ui, tolerance=tolerance)
+    result = verify_bundle(
+        bundle_path, timeout=timeout, ui=ui, tolerance=tolerance, fake_data=fake_data
+    )
     if json_output:
         json.dump(result.to_json(), sys.stdout, indent=2)
         print()

@@ -36,6 +36,9 @@ class RunContext:
     python: str | None = None
     # How far an output may be from its reference: the user's --rtol/--atol, never a bundle's.
     tolerance: Tolerance = DEFAULT_TOLERANCE
+    # --fake-data: generated inputs even where real ones were recorded (run_hlo_module's
+    # --force_fake_data).
+    fake_data: bool = False
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -50,6 +53,8 @@ class RunContext:
     def input(self, inp: ReplayInput) -> ReplayInput:
         """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
         inp = replace(inp, python=self.python or inp.python, tolerance=self.tolerance)
+        if self.fake_data:
+            inp = replace(inp, snapshot=None)
         if inp.flags_given:
             return inp
         return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))

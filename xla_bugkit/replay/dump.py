@@ -24,6 +24,7 @@ def replay_dump(
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    fake_data: bool = False,
 ) -> list[Verdict]:
     """Replay every module ``target`` names (a dump folder or one dump file).
 
@@ -38,7 +39,9 @@ def replay_dump(
     # A dump holds no record of its run but the module names, which tell a PyTorch/XLA dump:
     # its modules replay under torch_xla's own XLA first, where it is here, as verify's do.
     names = (m.name for _, m in found)
-    context = RunContext(framework=frameworks.from_module_names(names), tolerance=tolerance)
+    context = RunContext(
+        framework=frameworks.from_module_names(names), tolerance=tolerance, fake_data=fake_data
+    )
     if note := native.fallback_note(context.framework):
         ui.say(note)
     for root, module in found:
