@@ -19,6 +19,7 @@ __all__ = [
     "Entry",
     "Expected",
     "check_archive",
+    "compressed_size",
     "extract_safely",
     "format_of",
     "list_entries",
@@ -32,6 +33,7 @@ _HOMES = {
     "Entry": "xla_bugkit.archive.read",
     "Expected": "xla_bugkit.archive.members",
     "check_archive": "xla_bugkit.archive.extract",
+    "compressed_size": "xla_bugkit.archive.estimate",
     "extract_safely": "xla_bugkit.archive.extract",
     "format_of": "xla_bugkit.archive.read",
     "list_entries": "xla_bugkit.archive.read",
@@ -42,6 +44,7 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
+    from xla_bugkit.archive.estimate import compressed_size
     from xla_bugkit.archive.extract import check_archive, extract_safely
     from xla_bugkit.archive.members import Expected
     from xla_bugkit.archive.naming import output_format

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xla_bugkit import archive
 from xla_bugkit.bundle import members
 from xla_bugkit.choose.dumps import DumpIndex, Role
 from xla_bugkit.choose.selection import Chosen
@@ -77,6 +78,22 @@ def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     order += [p for p in extra if p.module == first]
     order += [p for p in planned if p.module != first and p not in order]
     return order
+
+
+def cannot_fit(order: Sequence[Planned], budget: int, fmt: str) -> list[tuple[Planned, int]]:
+    """The first files of ``order`` (``drop_order``) to leave out before compressing
+    anything, each with its estimated compressed size: while even an optimistic estimate of
+    the whole in a ``fmt`` archive (``archive.compressed_size``) is over ``budget``. What is
+    left is compressed, and then dropped one by one as before if it is still over."""
+    estimates = {p.arcname: archive.compressed_size(p.source, fmt) for p in order}
+    total = sum(estimates.values())
+    left_out: list[tuple[Planned, int]] = []
+    for p in order:
+        if total <= budget:
+            break
+        left_out.append((p, estimates[p.arcname]))
+        total -= estimates[p.arcname]
+    return left_out
 
 
 def stage(

@@ -150,8 +150,9 @@ def write_bundle(
 ) -> tuple[Manifest, int]:
     """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
 
-    The compressed size is only known after compressing, so each drop rewrites the archive;
-    bundles are small and drops are rare, which keeps this simpler than estimating.
+    Files that cannot fit even by an optimistic estimate of their compressed size
+    (``layout.cannot_fit``) are left out before anything is compressed; the exact size is
+    only known after compressing, so each drop after that rewrites the archive.
     """
     redactor = Redactor.for_this_machine(run.command, private=(run.log.parent,))
     if note := command_note(run.command):
@@ -164,6 +165,15 @@ def write_bundle(
         )
     order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
     dropped: list[str] = []
+    if options.max_size is not None:
+        # What cannot fit however well it compresses is left out before compressing anything.
+        fmt = archive.output_format(options.output, options.fmt)
+        for planned, estimate in layout.cannot_fit(order, options.max_size, fmt):
+            dropped.append(planned.arcname)
+            ui.say(
+                f"over the size budget: leaving out {planned.arcname} "
+                f"(about {estimate / 1e6:.1f} MB compressed, estimated before compressing)"
+            )
     while True:
         with ui.timed("stage"):
             manifest = stage_bundle(

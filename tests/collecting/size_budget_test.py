@@ -1,0 +1,35 @@
+"""The size budget before compression: real inputs that cannot fit are left out before
+anything is compressed (their LZMA would take longer than the run)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.programs import run_collect
+
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
+
+# 16 MB of random float32 inputs to a jitted function whose result XLA cannot allocate.
+PROGRAM = """
+import jax, jax.numpy as jnp, numpy as np
+x = np.random.default_rng(0).standard_normal(1 << 22).astype(np.float32)
+@jax.jit
+def spread(x):
+    return jnp.broadcast_to(x.sum(), (1 << 20, 1 << 20)) * 2
+print(spread(x))
+"""
+
+
+def test_inputs_that_cannot_fit_are_left_out_before_compressing(tmp_path: Path) -> None:
+    program = tmp_path / "spread.py"
+    program.write_text(PROGRAM)
+    argv = [sys.executable, str(program)]
+    done = run_collect(tmp_path / "b.zip", argv, "--max-size", "2MB")
+    said = [line for line in done.stderr.splitlines() if "over the size budget" in line]
+    assert len(said) == 1, done.stderr
+    assert ".snapshot." in said[0] and "estimated before compressing" in said[0]
+    m = done.manifest()
+    assert m["data"] == "no real inputs: the snapshots were left out to fit the size budget"
+    assert (tmp_path / "b.zip").stat().st_size <= 2_000_000
