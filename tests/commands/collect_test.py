@@ -146,6 +146,20 @@ def test_the_reports_log_is_the_programs_not_xlas_dump_lines(compile_crash: Coll
     assert "] Dumping " not in report and "dump.cc" not in report
 
 
+def test_the_runs_own_flags_are_named_first_as_the_cause(compile_crash: Collected) -> None:
+    # The user's flag and the program's own: the module is replayed once without them, and
+    # compiles and runs; that is said before any issue link, and kept in the bundle's notes.
+    finding = (
+        "this run set non-default XLA flags (--xla_cpu_enable_fast_math=false "
+        "--xla_disable_all_hlo_passes=true); without them the module compiles and runs: say "
+        "so in the report"
+    )
+    summary = compile_crash.stderr[compile_crash.stderr.rindex("\nxla-bugkit: ") :]
+    assert summary.splitlines()[2].startswith(f"  first: {finding}")
+    assert summary.index("  first: ") < summary.index("open a new issue")
+    assert any(note.startswith(finding) for note in compile_crash.manifest()["notes"])
+
+
 def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:
     # The user's flag, then the one the program appended itself (the flags in force).
     assert compile_crash.manifest()["xla_flags"] == [

@@ -28,6 +28,7 @@ class OwnFlags:
 
     flags: tuple[str, ...]
     without: Verdict
+    wrong_result: bool = False  # the failure is a wrong value, not a crash or an error
 
     @property
     def needed(self) -> bool:
@@ -45,10 +46,14 @@ class OwnFlags:
             if failed is None
             else f"the module fails otherwise ({failed.describe[:160]})"
         )
-        return (
-            f"this run set non-default XLA flags ({named}); without them {without}: the "
-            "failure needs them, so check that they are meant before reporting it"
-        )
+        if self.wrong_result:
+            then = (
+                "check that they are meant before reporting it (some flags, such as fast "
+                "math, change results on purpose)"
+            )
+        else:
+            then = "say so in the report (a crash or an error is XLA's bug under any flags)"
+        return f"this run set non-default XLA flags ({named}); without them {without}: {then}"
 
 
 def probe(
@@ -87,4 +92,4 @@ def probe(
             use_data=use_data,
             reference=proof.outcome.name == "REPRODUCED_WRONG",
         )
-    return OwnFlags(own, without)
+    return OwnFlags(own, without, wrong_result=proof.outcome.name == "REPRODUCED_WRONG")
