@@ -649,3 +649,13 @@ def test_faulthandlers_line_is_no_message_of_the_crash() -> None:
     assert failure.headline == "killed by SIGABRT" and failure.message_lost
     own = classify("Fatal Python error: PyThreadState_Get: no current thread\n", exit_status=-6)
     assert own.headline.startswith("Fatal Python error: PyThreadState_Get") and not own.message_lost
+
+
+def test_reading_a_result_xla_failed_to_compute_is_that_failure() -> None:
+    # The program reads the result of a run that could not allocate: XLA aborts on a CHECK,
+    # where a replay, which waits on the result first, gets the allocation's status.
+    output = "F1204 18:33:15.873025   10545 raw_buffer.h:106] Check failed: buffer_.IsConcrete() \n"
+    crash = classify(output, exit_status=-6)
+    oom = make(Kind.RUNTIME_ERROR, "RESOURCE_EXHAUSTED: Out of memory allocating N bytes.")
+    assert crash.kind is Kind.CRASH and crash.same_bug(oom) and oom.same_bug(crash)
+    assert not crash.same_bug(make(Kind.COMPILE_ERROR, "INTERNAL: boom"))

@@ -177,6 +177,8 @@ class Failure:
         """
         if _family(self.kind) != _family(other.kind):
             return False
+        if _unread(self, other) or _unread(other, self):
+            return True
         if self.message_lost or other.message_lost:
             # One side's message was lost: the same way of dying must do (kind, which holds
             # the phase, and signal); the caller says that this rests on less.
@@ -209,6 +211,21 @@ class Stop:
     by: str  # "timeout" or "user"
     ran: float  # seconds from the start to the stop
     stalled: float  # seconds without any output before the stop
+
+
+# XLA aborts when a program reads a result it failed to compute (an allocation that failed
+# at run time); a replay waits on each result first and gets the failure's own status.
+_UNREAD_RESULT = re.compile(r"raw_buffer\.h:\d+\] Check failed: buffer_\.IsConcrete\(\)")
+
+
+def _unread(crash: Failure, error: Failure) -> bool:
+    """``crash`` aborted reading a result XLA failed to compute, and ``error`` is a run-time
+    error: one failure, seen from the program and from a replay."""
+    return (
+        crash.kind is Kind.CRASH
+        and _UNREAD_RESULT.search(crash.signature) is not None
+        and error.kind is Kind.RUNTIME_ERROR
+    )
 
 
 def _family(kind: Kind) -> str:

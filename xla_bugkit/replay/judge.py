@@ -330,8 +330,9 @@ def _judge_failure(
         if _lost_here(expected):
             evidence = f"the run's message was not captured; the replay's: {evidence}"
         elif not expected.message_lost and expected.signature != failure.signature:
-            # The same site and condition, spelled by another build (names, literals).
-            evidence += f" (the run's, as its XLA spelled it: {expected.headline[:160]})"
+            # The same failure, spelled otherwise: by another build (names, literals), or as
+            # the program met it (an abort reading a result XLA failed to compute).
+            evidence += f" (the run showed it as: {expected.headline[:160]})"
         return Verdict(inp.name, outcome, evidence, child.inputs, failure)
     differently = "differently" if expected is not None and expected.kind.is_failure else ""
     evidence = f"the replay failed {differently} while {where}: {failure.describe}"
