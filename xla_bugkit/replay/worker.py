@@ -27,7 +27,7 @@ import re
 import resource
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,22 +255,13 @@ def _partitioned_conservative(
 ) -> None:
     """The conservative reference of a module that runs only partitioned (shard_map): the
     same partitioned module, compiled with the conservative flags after the recorded ones."""
-    out = Path(spec["out"])
     recorded = overrides(spec["flags"])
-    chosen = overrides(spec["conservative"])
-    while True:
-        try:
-            exe = _compile_as_run(spec, module_bytes, layout, [*recorded, *chosen])
-            arrays = _execute(exe, module_bytes, args, layout)
-        except Exception as e:  # the reference is best effort; the parent reports why
-            name = rejected_option(e)
-            if name is not None and any(n == name for n, _ in chosen):
-                chosen = [(n, v) for n, v in chosen if n != name]
-                continue
-            error_path(out, CONSERVATIVE).write_text(str(e))
-            return
-        save_arrays(arrays_path(out, CONSERVATIVE), arrays)
-        return
+
+    def run(chosen: Sequence[_jaxlib.Override]) -> list[np.ndarray]:
+        exe = _compile_as_run(spec, module_bytes, layout, [*recorded, *chosen])
+        return _execute(exe, module_bytes, args, layout)
+
+    _conservative_run(Path(spec["out"]), overrides(spec["conservative"]), run)
 
 
 def _conservative(
@@ -278,13 +269,26 @@ def _conservative(
 ) -> list[_jaxlib.Override]:
     """Run the whole module under the conservative flags; returns the overrides this jaxlib
     knows (an older one lacks some), for the op-by-op reference to use too."""
-    out = Path(spec["out"])
-    chosen = overrides(spec["conservative"])
     mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+
+    def run(chosen: Sequence[_jaxlib.Override]) -> list[np.ndarray]:
+        exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=chosen)
+        return _jaxlib.execute(exe, [np.asarray(a) for a in args])
+
+    return _conservative_run(Path(spec["out"]), overrides(spec["conservative"]), run)
+
+
+def _conservative_run(
+    out: Path,
+    chosen: list[_jaxlib.Override],
+    run: Callable[[Sequence[_jaxlib.Override]], list[np.ndarray]],
+) -> list[_jaxlib.Override]:
+    """Save ``run(chosen)`` (the module compiled under the conservative overrides, and run)
+    as the conservative reference, or why it has none; an override this jaxlib rejects is
+    left out and the run tried again. Returns the overrides kept."""
     while True:
         try:
-            exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=chosen)
-            arrays = _jaxlib.execute(exe, [np.asarray(a) for a in args])
+            arrays = run(chosen)
         except Exception as e:  # the reference is best effort; the parent reports why
             name = rejected_option(e)
             if name is not None and any(n == name for n, _ in chosen):
