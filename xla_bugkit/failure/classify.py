@@ -286,18 +286,29 @@ def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failu
         return replace(base, kind=Kind.HANG, headline=how, signature="hang")
     phase = Phase.COMPILE if busy.compiling else Phase.RUN
     doing = "compiling" if busy.compiling else "executing"
-    headline = f"{busy.who} was {doing} {busy.call}"
-    if stop is not None:
-        headline += f" with no output for {seconds(stop.stalled)}"
-        how = f"{'killed by the timeout' if by == 'timeout' else how} after {seconds(stop.ran)}"
     return replace(
         base,
         kind=Kind.HANG,
         phase=phase,
-        headline=f"{headline}; {how}",
+        headline=busy_headline(f"{busy.who} was {doing} {busy.call}", base),
         signature="hang",
         compiling=(busy.name or None) if busy.compiling else base.compiling,
         executing=None if busy.compiling else (busy.name or None),
+    )
+
+
+def busy_headline(busy: str, stopped: Failure) -> str:
+    """A hang's headline: what was ``busy`` ("XLA was executing jit(f)"), how long without
+    output and how the run was stopped, from ``stopped``'s record of the stop."""
+    if stopped.ran_seconds is None or stopped.stalled_seconds is None:
+        how = (
+            "killed after the timeout" if stopped.stopped_by == "timeout" else "stopped by the user"
+        )
+        return f"{busy}; {how}"
+    how = "killed by the timeout" if stopped.stopped_by == "timeout" else "stopped by the user"
+    return (
+        f"{busy} with no output for {seconds(stopped.stalled_seconds)}; "
+        f"{how} after {seconds(stopped.ran_seconds)}"
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.classify import Failure, Kind, Phase, classify, seconds
+from xla_bugkit.failure.classify import Failure, Kind, Phase, busy_headline, classify
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.run.evidence import Event, ProcessEvidence
 from xla_bugkit.run.processes import Culprit
@@ -139,18 +139,11 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
         return failure
     doing = "compiling" if busy.kind == "compile" else "executing"
     name, call = _name(busy), _call(busy)
-    how = "killed by the timeout" if failure.stopped_by == "timeout" else "stopped by the user"
-    stalled = (
-        f" with no output for {seconds(failure.stalled_seconds)}"
-        if failure.stalled_seconds is not None
-        else ""
-    )
-    after = f" after {seconds(failure.ran_seconds)}" if failure.ran_seconds is not None else ""
     return replace(
         failure,
         kind=Kind.HANG,
         phase=Phase.COMPILE if busy.kind == "compile" else Phase.RUN,
-        headline=f"XLA was {doing} {call}{stalled}; {how}{after}",
+        headline=busy_headline(f"XLA was {doing} {call}", failure),
         signature="hang",
         compiling=name if busy.kind == "compile" else failure.compiling,
         executing=None if busy.kind == "compile" else name,
