@@ -100,6 +100,41 @@ def test_log_gets_the_output_as_it_arrives(tmp_path: Path) -> None:
     assert log_path.read_text() == "first\nsecond\n" == done.output
 
 
+def test_the_two_streams_are_merged_a_whole_line_at_a_time(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    log_path = tmp_path / "run.log"
+    arrived = tmp_path / "arrived"
+    # Half a stderr line, then a whole stdout line, then the rest of the stderr line: the
+    # child waits for each step to reach us, so the pipes' reads interleave for certain.
+    code = (
+        "import pathlib, sys, time\n"
+        f"log, arrived = pathlib.Path({str(log_path)!r}), pathlib.Path({str(arrived)!r})\n"
+        "deadline = time.time() + 30\n"
+        "def wait(done):\n"
+        "    while not done() and time.time() < deadline: time.sleep(0.02)\n"
+        "sys.stderr.write('Dumping module_0010.jit_'); sys.stderr.flush()\n"
+        "wait(arrived.exists)\n"
+        "print('step 1', flush=True)\n"
+        "wait(lambda: b'step 1' in log.read_bytes())\n"
+        "sys.stderr.write('convert_element_type\\nno newline at the end')\n"
+    )
+
+    def note() -> None:
+        arrived.touch()  # half a line counts as output (a hang's stall clock)
+
+    with log_path.open("wb") as log:
+        done = proc.run(python(code), log=log, timeout=60, on_output=note, echo=True)
+    assert done.returncode == 0
+    out, err = capfd.readouterr()  # the terminal gets each stream as it comes
+    assert (out, err) == (
+        "step 1\n",
+        "Dumping module_0010.jit_convert_element_type\nno newline at the end",
+    )
+    expected = "step 1\nDumping module_0010.jit_convert_element_type\nno newline at the end"
+    assert log_path.read_text() == expected == done.output
+
+
 def test_log_to_a_file_like_object() -> None:
     sink = io.BytesIO()
     done = proc.run(["bash", "-c", "echo one; echo two >&2"], log=sink)

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -156,21 +156,54 @@ def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIG
 
 
 def _pump(
-    source: BinaryIO, sinks: Sequence[BinaryIO], keep: list[bytes], lock: threading.Lock
+    source: BinaryIO,
+    terminal: BinaryIO | None,
+    merged: _Merged,
 ) -> None:
     # os.read returns as soon as anything is there: output reaches the terminal live.
     fd = source.fileno()
+    held = b""  # this stream's unfinished last line
     while chunk := os.read(fd, 65536):
-        with lock:
-            keep.append(chunk)
-            for sink in sinks:
-                with contextlib.suppress(OSError, ValueError):
-                    sink.write(chunk)
-                    sink.flush()
-    for sink in sinks:
-        if isinstance(sink, _Hiding):
+        merged.arrived()
+        if terminal is not None:
             with contextlib.suppress(OSError, ValueError):
-                sink.finish()
+                terminal.write(chunk)
+                terminal.flush()
+        *lines, held = (held + chunk).split(b"\n")
+        if len(held) >= _HOLD_AT_MOST:  # a line that never ends (a progress bar's \r)
+            lines, held = [*lines, held], b""
+            merged.add(b"\n".join(lines))
+        elif lines:
+            merged.add(b"\n".join(lines) + b"\n")
+    merged.add(held)
+    if isinstance(terminal, _Hiding):
+        with contextlib.suppress(OSError, ValueError):
+            terminal.finish()
+
+
+class _Merged:
+    """The child's two streams as one record (and log), whole lines at a time: a line of
+    stderr never lands inside a line of stdout, however the two pipes' reads interleave."""
+
+    def __init__(self, log: BinaryIO | None, on_output: Callable[[], None] | None) -> None:
+        self._log, self._on_output = log, on_output
+        self._lock = threading.Lock()
+        self.kept: list[bytes] = []
+
+    def arrived(self) -> None:
+        """Output arrived, whole lines or not: the clock a stall is measured by."""
+        if self._on_output is not None:
+            self._on_output()
+
+    def add(self, data: bytes) -> None:
+        if not data:
+            return
+        with self._lock:
+            self.kept.append(data)
+            if self._log is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._log.write(data)
+                    self._log.flush()
 
 
 class _Hiding:
@@ -229,20 +262,24 @@ def run(
     log: BinaryIO | None = None,
     stdin: int | None = subprocess.DEVNULL,
     hide: re.Pattern[bytes] | None = None,
+    on_output: Callable[[], None] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
     With ``echo`` the output also goes live to our stdout; with ``log`` to that file as it
-    arrives, so a crash of this process still leaves the log on disk; lines ``hide``
-    matches are left out of the terminal, not of the log. Ctrl-C, SIGTERM and SIGHUP stop
-    the whole group and end the run as ``interrupted``; whatever else ends this call (or
-    this process) early stops the group too, and the group never outlives the run.
+    arrives (whole lines, so its two streams never split each other's lines), and a crash of
+    this process still leaves the log on disk; lines ``hide`` matches are left out of the
+    terminal, not of the log. ``on_output`` is called whenever output arrives. Ctrl-C,
+    SIGTERM and SIGHUP stop the whole group and end the run as ``interrupted``; whatever
+    else ends this call (or this process) early stops the group too, and the group never
+    outlives the run.
     """
     # From before the child starts: a signal at any point stops it as Ctrl-C does.
     with sigterm_as_interrupt():
         started = time.monotonic()
         child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
-        return _follow(child, argv, timeout, echo, log, started, hide)
+        merged = _Merged(log, on_output)
+        return _follow(child, argv, timeout, echo, merged, started, hide)
 
 
 def _follow(
@@ -250,14 +287,12 @@ def _follow(
     argv: Sequence[str],
     timeout: float | None,
     echo: bool,
-    log: BinaryIO | None,
+    merged: _Merged,
     started: float,
     hide: re.Pattern[bytes] | None = None,
 ) -> Completed:
     """Run a started child to its end, gathering its output; its group ends with it."""
     popen = child.popen
-    keep: list[bytes] = []
-    lock = threading.Lock()
     readers = []
     try:
         try:
@@ -267,8 +302,8 @@ def _follow(
                 if pipe is None:  # stderr merged into stdout
                     continue
                 shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
-                sinks = [s for s in (shown if echo else None, log) if s is not None]
-                reader = threading.Thread(target=_pump, args=(pipe, sinks, keep, lock), daemon=True)
+                args = (pipe, shown if echo else None, merged)
+                reader = threading.Thread(target=_pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
             timed_out, interrupted = _wait(popen, timeout)
@@ -286,7 +321,7 @@ def _follow(
         for reader, pipe in readers:
             reader.join(timeout=GRACE_SECONDS)
             pipe.close()
-    output = b"".join(keep).decode("utf-8", errors="replace")
+    output = b"".join(merged.kept).decode("utf-8", errors="replace")
     return Completed(popen.returncode, output, timed_out, time.monotonic() - started, interrupted)
 
 
@@ -331,7 +366,9 @@ class Waiting:
                 stdin.write(data)
             with contextlib.suppress(OSError):
                 stdin.close()
-            done = _follow(self._child, self._argv, timeout, False, None, time.monotonic())
+            done = _follow(
+                self._child, self._argv, timeout, False, _Merged(None, None), time.monotonic()
+            )
         if done.interrupted:
             raise KeyboardInterrupt
         return done

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
@@ -26,9 +25,6 @@ from xla_bugkit.run.processes import (
     program_python,
 )
 from xla_bugkit.run.weigh import weigh
-
-if TYPE_CHECKING:
-    from _typeshed import ReadableBuffer
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,14 @@ def rerun(
     )
     with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         done = proc.run(
-            command, env=env, timeout=timeout, echo=echo, log=log, stdin=None, hide=hide
+            command,
+            env=env,
+            timeout=timeout,
+            echo=echo,
+            log=log,
+            stdin=None,
+            hide=hide,
+            on_output=log.arrived,
         )
     stop = None
     if done.timed_out or done.interrupted:
@@ -180,12 +183,12 @@ class _TimedLog(io.BufferedWriter):
         if self.stopped_at is None:
             self.stopped_at, self.last_at_stop = time.monotonic(), self.last
 
-    def write(self, data: ReadableBuffer, /) -> int:
+    def arrived(self) -> None:
+        """Output arrived (the log itself gets it a whole line at a time)."""
         now = time.monotonic()
         stopped = self.stopped_at is not None
         if not stopped and (self.deadline is None or now <= self.deadline):
             self.last = now  # output after the stop is the stop's doing (a traceback, say)
-        return super().write(data)
 
 
 def _stop(log: _TimedLog, by: str, started: float, deadline: float | None) -> Stop:
