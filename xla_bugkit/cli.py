@@ -78,6 +78,7 @@ def parser() -> argparse.ArgumentParser:
     _add_show(sub)
     _add_repack(sub)
     _add_shrink(sub)
+    _add_bisect(sub)
     return p
 
 
@@ -311,6 +312,14 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
     p.add_argument(
+        "--jaxlib",
+        metavar="VERSION",
+        help="replay under this jaxlib release (downloaded through pip once, then cached)",
+    )
+    from xla_bugkit.commands.bisect import add_range_options
+
+    add_range_options(p)
+    p.add_argument(
         "--timeout",
         type=_duration,
         default=config.REPLAY_TIMEOUT,
@@ -463,6 +472,36 @@ def _add_shrink(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="replace an existing output that is not an xla-bugkit bundle",
     )
     p.add_argument("--json", action="store_true", help="print the shrink record as JSON")
+
+
+def _add_bisect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from xla_bugkit.commands import bisect
+
+    p = _subcommand(
+        sub,
+        "bisect",
+        help="replay a bundle under other jaxlib releases: still failing? since when?",
+        description="Replay the failing module of a bundle under jaxlib releases from the "
+        "package index (or a folder of wheels), and say whether it still fails on the newest "
+        "and between which two releases that changed.",
+        epilog=bisect.EPILOG,
+    )
+    bisect.add_arguments(p)
+    p.add_argument(
+        "--module",
+        dest="module_re",
+        type=_regex,
+        metavar="RE",
+        help="bisect the module whose label matches RE",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_duration,
+        default=config.REPLAY_TIMEOUT,
+        metavar="DURATION",
+        help="how long each release's replay may take (default %(default)g s)",
+    )
+    _add_tolerance(p)
 
 
 def collect_options(args: argparse.Namespace, defaults: config.Config) -> CollectOptions:

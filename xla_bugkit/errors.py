@@ -64,6 +64,13 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",
     },
+    "bisect": {
+        ExitCode.OK: "some release fails the recorded way (the result says which)",
+        ExitCode.NOT_REPRODUCED: "no release tried does",
+        ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
+        ExitCode.ERROR: "other errors",
+        ExitCode.INTERRUPTED: "interrupted",
+    },
     "show": {
         ExitCode.OK: "listed",
         ExitCode.BAD_BUNDLE: "not a readable xla-bugkit bundle",

@@ -38,6 +38,8 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             ui=ui,
             tolerance=cli.tolerance(args),
             fake_data=args.fake_data,
+            jaxlib=args.jaxlib,
+            wheels=args.wheels,
         )
     if args.command == "repack":
         from xla_bugkit.commands.repack import repack
@@ -56,6 +58,21 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             timeout=args.timeout,
             probe_timeout=args.probe_timeout,
             force=args.force,
+            json_output=args.json,
+            ui=ui,
+        )
+    if args.command == "bisect":
+        from xla_bugkit.bisect.run import Range
+        from xla_bugkit.commands.bisect import bisect_command
+
+        return bisect_command(
+            args.bundle,
+            Range(args.wheels, args.low, args.high),
+            out=args.output,
+            force=args.force,
+            timeout=args.timeout,
+            tolerance=cli.tolerance(args),
+            module_re=args.module_re,
             json_output=args.json,
             ui=ui,
         )

@@ -12,7 +12,7 @@ from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, o
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, native
 from xla_bugkit.replay.context import RunContext, replay_module
-from xla_bugkit.replay.inputs import replay_input, replay_platform
+from xla_bugkit.replay.inputs import Release, replay_input, replay_platform
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
@@ -68,20 +68,23 @@ def verify_bundle(
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     fake_data: bool = False,
+    release: Release | None = None,
 ) -> VerifyResult:
     """Unpack ``path`` into a fresh temporary folder, check it, and replay every module.
 
     Each replay gets ``timeout`` seconds; a hang's, as long as the reporter's run went
     without progress and the time a replay needs to start (``Failure.replay_timeout``).
     ``tolerance``: how far an output may be from its reference (the bundle never says);
-    ``fake_data``: generated inputs even where the bundle has real ones.
+    ``fake_data``: generated inputs even where the bundle has real ones; ``release``: replay
+    under that jaxlib release instead of the installed one.
     """
     ui = ui or Ui()
     with contextlib.ExitStack() as stack:
         # A replay child imports jax (seconds) while the bundle unpacks; most bundles are
         # of CPU modules, and one of another platform gets a child of its own.
         spares = stack.enter_context(children.Spares())
-        spares.start("cpu")
+        if release is None:  # children of the installed jaxlib only
+            spares.start("cpu")
         b = stack.enter_context(
             open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking"))
         )
@@ -94,14 +97,17 @@ def verify_bundle(
         # cap the program set itself is set again (the module must meet the same limits), and
         # a PyTorch/XLA module replays under torch_xla's own XLA first, where it is here.
         context = replace(
-            RunContext.of_manifest(b.manifest), tolerance=tolerance, fake_data=fake_data
+            RunContext.of_manifest(b.manifest),
+            tolerance=tolerance,
+            fake_data=fake_data,
+            release=release,
         )
         if note := native.fallback_note(context.framework):
             ui.say(note)
         modules = b.manifest["modules"]
         checks = []
         for i, module in enumerate(modules):
-            if i + 1 < len(modules) and len(spares) < 2:  # the next module's, ready in time
+            if release is None and i + 1 < len(modules) and len(spares) < 2:  # ready in time
                 spares.start(replay_platform(modules[i + 1].get("platform", "")))
             checks.append(_replay_module(b, module, failure, timeout, ui, context, spares))
     return VerifyResult(path, failure, tuple(checks), b.edited)

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from xla_bugkit import __version__
+from xla_bugkit.bisect.search import Bisection
 
 TEMPLATE = "issue.md"
 LOG_TAIL_LINES = 60
@@ -299,6 +300,46 @@ def shrink_section(findings: Sequence[str], module_text: str, path: str) -> str:
     else:
         lines += [f"The shrunk module is {code_span(path)} in the bundle.", ""]
     return "\n".join(lines)
+
+
+BISECT_HEADING = "#### Across jaxlib releases"
+_DETAIL_MAX = 160  # a table cell: the line a release failed with, cut
+
+
+def bisect_section(result: Bisection) -> str:
+    """ISSUE.md's section on a bisect: its answer, then each release tried and what it showed."""
+    lines = [BISECT_HEADING, "", f"**{plain(result.summary)}**", ""]
+    rows = [
+        [p.version + (" (reported)" if p.version == result.reported else ""), p.seen.value,
+         code_span(_cut(p.detail, _DETAIL_MAX))]
+        for p in result.probes
+    ]  # fmt: skip
+    lines += [_table(["jaxlib", "replay", "what it showed"], rows), ""]
+    if result.untried:
+        shown = ", ".join(f"{v} ({why})" for v, why in result.untried[:6])
+        more = len(result.untried) - 6
+        lines += [f"Not tried: {plain(shown)}" + (f" and {more} more" if more > 0 else ""), ""]
+    lines += ["Replayed by `xla-bugkit bisect`: the before-optimizations module, one child per "
+              "release; releases between two that agree were not tried.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def without_section(issue: str, heading: str) -> str:
+    """``issue`` without the section under ``heading`` (up to the next heading of its level
+    or higher), if it has one."""
+    at = issue.find("\n" + heading + "\n")
+    if at < 0:
+        return issue
+    level = heading.split(" ", 1)[0]
+    rest = issue[at + 1 + len(heading) :]
+    ends = [rest.find("\n" + "#" * n + " ") for n in range(1, len(level) + 1)]
+    found = [e for e in ends if e >= 0]
+    end = min(found) + 1 if found else len(rest)
+    return issue[: at + 1] + rest[end:]
 
 
 def with_section(issue: str, section: str) -> str:

@@ -16,6 +16,7 @@ INPUTS = "inputs.npz"  # the arguments repro.py runs the module on
 EXPECTED = "expected.npz"  # the reference result repro.py compares with
 MODULES = "modules"  # a folder per chosen module: modules/<label>/
 SHRUNK = "shrunk"  # the shrunk module's folder, in a bundle that shrink wrote
+BISECT = "bisect.json"  # the releases a bisect tried and what each showed
 
 # Text written for people, which the reporter may well edit before filing (the ISSUE.md
 # template asks for it). No replay reads them: an edit is reported, not refused.

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 from xla_bugkit import config
+from xla_bugkit.bisect import cache
 from xla_bugkit.bundle.manifest import edited_notice
-from xla_bugkit.errors import ExitCode
+from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
 from xla_bugkit.verify import VerifyResult, verify_bundle
@@ -22,11 +24,25 @@ def verify(
     ui: Ui | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     fake_data: bool = False,
+    jaxlib: str | None = None,
+    wheels: Path | None = None,
 ) -> int:
-    """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here."""
+    """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here.
+    ``jaxlib``: replay under that release (from ``wheels``, or through pip) instead."""
     ui = ui or Ui()
+    release = None
+    if jaxlib is not None and jaxlib != _jaxlib.jaxlib_version():
+        with ui.phase(f"getting jaxlib {jaxlib}"):
+            release = cache.release(jaxlib, wheels)
+    elif wheels is not None:
+        raise BugkitError("--wheels goes with --jaxlib VERSION: which release to take from it")
     result = verify_bundle(
-        bundle_path, timeout=timeout, ui=ui, tolerance=tolerance, fake_data=fake_data
+        bundle_path,
+        timeout=timeout,
+        ui=ui,
+        tolerance=tolerance,
+        fake_data=fake_data,
+        release=release,
     )
     if json_output:
         json.dump(result.to_json(), sys.stdout, indent=2)

@@ -18,18 +18,24 @@ from xla_bugkit.replay import protocol
 
 
 def child_env(
-    xla_flags: tuple[str, ...], platform: str, python: str | None = None
+    xla_flags: tuple[str, ...],
+    platform: str,
+    python: str | None = None,
+    release: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a replay child: ours, with ``xla_flags`` and ``platform``;
     ``python``: the child runs under another interpreter (the program's), which has its own
-    jax but maybe not protobuf, which the worker reads protos with: ours is lent to it."""
+    jax but maybe not protobuf, which the worker reads protos with: ours is lent to it;
+    ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     env["JAX_PLATFORMS"] = platform
     # The child imports this package from wherever the parent found it.
     package_root = str(Path(__file__).resolve().parents[2])
     lent = _protobuf_alone() if python is not None else None
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH"), lent]))
+    first = str(release) if release is not None else None
+    path = [first, package_root, env.get("PYTHONPATH"), lent]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
     return env
 
 

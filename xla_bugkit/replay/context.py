@@ -18,7 +18,7 @@ from xla_bugkit import flags, frameworks
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.replay import native
-from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.inputs import Release, ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Verdict
@@ -39,6 +39,8 @@ class RunContext:
     # --fake-data: generated inputs even where real ones were recorded (run_hlo_module's
     # --force_fake_data).
     fake_data: bool = False
+    # verify --jaxlib: the release to replay under, unpacked; never taken from a bundle.
+    release: Release | None = None
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -52,7 +54,12 @@ class RunContext:
 
     def input(self, inp: ReplayInput) -> ReplayInput:
         """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
-        inp = replace(inp, python=self.python or inp.python, tolerance=self.tolerance)
+        inp = replace(
+            inp,
+            python=self.python or inp.python,
+            tolerance=self.tolerance,
+            release=self.release or inp.release,
+        )
         if self.fake_data:
             inp = replace(inp, snapshot=None)
         if inp.flags_given:

@@ -24,6 +24,15 @@ REPLAY_ROLES = (
 
 
 @dataclass(frozen=True)
+class Release:
+    """A jaxlib release unpacked (its jaxlib and jax wheels) into ``path``, which goes first
+    on a replay child's path: the child replays under that release, not the installed one."""
+
+    version: str
+    path: Path
+
+
+@dataclass(frozen=True)
 class ReplayInput:
     """One module to replay, as found in a dump or a bundle."""
 
@@ -42,6 +51,8 @@ class ReplayInput:
     python: str | None = None
     # How far its outputs may be from a reference (the user's --rtol/--atol).
     tolerance: Tolerance = DEFAULT_TOLERANCE
+    # The jaxlib release to replay under (bisect, verify --jaxlib); None: the interpreter's.
+    release: Release | None = None
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:

@@ -74,9 +74,11 @@ def _spawn(
     spares: Spares | None = None,
 ) -> _Child:
     out = Path(spec["out"])
-    env = child_env(tuple(env_flags), inp.platform, inp.python)
-    # Spares run this interpreter: a replay under the program's own starts afresh.
-    waiting = spares.take(env) if spares is not None and inp.python is None else None
+    release = inp.release.path if inp.release is not None else None
+    env = child_env(tuple(env_flags), inp.platform, inp.python, release)
+    # Spares run this interpreter and jaxlib: a replay under another starts afresh.
+    ours = inp.python is None and inp.release is None
+    waiting = spares.take(env) if spares is not None and ours else None
     if waiting is not None:
         memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
         text = json.dumps({**spec, "memory_limit": memory})
@@ -112,10 +114,16 @@ def _under(asked: ReplayInput, ran: ReplayInput, child: _Child) -> str:
 
 
 def _spawn_settled(
-    inp: ReplayInput, spec: dict[str, Any], limits: dict[str, Any], spares: Spares | None = None
+    inp: ReplayInput,
+    spec: dict[str, Any],
+    limits: dict[str, Any],
+    spares: Spares | None = None,
+    dropped: list[str] | None = None,
 ) -> tuple[_Child, ReplayInput]:
     """Spawn the child (one of ``spares`` if it fits); again with more devices or a flag
-    moved to XLA_FLAGS, if it asks. Returns the child and the input as it ran."""
+    moved to XLA_FLAGS, if it asks. Returns the child and the input as it ran. Under another
+    release (``inp.release``), a recorded flag it does not know is left out, and said so in
+    ``dropped``; a release that cannot start the replay refuses it."""
     env_flags, spec_flags = split_flags(inp)
     spec = {**spec, "flags": spec_flags}
     while True:
@@ -124,6 +132,16 @@ def _spawn_settled(
         needs = marker(child.done.output, protocol.NEEDS_DEVICES)
         rejected = marker(child.done.output, protocol.REJECTED_FLAG)
         started = marker(child.done.output, protocol.PHASE) is not None
+        unknown = flags.unknown_flag(child.done.output)
+        known = [f for f in env_flags if flags.name_of(f) != unknown]
+        if inp.release is not None and dropped is not None and known != env_flags:
+            # An older XLA aborts at start-up on a flag it does not have yet.
+            env_flags = known
+            dropped.append(f"{unknown}: jaxlib {inp.release.version} does not know it")
+            continue
+        if inp.release is not None and not started and needs is None and rejected is None:
+            why = f"jaxlib {inp.release.version} could not start the replay: {_last_line(child)}"
+            return _Child(child.done, child.out, None, "", why), inp
         if inp.python is not None and not started and needs is None and rejected is None:
             # The program's interpreter could not get as far as compiling (an older Python,
             # a jaxlib the worker cannot drive): this one replays it, and the verdict says
@@ -142,11 +160,16 @@ def _spawn_settled(
             moved = [f for f in spec["flags"] if flags.name_of(f).lstrip("-") == rejected]
             env_flags.extend(moved)
             spec = {**spec, "flags": [f for f in spec["flags"] if f not in moved]}
-        elif (unknown := flags.unknown_flag(child.done.output)) is not None:
+        elif unknown is not None:
             # XLA aborts at start-up on a flag it does not know: no fault of the module.
             raise BugkitError(f"unknown XLA flag {unknown}")
         else:
             return child, inp
+
+
+def _last_line(child: _Child) -> str:
+    lines = [line.strip() for line in child.done.output.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {child.done.returncode}, no output"
 
 
 def admitted_flags(inp: ReplayInput) -> flags.Admitted:
@@ -234,7 +257,8 @@ def replay(
             reference=reference,
             extreme_set=extreme_set,
         )
-        child, ran = _spawn_settled(inp, spec, limits, spares)
+        dropped: list[str] = []
+        child, ran = _spawn_settled(inp, spec, limits, spares, dropped)
         if keep_arrays is not None:
             keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
@@ -242,6 +266,9 @@ def replay(
         verdict = _verdict(inp, child, expected, timeout, reference=reference)
         if inp.python is not None:
             verdict = replace(verdict, under=_under(inp, ran, child))
+        if inp.release is not None:
+            withheld = (*verdict.withheld, *dropped)
+            verdict = replace(verdict, under=f"jaxlib {inp.release.version}", withheld=withheld)
     if extreme_set is not None or not reference:
         return verdict
     return extreme.retry(

@@ -86,7 +86,9 @@ def default_output(target: Path, *, keep_format: bool = False) -> Path:
     return target.with_name(name + SHRUNK + ".zip")
 
 
-def _pick(modules: Sequence[ModuleEntry], module_re: str | None) -> ModuleEntry:
+def pick_module(modules: Sequence[ModuleEntry], module_re: str | None) -> ModuleEntry:
+    """The module a bundle is about: the first that reproduced (``module_re`` narrows the
+    choice), never a shrunk one."""
     pattern = re.compile(module_re) if module_re else None
     found = [
         m
@@ -122,7 +124,7 @@ def shrink_bundle(
     with open_bundle(bundle, prefix="xla-bugkit-shrink-") as b:
         failure = Failure.from_json(b.manifest["failure"])
         options = replace(options, context=RunContext.of_manifest(b.manifest))
-        module = _pick(b.manifest["modules"], module_re)
+        module = pick_module(b.manifest["modules"], module_re)
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to shrink")

@@ -150,3 +150,16 @@ SHRINK: Checks = {
     "needed_flags": (_is_str_list, "a list of strings"),
     "workarounds": (_is_str_list, "a list of strings"),
 }
+
+
+def _is_list_of_objects(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+# The bisect record: shown as text, so each key need only have its type.
+BISECT: Checks = {
+    "summary": (lambda v: isinstance(v, str), "a string"),
+    "reported": (_is_optional_str, "a string or null"),
+    "probes": (_is_list_of_objects, "a list of objects"),
+    "boundaries": (_is_list_of_objects, "a list of objects"),
+}

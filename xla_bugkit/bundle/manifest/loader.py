@@ -111,6 +111,8 @@ def validate(data: object) -> Manifest:
         probing = data["shrink"].get("probe_seconds")
         if probing is not None and not checks._is_optional_seconds(probing):
             raise BadBundleError("the shrink record: 'probe_seconds' must be a number of seconds")
+    if "bisect" in data:
+        _check_keys(data["bisect"], checks.BISECT, "the bisect record")
     manifest: Manifest = data  # type: ignore[assignment]  # every key checked above
     return manifest
 

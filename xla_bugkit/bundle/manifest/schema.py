@@ -64,3 +64,4 @@ class Manifest(TypedDict):
     process: NotRequired[ProcessEntry]  # absent without the start-up hook's records
     other_processes: NotRequired[list[OtherProcessEntry]]
     shrink: NotRequired[dict[str, Any]]  # what ``xla-bugkit shrink`` found
+    bisect: NotRequired[dict[str, Any]]  # what ``xla-bugkit bisect`` found across releases

@@ -1,0 +1,152 @@
+"""Releases unpacked once and kept: a cache of jaxlib (and jax) wheels, unzipped into one
+folder per release, which a replay child puts first on its path. No virtual environment per
+release: the child keeps this interpreter's numpy, ml_dtypes and protobuf.
+
+The cache lives in platformdirs' user cache dir (``releases/``), or under
+``$XLA_BUGKIT_CACHE``. A release is used only once it is whole (its ``.complete`` marker);
+a download or unzip cut short leaves a partial folder that the next attempt removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import platformdirs
+
+from xla_bugkit import proc
+from xla_bugkit.bisect import releases
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.replay.inputs import Release
+
+CACHE_ENV = "XLA_BUGKIT_CACHE"
+_COMPLETE = ".complete"
+DOWNLOAD_TIMEOUT = 600.0
+# Room kept free on the cache's disk beyond what a release unpacks to.
+_HEADROOM = 200 << 20
+
+
+def root() -> Path:
+    """The folder that holds the unpacked releases."""
+    base = os.environ.get(CACHE_ENV)
+    return Path(base) if base else Path(platformdirs.user_cache_dir("xla-bugkit"))
+
+
+def folder(version: str) -> Path:
+    return root() / "releases" / f"jaxlib-{version}-{releases.python_tag()}"
+
+
+def cached(version: str) -> Release | None:
+    """The release, if it is in the cache whole."""
+    path = folder(version)
+    return Release(version, path) if (path / _COMPLETE).is_file() else None
+
+
+def release(version: str, wheels: Path | None = None) -> Release:
+    """``version`` unpacked in the cache: from ``wheels`` (a folder of wheels) if given,
+    else downloaded through pip. Raises ``BugkitError`` saying why it cannot be had."""
+    if (found := cached(version)) is not None:
+        return found
+    target = folder(version)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
+        if wheels is not None:
+            files = releases.wheels_for(wheels, version)
+        else:
+            files = _download(version, Path(tmp))
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        _check_room(files, target.parent)
+        try:
+            for wheel in files:
+                _unzip(wheel, partial)
+            (partial / _COMPLETE).write_text(version + "\n", "utf-8")
+            shutil.rmtree(target, ignore_errors=True)
+            partial.rename(target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return Release(version, target)
+
+
+def _download(version: str, into: Path) -> tuple[Path, Path]:
+    """The jaxlib and jax wheels of ``version``, through pip (the user's index and proxy)."""
+    jaxlib = _pip_download(f"jaxlib=={version}", into / "jaxlib")
+    # A jaxlib-only patch release (0.9.0.1) goes with the jax of its first three numbers.
+    jax_versions = [version, ".".join(version.split(".")[:3])]
+    for jax_version in dict.fromkeys(jax_versions):
+        with contextlib.suppress(BugkitError):
+            return jaxlib, _pip_download(f"jax=={jax_version}", into / f"jax-{jax_version}")
+    raise BugkitError(f"pip found no jax wheel to go with jaxlib {version}")
+
+
+def _pip_download(requirement: str, into: Path) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(into),
+        requirement,
+    ]
+    done = proc.run_captured(argv, timeout=DOWNLOAD_TIMEOUT)
+    found = sorted(into.glob("*.whl"))
+    if done.returncode != 0 or not found:
+        lines = [line.strip() for line in done.output.splitlines() if line.strip()]
+        why = next((line for line in lines if line.startswith("ERROR")), lines[-1:] or [""])
+        raise BugkitError(f"pip could not download {requirement}: {str(why) or 'no wheel'}")
+    return found[0]
+
+
+def _check_room(wheels: tuple[Path, ...], where: Path) -> None:
+    need = 0
+    for wheel in wheels:
+        with _open(wheel) as z:
+            need += sum(info.file_size for info in z.infolist())
+    free = shutil.disk_usage(where).free
+    if need + _HEADROOM > free:
+        raise BugkitError(
+            f"unpacking {wheels[0].name} needs {need / 1e6:,.0f} MB; {where} has "
+            f"{free / 1e6:,.0f} MB free: free some, or set {CACHE_ENV} to a folder elsewhere"
+        )
+
+
+def _open(wheel: Path) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise BugkitError(f"{wheel.name} is not a readable wheel: {e}") from None
+
+
+def _unzip(wheel: Path, into: Path) -> None:
+    """Extract ``wheel`` into ``into``; a member named outside it refuses the whole wheel."""
+    with _open(wheel) as z:
+        for info in z.infolist():
+            name = PurePosixPath(info.filename)
+            if name.is_absolute() or ".." in name.parts or "\\" in info.filename:
+                raise BugkitError(f"{wheel.name}: member {info.filename!r} leaves its folder")
+            mode = info.external_attr >> 16
+            if mode and (mode & 0o170000) not in (0, 0o100000, 0o040000):
+                raise BugkitError(f"{wheel.name}: member {info.filename!r} is not a plain file")
+        try:
+            z.extractall(into)
+        except (OSError, zipfile.BadZipFile) as e:
+            raise BugkitError(f"cannot unpack {wheel.name} into {into}: {e}") from None
+
+
+def remove(version: str) -> bool:
+    """Remove ``version`` from the cache; whether it was there."""
+    path = folder(version)
+    if not path.exists():
+        return False
+    shutil.rmtree(path)
+    return True

@@ -1,0 +1,190 @@
+"""Bisect one module over jaxlib releases: each probe replays it, in a child, under a release
+from the cache (``cache``), and is judged against the recorded failure as ``verify`` judges.
+
+The module goes as the bundle carries it: the before-optimizations proto (never an optimized
+module, which other releases abort on), with the recorded flags less those a release does
+not know (each said in the probe's detail), on the replay's own tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit import archive, config
+from xla_bugkit.bisect import cache, releases
+from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
+from xla_bugkit.bundle import issue, members
+from xla_bugkit.bundle.manifest import (
+    Manifest,
+    file_entries,
+    open_bundle,
+    renamed,
+    reseal,
+    validate,
+    write_manifest,
+)
+from xla_bugkit.bundle.output import check_output
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.replay import _jaxlib
+from xla_bugkit.replay.context import RunContext, replay_module
+from xla_bugkit.replay.inputs import ReplayInput, replay_input
+from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.shrink.run import pick_module
+from xla_bugkit.ui import Ui
+
+
+@dataclass(frozen=True)
+class Range:
+    """Which releases to try: from a folder of wheels or the index, between two versions."""
+
+    wheels: Path | None = None
+    low: str | None = None
+    high: str | None = None
+
+    def listing(self) -> releases.Releases:
+        found = releases.from_folder(self.wheels) if self.wheels else releases.from_index()
+        installed = _jaxlib.jaxlib_version()
+        chosen = found.with_installed(installed).between(self.low, self.high)
+        if not chosen.tried:
+            bounds = f"from {self.low or 'the oldest'} to {self.high or 'the newest'}"
+            raise BugkitError(f"no jaxlib release {bounds} can be tried here ({found.source})")
+        return chosen
+
+
+def probe_seen(verdict: Verdict) -> Seen:
+    """What a release's verdict says for the bisect."""
+    if verdict.reproduced:
+        return Seen.FAILS
+    if verdict.outcome is Outcome.NOT_REPLAYABLE:
+        return Seen.UNTRIED
+    return Seen.PASSES if verdict.failure is None else Seen.OTHER
+
+
+def prober(
+    inp: ReplayInput,
+    expected: Failure | None,
+    context: RunContext,
+    wheels: Path | None,
+    timeout: float,
+    ui: Ui,
+) -> Callable[[str], Probe]:
+    """The probe of one release: get it (cache, folder or pip), replay ``inp`` under it."""
+
+    def probe(version: str) -> Probe:
+        started = time.monotonic()
+        try:
+            with ui.phase(f"getting jaxlib {version}"):
+                # The installed release needs no copy: the child's own path has it.
+                installed = version == _jaxlib.jaxlib_version()
+                release = None if installed else cache.release(version, wheels)
+        except BugkitError as e:
+            ui.say(f"jaxlib {version}: not tried: {e}")
+            return Probe(version, Seen.UNTRIED, str(e), time.monotonic() - started)
+        with ui.phase(f"replaying under jaxlib {version}"):
+            verdict = replay_module(
+                replace(inp, release=release), expected=expected, context=context, timeout=timeout
+            )
+        seen = probe_seen(verdict)
+        detail = verdict.evidence
+        if verdict.withheld:
+            detail += f" (not applied: {'; '.join(verdict.withheld)})"
+        ui.say(f"jaxlib {version}: {seen.value}: {verdict.evidence}")
+        return Probe(version, seen, detail, time.monotonic() - started)
+
+    return probe
+
+
+def bisect_module(
+    inp: ReplayInput,
+    expected: Failure | None,
+    context: RunContext,
+    chosen: Range,
+    *,
+    reported: str | None,
+    timeout: float = config.REPLAY_TIMEOUT,
+    ui: Ui | None = None,
+) -> Bisection:
+    """Bisect ``inp``'s failure (``expected``) over the releases ``chosen`` names."""
+    ui = ui or Ui()
+    listing = chosen.listing()
+    ui.say(
+        f"bisecting {inp.name} over jaxlib {listing.tried[0]} to {listing.tried[-1]} "
+        f"({len(listing.tried)} releases, from {listing.source})"
+    )
+    probe = prober(inp, expected, context, chosen.wheels, timeout, ui)
+    return bisect(listing.tried, probe, reported=reported, untried=listing.untried)
+
+
+def bisect_bundle(
+    path: Path,
+    chosen: Range,
+    *,
+    out: Path | None = None,
+    fmt: str | None = None,
+    force: bool = False,
+    timeout: float = config.REPLAY_TIMEOUT,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
+    module_re: str | None = None,
+    ui: Ui | None = None,
+) -> Bisection:
+    """Bisect the failing module of the bundle ``path``; with ``out``, write the bundle again
+    there with the result (the manifest's ``bisect`` record, ISSUE.md's section)."""
+    ui = ui or Ui()
+    chosen_fmt = None
+    if out is not None:
+        if out.resolve() == path.resolve():
+            raise BugkitError(f"{out} is the bundle itself: choose another output name")
+        chosen_fmt = check_output(out, fmt, force=force)
+    with open_bundle(path, prefix="xla-bugkit-bisect-", unpacking=ui.phase("unpacking")) as b:
+        failure = Failure.from_json(b.manifest["failure"])
+        module = pick_module(b.manifest["modules"], module_re)
+        inp = replay_input(module["label"], b.module_files(module), module["platform"])
+        if inp is None:
+            raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
+        context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
+        expected = None if failure.kind.value == "success" else failure
+        result = bisect_module(
+            inp,
+            expected,
+            context,
+            chosen,
+            reported=b.manifest["versions"].get("jaxlib"),
+            timeout=failure.replay_timeout(timeout),
+            ui=ui,
+        )
+        if out is not None and chosen_fmt is not None:
+            manifest = reseal(b) if b.edited else b.manifest
+            # ISSUE.md names the archive to attach and verify: now ``out``.
+            manifest = renamed(b, manifest, path.name, out.name)
+            write_result(b.root, manifest, result)
+            files = {p.relative_to(b.root).as_posix(): p for p in sorted(b.files) if p.is_file()}
+            files[members.BISECT] = b.root / members.BISECT
+            progress = ui.progress("compressing")
+            size = archive.write_archive(files, out, chosen_fmt, progress=progress)
+            ui.say(f"wrote {out} ({size:,} bytes, {chosen_fmt})")
+    return result
+
+
+def write_result(stage: Path, manifest: Manifest, result: Bisection) -> Manifest:
+    """``stage`` (an unpacked bundle) with the bisect's result: ``bisect.json``, the
+    manifest's ``bisect`` record and ISSUE.md's section; returns the manifest written."""
+    record = result.to_json()
+    (stage / members.BISECT).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+    report = stage / members.ISSUE
+    if report.is_file():
+        text = issue.without_section(report.read_text("utf-8"), issue.BISECT_HEADING)
+        report.write_text(issue.with_section(text, issue.bisect_section(result)), "utf-8")
+    sealed: dict[str, Any] = {**manifest, "bisect": record}
+    sealed["notes"] = [n for n in manifest["notes"] if not n.startswith("across releases:")]
+    sealed["notes"].append(f"across releases: {result.summary}")
+    sealed["files"] = file_entries(stage)
+    final = validate(sealed)
+    write_manifest(stage, final)
+    return final
