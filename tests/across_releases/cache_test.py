@@ -1,0 +1,134 @@
+"""Releases listed from a folder of wheels, and unpacked once into the cache, safely."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit.bisect import cache, releases
+from xla_bugkit.errors import BugkitError
+
+TAG = releases.python_tag()
+
+
+def wheel(folder: Path, name: str, members: dict[str, bytes]) -> Path:
+    path = folder / name
+    with zipfile.ZipFile(path, "w") as z:
+        for member, data in members.items():
+            z.writestr(member, data)
+    return path
+
+
+def release_wheels(folder: Path, version: str, tag: str = TAG, jax: bool = True) -> None:
+    wheel(folder, f"jaxlib-{version}-{tag}-{tag}-manylinux_2_27_x86_64.whl",
+          {"jaxlib/version.py": f"__version__ = {version!r}\n".encode()})  # fmt: skip
+    if jax:
+        wheel(folder, f"jax-{version}-py3-none-any.whl", {"jax/__init__.py": b""})
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(autouse=True)
+def on_x86(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(releases.platform, "machine", lambda: "x86_64")
+
+
+def test_a_folder_lists_what_this_interpreter_can_load_and_says_why_not_the_rest(
+    tmp_path: Path,
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for v in ("0.10.2", "0.8.1", "0.9.0.1"):
+        release_wheels(wheels, v)
+    release_wheels(wheels, "0.5.3")  # older than the replay drives
+    release_wheels(wheels, "0.11.0", tag="cp399")  # another Python's
+    release_wheels(wheels, "0.7.2", jax=False)
+    (wheels / "notes.txt").write_text("not a wheel")
+    found = releases.from_folder(wheels)
+    assert found.tried == ("0.8.1", "0.9.0.1", "0.10.2")  # in version order, not by name
+    why = dict(found.untried)
+    assert why["0.5.3"].startswith("older than 0.6")
+    assert why["0.7.2"] == "no jax wheel beside it"
+    assert why["0.11.0"] == "a cp399 wheel"
+    assert found.between("0.9", None).tried == ("0.9.0.1", "0.10.2")
+    assert found.between(None, "0.9.0.1").tried == ("0.8.1", "0.9.0.1")
+    assert found.with_installed("0.9.2").tried == ("0.8.1", "0.9.0.1", "0.9.2", "0.10.2")
+    assert found.with_installed("not installed") == found
+
+
+def test_a_release_is_unpacked_once_and_then_taken_from_the_cache(
+    tmp_path: Path, own_cache: Path
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    got = cache.release("0.8.1", wheels)
+    assert got.version == "0.8.1"
+    assert got.path.parent.parent == own_cache
+    assert (got.path / "jaxlib" / "version.py").read_text() == "__version__ = '0.8.1'\n"
+    assert (got.path / "jax" / "__init__.py").is_file()
+    for path in wheels.iterdir():
+        path.unlink()  # the cache alone serves it now
+    assert cache.release("0.8.1", wheels) == got
+    assert cache.cached("0.8.1") == got
+    assert [p.name for p in got.path.parent.iterdir()] == [got.path.name]  # nothing left over
+    assert cache.remove("0.8.1") and cache.cached("0.8.1") is None
+
+
+@pytest.mark.parametrize(
+    "member", ["../escape.py", "/etc/escape.py", "jax/../../escape.py", "jax\\..\\escape.py"]
+)
+def test_a_wheel_whose_member_leaves_its_folder_is_refused_whole(
+    tmp_path: Path, member: str
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    wheel(wheels, "jax-0.8.1-py3-none-any.whl", {"jax/__init__.py": b"", member: b"boom"})
+    with pytest.raises(BugkitError, match="leaves its folder"):
+        cache.release("0.8.1", wheels)
+    assert cache.cached("0.8.1") is None
+    assert not (tmp_path / "escape.py").exists()
+    assert list((tmp_path / "cache" / "releases").iterdir()) == []  # no partial release
+
+
+def test_a_symlink_member_is_refused(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    info = zipfile.ZipInfo("jax/link")
+    info.external_attr = (0o120777) << 16
+    with zipfile.ZipFile(wheels / "jax-0.8.1-py3-none-any.whl", "w") as z:
+        z.writestr(info, "/etc/passwd")
+    with pytest.raises(BugkitError, match="not a plain file"):
+        cache.release("0.8.1", wheels)
+
+
+def test_a_corrupt_wheel_and_a_missing_one_are_clear_errors(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    (wheels / f"jaxlib-0.8.1-{TAG}-{TAG}-manylinux_2_27_x86_64.whl").write_bytes(b"not a zip")
+    with pytest.raises(BugkitError, match="is not a readable wheel"):
+        cache.release("0.8.1", wheels)
+    with pytest.raises(BugkitError, match=r"lacks the jaxlib or jax wheel of 0\.9\.0"):
+        cache.release("0.9.0", wheels)
+
+
+def test_too_little_room_says_how_much_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    usage = cache.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(cache.shutil, "disk_usage", lambda _: usage._replace(free=1000))
+    with pytest.raises(BugkitError, match=f"free some, or set {cache.CACHE_ENV}"):
+        cache.release("0.8.1", wheels)
+    assert cache.cached("0.8.1") is None
