@@ -26,6 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "replay",
         "bundle",
         "shrink",
+        "bisect",
         "collecting verify",
         "commands notebook",
         "cli",

@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import __version__
-from xla_bugkit.bisect.search import Bisection
+
+if TYPE_CHECKING:
+    from xla_bugkit.bisect.search import Bisection
 
 TEMPLATE = "issue.md"
 LOG_TAIL_LINES = 60

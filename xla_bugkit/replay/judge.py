@@ -139,7 +139,8 @@ def _spawn_settled(
             env_flags = known
             dropped.append(f"{unknown}: jaxlib {inp.release.version} does not know it")
             continue
-        if inp.release is not None and not started and needs is None and rejected is None:
+        refused = marker(child.done.output, protocol.NOT_REPLAYABLE) is not None
+        if inp.release is not None and not (started or needs or rejected or refused):
             why = f"jaxlib {inp.release.version} could not start the replay: {_last_line(child)}"
             return _Child(child.done, child.out, None, "", why), inp
         if inp.python is not None and not started and needs is None and rejected is None:
