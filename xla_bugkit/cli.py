@@ -145,6 +145,18 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "within BUDGET (default 10m)",
     )
     p.add_argument(
+        "--bisect",
+        action="store_true",
+        help="then replay the bundle under other jaxlib releases (xla-bugkit bisect): "
+        "does it still fail on the newest, and since which release",
+    )
+    p.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="with --bisect: take the releases from the wheels in DIR, not the package index",
+    )
+    p.add_argument(
         "--include-source",
         action="store_true",
         help="add the command's script (python train.py: train.py), redacted, "
@@ -530,4 +542,7 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
 
 
 # What only ``collect`` asks: how the program runs and what the bundle adds.
-_RUN_OPTIONS = ("timeout", "workdir", "keep_workdir", "always", "include_source", "shrink")
+_RUN_OPTIONS = (
+    "timeout", "workdir", "keep_workdir", "always", "include_source", "shrink", "bisect",
+    "wheels",
+)  # fmt: skip

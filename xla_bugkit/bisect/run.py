@@ -9,6 +9,7 @@ not know (each said in the probe's detail), on the replay's own tolerance.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -133,9 +134,12 @@ def bisect_bundle(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     module_re: str | None = None,
     ui: Ui | None = None,
+    final_name: str | None = None,
 ) -> Bisection:
     """Bisect the failing module of the bundle ``path``; with ``out``, write the bundle again
-    there with the result (the manifest's ``bisect`` record, ISSUE.md's section)."""
+    there with the result (the manifest's ``bisect`` record, ISSUE.md's section). Its
+    ISSUE.md names the archive ``final_name`` (default: ``out``'s name) where it named
+    ``path``."""
     ui = ui or Ui()
     chosen_fmt = None
     if out is not None:
@@ -162,7 +166,7 @@ def bisect_bundle(
         if out is not None and chosen_fmt is not None:
             manifest = reseal(b) if b.edited else b.manifest
             # ISSUE.md names the archive to attach and verify: now ``out``.
-            manifest = renamed(b, manifest, path.name, out.name)
+            manifest = renamed(b, manifest, path.name, final_name or out.name)
             write_result(b.root, manifest, result)
             files = {p.relative_to(b.root).as_posix(): p for p in sorted(b.files) if p.is_file()}
             files[members.BISECT] = b.root / members.BISECT
@@ -188,3 +192,18 @@ def write_result(stage: Path, manifest: Manifest, result: Bisection) -> Manifest
     final = validate(sealed)
     write_manifest(stage, final)
     return final
+
+
+def bisect_in_place(bundle: Path, chosen: Range, *, timeout: float, ui: Ui) -> Bisection:
+    """Bisect ``bundle`` and put the result in its place (``collect --bisect``); on any
+    failure the bundle is left as it was."""
+    partial = bundle.with_name(".bisecting." + bundle.name)
+    try:
+        result = bisect_bundle(
+            bundle, chosen, out=partial, force=True, timeout=timeout, ui=ui,
+            final_name=bundle.name,
+        )  # fmt: skip
+        os.replace(partial, bundle)
+    finally:
+        partial.unlink(missing_ok=True)
+    return result

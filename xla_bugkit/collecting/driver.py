@@ -27,7 +27,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     work dir is kept when ``keep_workdir`` asks, when it holds the dumps of a
     ``--xla_dump_to`` of the user's that the run replaced, and when the bundle cannot be
     made (the error then says how to make it from there: ``rebundle``). With ``shrink``, the
-    written bundle's failing module is shrunk and added to it (``stages.shrink_written``).
+    written bundle's failing module is shrunk and added to it (``stages.shrink_written``);
+    with ``bisect``, it is bisected over jaxlib releases (``stages.bisect_written``).
     """
     ui = ui or Ui()
     fmt = check_options(command, options)
@@ -52,6 +53,11 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             from xla_bugkit.collecting.stages import shrink_written
 
             if shrink_written(result.bundle, options, ui) is not None:
+                result = replace(result, size=result.bundle.stat().st_size)
+        if options.bisect and result.bundle is not None and result.exit_code == 0:
+            from xla_bugkit.collecting.stages import bisect_written
+
+            if bisect_written(result.bundle, options, ui):
                 result = replace(result, size=result.bundle.stat().st_size)
         finished = True
         return replace(result, workdir=work if keep else None, user_dumps=user_dumps)

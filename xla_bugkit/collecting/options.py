@@ -50,6 +50,8 @@ class CollectOptions:
     force: bool = False  # replace an existing output that is not an xla-bugkit bundle
     include_source: bool = False  # ship the command's main script, redacted
     shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
+    bisect: bool = False  # --bisect: then bisect the bundle over jaxlib releases
+    wheels: Path | None = None  # --wheels: the bisect's releases from this folder of wheels
     tolerance: Tolerance = DEFAULT_TOLERANCE  # --rtol/--atol: wrong results' bounds
 
 
@@ -108,6 +110,10 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         from xla_bugkit.shrink.run import parse_budget
 
         parse_budget(options.shrink)
+    if options.wheels is not None and not options.bisect:
+        raise BugkitError("--wheels goes with --bisect (the releases a bisect takes)")
+    if options.wheels is not None and not options.wheels.is_dir():
+        raise BugkitError(f"--wheels {options.wheels}: not a folder")
     return check_output(options.output, options.fmt, force=options.force)
 
 

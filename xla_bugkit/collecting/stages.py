@@ -292,3 +292,18 @@ def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | 
     for line in written.result.findings():
         ui.say(line)
     return ExitCode(written.exit_code)
+
+
+def bisect_written(bundle: Path, options: CollectOptions, ui: Ui) -> bool:
+    """``collect --bisect``: the written bundle, with the bisect's result in place; False
+    when it could not bisect (the bundle then left as it was)."""
+    from xla_bugkit.bisect.run import Range, bisect_in_place
+
+    try:
+        chosen = Range(options.wheels)
+        result = bisect_in_place(bundle, chosen, timeout=options.replay_timeout, ui=ui)
+    except BugkitError as e:
+        ui.warn(f"not bisected: {e}")
+        return False
+    ui.say(f"across releases: {result.summary}")
+    return True
