@@ -120,3 +120,21 @@ def test_verify_under_another_release(crash_bundle: Path, tmp_path: Path) -> Non
                       cache_dir=tmp_path / "cache")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"reproduced: crash under jaxlib {oldest}" in done.stdout
+
+
+@pytest.mark.jax
+def test_collect_bisect_puts_the_answer_in_the_bundle_it_writes(tmp_path: Path) -> None:
+    empty = tmp_path / "wheels"
+    empty.mkdir()
+    out = tmp_path / "bug.zip"
+    done = xla_bugkit("collect", "--bisect", "--wheels", str(empty), "-o", str(out), "--",
+                      sys.executable, str(PROGRAMS / "compile_crash.py"),
+                      cache_dir=tmp_path / "cache")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "across releases: fails on every release tried" in done.stderr
+    with zipfile.ZipFile(out) as z:
+        manifest = json.loads(z.read("manifest.json"))
+        report = z.read("ISSUE.md").decode()
+    assert manifest["bisect"]["probes"][0]["seen"] == "fails"
+    assert "xla-bugkit verify bug.zip" in report  # not the partial file's name
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
