@@ -138,3 +138,27 @@ def test_collect_bisect_puts_the_answer_in_the_bundle_it_writes(tmp_path: Path) 
     assert manifest["bisect"]["probes"][0]["seen"] == "fails"
     assert "xla-bugkit verify bug.zip" in report  # not the partial file's name
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+@needs_wheels
+def test_a_real_regression_is_placed_between_the_two_releases(tmp_path: Path) -> None:
+    """jax-ml/jax#39257: correct on jaxlib 0.10.1, a crash on 0.10.2 (installed here)."""
+    assert WHEELS is not None
+    listed = from_folder(Path(WHEELS))
+    if "0.10.1" not in listed.tried or jaxlib_version() != "0.10.2":
+        pytest.skip("needs jaxlib 0.10.2 installed and the 0.10.1 wheels in XLA_BUGKIT_WHEELS")
+    out = tmp_path / "bug.zip"
+    done = xla_bugkit("collect", "-q", "--bisect", "--wheels", WHEELS, "--timeout", "10m",
+                      "-o", str(out), "--", sys.executable,
+                      str(PROGRAMS / "ynn_regression_crash.py"),
+                      cache_dir=tmp_path / "cache")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(out) as z:
+        record = json.loads(z.read("bisect.json"))
+    assert record["summary"] == (
+        "regression between jaxlib 0.10.1 and 0.10.2: passes on 0.10.1, still fails on 0.10.2"
+    )
+    seen = {p["version"]: p["seen"] for p in record["probes"]}
+    assert seen["0.10.2"] == "fails" and seen["0.10.1"] == "passes"
