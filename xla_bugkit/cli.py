@@ -323,13 +323,14 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
+    from xla_bugkit.commands.bisect import add_range_options, release_number
+
     p.add_argument(
         "--jaxlib",
+        type=release_number,
         metavar="VERSION",
         help="replay under this jaxlib release (downloaded through pip once, then cached)",
     )
-    from xla_bugkit.commands.bisect import add_range_options
-
     add_range_options(p)
     p.add_argument(
         "--timeout",

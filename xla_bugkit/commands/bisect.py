@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -35,10 +36,29 @@ def add_range_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def release_number(text: str) -> str:
+    """A release number as the index spells it: "0.8.1", "0.9.0.1"."""
+    if not re.fullmatch(r"\d+(?:\.\d+)+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a release number such as 0.8.1")
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
-    p.add_argument("--from", dest="low", metavar="VERSION", help="the oldest release to try")
-    p.add_argument("--to", dest="high", metavar="VERSION", help="the newest release to try")
+    p.add_argument(
+        "--from",
+        dest="low",
+        type=release_number,
+        metavar="VERSION",
+        help="the oldest release to try",
+    )
+    p.add_argument(
+        "--to",
+        dest="high",
+        type=release_number,
+        metavar="VERSION",
+        help="the newest release to try",
+    )
     add_range_options(p)
     p.add_argument(
         "-o",
