@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     NOT_REPRODUCED = 3  # the bundle was made/opened, but the failure did not replay
     BAD_BUNDLE = 4  # the archive is corrupt, hostile, or fails its integrity check
     NO_FAILURE = 5  # collect: the program ran without failing
+    UNVERIFIED = 6  # verify: the bundle needs a platform this machine lacks (a GPU)
     INTERNAL = 70  # a bug in xla-bugkit itself (EX_SOFTWARE)
     INTERRUPTED = 130  # Ctrl-C
 
@@ -31,6 +32,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_REPRODUCED: "bundle written or opened, but the failure did not reproduce",
     ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile, or fails its integrity check",
     ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
+    ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
+    "GPU bundle on a CPU-only machine): unverified, neither reproduced nor not",
     ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
     ExitCode.INTERRUPTED: "interrupted",
 }
@@ -54,6 +57,7 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "verify": {
         ExitCode.OK: "the recorded failure reproduces here",
         ExitCode.NOT_REPRODUCED: "it does not",
+        ExitCode.UNVERIFIED: "unverified: the modules need a platform this machine lacks",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
+from xla_bugkit.bundle.envinfo import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay import children, native
+from xla_bugkit.replay import children, elsewhere, native
 from xla_bugkit.replay.context import RunContext, replay_module
-from xla_bugkit.replay.inputs import Release, replay_input, replay_platform
+from xla_bugkit.replay.elsewhere import Unverified
+from xla_bugkit.replay.inputs import Release, ReplayInput, replay_input, replay_platform
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
@@ -23,6 +25,8 @@ class ModuleCheck:
     label: str
     verdict: Verdict | None  # None: nothing in the bundle to replay
     recorded: str | None  # the outcome the reporter's replay gave
+    # Recorded on a platform this machine lacks: what was checked instead (verdict: None).
+    unverified: Unverified | None = None
 
     @property
     def same_as_reporter(self) -> bool | None:
@@ -42,6 +46,12 @@ class VerifyResult:
     def reproduced(self) -> bool:
         return any(c.verdict is not None and c.verdict.reproduced for c in self.checks)
 
+    @property
+    def unverified(self) -> bool:
+        """Nothing reproduced here, and some module needs a platform this machine lacks:
+        the failure is not "not reproduced", it is unverified."""
+        return not self.reproduced and any(c.unverified is not None for c in self.checks)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "bundle": str(self.bundle),
@@ -49,12 +59,14 @@ class VerifyResult:
             "edited": list(self.edited),
             "failure": self.failure.to_json(),
             "reproduced": self.reproduced,
+            "unverified": self.unverified,
             "modules": [
                 {
                     "label": c.label,
                     "verdict": c.verdict.to_json() if c.verdict else None,
                     "recorded": c.recorded,
                     "same_as_reporter": c.same_as_reporter,
+                    "unverified": c.unverified.to_json() if c.unverified else None,
                 }
                 for c in self.checks
             ],
@@ -107,9 +119,13 @@ def verify_bundle(
         modules = b.manifest["modules"]
         checks = []
         for i, module in enumerate(modules):
-            if release is None and i + 1 < len(modules) and len(spares) < 2:  # ready in time
-                spares.start(replay_platform(modules[i + 1].get("platform", "")))
-            checks.append(_replay_module(b, module, failure, timeout, ui, context, spares))
+            following = modules[i + 1].get("platform", "") if i + 1 < len(modules) else None
+            upcoming = replay_platform(following) if following is not None else None
+            ready = release is None and len(spares) < 2
+            if ready and upcoming and not elsewhere.absent_here(upcoming):
+                spares.start(upcoming)  # the next module's child, ready in time
+            check = _replay_module(b, module, failure, timeout, ui, context, spares)
+            checks.append(check)
     return VerifyResult(path, failure, tuple(checks), b.edited)
 
 
@@ -126,8 +142,37 @@ def _replay_module(
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
-    with ui.phase(f"replaying {module['label']}"):
-        verdict = replay_module(
-            inp, expected=failure, context=context, timeout=timeout, spares=spares
+    if not elsewhere.absent_here(inp.platform):
+        with ui.phase(f"replaying {module['label']}"):
+            verdict = replay_module(
+                inp, expected=failure, context=context, timeout=timeout, spares=spares
+            )
+        if not elsewhere.missing_platform(verdict):
+            return ModuleCheck(module["label"], verdict, recorded)
+    return ModuleCheck(
+        module["label"], None, recorded, _unverified(b, inp, failure, timeout, ui, context)
+    )
+
+
+def _unverified(
+    b: OpenBundle,
+    inp: ReplayInput,
+    failure: Failure,
+    timeout: float,
+    ui: Ui,
+    context: RunContext,
+) -> Unverified:
+    """A module of a platform this machine lacks: what can be checked, and its unoptimized
+    form run on the CPU (the CPU compiles it from scratch: no GPU pass is involved)."""
+    versions = b.manifest["versions"]
+    with ui.phase(f"running {inp.name} on the CPU"):
+        cpu = replay_module(
+            replace(inp, platform="cpu"), expected=failure, context=context, timeout=timeout
         )
-    return ModuleCheck(module["label"], verdict, recorded)
+    return Unverified(
+        needs=elsewhere.needs(inp.platform, versions),
+        checked=("integrity ok", *elsewhere.checks(inp)),
+        cpu=elsewhere.cpu_line(cpu),
+        command=elsewhere.command(b.path.name, inp.platform, versions, install_command()),
+        cpu_verdict=cpu,
+    )

@@ -250,3 +250,35 @@ def test_untrusted_cpu_replays_get_a_memory_limit() -> None:
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert memory_limit("cpu") == ram * 3 // 4
     assert memory_limit("gpu") is None
+
+
+def test_a_gpu_bundle_on_a_cpu_only_machine_is_unverified_never_not_reproduced(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bundle recorded on CUDA (its manifest says so; its unoptimized module is what jax
+    lowers for any platform) verified where no CUDA plugin is installed."""
+    manifest = json.loads(read(bundle, "manifest.json"))
+    for module in manifest["modules"]:
+        module["platform"] = "gpu"
+    manifest["versions"]["jax-cuda12-plugin"] = manifest["versions"]["jax"]
+    gpu = rewrite(
+        bundle, tmp_path / "gpu bug.zip", {"manifest.json": json.dumps(manifest).encode()}
+    )
+    assert main(["verify", str(gpu)]) == 6
+    out = capsys.readouterr().out
+    assert "unverified: needs CUDA, which this machine lacks" in out
+    assert "checked: integrity ok" in out
+    assert "checked: the module parses (jit_" in out
+    # The unoptimized module compiles for the CPU from scratch: the same XLA error there.
+    assert "on the CPU: also fails on the CPU, the same way: compile error" in out
+    jax_version = manifest["versions"]["jax"]
+    assert f"pip install 'jax[cuda12]=={jax_version}' && " in out
+    assert "xla-bugkit verify 'gpu bug.zip'" in out
+    assert "the recorded failure is unverified here: it needs CUDA" in out
+    assert "does NOT reproduce" not in out
+    assert main(["verify", "--json", "-q", str(gpu)]) == 6
+    result = json.loads(capsys.readouterr().out)
+    assert result["unverified"] is True and result["reproduced"] is False
+    (module,) = result["modules"]
+    assert module["verdict"] is None
+    assert module["unverified"]["cpu_verdict"]["outcome"] == "reproduced: error"

@@ -49,7 +49,9 @@ def verify(
         print()
     else:
         print(render_table(result))
-    return ExitCode.OK if result.reproduced else ExitCode.NOT_REPRODUCED
+    if result.reproduced:
+        return ExitCode.OK
+    return ExitCode.UNVERIFIED if result.unverified else ExitCode.NOT_REPRODUCED
 
 
 def render_table(result: VerifyResult) -> str:
@@ -57,6 +59,13 @@ def render_table(result: VerifyResult) -> str:
     lines += [f"note: {edited_notice(name)}" for name in result.edited]
     lines.append("")
     for c in result.checks:
+        if c.unverified is not None:
+            u = c.unverified
+            lines.append(f"{c.label}: unverified: needs {u.needs}, which this machine lacks")
+            lines += [f"    checked: {line}" for line in u.checked]
+            lines.append(f"    on the CPU: {u.cpu}")
+            lines.append(f"    to verify it: {u.command}")
+            continue
         if c.verdict is None:
             lines.append(f"{c.label}: not replayable here (no before-optimizations proto)")
             continue
@@ -82,9 +91,11 @@ def render_table(result: VerifyResult) -> str:
         if recorded:
             lines.append(f"    output: {recorded}")
     lines.append("")
-    lines.append(
-        "the recorded failure reproduces here"
-        if result.reproduced
-        else "the recorded failure does NOT reproduce here"
-    )
+    if result.reproduced:
+        lines.append("the recorded failure reproduces here")
+    elif result.unverified:
+        needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
+        lines.append(f"the recorded failure is unverified here: it needs {needs}")
+    else:
+        lines.append("the recorded failure does NOT reproduce here")
     return "\n".join(lines)

@@ -99,10 +99,14 @@ def available_platforms() -> list[str]:
     return sorted(_backends())
 
 
+# How a replay child says the module's platform has no backend in it (``elsewhere``).
+UNAVAILABLE = "is not available here"
+
+
 def _client(platform: str) -> Any:
     backends = _backends()
     if platform not in backends:
-        raise BugkitError(f"platform {platform!r} is not available here")
+        raise BugkitError(f"platform {platform!r} {UNAVAILABLE}")
     return backends[platform]
 
 

@@ -1,0 +1,144 @@
+"""A module recorded on a platform this machine lacks (a GPU bundle on a CPU-only machine):
+never "not reproduced", but "unverified", with what could be checked here.
+
+What is checked: the module parses, its inputs load, and the unoptimized module runs on the
+CPU where it calls nothing GPU-only ("also fails on the CPU" says the bug is not the GPU's
+alone; "the CPU runs it correctly" says it may be). And the command that verifies it on a
+machine that has the platform.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.replay import _jaxlib
+from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.verdict import Outcome, Verdict
+
+# The plugins that give jax each platform; one installed means the platform may be here.
+_PLUGINS = {
+    "gpu": ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm7-plugin"),
+    "tpu": ("libtpu",),
+}
+_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
+_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+
+
+@dataclass(frozen=True)
+class Unverified:
+    """Why a module was not verified here, and what was."""
+
+    needs: str  # "CUDA", "ROCm", "a TPU"
+    checked: tuple[str, ...]  # what was checked here, one line each
+    cpu: str  # what the CPU run of the unoptimized module showed
+    command: str  # what verifies it where the platform is
+    cpu_verdict: Verdict | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "needs": self.needs,
+            "checked": list(self.checked),
+            "cpu": self.cpu,
+            "command": self.command,
+            "cpu_verdict": self.cpu_verdict.to_json() if self.cpu_verdict else None,
+        }
+
+
+def absent_here(platform: str) -> bool:
+    """Whether ``platform`` certainly has no backend here (no plugin that could give one)."""
+    if platform == "cpu":
+        return False
+    plugins = _PLUGINS.get(platform, ())
+    return not any(_installed(p) for p in plugins)
+
+
+def _installed(dist: str) -> bool:
+    try:
+        metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def missing_platform(verdict: Verdict) -> bool:
+    """The replay child found no backend for the module's platform."""
+    return verdict.outcome is Outcome.NOT_REPLAYABLE and _jaxlib.UNAVAILABLE in verdict.evidence
+
+
+def needs(platform: str, versions: Mapping[str, str]) -> str:
+    """What the module needs, as a person names it, from the bundle's recorded versions."""
+    if platform == "tpu":
+        return "a TPU"
+    if any(k.startswith("jax-rocm") for k in versions):
+        return "ROCm"
+    return "CUDA" if platform == "gpu" else platform
+
+
+def checks(inp: ReplayInput) -> tuple[str, ...]:
+    """What a machine without the platform can check of ``inp``: one line each."""
+    lines = []
+    try:
+        proto = hlo_proto.read_hlo_proto(inp.hlo) if inp.hlo.suffix != ".txt" else None
+        if proto is not None:
+            count = len(hlo_proto.parameter_shapes(proto))
+            noun = "parameter" if count == 1 else "parameters"
+            lines.append(f"the module parses ({proto.hlo_module.name}, {count} {noun})")
+    except BugkitError as e:
+        lines.append(f"the module does not parse: {e}")
+    if inp.snapshot is not None:
+        try:
+            snapshot = hlo_proto.read_snapshot(inp.snapshot)
+            size = inp.snapshot.stat().st_size
+            lines.append(
+                f"its recorded inputs load ({len(snapshot.arguments)} arguments, "
+                f"{size / 1e6:.1f} MB)"
+            )
+        except (BugkitError, OSError) as e:
+            lines.append(f"its recorded inputs do not load: {e}")
+    targets = _custom_calls(inp)
+    if targets:
+        lines.append(f"custom calls: {', '.join(targets)}")
+    return tuple(lines)
+
+
+def _custom_calls(inp: ReplayInput) -> list[str]:
+    text_path = inp.hlo.with_name(inp.hlo.name.replace(".hlo.pb", ".txt"))
+    path = inp.hlo if inp.hlo.suffix == ".txt" else text_path
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return []
+    return sorted(set(_TARGET.findall(text)))
+
+
+def cpu_line(verdict: Verdict) -> str:
+    """What the CPU run of the unoptimized module says about the recorded failure."""
+    if verdict.reproduced:
+        return f"also fails on the CPU, the same way: {verdict.evidence}"
+    if verdict.outcome is Outcome.NOT_REPLAYABLE:
+        return f"not run on the CPU: {verdict.evidence}"
+    if verdict.failure is not None:
+        return f"fails differently on the CPU: {verdict.evidence}"
+    return f"the CPU runs it correctly ({verdict.evidence}): the failure may be the GPU's alone"
+
+
+def command(bundle: str, platform: str, versions: Mapping[str, str], install: str) -> str:
+    """The command that verifies the bundle on a machine with the platform (``install``:
+    how xla-bugkit itself is installed there)."""
+    jax = versions.get("jax", "")
+    pin = f"=={jax}" if _VERSION.match(jax) else ""  # a bundle's text: only a version
+    verify = f"{install} && xla-bugkit verify {shlex.quote(bundle)}"
+    if any(k.startswith("jax-rocm") for k in versions):
+        return f"with jax{pin} and its ROCm plugin installed: {verify}"
+    if platform == "tpu":
+        extra = "tpu"
+    else:
+        extra = "cuda13" if "jax-cuda13-plugin" in versions else "cuda12"
+    return f"pip install 'jax[{extra}]{pin}' && {verify}"
