@@ -370,7 +370,7 @@ def work(spec: dict[str, Any]) -> int:
     platform = spec["platform"]
     if platform not in _jaxlib.available_platforms():
         raise NotReplayable(
-            f"platform {platform!r} is not available here (jaxlib {_jaxlib.jaxlib_version()})"
+            f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
         )
     module_bytes = _module_bytes(spec["hlo"])
     text = _jaxlib.module_text(module_bytes)
