@@ -145,6 +145,21 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "within BUDGET (default 10m)",
     )
     p.add_argument(
+        "--snapshots",
+        choices=("first", "every"),
+        default="first",
+        help="real inputs kept: each compiled function's first call (default; cost does not "
+        "grow with the run's length), or XLA's snapshot of every execution (for a failure that "
+        "needs later values; slower, pruned to each module's first and newest)",
+    )
+    p.add_argument(
+        "--max-dump-size",
+        type=_size,
+        default=config.MAX_DUMP_SIZE,
+        metavar="SIZE",
+        help="the most disk the run's inputs may take, e.g. 500MB (default 2GB)",
+    )
+    p.add_argument(
         "--bisect",
         action="store_true",
         help="then replay the bundle under other jaxlib releases (xla-bugkit bisect): "
@@ -545,5 +560,5 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
 # What only ``collect`` asks: how the program runs and what the bundle adds.
 _RUN_OPTIONS = (
     "timeout", "workdir", "keep_workdir", "always", "include_source", "shrink", "bisect",
-    "wheels",
+    "wheels", "snapshots", "max_dump_size",
 )  # fmt: skip

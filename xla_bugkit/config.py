@@ -21,6 +21,7 @@ from xla_bugkit.errors import BugkitError
 # The built-in defaults; everything else that takes a size or a timeout starts from these.
 MAX_SIZE = 25 * 1000 * 1000  # bytes: GitHub's attachment limit
 REPLAY_TIMEOUT = 300.0  # seconds one module's replay may take
+MAX_DUMP_SIZE = 2 * 1000**3  # bytes of real inputs a run may keep on disk (--max-dump-size)
 SEARCH_BUDGET = 120.0  # seconds collect may spend replaying modules to find a wrong value
 FORMATS = ("7z", "zip", "tar.gz")  # the archive formats a bundle can have
 DEFAULT_FORMAT = "7z"

@@ -16,6 +16,7 @@ DUMP_FORMAT_FLAGS = (
     "--xla_dump_hlo_snapshots",
     "--xla_dump_large_constants",
 )
+SNAPSHOTS = "--xla_dump_hlo_snapshots"  # a snapshot (arguments, result) of every execution
 # Flags that only steer dumping; a replay drops them (it must not dump into the bundle).
 _DUMP_PREFIXES = ("--xla_dump_",)
 
@@ -72,15 +73,18 @@ class MergedFlags:
         return join(self.flags)
 
 
-def merge(user_value: str | None, dump_dir: Path) -> MergedFlags:
-    """The user's flags kept, in order, followed by the dump flags for ``dump_dir``.
+def merge(user_value: str | None, dump_dir: Path, *, snapshots: bool = True) -> MergedFlags:
+    """The user's flags kept, in order, followed by the dump flags for ``dump_dir``
+    (``snapshots``: with XLA's snapshot of every execution; a user's own asking for it then
+    is kept, since they asked).
 
     A user's own ``--xla_dump_to`` is replaced for this run only (their environment is not
     changed) and reported; a module filter they set is kept, with a warning that it can hide
     the failing module.
     """
     user = split(user_value)
-    ours = [f"--xla_dump_to={dump_dir}", *DUMP_FORMAT_FLAGS]
+    formats = [f for f in DUMP_FORMAT_FLAGS if snapshots or f != SNAPSHOTS]
+    ours = [f"--xla_dump_to={dump_dir}", *formats]
     forced = {name_of(f) for f in ours}
     kept: list[str] = []
     notes: list[str] = []

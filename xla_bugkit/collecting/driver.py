@@ -109,11 +109,13 @@ def run_program(
         log_path=work / workdir.LOG,
         timeout=options.timeout,
         echo=echo,
+        capture=options.capture,
     )
 
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
     ui.say(f"running {' '.join(command)} with XLA dumps on")
+    ui.say(options.capture.describe())
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
     try:

@@ -17,6 +17,7 @@ from xla_bugkit.bundle.output import check_output
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.run import capture
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest
@@ -52,7 +53,13 @@ class CollectOptions:
     shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
     bisect: bool = False  # --bisect: then bisect the bundle over jaxlib releases
     wheels: Path | None = None  # --wheels: the bisect's releases from this folder of wheels
+    snapshots: str = capture.FIRST  # --snapshots: first inputs of each function, or every run's
+    max_dump_size: int = capture.DEFAULT_BUDGET  # --max-dump-size: bytes of inputs a run keeps
     tolerance: Tolerance = DEFAULT_TOLERANCE  # --rtol/--atol: wrong results' bounds
+
+    @property
+    def capture(self) -> capture.Capture:
+        return capture.Capture(self.snapshots, self.max_dump_size)
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,10 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         from xla_bugkit.shrink.run import parse_budget
 
         parse_budget(options.shrink)
+    if options.snapshots not in capture.MODES:
+        raise BugkitError(f"--snapshots must be one of {', '.join(capture.MODES)}")
+    if options.max_dump_size <= 0:
+        raise BugkitError("--max-dump-size must be above 0")
     if options.wheels is not None and not options.bisect:
         raise BugkitError("--wheels goes with --bisect (the releases a bisect takes)")
     if options.wheels is not None and not options.wheels.is_dir():

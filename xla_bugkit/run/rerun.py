@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
@@ -17,6 +17,7 @@ from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Stop, classify
 from xla_bugkit.run import adapt, evidence, hook
+from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 from xla_bugkit.run.processes import (
     Culprit,
     failing,
@@ -76,12 +77,22 @@ def child_env(
     dump_dir: Path,
     processes: Path | None = None,
     framework: frameworks.Framework | None = None,
+    capture: Capture = DEFAULT_CAPTURE,
 ) -> tuple[dict[str, str], flags.MergedFlags]:
     """The environment for the rerun: the user's, plus what makes XLA and JAX tell all;
     with ``processes``, the start-up hook that records each process there (``hook``);
-    adapted to ``framework`` (TensorFlow, PyTorch/XLA) when it is known."""
-    env = dict(base) if processes is None else hook.environment(base, processes, dump_dir)
-    merged = flags.merge(base.get("XLA_FLAGS"), dump_dir)
+    adapted to ``framework`` (TensorFlow, PyTorch/XLA) when it is known. Inputs are kept as
+    ``capture`` says: by the hook, unless XLA's snapshots are asked for, or there is no hook
+    (``start_capture``), or the program is PyTorch/XLA's (the hook sees none of its calls)."""
+    hooked = processes is not None and framework is not frameworks.Framework.PYTORCH_XLA
+    snapshots = capture.xla_snapshots or not hooked
+    if processes is None:
+        env = dict(base)
+    else:
+        env = hook.environment(
+            base, processes, dump_dir, first_arguments=not snapshots, budget=capture.budget
+        )
+    merged = flags.merge(base.get("XLA_FLAGS"), dump_dir, snapshots=snapshots)
     env["XLA_FLAGS"] = merged.value
     # A persistent-cache hit compiles nothing and so dumps nothing.
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
@@ -107,6 +118,7 @@ def rerun(
     echo: bool,
     base_env: Mapping[str, str] | None = None,
     processes: Path | None = None,
+    capture: Capture = DEFAULT_CAPTURE,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
     (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
@@ -121,7 +133,7 @@ def rerun(
     base = os.environ if base_env is None else base_env
     # Known before the run only from the script's imports; unsure means JAX's settings.
     framework = frameworks.from_command(command)
-    env, merged = child_env(base, dump_dir, processes, framework)
+    env, merged = child_env(base, dump_dir, processes, framework, capture)
     dump_dir.mkdir(parents=True, exist_ok=True)
     processes.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -130,7 +142,10 @@ def rerun(
     hide = xla_log.hidden_on_terminal(
         base, all_info=framework in _JAX, also=adapt.hidden_on_terminal(base, framework)
     )
-    with _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
+    # XLA's snapshots of every execution are pruned as they come: the disk stays bounded.
+    pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
+    pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
+    with pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         done = proc.run(
             command,
             env=env,
@@ -141,6 +156,13 @@ def rerun(
             hide=hide,
             on_output=log.arrived,
         )
+    if isinstance(pruner, Pruner) and pruner.removed:
+        note = (
+            f"{pruner.removed} older XLA snapshots removed while the program ran "
+            f"({pruner.removed_bytes / 1e9:.2f} GB): each module keeps its first and newest "
+            f"{NEWEST_KEPT}, within --max-dump-size"
+        )
+        merged = replace(merged, notes=(*merged.notes, note))
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"

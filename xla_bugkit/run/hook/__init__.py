@@ -21,15 +21,29 @@ SITE = Path(__file__).resolve().parent / "site"
 ENV_PROCESSES = "XLA_BUGKIT_PROCESSES"
 # The --xla_dump_to the rerun gave; a process moves it to a folder of its own.
 ENV_DUMP_DIR = "XLA_BUGKIT_DUMP_DIR"
+ENV_FIRST_ARGUMENTS = "XLA_BUGKIT_FIRST_ARGUMENTS"
+ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
 
 
-def environment(base: Mapping[str, str], processes: Path, dump_dir: Path) -> dict[str, str]:
+def environment(
+    base: Mapping[str, str],
+    processes: Path,
+    dump_dir: Path,
+    first_arguments: bool = False,
+    budget: int | None = None,
+) -> dict[str, str]:
     """``base`` with the hook on ``PYTHONPATH`` (first, so it shadows any other
-    ``sitecustomize``, which the hook then runs itself) and told where to write."""
+    ``sitecustomize``, which the hook then runs itself) and told where to write;
+    ``first_arguments``: it saves each compiled function's first arguments (XLA writes no
+    snapshots); ``budget``: the bytes of arguments each process may keep."""
     env = dict(base)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), base.get("PYTHONPATH")]))
     env[ENV_PROCESSES] = str(processes)
     env[ENV_DUMP_DIR] = str(dump_dir)
+    if first_arguments:
+        env[ENV_FIRST_ARGUMENTS] = "1"
+    if budget is not None:
+        env[ENV_ARGS_BUDGET] = str(budget)
     return env
 
 

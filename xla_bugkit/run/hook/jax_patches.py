@@ -14,9 +14,10 @@ or raising its exception unchanged:
   ``backend`` record.
 - ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records.
 - ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records, and the arguments
-  of multi-device executions (``args``), which XLA writes no snapshot of. Calls that jax's
-  C++ fast path dispatches never reach Python and are not recorded; the first call of each
-  compiled function always comes through here.
+  (``args``) of multi-device executions, which XLA writes no snapshot of, and, when collect
+  turned XLA's snapshots off, of each compiled function's first execution and of one that
+  raises. Calls that jax's C++ fast path dispatches never reach Python and are not
+  recorded; the first call of each compiled function always comes through here.
 """
 
 from __future__ import annotations
@@ -235,9 +236,14 @@ def _patch_compile(recorder: Any) -> None:
     setattr(compiler, "compile_or_get_cached", compile_or_get_cached)  # noqa: B010  # same
 
 
+# The calls whose first execution has had its arguments saved (``FIRST_ARGUMENTS``).
+_SEEN: set[int] = set()
+
+
 def _patch_execute(recorder: Any) -> None:
     from jax._src.interpreters import pxla
 
+    first_arguments = bool(getattr(recorder, "first_arguments", False))
     cls = pxla.ExecuteReplicated
     original = cls.__call__
 
@@ -245,12 +251,21 @@ def _patch_execute(recorder: Any) -> None:
         n = recorder.next_n()
         module, c = _MODULES.get(id(self.xla_executable), ("", None))
         recorder.write("execute", n=n, module=module or str(self.name), c=c)
+        saved = False
         if len(getattr(self, "_local_devices", ())) > 1:
             _save_arguments(recorder, n, self, args)
+            saved = True
+        elif first_arguments and id(self) not in _SEEN:
+            # Its first call: later ones take jax's C++ fast path, which never comes here.
+            _SEEN.add(id(self))
+            _save_arguments(recorder, n, self, args)
+            saved = True
         try:
             out = original(self, *args)
         except Exception as e:  # as for compilations, a stop leaves it unfinished
             recorder.write("executed", n=n, error=_error(e))
+            if first_arguments and not saved:
+                _save_arguments(recorder, n, self, args)  # the call that failed, if still there
             raise
         recorder.write("executed", n=n)
         return out

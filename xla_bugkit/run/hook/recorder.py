@@ -23,9 +23,14 @@ import threading
 import time
 from typing import Any
 
-# The most bytes of execution arguments one process keeps (``save_arrays``): a bundle
-# carries a few of them at most, and a GitHub attachment is 25 MB.
-ARGS_BUDGET = int(os.environ.get("XLA_BUGKIT_ARGS_BUDGET", 64 << 20))
+# The most bytes of execution arguments one process keeps (``save_arrays``): collect's
+# --max-dump-size; 64 MiB when the variable is absent or unreadable.
+try:
+    ARGS_BUDGET = int(os.environ.get("XLA_BUGKIT_ARGS_BUDGET", 64 << 20))
+except ValueError:
+    ARGS_BUDGET = 64 << 20
+# Save the arguments of each compiled function's first execution (XLA writes no snapshots).
+FIRST_ARGUMENTS = os.environ.get("XLA_BUGKIT_FIRST_ARGUMENTS") == "1"
 # Limits a program may lower itself, and that a replay should then share.
 _LIMITS = (
     "RLIMIT_AS",
@@ -49,6 +54,7 @@ class Recorder:
         self.sequence = 0
         self.saved: list[tuple[str, int]] = []  # argument files kept, oldest first
         self.saved_bytes = 0
+        self.first_arguments = FIRST_ARGUMENTS  # save each function's first arguments
 
     def next_n(self) -> int:
         with self.lock:
