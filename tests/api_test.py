@@ -65,3 +65,14 @@ def test_the_archive_package_loads_its_readers_on_first_use() -> None:
     assert "py7zr" not in loaded
     loaded = _loaded_after("from xla_bugkit.archive import write_archive")
     assert {"py7zr", "xla_bugkit.archive.write"} <= loaded
+
+
+def test_building_the_command_line_parser_imports_nothing_heavy() -> None:
+    # Every command pays for the parser before it starts: its subcommands' arguments come
+    # from modules that must leave replays, bundles and numpy to the command that runs.
+    loaded = _loaded_after("import xla_bugkit.cli as cli\ncli.parser()")
+    heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
+    assert not heavy & loaded
+    assert not {
+        m for m in loaded if m.startswith(("xla_bugkit.replay.judge", "xla_bugkit.bisect.run"))
+    }

@@ -33,3 +33,15 @@ def test_inputs_that_cannot_fit_are_left_out_before_compressing(tmp_path: Path) 
     m = done.manifest()
     assert m["data"] == "no real inputs: the snapshots were left out to fit the size budget"
     assert (tmp_path / "b.zip").stat().st_size <= 2_000_000
+
+
+def test_the_copy_repro_py_runs_on_counts_before_compressing(tmp_path: Path) -> None:
+    # The snapshot alone (about 15 MB compressed) fits 20 MB; with repro.py's inputs.npz,
+    # which holds its arguments again, it cannot: known before compressing anything.
+    program = tmp_path / "spread.py"
+    program.write_text(PROGRAM)
+    done = run_collect(tmp_path / "b.zip", [sys.executable, str(program)], "--max-size", "20MB")
+    said = [line for line in done.stderr.splitlines() if "over the size budget" in line]
+    assert len(said) == 1, done.stderr
+    assert ".snapshot." in said[0] and "estimated before compressing" in said[0]
+    assert (tmp_path / "b.zip").stat().st_size <= 20_000_000

@@ -241,3 +241,18 @@ def test_type_names_follow_xla() -> None:
     assert format_shape(numpy_to_literal(np.zeros((2, 4), ml_dtypes.bfloat16)).shape) == (
         "bf16[2,4]"
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_float_values_are_written_as_the_field_a_list_would_make(dtype: type) -> None:
+    # The packed bytes are handed to the parser directly: the message must be the one that
+    # extending the repeated field value by value makes, byte for byte.
+    values = np.arange(-6, 6, dtype=np.float64).reshape(3, 4).astype(dtype) / 7
+    fast = numpy_to_literal(values)
+    slow = LiteralProto()
+    slow.shape.CopyFrom(fast.shape)
+    field = next(f.name for f, _ in fast.ListFields() if f.name != "shape")
+    flat = values.ravel()
+    getattr(slow, field).extend(flat.view(flat.real.dtype).tolist())
+    assert fast.SerializeToString() == slow.SerializeToString()
+    np.testing.assert_array_equal(literal_to_numpy(fast), values)

@@ -241,7 +241,7 @@ def _reproduced(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.reproduced
 
 
-_NO_XLA_SNAPSHOT = "XLA writes no snapshot of a multi-device execution"
+_NO_XLA_SNAPSHOT = "saved before the first call of each function, and of each multi-device call"
 
 
 def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -> str:

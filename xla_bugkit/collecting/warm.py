@@ -19,7 +19,11 @@ import threading
 from collections.abc import Iterator, Sequence
 
 # The stages after the run; what they import, they import.
-AFTER_RUN = ("xla_bugkit.collecting.bundling",)
+AFTER_RUN = (
+    "xla_bugkit.collecting.bundling",
+    # The hook's saved arguments become snapshots through it (ml_dtypes: most of a second).
+    "xla_bugkit.hlo.literal",
+)
 
 
 @contextlib.contextmanager

@@ -8,12 +8,15 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from xla_bugkit.bisect.run import Range, bisect_bundle
 from xla_bugkit.bisect.search import Bisection, Seen
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
+
+if TYPE_CHECKING:
+    from xla_bugkit.bisect.run import Range
 
 EPILOG = """examples:
   xla-bugkit bisect bundle.7z
@@ -88,6 +91,8 @@ def bisect_command(
 ) -> int:
     """CLI: bisect, print the releases tried and the answer; exit 0 when some release fails
     the recorded way (the answer means something), 3 when none does."""
+    from xla_bugkit.bisect.run import bisect_bundle  # replay and bundle code: seconds to import
+
     ui = ui or Ui()
     result = bisect_bundle(
         bundle,

@@ -22,6 +22,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import protowire
 
 # Classes made by GetMessageClass carry no static types; this alias names what they are.
 ProtoMessage = Any
@@ -269,9 +270,7 @@ def parameter_shapes(hlo_proto: ProtoMessage) -> list[ProtoMessage]:
 def make_snapshot(hlo: bytes, arguments: Sequence[ProtoMessage]) -> bytes:
     """A serialized ``HloSnapshot`` of a serialized ``HloProto`` and argument literals
     (no result: none was read back)."""
-    snapshot = HloSnapshot()
-    snapshot.hlo.ParseFromString(hlo)
-    for argument in arguments:
-        snapshot.arguments.add().CopyFrom(argument)
-    data: bytes = snapshot.SerializeToString()
-    return data
+    # The fields in number order, as a serializer writes them: no copy into a message.
+    parts = [protowire.length_field(1, hlo)]
+    parts += [protowire.length_field(2, a.SerializeToString()) for a in arguments]
+    return b"".join(parts)

@@ -20,6 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import protowire
 from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType, ProtoMessage
 
 # A decoded literal: an array, or a tuple of decoded literals.
@@ -116,12 +117,29 @@ def _codec(element_type: int) -> _Codec:
         ) from None
 
 
+def _packed_floats(lit: ProtoMessage, field: str, dtype: np.dtype[Any]) -> np.ndarray:
+    """A packed float or double field's values, read from its wire bytes (a Python list of a
+    few hundred MB of values would take seconds)."""
+    number = lit.DESCRIPTOR.fields_by_name[field].number
+    data = memoryview(lit.SerializeToString())
+    chunks = [
+        f.payload
+        for f in protowire.fields(data)
+        if f.number == number and f.kind == protowire.LENGTH
+    ]
+    wire = np.frombuffer(b"".join(chunks), dtype=dtype.newbyteorder("<"))
+    return wire.astype(dtype.newbyteorder("="))
+
+
 def _flat_values(lit: ProtoMessage, codec: _Codec) -> np.ndarray:
     raw = getattr(lit, codec.field)
+    if codec.kind == "repeated" and codec.dtype.kind == "f":
+        return _packed_floats(lit, codec.field, codec.dtype)
     if codec.kind == "repeated":
         return np.array(raw, dtype=codec.dtype)
     if codec.kind == "complex":
-        parts = np.array(raw, dtype=np.float32 if codec.dtype.itemsize == 8 else np.float64)
+        part = np.dtype(np.float32 if codec.dtype.itemsize == 8 else np.float64)
+        parts = _packed_floats(lit, codec.field, part)
         if parts.size % 2:
             raise BugkitError(f"literal {shape_of(lit)}: odd number of complex parts")
         return parts.view(codec.dtype)
@@ -173,10 +191,16 @@ def _element_type(array: np.ndarray) -> PrimitiveType:
 
 
 def _set_values(lit: ProtoMessage, codec: _Codec, flat: np.ndarray) -> None:
-    if codec.kind == "repeated":
+    if codec.kind == "complex":
+        flat = flat.view(flat.real.dtype)
+    if codec.kind in ("repeated", "complex") and flat.dtype.kind == "f":
+        # A packed float or double field is the values' little-endian bytes: handed to the
+        # parser as such, not as a Python list (seconds for a few hundred MB).
+        number = lit.DESCRIPTOR.fields_by_name[codec.field].number
+        raw = flat.astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
+        lit.MergeFromString(protowire.length_field(number, raw))
+    elif codec.kind in ("repeated", "complex"):
         getattr(lit, codec.field).extend(flat.tolist())
-    elif codec.kind == "complex":
-        getattr(lit, codec.field).extend(flat.view(flat.real.dtype).tolist())
     else:
         width = codec.dtype.itemsize
         setattr(lit, codec.field, flat.view(f"=u{width}").astype(f"<u{width}").tobytes())
