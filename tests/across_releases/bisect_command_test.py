@@ -143,8 +143,15 @@ def test_collect_bisect_puts_the_answer_in_the_bundle_it_writes(tmp_path: Path) 
 @pytest.mark.jax
 @pytest.mark.slow
 @needs_wheels
-def test_a_real_regression_is_placed_between_the_two_releases(tmp_path: Path) -> None:
-    """jax-ml/jax#39257: correct on jaxlib 0.10.1, a crash on 0.10.2 (installed here)."""
+@pytest.mark.parametrize(
+    "program",
+    [
+        "ynn_regression_crash.py",  # jax-ml/jax#39257: a crash on 0.10.2
+        "ynn_regression_wrong.py",  # jax-ml/jax#39103: a wrong result on 0.10.2
+    ],
+)
+def test_a_real_regression_is_placed_between_the_two_releases(tmp_path: Path, program: str) -> None:
+    """Correct on jaxlib 0.10.1, failing on 0.10.2 (installed here)."""
     assert WHEELS is not None
     listed = from_folder(Path(WHEELS))
     if "0.10.1" not in listed.tried or jaxlib_version() != "0.10.2":
@@ -152,7 +159,7 @@ def test_a_real_regression_is_placed_between_the_two_releases(tmp_path: Path) ->
     out = tmp_path / "bug.zip"
     done = xla_bugkit("collect", "-q", "--bisect", "--wheels", WHEELS, "--timeout", "10m",
                       "-o", str(out), "--", sys.executable,
-                      str(PROGRAMS / "ynn_regression_crash.py"),
+                      str(PROGRAMS / program),
                       cache_dir=tmp_path / "cache")  # fmt: skip
     assert done.returncode == 0, done.stderr
     with zipfile.ZipFile(out) as z:
