@@ -147,10 +147,10 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--snapshots",
         choices=("first", "every"),
-        default="first",
-        help="real inputs kept: each compiled function's first call (default; cost does not "
-        "grow with the run's length), or XLA's snapshot of every execution (for a failure that "
-        "needs later values; slower, pruned to each module's first and newest)",
+        help="real inputs kept: each compiled function's first call (cost does not grow with "
+        "the run's length), or XLA's snapshot of every execution (for a failure that needs "
+        "later values; slower, pruned to each module's first and newest). Default: first, "
+        "and the program runs again with every when a wrong result does not show on them",
     )
     p.add_argument(
         "--max-dump-size",

@@ -3,9 +3,11 @@ XLA's snapshots of every execution pruned as they come with ``--snapshots every`
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,33 @@ def test_collect_every_keeps_the_disk_bounded(tmp_path: Path) -> None:
     step = list(work.rglob("module_*.jit_step.snapshot.*.pb"))
     assert 1 <= len(step) <= 1 + NEWEST_KEPT  # of 50 executions
     assert "older XLA snapshots removed while the program ran" in done.stderr
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_a_wrong_result_only_later_values_show_runs_the_program_again_with_every_snapshot(
+    tmp_path: Path,
+) -> None:
+    """A replay buffer whose jitted priorities go wrong (jax-ml/jax#39103) only once it has
+    wrapped, at the 300th call: the first call's inputs compute the right values."""
+    shape = Path(__file__).resolve().parents[1] / "programs" / "shapes" / "fast_path_wrong"
+    out = tmp_path / "b.zip"
+    done = subprocess.run(
+        [XLA_BUGKIT, "collect", "-o", str(out), "--", sys.executable, "replay_buffer.py"],
+        capture_output=True, text=True, timeout=1200, cwd=shape,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "running the program again with XLA's snapshot of every execution" in done.stderr
+    with zipfile.ZipFile(out) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    first = manifest["modules"][0]
+    assert first["name"] == "jit_priorities"
+    assert first["replay"]["outcome"] == "reproduced: wrong result"
+    # Asked for by name, the first inputs are all there is: no second run.
+    again = subprocess.run(
+        [XLA_BUGKIT, "collect", "--snapshots", "first", "-o", str(tmp_path / "c.zip"), "--",
+         sys.executable, "replay_buffer.py"],
+        capture_output=True, text=True, timeout=1200, cwd=shape,
+    )  # fmt: skip
+    assert again.returncode == 3, again.stderr
+    assert "running the program again" not in again.stderr

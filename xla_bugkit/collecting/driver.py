@@ -15,7 +15,9 @@ from xla_bugkit.collecting.options import (
     check_options,
     rebundle_command,
 )
-from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
+from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
+from xla_bugkit.failure.classify import Kind
+from xla_bugkit.run import capture
 from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui
 
@@ -49,6 +51,19 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
+        if _needs_newest_inputs(result, options):
+            # A wrong result that the first call's inputs do not show may need the values of
+            # a later call: only XLA's snapshots of every execution hold those.
+            ui.say(
+                "the replay on each function's first inputs shows no wrong result: running "
+                "the program again with XLA's snapshot of every execution (--snapshots every), "
+                "to replay its newest inputs"
+            )
+            options = replace(options, snapshots=capture.EVERY)
+            workdir.clear(work)
+            with warm.importing():
+                run = _run_stage(work, command, options, ui)
+            result = bundling.after_run(work, run, options, fmt, ui)
         if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
             from xla_bugkit.collecting.stages import shrink_written
 
@@ -110,6 +125,16 @@ def run_program(
         timeout=options.timeout,
         echo=echo,
         capture=options.capture,
+    )
+
+
+def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
+    """A wrong result not reproduced on first-call inputs, when the mode was not chosen."""
+    return (
+        options.snapshots is None
+        and options.replay
+        and result.exit_code == ExitCode.NOT_REPRODUCED
+        and result.run.failure.kind is Kind.WRONG_RESULT
     )
 
 

@@ -53,13 +53,15 @@ class CollectOptions:
     shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
     bisect: bool = False  # --bisect: then bisect the bundle over jaxlib releases
     wheels: Path | None = None  # --wheels: the bisect's releases from this folder of wheels
-    snapshots: str = capture.FIRST  # --snapshots: first inputs of each function, or every run's
+    # --snapshots: each function's first inputs, or every execution's; None: first, and every
+    # in a second run when a wrong result does not show on the first inputs.
+    snapshots: str | None = None
     max_dump_size: int = capture.DEFAULT_BUDGET  # --max-dump-size: bytes of inputs a run keeps
     tolerance: Tolerance = DEFAULT_TOLERANCE  # --rtol/--atol: wrong results' bounds
 
     @property
     def capture(self) -> capture.Capture:
-        return capture.Capture(self.snapshots, self.max_dump_size)
+        return capture.Capture(self.snapshots or capture.FIRST, self.max_dump_size)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         from xla_bugkit.shrink.run import parse_budget
 
         parse_budget(options.shrink)
-    if options.snapshots not in capture.MODES:
+    if options.snapshots is not None and options.snapshots not in capture.MODES:
         raise BugkitError(f"--snapshots must be one of {', '.join(capture.MODES)}")
     if options.max_dump_size <= 0:
         raise BugkitError("--max-dump-size must be above 0")

@@ -70,6 +70,16 @@ def prepare(given: Path | None, *, owned: bool = False) -> Path:
     return given
 
 
+def clear(work: Path) -> None:
+    """Empty ``work`` of a run, for the program to run again in it."""
+    for name in NAMES:
+        path = work / name
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def killed_runs() -> list[leftovers.Leftover]:
     """The work dirs under ``runs_folder`` whose collect was killed; a deletion under way
     (``REMOVING``, which outlives its collect) is not one of them."""
