@@ -167,3 +167,38 @@ def test_a_wrong_result_only_later_values_show_runs_the_program_again_with_every
     )  # fmt: skip
     assert again.returncode == 3, again.stderr
     assert "running the program again" not in again.stderr
+
+
+FAILED_ARGUMENT = """
+import jax, jax.numpy as jnp, numpy as np
+
+@jax.jit
+def similarity(emb):
+    return emb @ emb.T  # 4 TiB: XLA cannot allocate it, and says so when the result is read
+
+try:
+    scores = similarity(jnp.ones((1 << 20, 16)))
+    print(np.asarray(scores[:8]).sum())  # slicing is a first call whose argument is broken
+except Exception as e:
+    print("caught", type(e).__name__, flush=True)
+    raise SystemExit(3)
+"""
+
+
+@pytest.mark.jax
+def test_saving_an_argument_xla_failed_to_produce_leaves_the_program_as_it_was(
+    tmp_path: Path,
+) -> None:
+    # The first call of mean() takes a result XLA could not allocate: reading it would abort
+    # the process (raw_buffer.h: buffer_.IsConcrete()), where the program gets an exception.
+    program = tmp_path / "oom.py"
+    program.write_text(FAILED_ARGUMENT)
+    record = rerun.rerun(
+        [sys.executable, str(program)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+    )
+    assert record.exit_status == 3, record.output
+    assert "caught" in record.output

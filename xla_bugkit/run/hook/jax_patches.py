@@ -280,8 +280,17 @@ def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> 
         kept = getattr(call, "kept_var_idx", None)
         params = [a for i, a in enumerate(args) if kept is None or i in kept]
         # Another process holds part of a global array: its values are not here to save.
-        if all(getattr(a, "is_fully_addressable", True) for a in params):
-            recorder.save_arrays(n, params)
+        if not all(getattr(a, "is_fully_addressable", True) for a in params):
+            return
+        # An argument that an earlier computation failed to produce (out of memory) aborts
+        # the process when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises
+        # its status instead. Such arguments are not saved: the program meets the error as
+        # it would have, in its own call.
+        for a in params:
+            wait = getattr(a, "block_until_ready", None)
+            if wait is not None:
+                wait()
+        recorder.save_arrays(n, params)
     except Exception as e:  # a value that cannot be copied to the host: no arguments kept
         recorder.write("hook_error", error=f"arguments of {n}: {type(e).__name__}: {e}")
 
