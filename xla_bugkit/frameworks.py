@@ -85,6 +85,15 @@ class Detection:
     source: str  # what told: "dump module names", "the program's output", "the command"
 
 
+_RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+)+")
+
+
+def is_release_number(text: str) -> bool:
+    """Whether ``text`` is a plain release number ("0.8.1", "0.9.0.1") and nothing else: one
+    that sorts by its numbers and is safe to name in a command."""
+    return _RELEASE_NUMBER.fullmatch(text) is not None
+
+
 def from_command(command: Sequence[str], cwd: Path | None = None) -> Framework | None:
     """The framework the command's Python script imports: known before the run, cheaply.
 

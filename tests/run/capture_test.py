@@ -88,6 +88,19 @@ def test_the_summary_says_what_is_kept_and_the_bound() -> None:
     assert "first and newest 2 kept (at most 0.5 GB)" in Capture(EVERY, 5 * 10**8).describe()
 
 
+def rerun_program(tmp_path: Path, source: str) -> rerun.RunRecord:
+    """``source`` run as collect reruns a program, with its dumps and records in ``tmp_path``."""
+    program = tmp_path / "program.py"
+    program.write_text(source)
+    return rerun.rerun(
+        [sys.executable, str(program)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+    )
+
+
 LOOP = """
 import jax, jax.numpy as jnp
 @jax.jit
@@ -104,15 +117,7 @@ print("done", float(loss))
 def test_a_loop_saves_its_functions_first_arguments_once_whatever_its_length(
     tmp_path: Path,
 ) -> None:
-    program = tmp_path / "loop.py"
-    program.write_text(LOOP)
-    record = rerun.rerun(
-        [sys.executable, str(program)],
-        dump_dir=tmp_path / "dump",
-        log_path=tmp_path / "run.log",
-        timeout=600,
-        echo=False,
-    )
+    record = rerun_program(tmp_path, LOOP)
     assert record.exit_status == 0, record.output
     assert not list((tmp_path / "dump").rglob("*.snapshot.*.pb"))  # XLA wrote none
     (process,) = read(tmp_path / "processes")
@@ -191,14 +196,6 @@ def test_saving_an_argument_xla_failed_to_produce_leaves_the_program_as_it_was(
 ) -> None:
     # The first call of mean() takes a result XLA could not allocate: reading it would abort
     # the process (raw_buffer.h: buffer_.IsConcrete()), where the program gets an exception.
-    program = tmp_path / "oom.py"
-    program.write_text(FAILED_ARGUMENT)
-    record = rerun.rerun(
-        [sys.executable, str(program)],
-        dump_dir=tmp_path / "dump",
-        log_path=tmp_path / "run.log",
-        timeout=600,
-        echo=False,
-    )
+    record = rerun_program(tmp_path, FAILED_ARGUMENT)
     assert record.exit_status == 3, record.output
     assert "caught" in record.output

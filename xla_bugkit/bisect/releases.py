@@ -16,6 +16,7 @@ from pathlib import Path
 
 from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.frameworks import is_release_number
 
 # The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``);
 # older ones cannot read the module it is given either ("Instruction with id > INT_MAX").
@@ -25,7 +26,6 @@ PIP_TIMEOUT = 120.0
 _WHEEL = re.compile(
     r"^(?P<name>jaxlib|jax)-(?P<version>\d+(?:\.\d+)+)-(?P<python>[^-]+)-[^-]+-(?P<arch>[^-]+)\.whl$"
 )
-_NUMBERS = re.compile(r"^\d+(?:\.\d+)+$")
 
 
 def key(version: str) -> tuple[int, ...]:
@@ -60,7 +60,7 @@ class Releases:
 
     def with_installed(self, version: str) -> Releases:
         """With the release installed here, which needs no wheel ("not installed": as is)."""
-        if not _NUMBERS.match(version) or version in self.tried or key(version) < OLDEST:
+        if not is_release_number(version) or version in self.tried or key(version) < OLDEST:
             return self
         tried = tuple(sorted({*self.tried, version}, key=key))
         untried = tuple(u for u in self.untried if u[0] != version)
@@ -68,7 +68,7 @@ class Releases:
 
 
 def _sorted(versions: set[str]) -> list[str]:
-    return sorted((v for v in versions if _NUMBERS.match(v)), key=key)
+    return sorted((v for v in versions if is_release_number(v)), key=key)
 
 
 def _split(versions: set[str], elsewhere: set[str], source: str) -> Releases:

@@ -153,10 +153,9 @@ def bisect_bundle(
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
-        expected = None if failure.kind.value == "success" else failure
         result = bisect_module(
             inp,
-            expected,
+            failure,
             context,
             chosen,
             reported=b.manifest["versions"].get("jaxlib"),

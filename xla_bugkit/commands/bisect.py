@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xla_bugkit.bisect.search import Bisection, Seen
 from xla_bugkit.errors import ExitCode
+from xla_bugkit.frameworks import is_release_number
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
 
@@ -41,7 +41,7 @@ def add_range_options(p: argparse.ArgumentParser) -> None:
 
 def release_number(text: str) -> str:
     """A release number as the index spells it: "0.8.1", "0.9.0.1"."""
-    if not re.fullmatch(r"\d+(?:\.\d+)+", text):
+    if not is_release_number(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a release number such as 0.8.1")
     return text
 

@@ -50,6 +50,14 @@ class Module:
     computations: dict[str, list[str]]  # name -> its lines, in the module's order
 
 
+_CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+
+
+def custom_call_targets(text: str) -> list[str]:
+    """The custom-call targets an HLO module's text calls, in the order it calls them."""
+    return _CUSTOM_CALL_TARGET.findall(text)
+
+
 def closing_bracket(text: str, start: int) -> int:
     """Index of the bracket closing the one at ``start`` (brackets of any kind nest)."""
     depth = 0

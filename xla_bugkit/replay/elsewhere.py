@@ -9,7 +9,6 @@ machine that has the platform.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +16,9 @@ from importlib import metadata
 from typing import Any
 
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.frameworks import is_release_number
 from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -27,8 +28,6 @@ _PLUGINS = {
     "gpu": ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm7-plugin"),
     "tpu": ("libtpu",),
 }
-_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
-_TARGET = re.compile(r'custom_call_target="([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def _custom_calls(inp: ReplayInput) -> list[str]:
         text = path.read_text("utf-8", "replace")
     except OSError:
         return []
-    return sorted(set(_TARGET.findall(text)))
+    return sorted(set(custom_call_targets(text)))
 
 
 def cpu_line(verdict: Verdict) -> str:
@@ -133,7 +132,7 @@ def command(bundle: str, platform: str, versions: Mapping[str, str], install: st
     """The command that verifies the bundle on a machine with the platform (``install``:
     how xla-bugkit itself is installed there)."""
     jax = versions.get("jax", "")
-    pin = f"=={jax}" if _VERSION.match(jax) else ""  # a bundle's text: only a version
+    pin = f"=={jax}" if is_release_number(jax) else ""  # a bundle's text: only a version
     verify = f"{install} && xla-bugkit verify {shlex.quote(bundle)}"
     if any(k.startswith("jax-rocm") for k in versions):
         return f"with jax{pin} and its ROCm plugin installed: {verify}"

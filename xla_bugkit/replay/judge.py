@@ -139,11 +139,13 @@ def _spawn_settled(
             env_flags = known
             dropped.append(f"{unknown}: jaxlib {inp.release.version} does not know it")
             continue
+        # The child ended before compiling, and asked for nothing a retry could give.
+        stopped_early = not started and needs is None and rejected is None
         refused = marker(child.done.output, protocol.NOT_REPLAYABLE) is not None
-        if inp.release is not None and not (started or needs or rejected or refused):
+        if inp.release is not None and stopped_early and not refused:
             why = f"jaxlib {inp.release.version} could not start the replay: {_last_line(child)}"
             return _Child(child.done, child.out, None, "", why), inp
-        if inp.python is not None and not started and needs is None and rejected is None:
+        if inp.python is not None and stopped_early:
             # The program's interpreter could not get as far as compiling (an older Python,
             # a jaxlib the worker cannot drive): this one replays it, and the verdict says
             # under what.

@@ -37,6 +37,7 @@ from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
+from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import _jaxlib, extreme, opbyop
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
@@ -89,7 +90,6 @@ INTERNAL_TARGETS = frozenset(
         "xla.sdy.FuncResultSharding",
     }
 )
-_TARGET = re.compile(r'custom_call_target="([^"]+)"')
 # jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
 LAPACK_PREFIX = "lapack_"
 # How HLO text prints a constant it leaves out (no --xla_dump_large_constants).
@@ -135,7 +135,7 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
 
     ``pjrt``: the PJRT folder's module.mlir and compile_options.pb are there to compile from.
     """
-    targets = sorted(set(_TARGET.findall(text)))
+    targets = sorted(set(custom_call_targets(text)))
     for target in targets:
         if CALLBACK_TARGETS.search(target):
             raise NotReplayable(
@@ -308,7 +308,7 @@ def run_reference(
     layout: tuple[int, int] = (1, 1),
 ) -> None:
     out = Path(spec["out"])
-    manual = [t for t in _TARGET.findall(text) if t.startswith("xla.sdy.")]
+    manual = [t for t in custom_call_targets(text) if t.startswith("xla.sdy.")]
     manual = [t for t in manual if t not in INTERNAL_TARGETS]
     if manual:
         # Op by op runs the unpartitioned module on one device; a per-shard body has no
@@ -374,7 +374,7 @@ def work(spec: dict[str, Any]) -> int:
         )
     module_bytes = _module_bytes(spec["hlo"])
     text = _jaxlib.module_text(module_bytes)
-    if any(t.startswith(LAPACK_PREFIX) for t in _TARGET.findall(text)):
+    if any(t.startswith(LAPACK_PREFIX) for t in custom_call_targets(text)):
         # Once per process: the test and both references (op by op too) run here.
         _jaxlib.initialize_lapack()
     options = _read(spec["compile_options"])
