@@ -267,6 +267,11 @@ def test_sigterm_during_a_run_stops_the_child_as_interrupted(tmp_path: Path) -> 
     assert not alive(int(pid_file.read_text()))
 
 
+def written(path: Path) -> bool:
+    """Whether ``path`` holds a whole line (the shell's ``echo`` has finished writing it)."""
+    return path.exists() and path.read_text().endswith("\n")
+
+
 def test_an_interrupt_before_the_wait_begins_stops_the_child_as_interrupted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,14 +283,15 @@ def test_an_interrupt_before_the_wait_begins_stops_the_child_as_interrupted(
     def check_then_interrupt(*args: object) -> None:
         checked(*args)  # type: ignore[arg-type]
         deadline = time.monotonic() + 120
-        while not pid_file.exists():  # the command runs: its pid is there to check
+        while not written(pid_file):  # the command runs: its pid is there to check
             assert time.monotonic() < deadline
             time.sleep(0.05)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(proc, "_check_exec", check_then_interrupt)
-    done = proc.run(["bash", "-c", f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; "
-                                   "sleep 100"], timeout=120)  # fmt: skip
+    # No command runs between writing the pid and `exec`: a bash that gets SIGINT while it
+    # waits on a command that exits 0 (an `mv`) goes on, and is killed after the grace period.
+    done = proc.run(["bash", "-c", f"echo $$ > {pid_file}; exec sleep 100"], timeout=120)
     assert done.interrupted and not done.timed_out
     assert done.returncode == -signal.SIGINT
     assert not alive(int(pid_file.read_text()))
