@@ -14,8 +14,12 @@ Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which 
 once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
 recorded result is saved as ``recorded.npz`` when there is one.
 
-Started as ``worker -`` (``children.Spares``), the child imports jax first and then reads its
-spec from stdin, with the memory limit to set on itself: the parent gets on with its own
+The child replays through jaxlib alone, never importing jax, when the module needs nothing
+that jax sets up (``_jaxlib.alone``: one CPU device, no custom call of jax's), and through
+jax otherwise.
+
+Started as ``worker -`` (``children.Spares``), the child imports jaxlib first and then reads
+its spec from stdin, with the memory limit to set on itself: the parent gets on with its own
 work (unpacking a bundle) meanwhile.
 """
 
@@ -368,13 +372,18 @@ def work(spec: dict[str, Any]) -> int:
     spec = contain(spec)
     out = Path(spec["out"])
     platform = spec["platform"]
+    if platform != _jaxlib.alone.PLATFORM:
+        _jaxlib.with_jax()  # only jax loads the other platforms' plugins
     if platform not in _jaxlib.available_platforms():
         raise NotReplayable(
             f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
         )
     module_bytes = _module_bytes(spec["hlo"])
     text = _jaxlib.module_text(module_bytes)
-    if any(t.startswith(LAPACK_PREFIX) for t in custom_call_targets(text)):
+    targets = set(custom_call_targets(text)) - INTERNAL_TARGETS
+    if targets - _jaxlib.custom_call_targets(platform):
+        _jaxlib.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
+    if any(t.startswith(LAPACK_PREFIX) for t in targets):
         # Once per process: the test and both references (op by op too) run here.
         _jaxlib.initialize_lapack()
     options = _read(spec["compile_options"])
@@ -383,6 +392,8 @@ def work(spec: dict[str, Any]) -> int:
         # The HLO header omits partitions that only the compile options record (shard_map).
         recorded = _jaxlib.compile_options_layout(options)
         layout = (max(layout[0], recorded[0]), max(layout[1], recorded[1]))
+    if layout != (1, 1):
+        _jaxlib.with_jax()  # jaxlib alone makes one device, and lacks jax's shardings
     if layout[0] * layout[1] > _jaxlib.device_count(platform):
         say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {_jaxlib.device_count(platform)}")
         return EXIT_NEEDS_DEVICES
@@ -402,7 +413,14 @@ def limit_memory(spec: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
+# Set (to anything) to replay through jax even where jaxlib alone would do: the figure
+# before, in benchmarks, and a way around a jaxlib-alone replay that misbehaves.
+THROUGH_JAX = "XLA_BUGKIT_REPLAY_THROUGH_JAX"
+
+
 def main(argv: Sequence[str]) -> int:
+    if not os.environ.get(THROUGH_JAX):
+        _jaxlib.start_alone()
     try:
         if argv[0] != SPEC_ON_STDIN:
             return work(json.loads(Path(argv[0]).read_text()))

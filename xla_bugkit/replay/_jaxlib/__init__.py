@@ -1,14 +1,13 @@
-"""The only module that touches private jaxlib APIs.
+"""The only package that touches private jaxlib APIs.
 
 Everything here was checked against jaxlib 0.10.2. These APIs move between releases, so each
-one is looked up by name at use, and a missing one becomes a ``BugkitError`` that names the
-jaxlib version and the feature, never an ``AttributeError`` traceback. Importing this module
-does not import jax: the parent process of a replay must stay free of XLA state.
+one is looked up by name at use (``lookup``). Importing this package does not import jax:
+the parent process of a replay must stay free of XLA state. A replay child may take
+jaxlib's objects from jaxlib alone (``alone``), without jax, when its module allows.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +15,13 @@ import numpy as np
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.compile_options import for_replay
+from xla_bugkit.replay._jaxlib import alone
+from xla_bugkit.replay._jaxlib.lookup import MIN_JAXLIB, jaxlib_version
+from xla_bugkit.replay._jaxlib.lookup import attr as _attr
+from xla_bugkit.replay._jaxlib.lookup import lacks as _lacks
+from xla_bugkit.replay._jaxlib.lookup import module as _module
 
-# The oldest jaxlib whose private APIs match what this module calls.
-MIN_JAXLIB = "0.6"
+__all__ = ["MIN_JAXLIB", "jaxlib_version"]
 
 # Private jaxlib objects carry no usable stubs.
 Executable = Any
@@ -27,40 +30,22 @@ Executable = Any
 Override = tuple[str, bool | str]
 
 
-def jaxlib_version() -> str:
-    """The installed jaxlib version, or "not installed"."""
-    try:
-        module = importlib.import_module("jaxlib.version")
-    except ImportError:
-        return "not installed"
-    return str(getattr(module, "__version__", "unknown"))
+def start_alone() -> bool:
+    """Take jaxlib's objects from jaxlib alone in this process, never importing jax, where
+    this jaxlib allows (``alone``); ``with_jax`` goes back. Returns whether it does."""
+    return alone.start()
 
 
-def _lacks(feature: str) -> BugkitError:
-    return BugkitError(
-        f"this jaxlib ({jaxlib_version()}) lacks {feature}; "
-        f"xla-bugkit supports jaxlib >= {MIN_JAXLIB}"
-    )
-
-
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        raise _lacks(f"the module {name}") from e
-
-
-def _attr(owner: Any, path: str, feature: str) -> Any:
-    value = owner
-    for part in path.split("."):
-        if not hasattr(value, part):
-            raise _lacks(feature)
-        value = getattr(value, part)
-    return value
+def with_jax() -> None:
+    """Take jaxlib's objects through jax from now on (a module needs what jax sets up)."""
+    if alone.active():
+        alone.stop()
+        # jax registers its custom-call targets with XLA as its backends start.
+        _backends()
 
 
 def _lib() -> Any:
-    return _module("jax._src.lib")
+    return alone.lib() if alone.active() else _module("jax._src.lib")
 
 
 def _xla_client() -> Any:
@@ -79,6 +64,8 @@ def _hlo() -> Any:
 
 
 def _backends() -> dict[str, Any]:
+    if alone.active():
+        return alone.backends()
     backends = _attr(_module("jax._src.xla_bridge"), "backends", "xla_bridge.backends")
     try:
         return dict(backends())
@@ -89,13 +76,17 @@ def _backends() -> dict[str, Any]:
 
 
 def preload() -> None:
-    """Import what a replay takes from jax (seconds), before it is asked for anything."""
-    _module("jax._src.xla_bridge")
+    """Import what a replay takes from jax (seconds), or from jaxlib alone, before it is
+    asked for anything."""
+    if not alone.active():
+        _module("jax._src.xla_bridge")
     _lib()
 
 
 def available_platforms() -> list[str]:
     """Platforms with a working backend in this process ("cpu", "cuda", ...)."""
+    if alone.active():
+        return [alone.PLATFORM]  # without making its client yet
     return sorted(_backends())
 
 
@@ -324,9 +315,14 @@ def execute(
     module's result). Arguments reach the device with exactly their own dtypes: a module's
     parameter types are fixed, and JAX's dtype canonicalisation must not touch them.
     """
-    jax = _module("jax")
     devices = list(_attr(executable, "local_devices", "LoadedExecutable.local_devices")())
     host = [np.asarray(a) for a in args]
+    if alone.active():
+        if len(devices) > 1:
+            raise BugkitError("jaxlib alone replays on one device; this needs jax")
+        outputs = _run([alone.put(a, devices[0]) for a in host], executable)
+        return [alone.host(shards[0]) for shards in outputs]
+    jax = _module("jax")
     if len(devices) > 1 and result_types is None:
         raise BugkitError(f"running on {len(devices)} devices needs the result types")
     with _exact_dtypes():
@@ -343,18 +339,24 @@ def execute(
                 raise BugkitError(
                     f"argument {i} ({a.dtype}) reached the device as {np.dtype(p.dtype)}"
                 )
-        run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
-        results = run(placed)
-        outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
-        # An output XLA failed to compute (out of memory, a kernel's error) aborts the process
-        # when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises its status.
-        for shards in outputs:
-            for shard in shards:
-                shard.block_until_ready()
+        outputs = _run(placed, executable)
         if len(devices) == 1:
             return [np.asarray(shards[0]) for shards in outputs]
         assert result_types is not None
         return _assemble(executable, devices, outputs, result_types)
+
+
+def _run(placed: Sequence[Any], executable: Executable) -> list[list[Any]]:
+    """Each output's per-device arrays, once computed."""
+    run = _attr(executable, "execute_sharded", "LoadedExecutable.execute_sharded")
+    results = run(list(placed))
+    outputs = _attr(results, "disassemble_into_single_device_arrays", "ExecuteResults")()
+    # An output XLA failed to compute (out of memory, a kernel's error) aborts the process
+    # when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises its status.
+    for shards in outputs:
+        for shard in shards:
+            shard.block_until_ready()
+    return [list(shards) for shards in outputs]
 
 
 def _assemble(
