@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "run",
         "choose",
         "replay",
-        "bundle",
+        "bundle convert",
         "shrink",
         "bisect",
         "collecting verify",

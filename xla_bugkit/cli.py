@@ -79,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     _add_repack(sub)
     _add_shrink(sub)
     _add_bisect(sub)
+    _add_convert(sub)
     return p
 
 
@@ -411,11 +412,18 @@ def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list what a bundle shares, without extracting it",
         description="Print a bundle's failure, modules, notes and every file with its size, "
         "reading the archive in place.",
-        epilog="examples:\n  xla-bugkit show bundle.7z\n  xla-bugkit show --json bug.zip",
+        epilog="examples:\n  xla-bugkit show bundle.7z\n  xla-bugkit show --json bug.zip\n"
+        "  xla-bugkit show bundle.7z --graph module.html\n"
+        "      draw the shrunk module (or the chosen one) as a page that renders its graph",
     )
     p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
+    p.add_argument("--graph", type=Path, metavar="OUT",
+                   help="write a module's graph to OUT (.html, or .dot for Graphviz)")  # fmt: skip
+    p.add_argument("--module", dest="module_re", type=_regex, metavar="RE",
+                   help="with --graph: the module whose label matches RE")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="with --graph: replace OUT")
 
 
 def _add_repack(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -530,6 +538,21 @@ def _add_bisect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="how long each release's replay may take (default %(default)g s)",
     )
     _add_tolerance(p)
+
+
+def _add_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from xla_bugkit.commands import convert
+
+    p = _subcommand(
+        sub,
+        "convert",
+        help="a module from one form to another: HLO text, .hlo.pb, StableHLO, a graph",
+        description="Convert a module between HLO text, the .hlo.pb proto, StableHLO (text or "
+        "bytecode), metadata-free text for older releases, and a graph (DOT or HTML), as "
+        "XLA's hlo-opt does, without Bazel. The input's form is read from its content.",
+        epilog=convert.EPILOG,
+    )
+    convert.add_arguments(p)
 
 
 def collect_options(args: argparse.Namespace, defaults: config.Config) -> CollectOptions:

@@ -93,6 +93,11 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
     },
+    "convert": {
+        ExitCode.OK: "written",
+        ExitCode.ERROR: "the input is no module jaxlib reads, or OUT cannot be written",
+        ExitCode.INTERRUPTED: "interrupted",
+    },
 }
 
 

@@ -76,10 +76,21 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             json_output=args.json,
             ui=ui,
         )
+    if args.command == "convert":
+        from xla_bugkit.commands.convert import convert_command
+
+        return convert_command(args.source, args.out, to=args.to, force=args.force, ui=ui)
     if args.command == "show":
         from xla_bugkit.commands.show import show
 
-        return show(args.bundle, json_output=args.json, issue=args.issue)
+        return show(
+            args.bundle,
+            json_output=args.json,
+            issue=args.issue,
+            graph=args.graph,
+            module_re=args.module_re,
+            force=args.force,
+        )
     from xla_bugkit.commands.replay import replay_command
 
     return replay_command(

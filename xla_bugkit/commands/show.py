@@ -7,15 +7,20 @@ The bundle is first read through every check ``verify`` makes (nothing is writte
 from __future__ import annotations
 
 import json
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import Manifest, check_bundle
+from xla_bugkit.bundle.manifest.schema import ModuleEntry
 from xla_bugkit.bundle.members import ISSUE
-from xla_bugkit.errors import BadBundleError, ExitCode
+from xla_bugkit.choose.dumps import Role
+from xla_bugkit.errors import BadBundleError, BugkitError, ExitCode
 
 ISSUE_LIMIT = 4 << 20
+MODULE_LIMIT = 1 << 30  # a module proto larger than this is not one to draw
 
 
 def _printable(name: str) -> str:
@@ -42,13 +47,56 @@ def render(path: Path, manifest: Manifest) -> str:
     return "\n".join(lines)
 
 
-def show(bundle: Path, *, json_output: bool = False, issue: bool = False) -> int:
-    """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md)."""
+def graph_module(manifest: Manifest, module_re: str | None) -> ModuleEntry:
+    """The module to draw: the one ``module_re`` matches, else the shrunk one, else the
+    module the bundle was made for."""
+    modules = [m for m in manifest["modules"] if Role.BEFORE_PROTO.value in m["files"]]
+    if module_re is not None:
+        modules = [m for m in modules if re.search(module_re, m["label"])]
+    else:
+        modules.sort(key=lambda m: not m["label"].endswith(".shrunk"))
+    if not modules:
+        labels = ", ".join(m["label"] for m in manifest["modules"]) or "none"
+        raise BugkitError(f"no module with an HLO proto to draw (modules: {labels})")
+    return modules[0]
+
+
+def write_graph(
+    bundle: Path, manifest: Manifest, out: Path, module_re: str | None, force: bool
+) -> str:
+    """Draw a bundled module into ``out`` (.html or .dot); returns the module's label."""
+    from xla_bugkit.convert import convert, output_form
+
+    if output_form(out, None) not in ("html", "dot"):
+        raise BugkitError(f"{out.name}: --graph writes .html or .dot")
+    module = graph_module(manifest, module_re)
+    data = archive.read_member(bundle, module["files"][Role.BEFORE_PROTO.value], MODULE_LIMIT)
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-graph-") as tmp:
+        source = Path(tmp, f"{module['label']}.hlo.pb")
+        source.write_bytes(data)
+        convert(source, out, force=force)
+    return module["label"]
+
+
+def show(
+    bundle: Path,
+    *,
+    json_output: bool = False,
+    issue: bool = False,
+    graph: Path | None = None,
+    module_re: str | None = None,
+    force: bool = False,
+) -> int:
+    """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md;
+    ``graph``: draw a module into that file)."""
     try:
         manifest = check_bundle(bundle)
     except BadBundleError as e:
         raise BadBundleError(f"this bundle would be refused: {e}") from None
-    if issue:
+    if graph is not None:
+        label = write_graph(bundle, manifest, graph, module_re, force)
+        print(f"wrote {graph}: the graph of {label}")
+    elif issue:
         text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
         sys.stdout.write(text)
     elif json_output:

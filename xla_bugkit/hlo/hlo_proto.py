@@ -197,7 +197,8 @@ HloSnapshot: ProtoMessage = _message_class("HloSnapshot")
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A file's bytes, gunzipped when it is gzip data (by content, not suffix)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -215,7 +216,7 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
 def _parse(path: str | os.PathLike[str], cls: ProtoMessage) -> ProtoMessage:
     message = cls()
     try:
-        message.ParseFromString(_read_bytes(path))
+        message.ParseFromString(read_bytes(path))
     except DecodeError as e:
         # protobuf's own text names our private package; the user needs only the fact.
         what = f"not a valid {cls.__name__} (corrupt protobuf data)"
