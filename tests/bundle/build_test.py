@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def test_a_wrong_result_shipped_without_its_inputs_says_so(
 
 
 def test_issue_shows_repro_then_run_hlo_module_then_verify(
-    bundles: Callable[..., Collected],
+    bundles: Callable[..., Collected], tmp_path: Path
 ) -> None:
     c = bundles("wrong_result", "--module", r"\.jit_f$")
     issue = c.text("ISSUE.md")
@@ -76,6 +77,17 @@ def test_issue_shows_repro_then_run_hlo_module_then_verify(
     assert command.split()[-1] in c.names()
     assert "--xla_cpu_enable_fast_min_max=false" in command
     assert "--xla_dump" not in command
+    # With the recorded inputs, written first by a line that works as written in the bundle.
+    assert "--input_literals_file=inputs.literals.pb" in command
+    write = issue[:hlo].rstrip("\n").rsplit("\n", 1)[1]
+    assert write.startswith("xla-bugkit convert --to literals ") and write.split()[-2] in c.names()
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(c.bundle) as z:
+        z.extractall(unpacked)
+    argv = [XLA_BUGKIT, *write.split()[1:]]
+    done = subprocess.run(argv, cwd=unpacked, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (unpacked / "inputs.literals.pb").stat().st_size > 0
 
 
 def test_a_small_module_is_shown_inline(bundles: Callable[..., Collected]) -> None:

@@ -155,3 +155,10 @@ def test_hlo_command_names_the_text_dump_and_the_flags() -> None:
     assert repro.hlo_command(files, "gpu", ()) == (
         "run_hlo_module --platform=gpu --input_format=pb modules/m/m.before_optimizations.hlo.pb"
     )
+    # With the recorded inputs: a line writes them as run_hlo_module reads them, first.
+    files[Role.SNAPSHOT.value] = "modules/m/m.snapshot.0.pb"
+    assert repro.hlo_command(files, "cpu", ()).splitlines() == [
+        "xla-bugkit convert --to literals modules/m/m.snapshot.0.pb inputs.literals.pb",
+        "run_hlo_module --platform=cpu --input_format=pb --input_literals_file=inputs.literals.pb "
+        "modules/m/m.before_optimizations.hlo.pb",
+    ]

@@ -16,7 +16,7 @@ import pytest
 from helpers.programs import ProgramRuns
 
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real programs, real conversion children
@@ -117,3 +117,18 @@ def test_what_is_no_module_is_a_clear_error_that_writes_nothing(
     assert "give --force" in capsys.readouterr().err and kept.read_text() == "mine"
     assert convert(broken, tmp_path / "x.weird") == ExitCode.ERROR
     assert "no form for this suffix" in capsys.readouterr().err
+
+
+def test_a_snapshots_inputs_in_the_form_run_hlo_module_reads(
+    program_runs: ProgramRuns, tmp_path: Path
+) -> None:
+    snapshot = sorted(program_runs["success"].dump_dir.glob("*jit_train_step.snapshot.*.pb"))[0]
+    out = tmp_path / "inputs.literals.pb"
+    assert convert("--to", "literals", snapshot, out) == ExitCode.OK
+    # RunHloModuleLiterals: iterations (1), each with its arguments (2), in order.
+    (iteration,) = list(protowire.fields(out.read_bytes()))
+    assert iteration.number == 1
+    arguments = list(protowire.fields(iteration.payload))
+    recorded = hlo_proto.read_snapshot(snapshot).arguments
+    assert len(recorded) > 0 and [f.number for f in arguments] == [2] * len(recorded)
+    assert [bytes(f.payload) for f in arguments] == [a.SerializeToString() for a in recorded]

@@ -137,7 +137,13 @@ def _reproduce(ctx: IssueContext) -> str:
     if ctx.hlo_command:
         parts.append(
             "Or with XLA's `run_hlo_module` (built from openxla/xla), on the module before "
-            "XLA's optimizations and with the XLA flags in force:\n\n"
+            "XLA's optimizations and with the XLA flags in force"
+            + (
+                " and the recorded inputs (the first line writes them as it reads them)"
+                if "--input_literals_file=" in ctx.hlo_command
+                else ""
+            )
+            + ":\n\n"
             + fenced(ctx.hlo_command, "shell")
         )
     parts.append(

@@ -121,12 +121,22 @@ def write(
     )
 
 
+# What ``convert --to literals`` writes the bundled snapshot's arguments to, for run_hlo_module.
+LITERALS = "inputs.literals.pb"
+
+
 def hlo_command(files: Mapping[str, str], platform: str, xla_flags: tuple[str, ...]) -> str:
-    """XLA's ``run_hlo_module`` command line for the module, with the flags in force."""
+    """XLA's ``run_hlo_module`` command line for the module, with the flags in force; with
+    the recorded inputs when the bundle has them, after the line that writes them in the
+    form it reads (a wrong result may show only on them)."""
     text = files.get(Role.BEFORE_TEXT.value)
     path, fmt = (text, "hlo") if text else (files.get(Role.BEFORE_PROTO.value, ""), "pb")
     argv = ["run_hlo_module", f"--platform={platform}", f"--input_format={fmt}", *xla_flags]
-    return shlex.join([*argv, path])
+    snapshot = files.get(Role.SNAPSHOT.value)
+    if snapshot is None:
+        return shlex.join([*argv, path])
+    write = ["xla-bugkit", "convert", "--to", "literals", snapshot, LITERALS]
+    return f"{shlex.join(write)}\n{shlex.join([*argv, f'--input_literals_file={LITERALS}', path])}"
 
 
 def _header(stage: Path, files: Mapping[str, str]) -> str:

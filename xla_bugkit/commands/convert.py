@@ -23,10 +23,12 @@ examples:
       text without metadata, which older jaxlib releases parse
   xla-bugkit convert jit_f.hlo.pb jit_f.html
       the graph, as a page that renders it (.dot for Graphviz's source)
+  xla-bugkit convert --to literals jit_f.snapshot.0.pb inputs.literals.pb
+      a snapshot's inputs for run_hlo_module --input_literals_file
 """
 
 # Kept here so that the help needs no import of the conversion code.
-FORMS = ("hlo", "hlo-short", "pb", "stablehlo", "mlirbc", "dot", "html")
+FORMS = ("hlo", "hlo-short", "pb", "stablehlo", "mlirbc", "dot", "html", "literals")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

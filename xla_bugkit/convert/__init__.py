@@ -34,6 +34,7 @@ FORMS = {
     "mlirbc": "StableHLO, MLIR bytecode",
     "dot": "the module's graph, Graphviz DOT",
     "html": "the module's graph as a page that renders it",
+    "literals": "an HloSnapshot's arguments as run_hlo_module's --input_literals_file reads them",
 }
 SUFFIXES = {".txt": "hlo", ".hlo": "hlo", ".pb": "pb", ".mlir": "stablehlo",
             ".mlirbc": "mlirbc", ".dot": "dot", ".html": "html"}  # fmt: skip
@@ -94,6 +95,9 @@ def convert(source: Path, out: Path, *, to: str | None = None, force: bool = Fal
         raise BugkitError(f"{out} exists; give --force to replace it")
     if out.resolve() == source.resolve():
         raise BugkitError("IN and OUT are the same file")
+    if form == "literals":
+        _write_whole(out, run_hlo_module_literals(source))
+        return []
     data = hlo_proto.read_bytes(source)
     kind = input_form(data)
     notes: list[str] = []
@@ -114,6 +118,15 @@ def convert(source: Path, out: Path, *, to: str | None = None, force: bool = Fal
             result = graph.html(result.decode("utf-8"), title=source.name).encode("utf-8")
         _write_whole(out, result)
     return notes
+
+
+def run_hlo_module_literals(snapshot: Path) -> bytes:
+    """A serialized ``RunHloModuleLiterals`` of one iteration: the snapshot's arguments, as
+    ``run_hlo_module --input_literals_file`` takes them (``iterations`` = 1, each one's
+    ``arguments`` = 2). Protobuf alone: the literals are copied, never decoded."""
+    arguments = hlo_proto.read_snapshot(snapshot).arguments
+    iteration = b"".join(protowire.length_field(2, a.SerializeToString()) for a in arguments)
+    return protowire.length_field(1, iteration)
 
 
 def _in_child(work: Path, given: Path, kind: str, form: str) -> bytes:
