@@ -161,6 +161,13 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the most disk the run's inputs may take, e.g. 500MB (default 2GB)",
     )
     p.add_argument(
+        "--dump-passes",
+        metavar="REGEX",
+        help="have XLA dump the module around each HLO pass whose name REGEX matches "
+        "(--xla_dump_hlo_pass_re), and bundle the chosen module's, the last before the "
+        "failure first; '.*' for every pass",
+    )
+    p.add_argument(
         "--bisect",
         action="store_true",
         help="then replay the bundle under other jaxlib releases (xla-bugkit bisect): "
@@ -583,5 +590,5 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
 # What only ``collect`` asks: how the program runs and what the bundle adds.
 _RUN_OPTIONS = (
     "timeout", "workdir", "keep_workdir", "always", "include_source", "shrink", "bisect",
-    "wheels", "snapshots", "max_dump_size",
+    "wheels", "snapshots", "max_dump_size", "dump_passes",
 )  # fmt: skip

@@ -73,10 +73,21 @@ class MergedFlags:
         return join(self.flags)
 
 
-def merge(user_value: str | None, dump_dir: Path, *, snapshots: bool = True) -> MergedFlags:
+# XLA's own flag for dumping the module around each pass whose name matches its regex.
+PASS_RE = "--xla_dump_hlo_pass_re"
+
+
+def merge(
+    user_value: str | None,
+    dump_dir: Path,
+    *,
+    snapshots: bool = True,
+    pass_re: str | None = None,
+) -> MergedFlags:
     """The user's flags kept, in order, followed by the dump flags for ``dump_dir``
     (``snapshots``: with XLA's snapshot of every execution; a user's own asking for it then
-    is kept, since they asked).
+    is kept, since they asked; ``pass_re``: with the module dumped around each pass whose
+    name it matches, ``--xla_dump_hlo_pass_re``).
 
     A user's own ``--xla_dump_to`` is replaced for this run only (their environment is not
     changed) and reported; a module filter they set is kept, with a warning that it can hide
@@ -85,6 +96,8 @@ def merge(user_value: str | None, dump_dir: Path, *, snapshots: bool = True) -> 
     user = split(user_value)
     formats = [f for f in DUMP_FORMAT_FLAGS if snapshots or f != SNAPSHOTS]
     ours = [f"--xla_dump_to={dump_dir}", *formats]
+    if pass_re is not None:
+        ours.append(f"{PASS_RE}={pass_re}")
     forced = {name_of(f) for f in ours}
     kept: list[str] = []
     notes: list[str] = []

@@ -96,7 +96,14 @@ def test_a_small_module_is_shown_inline(bundles: Callable[..., Collected]) -> No
     block = issue.split("<summary>The module before XLA's optimizations (module_", 1)[1]
     block = block.split("</details>", 1)[0]
     assert "HloModule jit_f" in block and "ENTRY %main" in block
-    assert issue.count("<details>") == 2  # the module and the program's output
+    # The function as JAX traced it, from the jaxpr JAX dumped as it lowered the module.
+    jaxpr = issue.split("<summary>The function as JAX traced it (jaxpr, ", 1)[1]
+    jaxpr = jaxpr.split("</details>", 1)[0]
+    assert "{ lambda" in jaxpr and "jax_" in jaxpr and ".jaxpr.txt" in jaxpr
+    label = c.manifest()["modules"][0]["label"]
+    jaxpr_member = c.manifest()["modules"][0]["files"]["jaxpr"]
+    assert jaxpr_member.startswith(f"modules/{label}/jax_") and jaxpr_member in c.names()
+    assert issue.count("<details>") == 3  # the module, its jaxpr and the program's output
 
 
 def test_a_python_error_is_not_an_xla_bug(bundles: Callable[..., Collected]) -> None:

@@ -124,6 +124,8 @@ def test_two_ranks_the_bundle_names_the_rank_that_failed(tmp_path: Path) -> None
     assert "failing process: rank 1 of 2" in c.stderr
     # Rank 1's module names rank 1's device (2048); the replay compiles it for device 0.
     assert m["modules"][0]["replay"]["outcome"] == "reproduced: crash", c.stderr[-3000:]
+    # Its jaxpr, from the folder of the process's own dumps (ranks number theirs alike).
+    assert m["modules"][0]["files"]["jaxpr"].endswith("__lambda_.jaxpr.txt")
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from pathlib import Path
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import (
     envinfo,
+    extras,
     framework_text,
     issue,
     layout,
@@ -54,6 +55,7 @@ class Staged:
     # Why the run's real inputs are not in the bundle (--no-data, the size budget); "" when
     # they are, or there were none.
     inputs_left_out: str = ""
+    jaxpr: tuple[str, str] = ("", "")  # the module's jaxpr: its member name, and its short text
 
 
 def build(
@@ -100,7 +102,9 @@ def build(
         source = _source(stage, run.command, redactor, cwd or Path.cwd(), notes, counts)
     if not data:
         notes.append("no input data shipped (--no-data): replay uses generated inputs")
-    notes += [f"left out to fit the size budget: {name}" for name in dropped]
+    notes += extras.pass_dump_notes(planned, dropped)
+    passes = f"/{layout.PASSES}/"
+    notes += [f"left out to fit the size budget: {n}" for n in dropped if passes not in n]
     if counts:
         notes.append(f"redacted: {summarize(counts)}")
     notes += unredacted
@@ -113,7 +117,9 @@ def build(
         if any(".snapshot." in name for name in dropped)
         else ""
     )
-    staged = Staged(reproducer, source, replayed, framework, repo, left_out)
+    shown = reproducer.module if reproducer else (planned[0].module if planned else "")
+    jaxpr = extras.jaxpr_inline(stage, planned, shown)
+    staged = Staged(reproducer, source, replayed, framework, repo, left_out, jaxpr)
     title, body = render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped))
@@ -230,7 +236,7 @@ def _target(
     ordered = sorted(chosen, key=lambda c: not _reproduced(by_name.get(c.module.label)))
     for c in ordered:
         label = c.module.label
-        files = {p.role.value: p.arcname for p in planned if p.module == label}
+        files = extras.files_by_role(planned, label)
         if Role.BEFORE_PROTO.value in files:
             folder = arrays / label if arrays is not None else None
             return repro.Target(label, files, c.module.platform, by_name.get(label), folder)
@@ -309,6 +315,7 @@ def render(
         hlo_command=rep.hlo_command if rep else "",
         module_label=rep.module if rep and inline else "",
         module_text=inline,
+        jaxpr=staged.jaxpr,
         wrong_values=rep.wrong_values if rep else (),
         reference=rep.reference if rep else "",
         inputs=_inputs_text(rep),
@@ -416,7 +423,7 @@ def _exit_text(run: RunRecord) -> str:
 
 
 def module_entry(c: Chosen, planned: Sequence[Planned]) -> ModuleEntry:
-    files = {p.role.value: p.arcname for p in planned if p.module == c.module.label}
+    files = extras.files_by_role(planned, c.module.label)
     return {
         "label": c.module.label,
         "name": c.module.name,

@@ -66,6 +66,7 @@ class IssueContext:
     hlo_command: str = ""  # "run_hlo_module --platform=cpu ... FILE"
     module_label: str = ""  # the module shown inline, when it is small
     module_text: str = ""  # its before-optimizations HLO text
+    jaxpr: tuple[str, str] = ("", "")  # the function's jaxpr in the bundle: name, short text
     wrong_values: Sequence[tuple[str, str, str]] = ()  # (index, reference value, XLA's value)
     reference: str = ""  # what the reference values come from ("op-by-op")
     inputs: str = ""  # the inputs' shapes and where they come from
@@ -83,6 +84,7 @@ def render_issue(ctx: IssueContext) -> str:
     optional = {
         "wrong_values": _wrong_values(ctx),
         "module_block": _module_block(ctx),
+        "jaxpr_block": _jaxpr_block(ctx),
     }
     values = {
         **optional,
@@ -181,6 +183,23 @@ def _module_block(ctx: IssueContext) -> str:
         f"<summary>The module before XLA's optimizations ({plain(ctx.module_label)}, "
         f"{lines} lines)</summary>\n\n"
         f"{fenced(ctx.module_text, 'text')}\n\n"
+        "</details>"
+    )
+
+
+def _jaxpr_block(ctx: IssueContext) -> str:
+    """The function as JAX traced it: shown when short, named when not."""
+    name, body = ctx.jaxpr
+    if not name:
+        return ""
+    if not body:
+        return f"The function as JAX traced it (its jaxpr) is in the bundle: {code_span(name)}."
+    lines = len(body.rstrip("\n").splitlines())
+    return (
+        "<details>\n"
+        f"<summary>The function as JAX traced it (jaxpr, {lines} lines, "
+        f"{code_span(name.rsplit('/', 1)[-1])})</summary>\n\n"
+        f"{fenced(body, 'text')}\n\n"
         "</details>"
     )
 

@@ -3,6 +3,8 @@ size budget, and the staging folder they are copied into."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -10,9 +12,10 @@ from pathlib import Path
 
 from xla_bugkit import archive
 from xla_bugkit.bundle import members
-from xla_bugkit.choose.dumps import DumpIndex, Role
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.redact import Redactor, left_note
+from xla_bugkit.run.hook import JAXPRS
 
 # What a maintainer needs of each chosen module (XLA's docs: before, after, buffer assignment),
 # plus what replay needs. Live ranges, buffer values, LLVM IR and objects stay behind: large,
@@ -53,25 +56,80 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
             sub = "pjrt/" if len(f.path.parts) == 2 else ""
             arcname = members.module_member(m.label, f"{sub}{f.path.name}")
             planned.append(Planned(index.root / f.path, arcname, f.role, m.label))
+        # Pass dumps (--dump-passes) as text: what a maintainer reads; in the order dumped.
+        for f in sorted(
+            (f for f in m.files if f.role is Role.PASS_DUMP and f.path.suffix == ".txt"),
+            key=lambda f: f.path.name,
+        ):
+            arcname = members.module_member(m.label, f"{PASSES}/{f.path.name}")
+            planned.append(Planned(index.root / f.path, arcname, f.role, m.label))
+        for path in jaxprs_of(index, m):
+            # JAX names the file by the function, as written: jax_000002_<lambda>.jaxpr.txt
+            arcname = members.module_member(m.label, re.sub(r"[^\w.-]", "_", path.name))
+            planned.append(Planned(path, arcname, Role.JAXPR, m.label))
     return planned
 
 
+# JAX's name for a jaxpr it dumps: jax_<lowering number>_<function>.jaxpr.txt
+_JAXPR = re.compile(r"jax_(?P<n>\d+)_(?P<function>.+)\.jaxpr\.txt")
+_NEWEST_JAXPRS = 3  # when lowerings and compiles do not pair up, the newest of a name
+
+
+def _words(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_")
+
+
+def jaxprs_of(index: DumpIndex, module: DumpModule) -> list[Path]:
+    """The jaxpr JAX dumped as it lowered ``module`` (``jit_f``: the function ``f``). A
+    function lowered and compiled N times gives N of each, paired in order; when the counts
+    differ, the newest few of its name."""
+    folder = index.root / JAXPRS
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    function = _words(module.name).partition("_")[2]  # after the API's prefix: jit, pmap
+    found = sorted(
+        (int(m["n"]), folder / name)
+        for name in names
+        if (m := _JAXPR.fullmatch(name)) and _words(m["function"]) == function
+    )
+    namesakes = [m for m in index.modules if m.name == module.name]
+    if found and len(found) == len(namesakes):
+        return [found[namesakes.index(module)][1]]
+    return [path for _, path in found[-_NEWEST_JAXPRS:]]
+
+
+PASSES = "passes"  # the folder of a module's pass dumps in the bundle
+
+
 # What goes first when a bundle is over its size budget: what a maintainer misses least.
-_EXTRA_ROLES = (Role.MEMORY_REPORT, Role.AFTER_PROTO, Role.TOPOLOGY, Role.COMPILE_OPTIONS)
+_EXTRA_ROLES = (
+    Role.MEMORY_REPORT,
+    Role.AFTER_PROTO,
+    Role.TOPOLOGY,
+    Role.COMPILE_OPTIONS,
+    Role.JAXPR,
+)
 
 
 def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     """Planned files in the order they are dropped to meet a size budget.
 
-    First the extra files of every module but the first chosen, then snapshots (the real
-    inputs) largest first, then the extra files of the first module, then whole modules
-    other than the first. The first module's before/after text and buffer assignment stay.
+    First the extra files of every module but the first chosen, then pass dumps (the other
+    modules' first), those dumped earliest first (the last ones, around the failure, stay
+    longest), then snapshots
+    (the real inputs) largest first, then the extra files of the first module, then whole
+    modules other than the first. The first module's before/after text and buffer
+    assignment stay.
     """
     if not planned:
         return []
     first = planned[0].module
     extra = [p for p in planned if p.role in _EXTRA_ROLES]
     order = [p for p in extra if p.module != first]
+    passes = [p for p in planned if p.role is Role.PASS_DUMP]  # plan() lists them as dumped
+    order += sorted(passes, key=lambda p: p.module == first)  # a stable sort: in order still
     order += sorted(
         (p for p in planned if p.role is Role.SNAPSHOT), key=lambda p: -p.source.stat().st_size
     )

@@ -30,6 +30,7 @@ class Role(StrEnum):
     DEBUG_OPTIONS = "debug_options"
     SNAPSHOT = "snapshot"
     PASS_DUMP = "pass dump"
+    JAXPR = "jaxpr"  # the function as JAX traced it (JAX_DUMP_IR_TO), kept beside the dump
     BACKEND = "backend"  # LLVM IR, object files, PTX, cubin, autotuning
     PJRT_MLIR = "module.mlir"
     COMPILE_OPTIONS = "compile_options.pb"

@@ -125,6 +125,7 @@ def run_program(
         timeout=options.timeout,
         echo=echo,
         capture=options.capture,
+        pass_re=options.dump_passes,
     )
 
 

@@ -58,6 +58,9 @@ class CollectOptions:
     snapshots: str | None = None
     max_dump_size: int = capture.DEFAULT_BUDGET  # --max-dump-size: bytes of inputs a run keeps
     tolerance: Tolerance = DEFAULT_TOLERANCE  # --rtol/--atol: wrong results' bounds
+    # --dump-passes: XLA dumps the module around each pass this matches; the chosen
+    # module's pass dumps are bundled, within the size budget.
+    dump_passes: str | None = None
 
     @property
     def capture(self) -> capture.Capture:
@@ -114,6 +117,18 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
             raise BugkitError(
                 f"--module {options.module_re!r} is not a regular expression ({e})"
             ) from None
+    if options.dump_passes is not None:
+        try:
+            re.compile(options.dump_passes)
+        except re.error as e:
+            raise BugkitError(
+                f"--dump-passes {options.dump_passes!r} is not a regular expression ({e})"
+            ) from None
+        if not options.dump_passes or any(c.isspace() for c in options.dump_passes):
+            raise BugkitError(
+                "--dump-passes takes a non-empty regular expression without spaces "
+                "(XLA_FLAGS is split at spaces): use \\s or . instead"
+            )
     if options.shrink is not None:
         # Imported here: shrink pulls in ml_dtypes (~1 s), which a collect without it never needs.
         from xla_bugkit.shrink.run import parse_budget

@@ -78,6 +78,7 @@ def child_env(
     processes: Path | None = None,
     framework: frameworks.Framework | None = None,
     capture: Capture = DEFAULT_CAPTURE,
+    pass_re: str | None = None,
 ) -> tuple[dict[str, str], flags.MergedFlags]:
     """The environment for the rerun: the user's, plus what makes XLA and JAX tell all;
     with ``processes``, the start-up hook that records each process there (``hook``);
@@ -92,7 +93,7 @@ def child_env(
         env = hook.environment(
             base, processes, dump_dir, first_arguments=not snapshots, budget=capture.budget
         )
-    merged = flags.merge(base.get("XLA_FLAGS"), dump_dir, snapshots=snapshots)
+    merged = flags.merge(base.get("XLA_FLAGS"), dump_dir, snapshots=snapshots, pass_re=pass_re)
     env["XLA_FLAGS"] = merged.value
     # A persistent-cache hit compiles nothing and so dumps nothing.
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
@@ -119,6 +120,7 @@ def rerun(
     base_env: Mapping[str, str] | None = None,
     processes: Path | None = None,
     capture: Capture = DEFAULT_CAPTURE,
+    pass_re: str | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
     (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
@@ -133,7 +135,7 @@ def rerun(
     base = os.environ if base_env is None else base_env
     # Known before the run only from the script's imports; unsure means JAX's settings.
     framework = frameworks.from_command(command)
-    env, merged = child_env(base, dump_dir, processes, framework, capture)
+    env, merged = child_env(base, dump_dir, processes, framework, capture, pass_re)
     dump_dir.mkdir(parents=True, exist_ok=True)
     processes.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

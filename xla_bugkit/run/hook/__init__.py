@@ -22,6 +22,9 @@ ENV_PROCESSES = "XLA_BUGKIT_PROCESSES"
 # The --xla_dump_to the rerun gave; a process moves it to a folder of its own.
 ENV_DUMP_DIR = "XLA_BUGKIT_DUMP_DIR"
 ENV_FIRST_ARGUMENTS = "XLA_BUGKIT_FIRST_ARGUMENTS"
+# Where JAX writes each function's jaxpr as it lowers it: a folder of the process's dump
+# folder (JAX_DUMP_IR_TO, JAX_DUMP_IR_MODES=jaxpr), moved with it (``jax_patches``).
+JAXPRS = "jaxprs"
 ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
 
 
@@ -37,6 +40,9 @@ def environment(
     ``first_arguments``: it saves each compiled function's first arguments (XLA writes no
     snapshots); ``budget``: the bytes of arguments each process may keep."""
     env = dict(base)
+    if "JAX_DUMP_IR_TO" not in base:  # the user's own jaxpr or StableHLO dumps win
+        env["JAX_DUMP_IR_TO"] = str(dump_dir / JAXPRS)
+        env["JAX_DUMP_IR_MODES"] = "jaxpr"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), base.get("PYTHONPATH")]))
     env[ENV_PROCESSES] = str(processes)
     env[ENV_DUMP_DIR] = str(dump_dir)

@@ -118,10 +118,24 @@ def _own_dump_dir(recorder: Any) -> None:
     try:
         fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        os.environ["XLA_FLAGS"] = own_dump_flags(value, ours, os.path.join(ours, str(os.getpid())))
+        own = os.path.join(ours, str(os.getpid()))
+        os.environ["XLA_FLAGS"] = own_dump_flags(value, ours, own)
+        _own_jaxpr_dir(ours, own)
         return
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
+
+
+def _own_jaxpr_dir(ours: str, own: str) -> None:
+    """Where this process's jaxprs go: with its own dumps (jax read JAX_DUMP_IR_TO at import;
+    the folder is looked up at each dump)."""
+    jaxprs = os.path.join(ours, "jaxprs")  # hook.JAXPRS: this module imports nothing of ours
+    if os.environ.get("JAX_DUMP_IR_TO") != jaxprs:
+        return  # the user's own setting
+    import jax
+
+    os.environ["JAX_DUMP_IR_TO"] = os.path.join(own, "jaxprs")
+    jax.config.update("jax_dump_ir_to", os.environ["JAX_DUMP_IR_TO"])  # type: ignore[no-untyped-call]
 
 
 def _record_backend(recorder: Any, backend: Any) -> None:
