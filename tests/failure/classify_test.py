@@ -659,3 +659,10 @@ def test_reading_a_result_xla_failed_to_compute_is_that_failure() -> None:
     oom = make(Kind.RUNTIME_ERROR, "RESOURCE_EXHAUSTED: Out of memory allocating N bytes.")
     assert crash.kind is Kind.CRASH and crash.same_bug(oom) and oom.same_bug(crash)
     assert not crash.same_bug(make(Kind.COMPILE_ERROR, "INTERNAL: boom"))
+
+
+def test_a_headline_that_names_its_kind_is_not_prefixed_twice() -> None:
+    line = "wrong result: jax.jit differs from numpy: 1 wrong elements"
+    failure = classify(f"{line}\n", exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.describe == line  # not "wrong result: wrong result: ..."

@@ -147,3 +147,24 @@ def test_a_work_dir_outside_home_is_redacted_too(
     inside = home / ".cache" / "run2"
     redactor = Redactor.for_this_machine(private=[inside])
     assert redactor.text(f"{inside}/dump") == "~/.cache/run2/dump"
+
+
+def test_the_work_dir_is_redacted_but_not_counted_as_the_users_home_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # collect's own work dir (in the user cache, under the home) is in what XLA dumps; it is
+    # written as ~ like any home path, but the summary's "redacted: N home paths" is about
+    # the user's own paths, such as the program's.
+    home = tmp_path / "home" / "alice"
+    work = home / ".cache" / "xla-bugkit" / "runs" / "r1"
+    monkeypatch.setenv("HOME", str(home))
+    redactor = Redactor.for_this_machine(private=[work])
+    text = f'xla_dump_to: "{work}/dump"\nDumping to {work}/dump/m.txt\nFile "{home}/proj/train.py"'
+    redacted, counts = redactor.text_with_report(text)
+    assert str(home) not in redacted and "~/.cache/xla-bugkit/runs/r1/dump" in redacted
+    assert counts == {"home path": 1}
+    # Outside the home, the work dir is still written as ~, and still not counted.
+    outside = tmp_path / "scratch" / "run1"
+    redactor = Redactor.for_this_machine(private=[outside])
+    redacted, counts = redactor.text_with_report(f"{outside}/dump/m.txt")
+    assert redacted == "~/dump/m.txt" and not counts

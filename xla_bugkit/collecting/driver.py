@@ -151,8 +151,19 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
         ui.warn(f"cannot save the run record in {work}: {e.strerror or e}")
     for note in run.xla_flags.notes:
         ui.warn(note)
-    ui.say(f"the program ended: {run.failure.describe}")
+    ui.say(f"the program ended: {_how_it_ended(run)}")
     return run
+
+
+def _how_it_ended(run: RunRecord) -> str:
+    """The run's failure in a few words; the summary, printed once the bundle is written,
+    gives its headline (printing it here too would say it twice)."""
+    f = run.failure
+    if f.signal and f.stopped_by is None:
+        return f"{f.kind.value} ({f.signal})"
+    if f.stopped_by is not None or run.exit_status in (None, 0):
+        return f.kind.value
+    return f"{f.kind.value} (exit status {run.exit_status})"
 
 
 def _remove_killed(output: Path, ui: Ui) -> None:

@@ -138,6 +138,8 @@ class Failure:
         # The signal that ended a stopped run is the stop's own, not news.
         extra = f" ({self.signal})" if self.signal and self.stopped_by is None else ""
         line = self.headline if len(self.headline) <= 160 else self.headline[:159] + "…"
+        if line.lower().startswith(f"{self.kind.value}:") and not extra:
+            return line  # the program's own "wrong result: ..." says the kind already
         return f"{self.kind.value}{extra}: {line}" if line else self.kind.value
 
     def to_json(self) -> dict[str, Any]:

@@ -36,6 +36,9 @@ class Redactor:
     user: tuple[str, ...]
     host: tuple[str, ...]
     secrets: tuple[str, ...] = field(repr=False)  # known secret values, replaced everywhere
+    # xla-bugkit's own folders (the run's work dir): redacted like a home path, but not
+    # counted as one, since the user's privacy is not what they reveal.
+    own: tuple[str, ...]
     _rules: tuple[Rule, ...] = field(repr=False, compare=False)
 
     def __init__(
@@ -45,8 +48,10 @@ class Redactor:
         user: str | Iterable[str] = (),
         host: str | Iterable[str] = (),
         secrets: Iterable[str] = (),
+        own: Iterable[str] = (),
     ) -> None:
         homes, users, hosts, known = clean_values(home=home, user=user, host=host, secrets=secrets)
+        object.__setattr__(self, "own", tuple(sorted(set(own), key=lambda f: (-len(f), f))))
         object.__setattr__(self, "home", homes)
         object.__setattr__(self, "user", users)
         object.__setattr__(self, "host", hosts)
@@ -72,8 +77,10 @@ class Redactor:
         for candidate in (lambda: str(Path.home()), lambda: str(Path.home().resolve())):
             homes.extend(_quietly(candidate))
         homes.extend(os.environ.get(n, "") for n in ("HOME", "USERPROFILE"))
+        own: list[str] = []
         for folder in private:
             for form in {str(folder.absolute()), str(folder.resolve())}:
+                own.append(form)
                 if not any(h and (form + "/").startswith(h.rstrip("/") + "/") for h in homes):
                     homes.append(form)
         users = [*_quietly(getpass.getuser)]
@@ -84,7 +91,7 @@ class Redactor:
         hosts.extend(h.split(".", 1)[0] for h in list(hosts))
         environ = os.environ if environ is None else environ
         secrets = (*command_secrets(command), *env_secrets(environ))
-        return cls(home=homes, user=users, host=hosts, secrets=secrets)
+        return cls(home=homes, user=users, host=hosts, secrets=secrets, own=own)
 
     def text(self, s: str) -> str:
         """``s`` with home paths, user and host names, and secrets replaced."""
@@ -93,8 +100,10 @@ class Redactor:
     def text_with_report(self, s: str) -> tuple[str, Counter[str]]:
         """Redacted ``s`` and how many of each kind (HOME_PATH, USER_NAME, ...) were replaced."""
         counts: Counter[str] = Counter()
+        ours = _occurrences(s, self.own)
         s = apply_rules(self._rules, s, lambda kind, hit: counts.update((kind,)))
-        return s, counts
+        counts[HOME_PATH] -= min(ours, counts[HOME_PATH])
+        return s, +counts  # the unary plus drops what is left at zero
 
     def text_bytes(self, b: bytes) -> bytes:
         """Redact a UTF-8 text file handled as bytes; never use this on binary protos."""
@@ -147,3 +156,14 @@ def _quietly(get: Callable[[], str]) -> list[str]:
         return [get()]
     except (OSError, KeyError, RuntimeError):
         return []
+
+
+def _occurrences(s: str, folders: Sequence[str]) -> int:
+    """How many times ``s`` names one of ``folders`` (longest first; none counted twice)."""
+    count = 0
+    for folder in folders:
+        found = s.count(folder)
+        if found:
+            count += found
+            s = s.replace(folder, "")
+    return count
