@@ -45,6 +45,12 @@ class Shrunk:
             self.issue = z.read("ISSUE.md").decode()
             name = next(n for n in z.namelist() if n.endswith("shrunk.before_optimizations.txt"))
             self.text = z.read(name).decode()
+            # The module around the named pass (shrunk/before_PASS.txt, after_PASS.txt).
+            self.around = {
+                n.split("/", 1)[1]: z.read(n).decode()
+                for n in z.namelist()
+                if n.startswith("shrunk/") and n.endswith("_algsimp.txt")
+            }
         self.record: dict[str, Any] = manifest["shrink"]
         label = manifest["modules"][-1]["label"]
         assert label.endswith(".shrunk")
@@ -87,6 +93,10 @@ def test_a_crash_inside_algsimp_in_odeint(shrunk: Callable[..., Shrunk]) -> None
     assert record["instructions_after"] <= 5
     assert " abs(" in found.text and "c128[" in found.text
     assert "crash inside HLO pass algsimp" in found.issue
+    # The pass never finished: the module right before it, alone.
+    assert list(found.around) == ["before_algsimp.txt"]
+    assert " abs(" in found.around["before_algsimp.txt"]
+    assert "the module right before and after the pass: shrunk/before_algsimp.txt" in found.issue
 
 
 def test_a_wrong_fold_of_sqrt_abs_square(shrunk: Callable[..., Shrunk]) -> None:
@@ -100,6 +110,11 @@ def test_a_wrong_fold_of_sqrt_abs_square(shrunk: Callable[..., Shrunk]) -> None:
     assert "--xla_disable_hlo_passes=algsimp" in record["workarounds"]
     # Every instruction is part of the fold: nothing can go.
     assert all(op in found.text for op in (" multiply(", " abs(", " sqrt("))
+    # Right before algsimp the module still squares and takes the root; right after, not.
+    before, after = found.around["before_algsimp.txt"], found.around["after_algsimp.txt"]
+    assert " sqrt(" in before and " multiply(" in before
+    assert " sqrt(" not in after
+    assert "shrunk/before_algsimp.txt, shrunk/after_algsimp.txt" in found.issue
 
 
 def test_a_sort_comparator_crash_is_not_an_hlo_pass(shrunk: Callable[..., Shrunk]) -> None:

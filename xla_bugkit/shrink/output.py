@@ -61,6 +61,8 @@ def add_files(stage: Path, shrunk: Shrunk, stem: str) -> dict[str, str]:
         del names[Role.SNAPSHOT.value]  # the bundle carries no inputs: invent none
     if result.trace:
         (folder / "pass_trace.txt").write_text(result.trace, "utf-8")
+    for name, text in result.around:
+        (folder / name).write_text(text, "utf-8")
     (folder / "shrink.json").write_text(json.dumps(result.record(), indent=2) + "\n", "utf-8")
     return {role: f"{FOLDER}/{name}" for role, name in names.items()}
 
@@ -154,6 +156,9 @@ def finish(
         found = result.findings()
         if (stage / FOLDER / members.REPRO).exists():
             found.append(f"reproduce it alone: python {FOLDER}/{members.REPRO}")
+        around = [f"{FOLDER}/{n}" for n, _ in result.around if (stage / FOLDER / n).exists()]
+        if around:
+            found.append(f"the module right before and after the pass: {', '.join(around)}")
         section = issue.shrink_section(found, result.text if shown else "", shown)
         issue_path.write_text(issue.with_section(issue_path.read_text("utf-8"), section))
     sealed = {**manifest, "modules": modules, "notes": notes, "shrink": record}

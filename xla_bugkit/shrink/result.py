@@ -26,6 +26,8 @@ class ShrinkResult:
     trace: str = field(default="", repr=False)  # the pass trace's log
     parameters: tuple[dict[str, object], ...] = ()  # each parameter's source
     probe_seconds: float = 0.0  # the probing stages' share: what --budget limits
+    # The module right before and right after the named pass: (file name, HLO text).
+    around: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def record(self) -> dict[str, Any]:
         """The manifest's ``shrink`` record (JSON-ready)."""

@@ -25,6 +25,7 @@ from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.shrink import child, flagmin, hlo_text, passes
+from xla_bugkit.shrink.around import around_pass
 from xla_bugkit.shrink.hlo_text import Candidate
 from xla_bugkit.shrink.oracle import Answer, Oracle, mismatch_class
 from xla_bugkit.shrink.probe import ForkServer
@@ -225,6 +226,7 @@ def _stages(
     user_flags = s.xla_flags
     best, notes = original, []
     needed, independent, culprit, found, trace = list(user_flags), False, None, [], ""
+    around: tuple[tuple[str, str], ...] = ()
     try:
         if "flags" in options.stages and user_flags:
             needed = flagmin.needed_flags(s, original, user_flags)
@@ -241,6 +243,7 @@ def _stages(
         extra = []
         if culprit is not None and culprit.pass_name:
             extra.append(f"{flagmin.DISABLED_PASSES}={culprit.pass_name}")
+            around = around_pass(s, best, culprit)
         found = flagmin.workarounds(s, best, extra)
     except Exhausted:
         notes.append(EXHAUSTED)
@@ -260,6 +263,7 @@ def _stages(
         workarounds=tuple(found),
         notes=tuple(notes),
         trace=trace,
+        around=around,
         parameters=tuple(
             src.to_json() if has_data(inp, options) else {"generated": True} for src in best.sources
         ),
