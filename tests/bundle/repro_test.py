@@ -82,6 +82,29 @@ def test_repro_shows_the_runtime_error_on_recorded_inputs(
     assert "XLA failed while running: JaxRuntimeError: RESOURCE_EXHAUSTED" in done.stdout
 
 
+def test_without_real_inputs_repro_runs_on_the_extreme_values_the_replay_showed_it_on(
+    bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    # Fast math drops a NaN check: generated inputs agree; only the inf/nan set shows it.
+    c = bundles("nan_fast_math", "--no-data")
+    assert c.returncode == 0, c.stderr
+    (module,) = c.manifest()["modules"]
+    assert module["replay"]["inputs"] == "extreme values: inf/nan (seed 42)"
+    assert {members.REPRO, members.INPUTS, members.EXPECTED} <= set(c.names())
+    done = run_repro(c, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "inputs (extreme values: inf/nan (seed 42), the values xla-bugkit's replay showed it "
+        "on): float32[4]" in done.stdout
+    )
+    # The reference comes from the same inputs: only the NaN the check let through differs.
+    assert "WRONG RESULT: 1 of 4 elements differ from the op-by-op reference" in done.stdout
+    assert "output 0 [0]: expected 0.0, got nan" in done.stdout
+    issue = c.text("ISSUE.md")
+    assert "extreme values: inf/nan (seed 42), in inputs.npz" in issue
+    assert "the reporter's, in inputs.npz" not in issue
+
+
 def test_repro_shows_the_wrong_result_of_jax_39103(
     bundles: Callable[..., Collected], tmp_path: Path
 ) -> None:

@@ -41,6 +41,10 @@ def test_each_set_fills_floats_with_its_extremes_and_keeps_integers_small() -> N
     # Seeded: the same set twice is the same arrays.
     again = extreme.arrays(TYPES, "huge", 42)[0]
     assert np.array_equal(again, extreme.arrays(TYPES, "huge", 42)[0])
+    # Arrays too small for every other value still meet a NaN first, then the infinities.
+    few = extreme.arrays([(np.dtype(np.float32), (4,)), (np.dtype(np.float32), (1,))], "inf/nan", 7)
+    assert np.isnan(few[0][0]) and list(few[0][1:3]) == [np.inf, -np.inf]
+    assert np.isfinite(few[0][3]) and np.isnan(few[1]).all()
     with pytest.raises(ValueError, match="unknown input set"):
         extreme.arrays(TYPES, "big", 42)
 

@@ -406,9 +406,12 @@ def _module_inline(stage: Path | None, rep: Repro | None) -> str:
 def _inputs_text(rep: Repro | None) -> str:
     if rep is None or not rep.inputs:
         return ""
-    where = (
-        "the reporter's, in inputs.npz" if rep.recorded_inputs else f"generated from seed {SEED}"
-    )
+    if rep.recorded_inputs:
+        where = "the reporter's, in inputs.npz"
+    elif rep.extreme_inputs:
+        where = f"{rep.extreme_inputs}, in inputs.npz: the values the replay showed it on"
+    else:
+        where = f"generated from seed {SEED}"
     return f"{rep.inputs} ({where})"
 
 

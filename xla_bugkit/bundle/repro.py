@@ -22,7 +22,7 @@ from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Kind
-from xla_bugkit.replay import protocol
+from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.compare import compare_outputs
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
@@ -59,6 +59,9 @@ class Repro:
     reference: str  # what expected.npz holds ("op-by-op"), "" when it is not there
     wrong_values: tuple[tuple[str, str, str], ...] = ()  # (index, reference, XLA)
     notes: tuple[str, ...] = ()  # why something is missing
+    # What inputs.npz holds when not the reporter's: the extreme values the replay showed
+    # the failure on ("extreme values: inf/nan (seed 42)"); "" when it is not there.
+    extreme_inputs: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ def write(
     notes: list[str] = []
     xla_flags = _flags(stage, target.files, user_flags, notes)
     recorded = _write_inputs(stage, target.files, notes)
-    reference = _write_expected(stage, target, recorded, notes)
+    held = "snapshot" if recorded else _write_extreme(stage, proto, target.verdict, notes)
+    reference = _write_expected(stage, target, held, notes)
     script = _refusal(header, target.verdict)
     if script is None:
         values = {
@@ -103,6 +107,9 @@ def write(
             "expect": repr(_expect(target.verdict, kind, bool(reference))),
             "reference": repr(reference or "reference"),
             "hang_seconds": str(HANG_SECONDS),
+            "inputs_note": repr(
+                "recorded" if recorded else f"{held}, the values xla-bugkit's replay showed it on"
+            ),
         }
         text = issue.load_template(TEMPLATE).substitute(values)
         (stage / members.REPRO).write_text(text, "utf-8")
@@ -115,6 +122,7 @@ def write(
         hlo_command=hlo_command(target.files, platform, xla_flags),
         inputs=_parameters(header),
         recorded_inputs=recorded,
+        extreme_inputs=held if held != "snapshot" else "",
         reference=reference,
         wrong_values=_wrong_values(target, reference),
         notes=tuple(notes),
@@ -225,13 +233,43 @@ def _reference_file(target: Target) -> tuple[str, Path] | None:
     return None
 
 
-def _write_expected(stage: Path, target: Target, recorded: bool, notes: list[str]) -> str:
-    """expected.npz; returns what computed it ("" when it is not written)."""
+def _write_extreme(stage: Path, proto: str, verdict: Verdict | None, notes: list[str]) -> str:
+    """inputs.npz holding the extreme values a wrong result showed on, when the replay found
+    it on those and the bundle has no recorded inputs: repro.py then runs what verify ran.
+    Returns the verdict's name for them, or "" when none are written."""
+    found = None if verdict is None else _EXTREME.fullmatch(verdict.inputs)
+    if verdict is None or found is None or verdict.outcome is not Outcome.REPRODUCED_WRONG:
+        return ""
+    from xla_bugkit.hlo import hlo_proto, literal
+
+    try:
+        types = []
+        for shape in hlo_proto.parameter_shapes(hlo_proto.read_hlo_proto(stage / proto)):
+            dtype = literal.DTYPES.get(hlo_proto.PrimitiveType(shape.element_type))
+            if dtype is None or shape.tuple_shapes:
+                raise BugkitError(f"a parameter of type {literal.type_name(shape.element_type)}")
+            types.append((dtype, tuple(shape.dimensions)))
+    except (BugkitError, ValueError) as e:
+        notes.append(f"{members.INPUTS} is not in the bundle: {e}")
+        return ""
+    arrays = extreme.arrays(types, found["set"], int(found["seed"]))
+    protocol.save_arrays(stage / members.INPUTS, arrays)
+    return verdict.inputs
+
+
+# How a verdict names extreme inputs: "extreme values: inf/nan (seed 42)" (``extreme.label``).
+_EXTREME = re.compile(rf"{re.escape(extreme.LABEL)}: (?P<set>.+) \(seed (?P<seed>\d+)\)")
+
+
+def _write_expected(stage: Path, target: Target, held: str, notes: list[str]) -> str:
+    """expected.npz; returns what computed it ("" when it is not written). ``held``: what
+    inputs.npz holds ("snapshot", an extreme set's name, "" when there is none)."""
     found = _reference_file(target)
     if found is None or target.verdict is None:
         return ""
     label, path = found
-    if (target.verdict.inputs == "snapshot") != recorded:
+    ran_on = target.verdict.inputs
+    if ran_on != held and not (held == "" and ran_on.startswith("generated")):
         # repro.py runs on the inputs the bundle holds; a reference computed from other
         # inputs would make a correct result look wrong.
         notes.append(f"{members.EXPECTED} is not in the bundle: the replay ran on other inputs")

@@ -62,8 +62,14 @@ def _array(
             # Every other value an infinity of either sign or a NaN (a six-element array
             # gets all three), the rest ordinary: reductions, max/min and selects meet each.
             values = normal.astype(np.float64)
-            special = np.array([np.inf, -np.inf, np.nan])
-            values[::2] = _alternate(special, len(values[::2]))
+            if size >= 6:
+                special = np.array([np.inf, -np.inf, np.nan])
+                values[::2] = _alternate(special, len(values[::2]))
+            else:
+                # Too few for every other: the first ones, NaN first (the most common case:
+                # a NaN check that fast math dropped), then the infinities.
+                special = np.array([np.nan, np.inf, -np.inf])[: min(size, 3)]
+                values[: len(special)] = special
         elif name == "max":
             values = _alternate(np.array([float(info.max), -float(info.max)]), size)
         elif name == "huge":

@@ -274,19 +274,30 @@ def replay(
             verdict = replace(verdict, under=f"jaxlib {inp.release.version}", withheld=withheld)
     if extreme_set is not None or not reference:
         return verdict
-    return extreme.retry(
-        verdict,
-        expected,
-        lambda name: replay(
-            inp,
-            expected=expected,
-            timeout=timeout,
-            memory_limit=memory_limit,
-            use_data=use_data,
-            seed=seed,
-            extreme_set=name,
-        ),
-    )
+
+    def on_extremes(name: str) -> Verdict:
+        # The arrays kept are those of the verdict returned: a set's replace the first
+        # run's only when that set showed the failure.
+        with tempfile.TemporaryDirectory(prefix="xla-bugkit-extreme-") as tmp:
+            kept = Path(tmp) if keep_arrays is not None else None
+            again = replay(
+                inp,
+                expected=expected,
+                timeout=timeout,
+                memory_limit=memory_limit,
+                use_data=use_data,
+                seed=seed,
+                keep_arrays=kept,
+                extreme_set=name,
+            )
+            if again.reproduced and kept is not None and keep_arrays is not None:
+                for old in keep_arrays.glob("*.npz"):
+                    old.unlink()
+                for saved in kept.glob("*.npz"):
+                    shutil.copyfile(saved, keep_arrays / saved.name)
+        return again
+
+    return extreme.retry(verdict, expected, on_extremes)
 
 
 def judged(
