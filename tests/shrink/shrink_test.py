@@ -82,6 +82,17 @@ def test_a_flag_crash_names_the_flag_and_is_module_independent(
     assert main(["verify", str(tmp_path / "out.zip")]) == ExitCode.OK
 
 
+def test_only_the_module_stage_claims_no_flag_is_needed(
+    shrink_bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    bundle = shrink_bundles("flag_crash", xla_flags=USER_FLAGS).bundle
+    code, record = _shrink(bundle, tmp_path / "out.zip", "--only", "module")
+    assert code == ExitCode.OK
+    # The flags were never tried one by one: none is reported as needed.
+    assert record["needed_flags"] == [] and record["module_independent"] is False
+    assert any("XLA flags were all kept, untested" in n for n in record["notes"])
+
+
 def test_a_spent_budget_still_writes_the_best_so_far(
     shrink_bundles: Callable[..., Collected], tmp_path: Path
 ) -> None:

@@ -225,13 +225,19 @@ def _stages(
 ) -> Shrunk:
     user_flags = s.xla_flags
     best, notes = original, []
-    needed, independent, culprit, found, trace = list(user_flags), False, None, [], ""
+    # needed: the flags the failure was shown to need; reported only when that was tested.
+    needed, independent, culprit, found, trace = [], False, None, [], ""
     around: tuple[tuple[str, str], ...] = ()
     try:
         if "flags" in options.stages and user_flags:
             needed = flagmin.needed_flags(s, original, user_flags)
             s.xla_flags = tuple(needed)
             independent = flagmin.module_independent(s, needed)
+        elif user_flags:
+            notes.append(
+                f"the run's {len(user_flags)} XLA flags were all kept, untested "
+                "(the flags stage did not run)"
+            )
         if "module" in options.stages:
             reduction = reduce_module(s, original, checkpoint)
             best = reduction.best
