@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers.dumps import dump
 from helpers.programs import TWO_FUNCTIONS, ProgramRuns, clean_env
 
 from xla_bugkit import proc
@@ -172,4 +173,20 @@ def test_a_dump_of_optimized_modules_alone_has_nothing_to_replay(
     assert "jit_train_step: no before_optimizations.hlo.pb or .txt" in err
     assert err.strip().splitlines()[-1] == (
         f"xla-bugkit: error: nothing in {tmp_path} can be replayed: no before-optimizations module"
+    )
+
+
+def test_a_wrong_result_only_extreme_values_show_is_found_without_a_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Fast math drops a NaN check (the program's own flags): generated inputs agree, so the
+    # replay tries the extreme sets, as verify does, and says which one showed it.
+    dumped = dump(tmp_path, "nan_fast_math")
+    argv = ["replay", "-q", "--json", "--fake-data", str(dumped.dump), "--module", "jit_clean$"]
+    assert main(argv) == ExitCode.OK
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["outcome"] == "reproduced: wrong result"
+    assert verdict["inputs"] == "extreme values: inf/nan (seed 42)"
+    assert verdict["evidence"].endswith(
+        "with generated (seed 42) inputs it agreed with the reference"
     )

@@ -7,12 +7,20 @@ from pathlib import Path
 
 from xla_bugkit import config, flags, frameworks
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import native
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.replay import extreme, judge, native
 from xla_bugkit.replay.context import RunContext, replay_module
-from xla_bugkit.replay.inputs import dump_modules, module_files, replay_input
+from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
+
+# A dump records no outcome. A module that agrees with its references on generated inputs
+# is tried on extreme values too, as verify tries one whose run ended in a wrong result:
+# many wrong results show only on those.
+SUSPECTED = Failure(
+    Kind.WRONG_RESULT, Phase.RUN, "a wrong result (suspected)", "a wrong result (suspected)"
+)
 
 
 def replay_dump(
@@ -59,10 +67,29 @@ def replay_dump(
             inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)), flags_given=True)
         with ui.phase(f"replaying {module.label}"):
             # A dump may come from anyone: the same limits as verify's.
-            verdicts.append(replay_module(inp, expected=None, context=context, timeout=timeout))
+            verdict = replay_module(inp, expected=None, context=context, timeout=timeout)
+            verdicts.append(_on_extremes(inp, verdict, context, timeout))
     if not verdicts:
         raise BugkitError(f"nothing in {target} can be replayed: no before-optimizations module")
     return verdicts
+
+
+def _on_extremes(
+    inp: ReplayInput, verdict: Verdict, context: RunContext, timeout: float
+) -> Verdict:
+    """``verdict``, or the replay on the first extreme set that shows a wrong result."""
+    inp = context.input(inp)
+    return extreme.retry(
+        verdict,
+        SUSPECTED,
+        lambda name: judge.replay(
+            inp,
+            expected=SUSPECTED,
+            timeout=timeout,
+            memory_limit=context.memory_limit(inp),
+            extreme_set=name,
+        ),
+    )
 
 
 def failed(v: Verdict) -> bool:
