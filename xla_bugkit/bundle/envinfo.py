@@ -72,6 +72,7 @@ class EnvReport:
     device_summary: str  # "cpu-1, 1 local devices" or why there is no device list
     environment: tuple[tuple[str, str], ...]  # allowlisted, redacted variables
     nvidia_smi: str | None
+    ptxas: str | None = None  # ``ptxas --version``: old ones miscompile
 
     def version(self, dist: str) -> str:
         """The installed version of ``dist`` (e.g. ``"jaxlib"``), or ``NOT_INSTALLED``."""
@@ -93,6 +94,8 @@ class EnvReport:
         ]
         if self.nvidia_smi:
             lines += ["", "$ nvidia-smi", self.nvidia_smi.rstrip("\n")]
+        if self.ptxas:
+            lines += ["", "$ ptxas --version", self.ptxas.rstrip("\n")]
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,6 +164,7 @@ def collect_env(
         device_summary=summary,
         environment=tuple(redactor.env(env).items()),
         nvidia_smi=_nvidia_smi(redactor),
+        ptxas=_ptxas(redactor),
     )
 
 
@@ -170,7 +174,18 @@ def _versions(program: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     pairs = [("xla-bugkit", __version__)]
     pairs += [(d, program.get(d.replace("-", "_")) or _dist_version(d)) for d in _CORE_DISTS]
     pairs += [(d, v) for d in _PLUGIN_DISTS if (v := _dist_version(d)) != NOT_INSTALLED]
-    return tuple(pairs)
+    return tuple(pairs + nvidia_dists())
+
+
+def nvidia_dists() -> list[tuple[str, str]]:
+    """The NVIDIA libraries installed as wheels (cuBLAS, cuDNN, NCCL, ptxas' nvcc, ...), by
+    name: some "XLA bugs" are a library release's bug."""
+    found = {}
+    for dist in metadata.distributions():
+        name = str(dist.name or "")
+        if name.lower().startswith("nvidia-"):
+            found[name.lower()] = str(dist.version)
+    return sorted(found.items())
 
 
 # The Project-URL labels that name a repository pip can install from (not a homepage).
@@ -304,6 +319,27 @@ def _nvidia_smi(redactor: Redactor) -> str | None:
         why = "timed out" if code is None else f"exited with status {code}"
         return redactor.text(f"(nvidia-smi {why})\n{out}")
     return redactor.text(out)
+
+
+def _ptxas(redactor: Redactor) -> str | None:
+    """``ptxas --version`` of the one XLA would use (on PATH, or the NVIDIA nvcc wheel's),
+    where jax can compile for CUDA here: none otherwise, since no CPU module meets it."""
+    cuda = ("jax-cuda12-plugin", "jax-cuda13-plugin")
+    if all(_dist_version(d) == NOT_INSTALLED for d in cuda):
+        return None
+    exe = shutil.which("ptxas")
+    if exe is None:
+        spec = importlib.util.find_spec("nvidia")
+        roots = (spec.submodule_search_locations or []) if spec is not None else []
+        for root in roots:
+            candidate = Path(root) / "cuda_nvcc" / "bin" / "ptxas"
+            if candidate.is_file():
+                exe = str(candidate)
+                break
+    if exe is None:
+        return None
+    code, out = _capture([exe, "--version"], None, NVIDIA_SMI_TIMEOUT_S)
+    return redactor.text(out if code == 0 else f"(ptxas exited with status {code})\n{out}")
 
 
 def _capture(cmd: list[str], env: dict[str, str] | None, timeout: float) -> tuple[int | None, str]:

@@ -31,9 +31,11 @@ KEPT_ROLES = (
     Role.PJRT_MLIR,
     Role.COMPILE_OPTIONS,
     Role.TOPOLOGY,
+    Role.GPU_TARGET,
+    Role.AUTOTUNE,
 )
 # Text files are redacted on the way in; binary protos field by field (redact.binary).
-_TEXT_SUFFIXES = (".txt", ".mlir", ".md", ".log", ".json")
+_TEXT_SUFFIXES = (".txt", ".mlir", ".md", ".log", ".json", ".pbtxt")
 _TEXT_ROLES = (Role.DEBUG_OPTIONS,)
 
 
@@ -110,6 +112,7 @@ _EXTRA_ROLES = (
     Role.TOPOLOGY,
     Role.COMPILE_OPTIONS,
     Role.JAXPR,
+    Role.AUTOTUNE,
 )
 
 

@@ -31,6 +31,8 @@ class Role(StrEnum):
     SNAPSHOT = "snapshot"
     PASS_DUMP = "pass dump"
     JAXPR = "jaxpr"  # the function as JAX traced it (JAX_DUMP_IR_TO), kept beside the dump
+    GPU_TARGET = "gpu_target_config.pbtxt"  # the GPU compiled for: lets another machine do it
+    AUTOTUNE = "autotune_results.pbtxt"  # the kernels chosen: a GPU compile is repeatable
     BACKEND = "backend"  # LLVM IR, object files, PTX, cubin, autotuning
     PJRT_MLIR = "module.mlir"
     COMPILE_OPTIONS = "compile_options.pb"
@@ -55,6 +57,8 @@ _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
         (Role.AFTER_TEXT, rf"{_AFTER}\.txt"),
         (Role.AFTER_PROTO, rf"{_AFTER}\.hlo\.pb(?:\.gz)?"),
         (Role.DEBUG_OPTIONS, r"debug_options"),
+        (Role.GPU_TARGET, r"gpu_target_config\.pbtxt"),
+        (Role.AUTOTUNE, r"autotune_results\.pbtxt"),
         # snapshot.recorded-N.pb: written from the hook's saved arguments (capture/arguments.py)
         (
             Role.SNAPSHOT,
