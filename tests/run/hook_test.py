@@ -30,7 +30,7 @@ from xla_bugkit.main import main
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.run import evidence, hook
-from xla_bugkit.run.hook import jax_patches
+from xla_bugkit.run.hook import JAXPRS, jax_patches
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
 # a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.
@@ -235,3 +235,21 @@ def test_a_multi_device_execution_keeps_its_arguments(tmp_path: Path) -> None:
     with np.load(saved) as args:
         assert np.array_equal(args["arr_0"], np.arange(16.0, dtype=np.float32))
         assert float(args["arr_1"]) == 3.0
+
+
+def test_jaxprs_are_dumped_beside_the_dumps_and_never_logged_to_the_program(
+    tmp_path: Path,
+) -> None:
+    # A program that logs at INFO shows every record of jax's loggers; jax logs each jaxpr
+    # it dumps on the root logger. The program's output must stay its own.
+    (tmp_path / "program.py").write_text(
+        "import logging\nlogging.basicConfig(level=logging.INFO)\n"
+        "import jax, jax.numpy as jnp\n"
+        "def scale(x):\n    return x * 3\n"
+        "print(jax.jit(scale)(jnp.ones(3)))\n"
+    )
+    done = run([sys.executable, "program.py"], hooked_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Dumping jaxpr" not in done.stdout + done.stderr
+    jaxprs = list((tmp_path / "dump" / JAXPRS).glob("jax_*_scale.jaxpr.txt"))
+    assert len(jaxprs) == 1 and "mul" in jaxprs[0].read_text()

@@ -51,7 +51,7 @@ def apply(recorder: Any) -> None:
     if version < OLDEST:
         recorder.write("hook_error", error=f"jax {jax.__version__} is older than the hook knows")
         return
-    for patch in (_patch_backend, _patch_compile, _patch_execute):
+    for patch in (_quiet_jaxpr_dumps, _patch_backend, _patch_compile, _patch_execute):
         try:
             patch(recorder)
         except Exception as e:  # the others still help
@@ -124,6 +124,23 @@ def _own_dump_dir(recorder: Any) -> None:
         return
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
+
+
+def _quiet_jaxpr_dumps(recorder: Any) -> None:
+    """Keep jax's "Dumping jaxpr for f to DIR." out of the program's logs where DIR is ours:
+    jax logs it on the root logger at INFO, which a program that logs at INFO would show.
+    A filter on the root logger itself, which the program's own logging setup leaves be."""
+    ours = os.environ.get("XLA_BUGKIT_DUMP_DIR")
+    if not ours or not os.environ.get("JAX_DUMP_IR_TO", "").startswith(ours):
+        return
+    import logging
+
+    def ours_only(record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        dumped_to = str(args[1]) if len(args) == 2 else ""
+        return not (record.msg == "Dumping jaxpr for %s to %s." and dumped_to.startswith(ours))
+
+    logging.getLogger().addFilter(ours_only)
 
 
 def _own_jaxpr_dir(ours: str, own: str) -> None:
