@@ -237,6 +237,7 @@ def test_gpu_names(tmp_path: Path) -> None:
         "module_0005.jit_g.gpu_after_optimizations-buffer-assignment.txt",
         "module_0005.jit_g.gpu_after_optimizations-memory-usage-report.txt",
         "module_0005.jit_g.autotune_results.pbtxt",
+        "module_0005.jit_g.gpu_target_config.pbtxt",
         "module_0005.jit_g.ptx",
         "module_0006.jit_h.sm_9.0_gpu_after_optimizations.txt",
         "module_0006.jit_h.sm_9.0_gpu_after_optimizations.hlo.pb",
@@ -250,7 +251,8 @@ def test_gpu_names(tmp_path: Path) -> None:
         "module_0005.jit_g.gpu_after_optimizations.txt": Role.AFTER_TEXT,
         "module_0005.jit_g.gpu_after_optimizations-buffer-assignment.txt": Role.BUFFER_ASSIGNMENT,
         "module_0005.jit_g.gpu_after_optimizations-memory-usage-report.txt": Role.MEMORY_REPORT,
-        "module_0005.jit_g.autotune_results.pbtxt": Role.BACKEND,
+        "module_0005.jit_g.autotune_results.pbtxt": Role.AUTOTUNE,
+        "module_0005.jit_g.gpu_target_config.pbtxt": Role.GPU_TARGET,
         "module_0005.jit_g.ptx": Role.BACKEND,
     }
     h = only(idx, "module_0006.jit_h")
