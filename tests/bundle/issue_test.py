@@ -176,7 +176,7 @@ def test_wrong_values_and_inputs_are_escaped() -> None:
         _ctx(
             wrong_values=[("[32768]", "1.5662668", "4.1137714"), ("[1|2]", "`a`", "<b>")],
             reference="op-by-op",
-            inputs="f32[32769,3] (the reporter's, in inputs.npz)",
+            inputs="f32[32769,3] (the reporter's, in the snapshot)",
         )
     )
     table = body.split("**First differing values** (the op-by-op reference against XLA's")[1]
@@ -184,7 +184,7 @@ def test_wrong_values_and_inputs_are_escaped() -> None:
     assert rows[0] == "| Output index | Reference | XLA |"
     assert rows[1] == "| `[32768]` | `1.5662668` | `4.1137714` |"
     assert rows[2] == "| `[1\\|2]` | `` `a` `` | `<b>` |"
-    assert "**Inputs:** f32[32769,3] (the reporter's, in inputs.npz)" in body
+    assert "**Inputs:** f32[32769,3] (the reporter's, in the snapshot)" in body
 
 
 def test_a_small_module_shows_in_a_collapsed_block() -> None:

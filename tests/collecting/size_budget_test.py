@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import run_collect
 
+from xla_bugkit.bundle import members
+
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
 # 16 MB of random float32 inputs to a jitted function whose result XLA cannot allocate.
@@ -35,13 +37,15 @@ def test_inputs_that_cannot_fit_are_left_out_before_compressing(tmp_path: Path) 
     assert (tmp_path / "b.zip").stat().st_size <= 2_000_000
 
 
-def test_the_copy_repro_py_runs_on_counts_before_compressing(tmp_path: Path) -> None:
-    # The snapshot alone (about 15 MB compressed) fits 20 MB; with repro.py's inputs.npz,
-    # which holds its arguments again, it cannot: known before compressing anything.
+def test_repro_py_reads_the_snapshot_so_its_arguments_travel_once(tmp_path: Path) -> None:
+    # The snapshot (about 15 MB compressed) fits 20 MB; a second copy of its arguments for
+    # repro.py would not. repro.py reads them from the snapshot: the bundle keeps them.
     program = tmp_path / "spread.py"
     program.write_text(PROGRAM)
     done = run_collect(tmp_path / "b.zip", [sys.executable, str(program)], "--max-size", "20MB")
-    said = [line for line in done.stderr.splitlines() if "over the size budget" in line]
-    assert len(said) == 1, done.stderr
-    assert ".snapshot." in said[0] and "estimated before compressing" in said[0]
+    assert "over the size budget" not in done.stderr, done.stderr
+    assert done.manifest()["data"].startswith("real inputs"), done.manifest()["data"]
+    assert any(".snapshot." in name for name in done.names())
+    assert members.REPRO in done.names() and members.INPUTS not in done.names()
+    assert "SNAPSHOT = HERE / 'modules/" in done.text(members.REPRO)
     assert (tmp_path / "b.zip").stat().st_size <= 20_000_000

@@ -11,7 +11,6 @@ import importlib.util
 import signal
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +115,6 @@ def test_a_functions_real_inputs_and_captured_variable_are_replayed(tmp_path: Pa
     assert manifest["data"].startswith("real inputs (recorded by the capture hook"), done.stderr
     replay = manifest["modules"][0]["replay"]
     assert replay["inputs"] == "snapshot" and replay["outcome"] == "not reproduced", replay
-    with zipfile.ZipFile(done.bundle) as z, z.open("inputs.npz") as f, np.load(f) as npz:
-        x, offset, matrix = npz["a0"], npz["a1"], npz["a2"]
+    x, offset, matrix = done.recorded_inputs()
     assert x.shape == (16385, 3) and x[:, 0].tolist() == list(range(16385))
     assert offset.tolist() == [0.0, 0.0, 0.0] and matrix.tolist() == np.eye(3).tolist()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ import numpy as np
 
 from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo.hlo_proto import HloSnapshot
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
 from xla_bugkit.run import evidence, rerun
 
@@ -115,6 +117,16 @@ class Collected:
         with zipfile.ZipFile(self.bundle) as z:
             z.extractall(dest)
         return dest
+
+    def recorded_inputs(self) -> list[np.ndarray]:
+        """The arguments in the bundled snapshot repro.py runs its module on (SNAPSHOT)."""
+        found = re.search(r"^SNAPSHOT = HERE / '([^']+)'", self.text("repro.py"), re.M)
+        assert found, "repro.py names no snapshot"
+        with zipfile.ZipFile(self.bundle) as z:
+            data = z.read(found.group(1))
+        snapshot = HloSnapshot()
+        snapshot.ParseFromString(data)
+        return [literal_to_array(a) for a in snapshot.arguments]
 
 
 def run_collect(

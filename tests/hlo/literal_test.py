@@ -8,6 +8,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.literals import sample
 from helpers.programs import literal_to_array
 
 from xla_bugkit.errors import BugkitError
@@ -34,29 +35,6 @@ EXPECTED: dict[PrimitiveType, str | None] = {
     P.F8E4M3FNUZ: "float8_e4m3fnuz", P.F8E4M3: "float8_e4m3", P.F8E3M4: "float8_e3m4",
     P.F8E8M0FNU: "float8_e8m0fnu", P.F4E2M1FN: "float4_e2m1fn",
 }  # fmt: skip
-
-# Bits per element of the sub-byte types (each still takes a whole byte in memory).
-SUB_BYTE_BITS = {P.S4: 4, P.U4: 4, P.S2: 2, P.U2: 2, P.S1: 1, P.U1: 1, P.F4E2M1FN: 4}
-
-
-def sample(ptype: PrimitiveType) -> np.ndarray:
-    """Values worth a round trip: every bit pattern of types up to 16 bits (NaNs included),
-    extremes and specials of the wider ones."""
-    dtype = DTYPES[ptype]
-    if ptype == P.PRED:
-        return np.array([True, False, False, True])
-    if ptype in SUB_BYTE_BITS:
-        return np.arange(2 ** SUB_BYTE_BITS[ptype], dtype=np.uint8).view(dtype)
-    if dtype.itemsize <= 2:
-        return np.arange(2 ** (8 * dtype.itemsize), dtype=f"u{dtype.itemsize}").view(dtype)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return np.array([info.min, -1 if info.min else 1, 0, 1, info.max], dtype=dtype)
-    if dtype.kind == "c":
-        return np.array([0, 1 + 2j, -0.0 - 3.5j, complex(np.inf, np.nan), 1e-30j], dtype=dtype)
-    finfo = np.finfo(dtype)
-    finite = [0.0, -0.0, 1.0, -1.5, float(finfo.smallest_subnormal), float(finfo.max)]
-    return np.array([*finite, np.inf, -np.inf, np.nan], dtype=dtype)
 
 
 def assert_identical(got: Any, want: np.ndarray) -> None:

@@ -407,7 +407,7 @@ def _inputs_text(rep: Repro | None) -> str:
     if rep is None or not rep.inputs:
         return ""
     if rep.recorded_inputs:
-        where = "the reporter's, in inputs.npz"
+        where = "the reporter's, in the snapshot"
     elif rep.extreme_inputs:
         where = f"{rep.extreme_inputs}, in inputs.npz: the values the replay showed it on"
     else:

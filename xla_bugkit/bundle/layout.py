@@ -147,20 +147,13 @@ def cannot_fit(order: Sequence[Planned], budget: int, fmt: str) -> list[tuple[Pl
     the whole in a ``fmt`` archive (``archive.compressed_size``) is over ``budget``. What is
     left is compressed, and then dropped one by one as before if it is still over."""
     estimates = {p.arcname: archive.compressed_size(p.source, fmt) for p in order}
-    # repro.py's inputs.npz holds one snapshot's arguments again: the smallest, to stay
-    # optimistic; it goes with the last snapshot.
-    snapshots = [p for p in order if p.role is Role.SNAPSHOT]
-    inputs = min((estimates[p.arcname] for p in snapshots), default=0)
-    total = sum(estimates.values()) + inputs
+    total = sum(estimates.values())
     left_out: list[tuple[Planned, int]] = []
     for p in order:
         if total <= budget:
             break
         left_out.append((p, estimates[p.arcname]))
         total -= estimates[p.arcname]
-        if p.role is Role.SNAPSHOT:
-            snapshots.remove(p)
-            total -= 0 if snapshots else inputs
     return left_out
 
 

@@ -1,9 +1,11 @@
 """The bundle's standalone reproducer: ``repro.py``, and the arrays it reads.
 
 A maintainer should see the bug with ``python repro.py`` and nothing but jax, jaxlib and
-numpy installed. jaxlib ships no Python classes for XLA's protos, so the snapshot's arguments
-travel a second time as ``inputs.npz``, and the reference outputs of collect's replay as
-``expected.npz`` (both laid out as ``replay.protocol.save_arrays`` writes them).
+numpy installed. jaxlib ships no Python classes for XLA's protos: repro.py reads the bundled
+snapshot's arguments itself, from the wire form (the element types it holds are spelled out in
+the script, ``literal.wire_form``), so the arguments travel once. Extreme values the replay
+showed a wrong result on travel as ``inputs.npz``, and the reference outputs of collect's
+replay as ``expected.npz`` (both laid out as ``replay.protocol.save_arrays`` writes them).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Repro:
     before_text: str  # the module's before-optimizations HLO text in the bundle ("": none)
     hlo_command: str  # the run_hlo_module command line for the module
     inputs: str  # the entry's parameter types, "f64[16385,3]"
-    recorded_inputs: bool  # inputs.npz holds the reporter's inputs
+    recorded_inputs: bool  # repro.py runs on the reporter's inputs (the bundled snapshot's)
     reference: str  # what expected.npz holds ("op-by-op"), "" when it is not there
     wrong_values: tuple[tuple[str, str, str], ...] = ()  # (index, reference, XLA)
     notes: tuple[str, ...] = ()  # why something is missing
@@ -78,7 +80,7 @@ class Target:
 def write(
     stage: Path, target: Target, *, saw: str, kind: Kind, user_flags: Sequence[str] = ()
 ) -> Repro | None:
-    """Write repro.py, inputs.npz and expected.npz for ``target`` into ``stage``.
+    """Write repro.py (and inputs.npz, expected.npz) for ``target`` into ``stage``.
 
     ``saw`` is how the reporter's run ended (redacted); ``kind`` its failure kind;
     ``user_flags`` the reporter's own XLA_FLAGS (for flags the debug options cannot spell).
@@ -92,7 +94,8 @@ def write(
     platform = "gpu" if "gpu" in target.platform else target.platform or "cpu"
     notes: list[str] = []
     xla_flags = _flags(stage, target.files, user_flags, notes)
-    recorded = _write_inputs(stage, target.files, notes)
+    encodings = _recorded_inputs(stage, target.files, notes)
+    recorded = encodings is not None
     held = "snapshot" if recorded else _write_extreme(stage, proto, target.verdict, notes)
     reference = _write_expected(stage, target, held, notes)
     script = _refusal(header, target.verdict)
@@ -101,15 +104,15 @@ def write(
             "label": re.sub(r"[^\w.-]", "_", target.label),
             "version": __version__,
             "module": repr(proto),
+            "snapshot": f"HERE / {target.files[Role.SNAPSHOT.value]!r}" if recorded else "None",
+            "encodings": repr(encodings or {}),
             "flags": repr(list(xla_flags)),
             "platform": repr(platform),
             "saw": repr(" ".join(saw.split())),
             "expect": repr(_expect(target.verdict, kind, bool(reference))),
             "reference": repr(reference or "reference"),
             "hang_seconds": str(HANG_SECONDS),
-            "inputs_note": repr(
-                "recorded" if recorded else f"{held}, the values xla-bugkit's replay showed it on"
-            ),
+            "inputs_note": repr(f"{held}, the values xla-bugkit's replay showed it on"),
         }
         text = issue.load_template(TEMPLATE).substitute(values)
         (stage / members.REPRO).write_text(text, "utf-8")
@@ -199,26 +202,24 @@ def _parameters(header: str) -> str:
     return re.sub(r"\{[^{}]*\}", "", m.group(1)) if m else ""
 
 
-def _write_inputs(stage: Path, files: Mapping[str, str], notes: list[str]) -> bool:
-    """inputs.npz from the bundled snapshot's arguments; False when there is none."""
+def _recorded_inputs(
+    stage: Path, files: Mapping[str, str], notes: list[str]
+) -> dict[int, tuple[int, str, str]] | None:
+    """How repro.py reads the bundled snapshot's arguments: the wire form of each element
+    type they hold (``literal.wire_form``); None when there is no snapshot it can read."""
     snapshot = files.get(Role.SNAPSHOT.value)
     if snapshot is None:
-        return False
+        return None
     from xla_bugkit.hlo import hlo_proto, literal
 
     try:
-        arguments = [
-            literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(stage / snapshot).arguments
-        ]
+        shapes = [a.shape for a in hlo_proto.read_snapshot(stage / snapshot).arguments]
+        if any(s.element_type == hlo_proto.PrimitiveType.TUPLE for s in shapes):
+            raise BugkitError("the module takes a tuple argument")
+        return {s.element_type: literal.wire_form(s.element_type) for s in shapes}
     except BugkitError as e:
-        notes.append(f"{members.INPUTS} is not in the bundle: {e}")
-        return False
-    arrays = [a for a in arguments if isinstance(a, np.ndarray)]
-    if len(arrays) != len(arguments):
-        notes.append(f"{members.INPUTS} is not in the bundle: the module takes a tuple argument")
-        return False
-    protocol.save_arrays(stage / members.INPUTS, arrays)
-    return True
+        notes.append(f"{members.REPRO} runs on other inputs than the recorded ones: {e}")
+        return None
 
 
 def _reference_file(target: Target) -> tuple[str, Path] | None:

@@ -86,6 +86,19 @@ DTYPES: dict[PrimitiveType, np.dtype[Any]] = {p: c.dtype for p, c in _CODECS.ite
 _BY_DTYPE: dict[np.dtype[Any], PrimitiveType] = {d: p for p, d in DTYPES.items()}
 
 
+def wire_form(element_type: int) -> tuple[int, str, str]:
+    """How a ``LiteralProto`` stores an element type's values, for a reader without proto
+    classes (repro.py): the field's number, numpy's name for the type, and the values' form:
+    ``fixed`` (little-endian floats, complex ones as pairs), ``varint`` (packed integers) or
+    ``bytes`` (little-endian, one element per byte for the sub-byte types)."""
+    codec = _codec(element_type)
+    number = LiteralProto.DESCRIPTOR.fields_by_name[codec.field].number
+    if codec.kind == "bytes":
+        return number, codec.dtype.name, "bytes"
+    fixed = codec.kind == "complex" or codec.dtype.kind == "f"
+    return number, codec.dtype.name, "fixed" if fixed else "varint"
+
+
 def type_name(element_type: int) -> str:
     """XLA's short name of an element type: ``f32``, ``bf16``, ``f8e4m3fn``, ``pred``..."""
     try:

@@ -91,7 +91,7 @@ def check_replay(
 def add_repro(
     stage: Path, manifest: Manifest, entry: ModuleEntry, verdict: Verdict, arrays: Path | None
 ) -> repro.Repro | None:
-    """``shrunk/repro.py`` (with its inputs.npz and expected.npz): the bundle's standalone
+    """``shrunk/repro.py`` (with its expected.npz): the bundle's standalone
     reproducer, for the shrunk module. Its paths are relative to the ``shrunk`` folder."""
     prefix = FOLDER + "/"
     files = {
