@@ -80,6 +80,7 @@ def parser() -> argparse.ArgumentParser:
     _add_shrink(sub)
     _add_bisect(sub)
     _add_convert(sub)
+    _add_cache(sub)
     return p
 
 
@@ -560,6 +561,20 @@ def _add_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         epilog=convert.EPILOG,
     )
     convert.add_arguments(p)
+
+
+def _add_cache(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from xla_bugkit.commands import cache
+
+    p = _subcommand(
+        sub,
+        "cache",
+        help="the jaxlib releases bisect keeps unpacked: list them, or --clear",
+        description="List the jaxlib releases that bisect and verify --jaxlib keep unpacked, "
+        "with their size and last use, or remove them.",
+        epilog=cache.EPILOG,
+    )
+    cache.add_arguments(p)
 
 
 def collect_options(args: argparse.Namespace, defaults: config.Config) -> CollectOptions:

@@ -93,6 +93,10 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
     },
+    "cache": {
+        ExitCode.OK: "listed or cleared",
+        ExitCode.ERROR: "the cache or its limit cannot be read",
+    },
     "convert": {
         ExitCode.OK: "written",
         ExitCode.ERROR: "the input is no module jaxlib reads, or OUT cannot be written",

@@ -80,6 +80,10 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.convert import convert_command
 
         return convert_command(args.source, args.out, to=args.to, force=args.force, ui=ui)
+    if args.command == "cache":
+        from xla_bugkit.commands.cache import cache_command
+
+        return cache_command(clear=args.clear, ui=ui)
     if args.command == "show":
         from xla_bugkit.commands.show import show
 

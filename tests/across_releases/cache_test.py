@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from xla_bugkit.bisect import cache, releases
-from xla_bugkit.errors import BugkitError
+from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.main import main
 
 TAG = releases.python_tag()
 
@@ -132,3 +135,47 @@ def test_too_little_room_says_how_much_and_where(
     with pytest.raises(BugkitError, match=f"free some, or set {cache.CACHE_ENV}"):
         cache.release("0.8.1", wheels)
     assert cache.cached("0.8.1") is None
+
+
+def test_the_releases_used_longest_ago_make_room_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for v in ("0.8.1", "0.9.0", "0.10.1"):
+        release_wheels(wheels, v)
+        wheel(wheels, f"jax-{v}-py3-none-any.whl", {"jax/__init__.py": b"", "jax/w": bytes(1000)})
+    first = cache.release("0.8.1", wheels)
+    size = cache.entries()[0].size
+    assert size > 1000  # recorded in the marker: what the wheels unpack to
+    monkeypatch.setenv(cache.LIMIT_ENV, str(2 * size + size // 2))  # room for two
+    cache.release("0.9.0", wheels)
+    os.utime(first.path / ".complete", (1, 1))  # used long ago...
+    assert cache.release("0.8.1", wheels) == first  # ...and now again: the newest use
+    cache.release("0.10.1", wheels)  # 0.9.0 is the one used longest ago
+    assert [e.version for e in cache.entries()] == ["0.8.1", "0.10.1"]
+    assert cache.cached("0.9.0") is None
+
+
+def test_the_cache_command_lists_and_clears(
+    tmp_path: Path, own_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.8.1")
+    cache.release("0.8.1", wheels)
+    assert main(["cache"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert str(own_cache / "releases") in out and "limit 4 GB" in out
+    assert re.search(r"jaxlib 0\.8\.1 +0 MB +last used \d{4}-\d\d-\d\d", out), out
+    assert out.rstrip().endswith("1 release, 0 MB")
+    assert main(["cache", "--clear"]) == ExitCode.OK
+    assert "removed 1 release (0 MB)" in capsys.readouterr().err
+    assert cache.entries() == [] and not (own_cache / "releases").exists()
+
+
+def test_a_bad_limit_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.LIMIT_ENV, "lots")
+    with pytest.raises(BugkitError, match=f"{cache.LIMIT_ENV}: not a size: 'lots'"):
+        cache.limit()
+    assert main(["cache"]) == ExitCode.ERROR

@@ -3,8 +3,11 @@ folder per release, which a replay child puts first on its path. No virtual envi
 release: the child keeps this interpreter's numpy, ml_dtypes and protobuf.
 
 The cache lives in platformdirs' user cache dir (``releases/``), or under
-``$XLA_BUGKIT_CACHE``. A release is used only once it is whole (its ``.complete`` marker);
-a download or unzip cut short leaves a partial folder that the next attempt removes.
+``$XLA_BUGKIT_CACHE``. A release is used only once it is whole (its ``.complete`` marker, which
+records its size, and whose time is its last use); a download or unzip cut short leaves a
+partial folder that the next attempt removes. The releases used longest ago make room for a
+new one when the cache would pass its limit (``$XLA_BUGKIT_CACHE_LIMIT``, 4 GB by default:
+about eleven releases).
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import platformdirs
 
-from xla_bugkit import proc
+from xla_bugkit import config, proc
 from xla_bugkit.bisect import releases
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.inputs import Release
 
 CACHE_ENV = "XLA_BUGKIT_CACHE"
+LIMIT_ENV = "XLA_BUGKIT_CACHE_LIMIT"
+DEFAULT_LIMIT = 4 * 10**9
 _COMPLETE = ".complete"
 DOWNLOAD_TIMEOUT = 600.0
 # Room kept free on the cache's disk beyond what a release unpacks to.
@@ -47,10 +53,54 @@ def cached(version: str) -> Release | None:
     return Release(version, path) if (path / _COMPLETE).is_file() else None
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A release in the cache."""
+
+    version: str
+    path: Path
+    size: int  # bytes unpacked
+    used: float  # when it was last used (its marker's time), seconds since the epoch
+
+
+def entries() -> list[Entry]:
+    """The releases in the cache, whole ones only, the one used longest ago first."""
+    found = []
+    for marker in (root() / "releases").glob(f"*/{_COMPLETE}"):
+        try:
+            lines = marker.read_text("utf-8").split()
+            used = marker.stat().st_mtime
+        except OSError:
+            continue
+        size = int(lines[1]) if len(lines) > 1 and lines[1].isdigit() else _size(marker.parent)
+        found.append(Entry(lines[0] if lines else "?", marker.parent, size, used))
+    return sorted(found, key=lambda e: e.used)
+
+
+def limit() -> int:
+    """The cache's limit in bytes: ``$XLA_BUGKIT_CACHE_LIMIT`` ("8GB"), or ``DEFAULT_LIMIT``."""
+    text = os.environ.get(LIMIT_ENV)
+    if not text:
+        return DEFAULT_LIMIT
+    try:
+        return config.parse_size(text)
+    except ValueError as e:
+        raise BugkitError(f"{LIMIT_ENV}: {e}") from None
+
+
+def clear() -> list[Entry]:
+    """Remove every release (and what a cut-short download left); the releases removed."""
+    gone = entries()
+    shutil.rmtree(root() / "releases", ignore_errors=True)
+    return gone
+
+
 def release(version: str, wheels: Path | None = None) -> Release:
     """``version`` unpacked in the cache: from ``wheels`` (a folder of wheels) if given,
     else downloaded through pip. Raises ``BugkitError`` saying why it cannot be had."""
     if (found := cached(version)) is not None:
+        with contextlib.suppress(OSError):  # its last use, for the limit
+            os.utime(found.path / _COMPLETE)
         return found
     target = folder(version)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -61,11 +111,13 @@ def release(version: str, wheels: Path | None = None) -> Release:
             files = _download(version, Path(tmp))
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        _check_room(files, target.parent)
+        need = _unpacked_size(files)
+        _make_room(need)
+        _check_room(files[0], need, target.parent)
         try:
             for wheel in files:
                 _unzip(wheel, partial)
-            (partial / _COMPLETE).write_text(version + "\n", "utf-8")
+            (partial / _COMPLETE).write_text(f"{version}\n{need}\n", "utf-8")
             shutil.rmtree(target, ignore_errors=True)
             partial.rename(target)
         finally:
@@ -107,15 +159,35 @@ def _pip_download(requirement: str, into: Path) -> Path:
     return found[0]
 
 
-def _check_room(wheels: tuple[Path, ...], where: Path) -> None:
+def _unpacked_size(wheels: tuple[Path, ...]) -> int:
     need = 0
     for wheel in wheels:
         with _open(wheel) as z:
             need += sum(info.file_size for info in z.infolist())
+    return need
+
+
+def _make_room(need: int) -> None:
+    """Remove the releases used longest ago while the cache and ``need`` pass the limit."""
+    cap = limit()
+    held = entries()
+    total = sum(e.size for e in held)
+    for entry in held:
+        if total + need <= cap:
+            break
+        shutil.rmtree(entry.path, ignore_errors=True)
+        total -= entry.size
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _check_room(wheel: Path, need: int, where: Path) -> None:
     free = shutil.disk_usage(where).free
     if need + _HEADROOM > free:
         raise BugkitError(
-            f"unpacking {wheels[0].name} needs {need / 1e6:,.0f} MB; {where} has "
+            f"unpacking {wheel.name} needs {need / 1e6:,.0f} MB; {where} has "
             f"{free / 1e6:,.0f} MB free: free some, or set {CACHE_ENV} to a folder elsewhere"
         )
 

@@ -24,7 +24,9 @@ EPILOG = """examples:
   xla-bugkit bisect bundle.7z --wheels ~/wheels -o bundle.bisected.zip
 
 Each release is downloaded through pip (your pip configuration and index apply) once, and
-kept unpacked in xla-bugkit's cache (or $XLA_BUGKIT_CACHE): about 350 MB a release.
+kept unpacked in xla-bugkit's cache (or $XLA_BUGKIT_CACHE): about 350 MB a release, up
+to 4 GB ($XLA_BUGKIT_CACHE_LIMIT), the releases used longest ago removed first
+(xla-bugkit cache lists them; --clear removes them).
 """
 
 

@@ -1,0 +1,49 @@
+"""``xla-bugkit cache``: the jaxlib releases that ``bisect`` and ``verify --jaxlib`` keep
+unpacked (``bisect.cache``), and ``--clear`` to remove them.
+
+Light at import: the command line's help is built from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.ui import Ui
+
+EPILOG = """\
+examples:
+  xla-bugkit cache            the releases kept, their size and last use
+  xla-bugkit cache --clear    remove them all
+
+bisect and verify --jaxlib unpack each release they try once and keep it (about 350 MB).
+When a new one would take the cache past its limit (4 GB, or $XLA_BUGKIT_CACHE_LIMIT such
+as 10GB), the releases used longest ago are removed first. $XLA_BUGKIT_CACHE moves it.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clear", action="store_true", help="remove every release from the cache")
+
+
+def cache_command(*, clear: bool, ui: Ui) -> int:
+    from xla_bugkit.bisect import cache
+
+    where = cache.root() / "releases"
+    if clear:
+        gone = cache.clear()
+        size = sum(e.size for e in gone) / 1e6
+        ui.say(f"removed {_releases(len(gone))} ({size:,.0f} MB) from {where}")
+        return ExitCode.OK
+    held = cache.entries()
+    print(f"{where}: limit {cache.limit() / 1e9:g} GB (${cache.LIMIT_ENV})")
+    for e in reversed(held):  # the newest use first
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))
+        print(f"  jaxlib {e.version:<10} {e.size / 1e6:>7,.0f} MB  last used {used}")
+    print(f"{_releases(len(held))}, {sum(e.size for e in held) / 1e6:,.0f} MB")
+    return ExitCode.OK
+
+
+def _releases(n: int) -> str:
+    return f"{n} release{'' if n == 1 else 's'}"
