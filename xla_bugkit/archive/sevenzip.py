@@ -121,12 +121,15 @@ def _module_groups(sources: Sequence[tuple[str, Path]]) -> dict[tuple[int, str],
 
     owner: dict[tuple[int, int], tuple[int, str]] = {}
     common: dict[tuple[tuple[int, str], tuple[int, str]], int] = {}
+    units = {(kind(name), _unit(name)) for name, _ in sources if _unit(name)}
     for name, path in sources:
         module = _unit(name)
         if not module:
             continue
         k = kind(name)
         me = parent.setdefault((k, module), (k, module))
+        if sum(1 for kk, _ in units if kk == k) < 2:
+            continue  # a unit alone of its kind: nothing to share content with
         for print_ in _fingerprints(path, k):
             other = owner.setdefault((k, print_), me)
             pair = (min(other, me), max(other, me))

@@ -146,6 +146,8 @@ def cannot_fit(order: Sequence[Planned], budget: int, fmt: str) -> list[tuple[Pl
     anything, each with its estimated compressed size: while even an optimistic estimate of
     the whole in a ``fmt`` archive (``archive.compressed_size``) is over ``budget``. What is
     left is compressed, and then dropped one by one as before if it is still over."""
+    if sum(p.source.stat().st_size for p in order) <= budget:
+        return []  # fits uncompressed: no estimate needed (they cost a compression each)
     estimates = {p.arcname: archive.compressed_size(p.source, fmt) for p in order}
     total = sum(estimates.values())
     left_out: list[tuple[Planned, int]] = []
