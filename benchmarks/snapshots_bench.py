@@ -87,10 +87,10 @@ def measure(steps: int, mb: int, by_hand: bool, rounds: int, base: Path) -> dict
         "bare": lambda w: run(program, env, w),
         "collect": lambda w: run(
             [XLA_BUGKIT, "collect", "-q", "--always", "--no-replay", "--workdir", str(w / "work"),
-             "-o", str(w / "b.zip"), "--", *program], env, w),
+             "-o", str(w / "b.7z"), "--", *program], env, w),
         "collect --snapshots every": lambda w: run(
             [XLA_BUGKIT, "collect", "-q", "--always", "--no-replay", "--snapshots", "every",
-             "--workdir", str(w / "work"), "-o", str(w / "b.zip"), "--", *program], env, w),
+             "--workdir", str(w / "work"), "-o", str(w / "b.7z"), "--", *program], env, w),
     }  # fmt: skip
     if by_hand:
         flags = f"--xla_dump_to={base / 'hand' / 'dump'} {DUMP_FLAGS}"
