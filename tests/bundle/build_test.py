@@ -117,6 +117,25 @@ def test_a_python_error_is_not_an_xla_bug(bundles: Callable[..., Collected]) -> 
     assert not c.manifest()["title"].startswith("XLA")
 
 
+def test_a_check_tighter_than_float32_is_traced_to_the_module_as_lowered(
+    bundles: Callable[..., Collected],
+) -> None:
+    c = bundles("tight_tolerance")
+    assert c.returncode == 3, c.stderr  # written; XLA's result agrees with its references
+    reason = " ".join(c.stderr.split())
+    assert (
+        "the program's own check found a wrong value, but XLA computes jit(running_mean) on "
+        "the recorded inputs as its references do (op-by-op, conservative flags)"
+    ) in reason, c.stderr
+    assert "look at the function's jaxpr (in the bundle) and at the check" in reason
+    assert re.search(r"largest relative difference, \S+, is \S+ times float32's epsilon", reason)
+    assert_no_issue_link(c)
+    issue = " ".join(c.text("ISSUE.md").split())
+    assert "**This does not look like an XLA bug:** the program's own check" in issue
+    assert "times float32's epsilon" in issue
+    assert any(name.endswith(".jaxpr.txt") for name in c.names())
+
+
 def test_ctrl_c_in_time_sleep_is_not_an_xla_bug(tmp_path: Path) -> None:
     out = tmp_path / "sleep.zip"
     argv = [XLA_BUGKIT, "collect", "-o", str(out), "--",

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import re
 import signal
+import traceback
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from helpers.programs import ProgramRun, ProgramRuns
 
+from xla_bugkit.failure import value_check
 from xla_bugkit.failure.classify import (
     HANG_REPLAY_START_SECONDS,
     Failure,
@@ -666,3 +669,50 @@ def test_a_headline_that_names_its_kind_is_not_prefixed_twice() -> None:
     failure = classify(f"{line}\n", exit_status=1)
     assert failure.kind is Kind.WRONG_RESULT
     assert failure.describe == line  # not "wrong result: wrong result: ..."
+
+
+def _np_testing_output(actual: np.ndarray, desired: np.ndarray, rtol: float) -> str:
+    """What a program's own np.testing check prints when it fails (numpy's real message)."""
+    try:
+        np.testing.assert_allclose(actual, desired, rtol=rtol)
+    except AssertionError:
+        return traceback.format_exc()
+    raise AssertionError("the check passed")
+
+
+def test_a_check_tighter_than_float32_can_hold_says_so() -> None:
+    output = _np_testing_output(np.full(8, 0.1, np.float32), np.full(8, 0.1), rtol=1e-9)
+    failure = classify(output, exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.check_note is not None
+    assert re.fullmatch(
+        r"the check's largest relative difference, 1\.5e-08, is 0\.13 times float32's "
+        r"epsilon \(1\.19e-07\): rounding in float32 alone reaches that, so a tolerance this "
+        r"tight can fail on a correct result",
+        failure.check_note,
+    ), failure.check_note
+
+
+@pytest.mark.parametrize(
+    ("actual", "desired"),
+    [
+        (np.array([1.0, 2.0, 3.5], np.float32), np.array([1.0, 2.0, 3.0])),  # really wrong
+        (np.array([1.0, 2.0 + 1e-12]), np.array([1.0, 2.0])),  # float64: 2.5e-13 is no rounding
+        (np.array([1, 2, 4], np.int32), np.array([1, 2, 3])),  # integers: no epsilon
+    ],
+)
+def test_a_difference_beyond_rounding_gets_no_note(actual: np.ndarray, desired: np.ndarray) -> None:
+    output = _np_testing_output(actual, desired, rtol=1e-14)
+    assert classify(output, exit_status=1).kind is Kind.WRONG_RESULT
+    assert value_check.check_note(output) is None
+
+
+def test_numpy_1s_report_is_read_too() -> None:
+    output = NP_TESTING.replace(
+        "Max absolute difference among violations: 0.57\n ACTUAL: array([0.1, 0.2, ...])\n"
+        " DESIRED: array([0.1, 0.2, ...])\n",
+        "Max absolute difference: 3e-08\nMax relative difference: 3e-07\n"
+        " x: array([0.1, 0.2, 0.3], dtype=float32)\n y: array([0.1, 0.2, 0.3])\n",
+    )
+    note = value_check.check_note(output)
+    assert note is not None and "is 2.5 times float32's epsilon" in note

@@ -71,7 +71,41 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
+    as_lowered = _as_lowered(failure, verdicts)
+    if as_lowered is not None:
+        return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
+    """For a wrong value the program's check found: when a replay on the recorded inputs
+    agreed with the references computed without XLA's optimizations, what that rests on.
+    The values the check rejected are then what the module computes as JAX lowered it: the
+    place to look is the function's jaxpr (bundled) and the check, not XLA's passes."""
+    if f.kind is not Kind.WRONG_RESULT:
+        return None
+    agreed = next(
+        (
+            v
+            for v in verdicts
+            if v.outcome is Outcome.NOT_REPRODUCED
+            and v.inputs == "snapshot"
+            and "agrees with" in v.evidence
+        ),
+        None,
+    )
+    if agreed is None:
+        return None
+    references = str(agreed.numbers.get("reference", "its references"))
+    reason = (
+        f"the program's own check found a wrong value, but XLA computes "
+        f"{function_name(_module_name(agreed.module))} on the recorded inputs as its "
+        f"references do ({references}): the values the check rejected are what the module "
+        "computes as JAX lowered it, so look at the function's jaxpr (in the bundle) and at "
+        "the check before XLA's passes (a wrong op that the references share would not show "
+        "here)"
+    )
+    return f"{reason}; {f.check_note}" if f.check_note else reason
 
 
 def _stuck_in_xla(f: Failure) -> str | None:

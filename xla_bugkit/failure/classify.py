@@ -131,6 +131,9 @@ class Failure:
     # What the failure rests on beyond the output: the failing process's own record, or the
     # replay whose message stands in for one that was lost (``with_message_of``).
     evidence: str | None = None
+    # For a wrong result np.testing reported: its difference is only rounding in the values'
+    # own precision (``value_check.check_note``).
+    check_note: str | None = None
 
     @property
     def describe(self) -> str:
@@ -360,6 +363,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             headline=checked,
             signature=normalise(checked),
             exception=value_check.exception_of(checked),
+            check_note=value_check.check_note(output),
         )
     if status is not None:
         exc, code, msg = status

@@ -61,6 +61,40 @@ def message(
     return _wrong_line(output)
 
 
+# np.testing's report of a failed comparison: the largest relative difference ("among
+# violations" since numpy 2), and the dtype of the values checked (a float64 array's repr
+# names none). numpy 1 calls the two arrays x and y.
+_MAX_RELATIVE = re.compile(r"^Max relative difference(?: among violations)?: (\S+)$", re.M)
+_ACTUAL = re.compile(r"^ (?:ACTUAL|x): array\((?P<repr>.*?)^ (?:DESIRED|y): ", re.M | re.S)
+_EPSILON = {"float64": 2.22e-16, "float32": 1.19e-7, "float16": 9.77e-4, "bfloat16": 7.81e-3}
+_ROUNDING = 16  # differences up to this many epsilons are rounding, not a wrong value
+
+
+def check_note(output: str) -> str | None:
+    """When np.testing's check of floating-point values failed by no more than rounding in
+    their own precision, one clause that says so ("... is 2.6 times float32's epsilon ...");
+    otherwise None. A check tighter than its dtype can hold fails on a correct result."""
+    at = output.rfind("Traceback (most recent call last)")
+    tail = output[max(at, 0) :]
+    found, actual = _MAX_RELATIVE.search(tail), _ACTUAL.search(tail)
+    if found is None or actual is None:
+        return None
+    try:
+        relative = float(found.group(1))
+    except ValueError:
+        return None
+    named = re.search(r"dtype=(\w+)\)\s*$", actual.group("repr"))
+    dtype = named.group(1) if named else "float64"
+    epsilon = _EPSILON.get(dtype)
+    if epsilon is None or not relative <= _ROUNDING * epsilon:
+        return None
+    return (
+        f"the check's largest relative difference, {relative:.2g}, is "
+        f"{relative / epsilon:.2g} times {dtype}'s epsilon ({epsilon:.3g}): rounding in "
+        f"{dtype} alone reaches that, so a tolerance this tight can fail on a correct result"
+    )
+
+
 def exception_of(headline: str) -> str | None:
     """The exception type a ``message`` starts with ("AssertionError"), if it does."""
     name = headline.split(":", 1)[0]

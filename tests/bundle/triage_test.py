@@ -1,0 +1,47 @@
+"""The triage of a wrong value the program's own check found, from the replay's evidence."""
+
+from __future__ import annotations
+
+from xla_bugkit.bundle.triage import triage
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.replay.verdict import Outcome, Verdict
+
+CHECKED = Failure(
+    kind=Kind.WRONG_RESULT,
+    phase=Phase.UNKNOWN,
+    headline="AssertionError: Not equal to tolerance rtol=1e-09, atol=0",
+    signature="AssertionError: Not equal to tolerance",
+    exit_status=1,
+    exception="AssertionError",
+)
+
+
+def agreed(inputs: str = "snapshot") -> Verdict:
+    return Verdict(
+        "module_0004.jit_running_mean",
+        Outcome.NOT_REPRODUCED,
+        "ran to completion; result agrees with op-by-op, conservative flags",
+        inputs,
+        numbers={"reference": "op-by-op, conservative flags"},
+    )
+
+
+def test_a_replay_on_the_recorded_inputs_that_agrees_points_at_the_module_as_lowered() -> None:
+    judged = triage(CHECKED, [agreed()])
+    assert not judged.xla
+    assert judged.reason.startswith(
+        "the program's own check found a wrong value, but XLA computes jit(running_mean) on "
+        "the recorded inputs as its references do (op-by-op, conservative flags)"
+    )
+    assert "a wrong op that the references share would not show here" in judged.reason
+
+
+def test_the_checks_own_note_follows() -> None:
+    noted = Failure(**{**CHECKED.__dict__, "check_note": "the check's largest ... epsilon"})
+    assert triage(noted, [agreed()]).reason.endswith("; the check's largest ... epsilon")
+
+
+def test_generated_inputs_prove_nothing_about_the_programs_values() -> None:
+    judged = triage(CHECKED, [agreed("generated (seed 42)")])
+    assert "as JAX lowered it" not in judged.reason
+    assert judged.reason.endswith("did not reproduce it")
