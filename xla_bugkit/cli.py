@@ -181,6 +181,12 @@ def _add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="with --bisect: take the releases from the wheels in DIR, not the package index",
     )
     p.add_argument(
+        "--bisect-python",
+        metavar="PATH",
+        help="with --bisect: another Python interpreter (python3.12), for the releases built "
+        "only for newer Pythons than this one",
+    )
+    p.add_argument(
         "--include-source",
         action="store_true",
         help="add the command's script (python train.py: train.py), redacted, "
@@ -605,5 +611,5 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
 # What only ``collect`` asks: how the program runs and what the bundle adds.
 _RUN_OPTIONS = (
     "timeout", "workdir", "keep_workdir", "always", "include_source", "shrink", "bisect",
-    "wheels", "snapshots", "max_dump_size", "dump_passes",
+    "wheels", "bisect_python", "snapshots", "max_dump_size", "dump_passes",
 )  # fmt: skip

@@ -40,6 +40,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             fake_data=args.fake_data,
             jaxlib=args.jaxlib,
             wheels=args.wheels,
+            python=args.python,
         )
     if args.command == "repack":
         from xla_bugkit.commands.repack import repack
@@ -67,7 +68,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
 
         return bisect_command(
             args.bundle,
-            Range(args.wheels, args.low, args.high),
+            Range(args.wheels, args.low, args.high, args.python),
             out=args.output,
             force=args.force,
             timeout=args.timeout,

@@ -120,7 +120,7 @@ def test_a_corrupt_wheel_and_a_missing_one_are_clear_errors(tmp_path: Path) -> N
     (wheels / f"jaxlib-0.8.1-{TAG}-{TAG}-manylinux_2_27_x86_64.whl").write_bytes(b"not a zip")
     with pytest.raises(BugkitError, match="is not a readable wheel"):
         cache.release("0.8.1", wheels)
-    with pytest.raises(BugkitError, match=r"lacks the jaxlib or jax wheel of 0\.9\.0"):
+    with pytest.raises(BugkitError, match=rf"lacks the jaxlib \({TAG}\) or jax wheel of 0\.9\.0"):
         cache.release("0.9.0", wheels)
 
 
@@ -179,3 +179,79 @@ def test_a_bad_limit_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(BugkitError, match=f"{cache.LIMIT_ENV}: not a size: 'lots'"):
         cache.limit()
     assert main(["cache"]) == ExitCode.ERROR
+
+
+@pytest.fixture
+def python312(monkeypatch: pytest.MonkeyPatch) -> str:
+    """An interpreter that says it is Python 3.12 (only its version is asked)."""
+    monkeypatch.setattr(releases, "_version_of", lambda python: "3.12")
+    return "/opt/python3.12/bin/python3"
+
+
+def test_releases_built_only_for_a_newer_python_are_tried_under_it(
+    tmp_path: Path, python312: str
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.10.2")
+    release_wheels(wheels, "0.12.0.1", tag="cp312", jax=False)
+    wheel(wheels, "jax-0.12.0-py3-none-any.whl", {"jax/__init__.py": b""})  # patch release
+    release_wheels(wheels, "0.13.0", tag="cp313")
+    without = releases.from_folder(wheels)
+    assert without.tried == ("0.10.2",) and without.elsewhere == {}
+    assert dict(without.untried)["0.12.0.1"] == "a cp312 wheel"
+    found = releases.from_folder(wheels, python312)
+    assert found.tried == ("0.10.2", "0.12.0.1")
+    assert found.elsewhere == {"0.12.0.1": python312}
+    assert dict(found.untried)["0.13.0"] == "a cp313 wheel"
+    assert found.between("0.11", None).elsewhere == {"0.12.0.1": python312}
+
+
+def test_a_newer_pythons_release_comes_with_its_own_dependencies(
+    tmp_path: Path, python312: str, own_cache: Path
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.12.0", tag="cp312")
+    machine = "manylinux_2_27_x86_64"
+    for name in (
+        f"numpy-2.4.0-cp312-cp312-{machine}.whl",
+        f"numpy-2.5.5-cp312-cp312-{machine}.whl",  # the newest of each is taken
+        f"numpy-2.5.5-cp311-cp311-{machine}.whl",  # this Python's: not for it
+        f"ml_dtypes-0.7.0-cp312-cp312-{machine}.whl",
+        "opt_einsum-3.4.0-py3-none-any.whl",
+        f"protobuf-6.0.0-cp39-abi3-{machine}.whl",  # the stable ABI: any newer Python loads it
+        "scipy-1.18.1-cp312-cp312-macosx_14_0_arm64.whl",  # another machine's
+    ):
+        dist = name.split("-")[0]
+        wheel(wheels, name, {f"{dist}/__init__.py": name.encode()})
+    chosen = [p.name for p in releases.wheels_for(wheels, "0.12.0", python312)]
+    assert chosen[:2] == [f"jaxlib-0.12.0-cp312-cp312-{machine}.whl", "jax-0.12.0-py3-none-any.whl"]
+    assert sorted(chosen[2:]) == [
+        f"ml_dtypes-0.7.0-cp312-cp312-{machine}.whl",
+        f"numpy-2.5.5-cp312-cp312-{machine}.whl",
+        "opt_einsum-3.4.0-py3-none-any.whl",
+        f"protobuf-6.0.0-cp39-abi3-{machine}.whl",
+    ]
+    got = cache.release("0.12.0", wheels, python312)
+    assert got.python == python312 and got.path.name.endswith("-cp312")
+    assert (got.path / "numpy" / "__init__.py").read_text() == chosen[3]
+    assert cache.cached("0.12.0") is None  # this Python's folder is another
+    assert cache.cached("0.12.0", python312) == got
+
+
+def test_a_wheels_requirements_leave_out_extras_and_markers(tmp_path: Path) -> None:
+    meta = (
+        "Metadata-Version: 2.1\nName: jax\nRequires-Dist: jaxlib<=0.12.0,>=0.11.2\n"
+        "Requires-Dist: numpy>=2.2\nRequires-Dist: scipy >=1.15 ; python_version >= '3.12'\n"
+        "Requires-Dist: jaxlib[cuda]==0.12.0; extra == 'cuda'\n"
+    )
+    path = wheel(
+        tmp_path, "jax-0.12.0-py3-none-any.whl", {"jax-0.12.0.dist-info/METADATA": meta.encode()}
+    )
+    assert releases.requirements(path) == ["jaxlib<=0.12.0,>=0.11.2", "numpy>=2.2", "scipy>=1.15"]
+
+
+def test_another_interpreter_that_does_not_run_is_a_clear_error() -> None:
+    with pytest.raises(BugkitError, match=r"--python /nonexistent/python3\.12: cannot run"):
+        releases.python_version("/nonexistent/python3.12")

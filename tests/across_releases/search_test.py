@@ -106,3 +106,14 @@ def test_the_record_is_json_of_what_was_tried() -> None:
     ]
     assert {p["version"] for p in record["probes"]} == {p.version for p in result.probes}
     assert Probe.from_json(record["probes"][0]) == result.probes[0]
+
+
+def test_newer_releases_that_fail_another_way_are_said_after_the_answer() -> None:
+    """The crash's CHECK moved in the newest releases (jaxlib 0.11.2 on, seen for real with
+    tests/programs/compile_crash.py): the answer stands, and the change is named."""
+    result, tried = run(history({"0.10.0": OTHER}, F))
+    assert result.summary == (
+        "fails on every release tried (jaxlib 0.6.0 to 0.9.2: 2 tried); it fails another way "
+        "from jaxlib 0.10.0 on (3 tried, up to 0.10.2)"
+    )
+    assert tried[:3] == ["0.10.2", "0.10.1", "0.10.0"]

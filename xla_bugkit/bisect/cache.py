@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -43,14 +44,14 @@ def root() -> Path:
     return Path(base) if base else Path(platformdirs.user_cache_dir("xla-bugkit"))
 
 
-def folder(version: str) -> Path:
-    return root() / "releases" / f"jaxlib-{version}-{releases.python_tag()}"
+def folder(version: str, python: str | None = None) -> Path:
+    return root() / "releases" / f"jaxlib-{version}-{releases.python_tag(python)}"
 
 
-def cached(version: str) -> Release | None:
-    """The release, if it is in the cache whole."""
-    path = folder(version)
-    return Release(version, path) if (path / _COMPLETE).is_file() else None
+def cached(version: str, python: str | None = None) -> Release | None:
+    """The release, if it is in the cache whole; ``python``: for that interpreter."""
+    path = folder(version, python)
+    return Release(version, path, python) if (path / _COMPLETE).is_file() else None
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,11 @@ class Entry:
     path: Path
     size: int  # bytes unpacked
     used: float  # when it was last used (its marker's time), seconds since the epoch
+
+    @property
+    def python_tag(self) -> str:
+        """The Python it was unpacked for: "cp312" (the folder's name ends with it)."""
+        return self.path.name.rsplit("-", 1)[-1]
 
 
 def entries() -> list[Entry]:
@@ -95,18 +101,22 @@ def clear() -> list[Entry]:
     return gone
 
 
-def release(version: str, wheels: Path | None = None) -> Release:
+def release(version: str, wheels: Path | None = None, python: str | None = None) -> Release:
     """``version`` unpacked in the cache: from ``wheels`` (a folder of wheels) if given,
-    else downloaded through pip. Raises ``BugkitError`` saying why it cannot be had."""
-    if (found := cached(version)) is not None:
+    else downloaded through pip. ``python``: for another interpreter, whose release comes
+    with the numpy, ml_dtypes and the rest it needs, built for it (this interpreter's serve
+    its own). Raises ``BugkitError`` saying why it cannot be had."""
+    if (found := cached(version, python)) is not None:
         with contextlib.suppress(OSError):  # its last use, for the limit
             os.utime(found.path / _COMPLETE)
         return found
-    target = folder(version)
+    target = folder(version, python)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
         if wheels is not None:
-            files = releases.wheels_for(wheels, version)
+            files = releases.wheels_for(wheels, version, python)
+        elif python is not None:
+            files = _download_for(version, releases.python_version(python), Path(tmp))
         else:
             files = _download(version, Path(tmp))
         partial = target.with_name(target.name + ".partial")
@@ -122,34 +132,40 @@ def release(version: str, wheels: Path | None = None) -> Release:
             partial.rename(target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
-    return Release(version, target)
+    return Release(version, target, python)
 
 
-def _download(version: str, into: Path) -> tuple[Path, Path]:
+def _download(version: str, into: Path) -> tuple[Path, ...]:
     """The jaxlib and jax wheels of ``version``, through pip (the user's index and proxy)."""
-    jaxlib = _pip_download(f"jaxlib=={version}", into / "jaxlib")
+    return _pip_download(f"jaxlib=={version}", into / "jaxlib"), _jax_wheel(version, into)
+
+
+def _download_for(version: str, python_version: str, into: Path) -> tuple[Path, ...]:
+    """The wheels of ``version`` for another Python: jax and jaxlib, and what they need
+    (numpy, ml_dtypes, scipy, ...), as pip resolves them for that Python."""
+    at = ["--python-version", python_version]
+    jax = _jax_wheel(version, into, at)
+    needs = [r for r in releases.requirements(jax) if not r.lower().startswith("jaxlib")]
+    _pip_download(f"jaxlib=={version}", into / "deps", [*at, *needs], deps=True)
+    return (jax, *sorted((into / "deps").glob("*.whl")))
+
+
+def _jax_wheel(version: str, into: Path, extra: Sequence[str] = ()) -> Path:
     # A jaxlib-only patch release (0.9.0.1) goes with the jax of its first three numbers.
     jax_versions = [version, ".".join(version.split(".")[:3])]
     for jax_version in dict.fromkeys(jax_versions):
         with contextlib.suppress(BugkitError):
-            return jaxlib, _pip_download(f"jax=={jax_version}", into / f"jax-{jax_version}")
+            return _pip_download(f"jax=={jax_version}", into / f"jax-{jax_version}", extra)
     raise BugkitError(f"pip found no jax wheel to go with jaxlib {version}")
 
 
-def _pip_download(requirement: str, into: Path) -> Path:
+def _pip_download(
+    requirement: str, into: Path, extra: Sequence[str] = (), *, deps: bool = False
+) -> Path:
     into.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--dest",
-        str(into),
-        requirement,
-    ]
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
+    argv += [] if deps else ["--no-deps"]
+    argv += ["--dest", str(into), requirement, *extra]
     done = proc.run_captured(argv, timeout=DOWNLOAD_TIMEOUT)
     found = sorted(into.glob("*.whl"))
     if done.returncode != 0 or not found:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,9 +48,14 @@ class Range:
     wheels: Path | None = None
     low: str | None = None
     high: str | None = None
+    # Another interpreter, for the releases built only for it (``--python``).
+    python: str | None = None
 
     def listing(self) -> releases.Releases:
-        found = releases.from_folder(self.wheels) if self.wheels else releases.from_index()
+        if self.wheels is not None:
+            found = releases.from_folder(self.wheels, self.python)
+        else:
+            found = releases.from_index(self.python)
         installed = _jaxlib.jaxlib_version()
         chosen = found.with_installed(installed).between(self.low, self.high)
         if not chosen.tried:
@@ -75,8 +80,10 @@ def prober(
     wheels: Path | None,
     timeout: float,
     ui: Ui,
+    elsewhere: Mapping[str, str] | None = None,
 ) -> Callable[[str], Probe]:
-    """The probe of one release: get it (cache, folder or pip), replay ``inp`` under it."""
+    """The probe of one release: get it (cache, folder or pip), replay ``inp`` under it;
+    ``elsewhere``: the releases to try under another interpreter, and which."""
 
     def probe(version: str) -> Probe:
         started = time.monotonic()
@@ -84,7 +91,8 @@ def prober(
             with ui.phase(f"getting jaxlib {version}"):
                 # The installed release needs no copy: the child's own path has it.
                 installed = version == _jaxlib.jaxlib_version()
-                release = None if installed else cache.release(version, wheels)
+                python = (elsewhere or {}).get(version)
+                release = None if installed else cache.release(version, wheels, python)
         except BugkitError as e:
             ui.say(f"jaxlib {version}: not tried: {e}")
             return Probe(version, Seen.UNTRIED, str(e), time.monotonic() - started)
@@ -119,7 +127,10 @@ def bisect_module(
         f"bisecting {inp.name} over jaxlib {listing.tried[0]} to {listing.tried[-1]} "
         f"({len(listing.tried)} releases, from {listing.source})"
     )
-    probe = prober(inp, expected, context, chosen.wheels, timeout, ui)
+    if listing.elsewhere:
+        versions, pythons = ", ".join(listing.elsewhere), sorted(set(listing.elsewhere.values()))
+        ui.say(f"jaxlib {versions}: built for another Python, tried under {', '.join(pythons)}")
+    probe = prober(inp, expected, context, chosen.wheels, timeout, ui, listing.elsewhere)
     return bisect(listing.tried, probe, reported=reported, untried=listing.untried)
 
 

@@ -86,10 +86,28 @@ class Bisection:
 
     @property
     def summary(self) -> str:
-        """One line: the answer a reporter and a maintainer want first."""
+        """One line: the answer a reporter and a maintainer want first; and when newer
+        releases than the newest that answered fail another way, that too."""
         newest = self.newest
         if newest is None:
             return "no release could run the replay"
+        later = [
+            p.version
+            for p in self.probes
+            if p.seen is Seen.OTHER
+            and self.versions.index(p.version) > self.versions.index(newest.version)
+        ]
+        if not later:
+            return self._answer(newest)
+        later.sort(key=self.versions.index)
+        span = (
+            f"jaxlib {later[0]}"
+            if len(later) == 1
+            else f"jaxlib {later[0]} on ({len(later)} tried, up to {later[-1]})"
+        )
+        return f"{self._answer(newest)}; it fails another way from {span}"
+
+    def _answer(self, newest: Probe) -> str:
         fix = next((b for b in reversed(self.boundaries) if not b.regression), None)
         regression = next((b for b in reversed(self.boundaries) if b.regression), None)
         if newest.seen is Seen.PASSES:

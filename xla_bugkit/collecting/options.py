@@ -53,6 +53,7 @@ class CollectOptions:
     shrink: str | None = None  # --shrink: the shrink's budget ("10m"); None: no shrink
     bisect: bool = False  # --bisect: then bisect the bundle over jaxlib releases
     wheels: Path | None = None  # --wheels: the bisect's releases from this folder of wheels
+    bisect_python: str | None = None  # --bisect-python: for releases built for newer Pythons
     # --snapshots: each function's first inputs, or every execution's; None: first, and every
     # in a second run when a wrong result does not show on the first inputs.
     snapshots: str | None = None
@@ -140,6 +141,8 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         raise BugkitError("--max-dump-size must be above 0")
     if options.wheels is not None and not options.bisect:
         raise BugkitError("--wheels goes with --bisect (the releases a bisect takes)")
+    if options.bisect_python is not None and not options.bisect:
+        raise BugkitError("--bisect-python goes with --bisect (the releases a bisect takes)")
     if options.wheels is not None and not options.wheels.is_dir():
         raise BugkitError(f"--wheels {options.wheels}: not a folder")
     return check_output(options.output, options.fmt, force=options.force)

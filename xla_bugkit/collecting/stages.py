@@ -300,7 +300,7 @@ def bisect_written(bundle: Path, options: CollectOptions, ui: Ui) -> bool:
     from xla_bugkit.bisect.run import Range, bisect_in_place
 
     try:
-        chosen = Range(options.wheels)
+        chosen = Range(options.wheels, python=options.bisect_python)
         result = bisect_in_place(bundle, chosen, timeout=options.replay_timeout, ui=ui)
     except BugkitError as e:
         ui.warn(f"not bisected: {e}")

@@ -22,6 +22,8 @@ EPILOG = """examples:
   xla-bugkit bisect bundle.7z
   xla-bugkit bisect bundle.7z --from 0.8.0 --to 0.10.2
   xla-bugkit bisect bundle.7z --wheels ~/wheels -o bundle.bisected.zip
+  xla-bugkit bisect bundle.7z --python python3.12
+      also the releases published only for Python 3.12 and newer (0.11 on)
 
 Each release is downloaded through pip (your pip configuration and index apply) once, and
 kept unpacked in xla-bugkit's cache (or $XLA_BUGKIT_CACHE): about 350 MB a release, up
@@ -31,13 +33,20 @@ to 4 GB ($XLA_BUGKIT_CACHE_LIMIT), the releases used longest ago removed first
 
 
 def add_range_options(p: argparse.ArgumentParser) -> None:
-    """--wheels, shared by ``bisect`` and ``verify --jaxlib``."""
+    """--wheels and --python, shared by ``bisect`` and ``verify --jaxlib``."""
     p.add_argument(
         "--wheels",
         type=Path,
         metavar="DIR",
         help="take releases from the jaxlib-*.whl and jax-*.whl wheels in DIR instead of "
         "downloading them (for machines without access to the package index)",
+    )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="another Python interpreter (python3.12), for the releases built only for "
+        "newer Pythons than this one: their wheels and the numpy, ml_dtypes and scipy they "
+        "need are taken for it, and their replay runs under it",
     )
 
 

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cache_command(*, clear: bool, ui: Ui) -> int:
-    from xla_bugkit.bisect import cache
+    from xla_bugkit.bisect import cache, releases
 
     where = cache.root() / "releases"
     if clear:
@@ -38,9 +38,11 @@ def cache_command(*, clear: bool, ui: Ui) -> int:
         return ExitCode.OK
     held = cache.entries()
     print(f"{where}: limit {cache.limit() / 1e9:g} GB (${cache.LIMIT_ENV})")
+    ours = releases.python_tag()
     for e in reversed(held):  # the newest use first
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))
-        print(f"  jaxlib {e.version:<10} {e.size / 1e6:>7,.0f} MB  last used {used}")
+        other = f"  for {e.python_tag}" if e.python_tag != ours else ""
+        print(f"  jaxlib {e.version:<10} {e.size / 1e6:>7,.0f} MB  last used {used}{other}")
     print(f"{_releases(len(held))}, {sum(e.size for e in held) / 1e6:,.0f} MB")
     return ExitCode.OK
 

@@ -26,16 +26,19 @@ def verify(
     fake_data: bool = False,
     jaxlib: str | None = None,
     wheels: Path | None = None,
+    python: str | None = None,
 ) -> int:
     """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here.
-    ``jaxlib``: replay under that release (from ``wheels``, or through pip) instead."""
+    ``jaxlib``: replay under that release (from ``wheels``, or through pip) instead, under
+    the interpreter ``python`` when given (a release built only for a newer Python)."""
     ui = ui or Ui()
     release = None
-    if jaxlib is not None and jaxlib != _jaxlib.jaxlib_version():
+    if jaxlib is not None and (python is not None or jaxlib != _jaxlib.jaxlib_version()):
         with ui.phase(f"getting jaxlib {jaxlib}"):
-            release = cache.release(jaxlib, wheels)
-    elif wheels is not None:
-        raise BugkitError("--wheels goes with --jaxlib VERSION: which release to take from it")
+            release = cache.release(jaxlib, wheels, python)
+    elif wheels is not None or python is not None:
+        given = "--wheels" if wheels is not None else "--python"
+        raise BugkitError(f"{given} goes with --jaxlib VERSION: which release to take")
     result = verify_bundle(
         bundle_path,
         timeout=timeout,

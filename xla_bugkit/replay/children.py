@@ -30,27 +30,34 @@ def child_env(
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     env["JAX_PLATFORMS"] = platform
-    # The child imports this package from wherever the parent found it.
-    package_root = str(Path(__file__).resolve().parents[2])
-    lent = _protobuf_alone() if python is not None else None
+    # The child imports this package from wherever the parent found it; another
+    # interpreter sees this package alone, never the numpy or jaxlib built for this one
+    # that lie beside it in an installed site-packages.
+    package = Path(__file__).resolve().parents[1]
+    own = (_alone(package) if python is not None else None) or str(package.parent)
+    lent = _alone(_protobuf_dir()) if python is not None else None
     first = str(release) if release is not None else None
-    path = [first, package_root, env.get("PYTHONPATH"), lent]
+    path = [first, own, env.get("PYTHONPATH"), lent]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
     return env
 
 
-@functools.cache
-def _protobuf_alone() -> str | None:
-    """A folder holding only our ``google`` namespace (protobuf: abi3 wheels, so any
-    Python 3 loads it), for another interpreter's path: put last, it shadows none of that
-    interpreter's own packages. Removed when this process exits."""
+def _protobuf_dir() -> Path:
     import google.protobuf
 
-    google_dir = Path(google.protobuf.__file__).resolve().parents[1]
-    folder = Path(tempfile.mkdtemp(prefix="xla-bugkit-protobuf-"))
+    return Path(google.protobuf.__file__).resolve().parents[1]
+
+
+@functools.cache
+def _alone(package: Path) -> str | None:
+    """A folder holding only ``package`` (a link to it), for another interpreter's path:
+    our ``google`` namespace (protobuf: abi3 wheels, so any Python 3 loads it) goes last and
+    shadows none of that interpreter's own packages; this one goes first. Removed when this
+    process exits."""
+    folder = Path(tempfile.mkdtemp(prefix=f"xla-bugkit-{package.name}-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     try:
-        (folder / "google").symlink_to(google_dir, target_is_directory=True)
+        (folder / package.name).symlink_to(package, target_is_directory=True)
     except OSError:
         return None
     return str(folder)

@@ -54,11 +54,14 @@ class RunContext:
 
     def input(self, inp: ReplayInput) -> ReplayInput:
         """``inp`` with the flags in force where it ran; flags given by hand stay as given."""
+        release = self.release or inp.release
+        # A release built for another Python runs under that Python, whatever else was asked.
+        python = release.python if release is not None and release.python else None
         inp = replace(
             inp,
-            python=self.python or inp.python,
+            python=python or self.python or inp.python,
             tolerance=self.tolerance,
-            release=self.release or inp.release,
+            release=release,
         )
         if self.fake_data:
             inp = replace(inp, snapshot=None)

@@ -30,6 +30,9 @@ class Release:
 
     version: str
     path: Path
+    # The interpreter its child runs under (a release built only for another Python, with
+    # that Python's numpy and ml_dtypes unpacked beside it); None: this one.
+    python: str | None = None
 
 
 @dataclass(frozen=True)
