@@ -191,6 +191,8 @@ def from_folder(folder: Path, python: str | None = None) -> Releases:
     for v in _sorted(set(tags) - here - there):
         names = sorted(tags[v]) or [f"no {platform.machine()}"]
         why = "no jax wheel beside it" if ours in tags[v] else f"a {', '.join(names)} wheel"
+        if tags[v] and ours not in tags[v] and python is None:
+            why += ": give --python with that Python to try it"
         untried.append((v, why))
     return replace(found_releases, untried=tuple(sorted(untried, key=lambda u: key(u[0]))))
 
