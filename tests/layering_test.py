@@ -29,6 +29,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "bisect",
         "collecting verify",
         "commands notebook",
+        "cli_options",
+        "cli_collect",
         "cli",
         "main _launch examples",
         "__main__ __init__",

@@ -9,7 +9,7 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 
-from xla_bugkit import cli, config, proc
+from xla_bugkit import cli, cli_collect, cli_options, config, proc
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.ui import Ui
 
@@ -23,11 +23,13 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             return _bad_command_line(
                 "nothing to run: give the command after --, e.g. collect -- python x.py"
             )
-        return collect_command(cmd, cli.collect_options(args, config.load()), ui)
+        return collect_command(cmd, cli_collect.collect_options(args, config.load()), ui)
     if args.command == "bundle":
         from xla_bugkit.commands import bundle
 
-        return bundle.bundle_command(args.workdir, cli.collect_options(args, config.load()), ui)
+        return bundle.bundle_command(
+            args.workdir, cli_collect.collect_options(args, config.load()), ui
+        )
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 
@@ -36,7 +38,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             json_output=args.json,
             timeout=args.timeout,
             ui=ui,
-            tolerance=cli.tolerance(args),
+            tolerance=cli_options.tolerance(args),
             fake_data=args.fake_data,
             jaxlib=args.jaxlib,
             wheels=args.wheels,
@@ -72,7 +74,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             out=args.output,
             force=args.force,
             timeout=args.timeout,
-            tolerance=cli.tolerance(args),
+            tolerance=cli_options.tolerance(args),
             module_re=args.module_re,
             json_output=args.json,
             ui=ui,
@@ -106,7 +108,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         timeout=args.timeout,
         json_output=args.json,
         ui=ui,
-        tolerance=cli.tolerance(args),
+        tolerance=cli_options.tolerance(args),
         fake_data=args.fake_data,
     )
 
