@@ -1,0 +1,199 @@
+"""ISSUE.md for a bundle being built: its title and body, from the run, the chosen modules,
+the replay's verdicts and what the staged bundle holds (``Staged``)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xla_bugkit import frameworks
+from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage
+from xla_bugkit.bundle.repro import Repro
+from xla_bugkit.choose.selection import Selection
+from xla_bugkit.failure import xla_log
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo.generated import SEED
+from xla_bugkit.replay import native
+from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.run.rerun import RunRecord
+
+INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
+
+Redact = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What the staged bundle holds besides the dump files, for the issue text."""
+
+    repro: Repro | None
+    source: str | None  # the script's path in the bundle
+    replayed: bool  # the replay stage ran (False: --no-replay)
+    framework: frameworks.FrameworkInfo | None = None  # the program's, when it is known
+    repo: str | None = None  # the tracker the user named (--repo); None: the framework's
+    # Why the run's real inputs are not in the bundle (--no-data, the size budget); "" when
+    # they are, or there were none.
+    inputs_left_out: str = ""
+    jaxpr: tuple[str, str] = ("", "")  # the module's jaxpr: its member name, and its short text
+
+
+def log_tail(output: str, limit: int) -> str:
+    """The last ``limit`` characters of ``output``, from a line's start, and how many not."""
+    if len(output) <= limit:
+        return output
+    cut = output[-limit:]
+    first_full_line = cut[cut.find("\n") + 1 :]
+    return f"[... {len(output) - limit} earlier characters not kept ...]\n{first_full_line}"
+
+
+def render(
+    run: RunRecord,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    env: envinfo.EnvReport,
+    text: Redact,
+    bundle_name: str,
+    stage: Path | None = None,
+    staged: Staged | None = None,
+) -> tuple[str, str]:
+    """The issue's suggested title and its body (ISSUE.md)."""
+    staged = staged or Staged(None, None, replayed=bool(verdicts))
+    f = run.failure
+    platform = next((c.module.platform for c in selection.chosen if c.module.platform), None)
+    first = selection.chosen[0].module.name if selection.chosen else None
+    judged = triage.triage(f, verdicts, module=first)
+    title = text(triage.title(judged, f, platform))
+    rep = staged.repro
+    inline = _module_inline(stage, rep)
+    ctx = issue.IssueContext(
+        title=title,
+        failure_kind=judged.what,
+        signature=text(_key_line(judged, f)),
+        description=text(_description(judged, f, selection, verdicts, staged)),
+        command=text(shlex.join(run.command)),
+        exit_status=_exit_text(run),
+        verify_command=f"xla-bugkit verify {bundle_name}",
+        install=envinfo.install_command(),
+        system_info=env.to_text(),
+        # XLA's "Dumping ..." lines are collect's doing: the report shows the program's.
+        log_tail=text(log_tail(xla_log.without_dump_lines(run.output), 64 * 1024)),
+        jax_version=env.version("jax"),
+        jaxlib_version=env.version("jaxlib"),
+        bundle_name=bundle_name,
+        selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
+        replay_verdicts=[(v.module, v.outcome.value, text(v.evidence)) for v in verdicts],
+        replay_note=_replay_note(staged),
+        repro_command=f"python {members.REPRO}" if rep and rep.script else "",
+        hlo_command=rep.hlo_command if rep else "",
+        module_label=rep.module if rep and inline else "",
+        module_text=inline,
+        jaxpr=staged.jaxpr,
+        wrong_values=rep.wrong_values if rep else (),
+        reference=rep.reference if rep else "",
+        inputs=_inputs_text(rep),
+        native_only=_native_only(verdicts),
+        form=trackers.form(_tracker(staged, verdicts)),
+        fields=trackers.fields(env, f, staged.framework, platform),
+    )
+    return title, issue.render_issue(ctx)
+
+
+def _native_only(verdicts: Sequence[Verdict]) -> str:
+    """The framework's XLA, when only the replay under it showed the failure."""
+    for v in verdicts:
+        if v.reproduced and v.second is not None and not v.second.reproduced:
+            return v.under
+    return ""
+
+
+def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:
+    name = staged.framework.name if staged.framework else None
+    return trackers.destination(name, verdicts, staged.repo)
+
+
+def _description(
+    judged: triage.Triage,
+    failure: Failure,
+    selection: Selection,
+    verdicts: Sequence[Verdict],
+    staged: Staged,
+) -> str:
+    """Markdown: what happened, what the replay showed, what xla-bugkit chose."""
+    lines = [triage.sentence(judged, failure)]
+    if judged.xla:
+        lines.append(_replay_line(judged, verdicts, staged))
+    paragraphs = [" ".join(lines)]
+    label = native.replay_label(verdicts)
+    if staged.framework and (
+        said := framework_text.describe(staged.framework, bool(verdicts), label)
+    ):
+        paragraphs.append(issue.plain(said))
+    if staged.source:
+        paragraphs.append(
+            f"The program's script is attached as {issue.code_span(staged.source)} (redacted)."
+        )
+    total = len(selection.chosen) + len(selection.others)
+    guess = " (a guess: nothing in the failure named a module)" if selection.guess else ""
+    paragraphs.append(f"xla-bugkit chose {len(selection.chosen)} of {total} dumped modules{guess}.")
+    return "\n\n".join(paragraphs)
+
+
+def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Staged) -> str:
+    if judged.verdict is not None:
+        module = issue.code_span(judged.verdict.module)
+        if judged.verdict.inputs == "snapshot" and staged.inputs_left_out:
+            # Said as it is: what the bundle holds may not show it.
+            return (
+                f"The replay of {module} showed it on the run's real inputs, which this bundle "
+                f"leaves out ({issue.plain(staged.inputs_left_out)}): replayed from the bundle, "
+                "it runs on generated inputs, which may not show it."
+            )
+        return f"Replaying {module} from the bundle reproduces it without the original program."
+    if verdicts:
+        return "The bundle's replay did not reproduce it on the reporter's machine."
+    if not staged.replayed:
+        return "The replay was skipped (`--no-replay`): nothing shows yet that it reproduces."
+    return "No chosen module could be replayed (none has a before-optimizations proto)."
+
+
+def _key_line(judged: triage.Triage, failure: Failure) -> str:
+    # A wrong result's key line is the replay's numbers, not the program's own check.
+    if judged.what == "wrong result" and judged.verdict is not None:
+        return judged.verdict.evidence
+    return failure.headline
+
+
+def _replay_note(staged: Staged) -> str:
+    return "None: the replay was skipped (--no-replay)." if not staged.replayed else ""
+
+
+def _module_inline(stage: Path | None, rep: Repro | None) -> str:
+    """The module's HLO text, for ISSUE.md to show when it is short ("" when it is not)."""
+    if stage is None or rep is None or not rep.before_text:
+        return ""
+    body = (stage / rep.before_text).read_text("utf-8", "replace")
+    return body if len(body.rstrip("\n").splitlines()) <= INLINE_MODULE_LINES else ""
+
+
+def _inputs_text(rep: Repro | None) -> str:
+    if rep is None or not rep.inputs:
+        return ""
+    if rep.recorded_inputs:
+        where = "the reporter's, in the snapshot"
+    elif rep.extreme_inputs:
+        where = f"{rep.extreme_inputs}, in inputs.npz: the values the replay showed it on"
+    else:
+        where = f"generated from seed {SEED}"
+    return f"{rep.inputs} ({where})"
+
+
+def _exit_text(run: RunRecord) -> str:
+    if run.timed_out:
+        return "killed after the timeout"
+    if run.interrupted:
+        return "stopped by the user"
+    if run.failure.signal:
+        return f"killed by {run.failure.signal}"
+    return f"exit status {run.exit_status}"
