@@ -21,7 +21,8 @@ from xla_bugkit.hlo.hlo_proto import HloProto
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import _Child, _judge_result, replay
+from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.spawn import Child
 from xla_bugkit.replay.tolerance import Tolerance
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
@@ -238,7 +239,7 @@ def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -
     for stem, array in (("test", right), ("opbyop", right), ("conservative", wrong)):
         protocol.save_arrays(tmp_path / f"{stem}.npz", [array])
     done = proc.Completed(0, "", False, 0.0)
-    child = _Child(done, tmp_path, Phase.RUN, "snapshot", None, tested=True)
+    child = Child(done, tmp_path, Phase.RUN, "snapshot", None, tested=True)
     inp = ReplayInput("jit_f", tmp_path / "m.hlo.pb")
     verdict = _judge_result(inp, child, None, 300)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xla_bugkit import flags
 from xla_bugkit.choose.selection import Selection
-from xla_bugkit.replay import judge
+from xla_bugkit.replay import judge, spawn
 from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.inputs import module_files, replay_input
 from xla_bugkit.replay.verdict import Verdict
@@ -69,7 +69,7 @@ def probe(
     """Replay the first module that reproduced the failure without the XLA flags that the
     run set (its XLA_FLAGS in force, less the dump flags and the device count); None when it
     set none, or nothing reproduced."""
-    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in judge.PROCESS_FLAGS)
+    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
     if not own or proof is None or chosen is None:

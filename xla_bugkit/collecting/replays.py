@@ -15,7 +15,7 @@ from types import FrameType
 
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay import children, judge
+from xla_bugkit.replay import children, spawn
 from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.verdict import Verdict
@@ -60,7 +60,7 @@ def replay_stage(
                 # The next module's child imports jax while this one replays.
                 following = inputs[i + 1] if i + 1 < len(inputs) else None
                 if following is not None:
-                    spares.start(following.platform, judge.split_flags(following)[0])
+                    spares.start(following.platform, spawn.split_flags(following)[0])
                 keep = arrays / c.module.label if arrays is not None else None
                 verdict = _replay_one(
                     c,

@@ -28,7 +28,8 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import child_env
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import child_spec, judged, split_flags
+from xla_bugkit.replay.judge import judged
+from xla_bugkit.replay.spawn import child_spec, split_flags
 from xla_bugkit.replay.verdict import Verdict
 
 STARTS = f"{protocol.MARKER}_MODULE: "  # the number of the spec that starts

@@ -93,7 +93,7 @@ class Spares:
 
     def start(self, platform: str, env_flags: Sequence[str] = ()) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
-        ``env_flags`` (``judge.split_flags``)."""
+        ``env_flags`` (``spawn.split_flags``)."""
         env = child_env(tuple(env_flags), platform)
         waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
         self._waiting.append((env, waiting))

@@ -27,7 +27,7 @@ from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.hlo.generated import SEED
-from xla_bugkit.replay import _torch_xla, children, judge, protocol
+from xla_bugkit.replay import _torch_xla, children, judge, protocol, spawn
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
@@ -121,7 +121,7 @@ def replay(
 def child_env(inp: ReplayInput) -> dict[str, str]:
     """The native child's environment: every recorded flag in XLA_FLAGS, torch_xla on the
     module's platform, and its graph log on."""
-    env = children.child_env(judge.admitted_flags(inp).flags, inp.platform)
+    env = children.child_env(spawn.admitted_flags(inp).flags, inp.platform)
     env["PJRT_DEVICE"] = _PJRT_DEVICES.get(inp.platform, inp.platform.upper())
     env[xla_log.MIN_LOG_LEVEL] = "0"
     env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _VMODULE)
@@ -142,7 +142,7 @@ def replay_native(
     limits = proc.Limits(memory_bytes=memory_limit) if memory_limit else None
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-native-") as tmp:
         out = Path(tmp)
-        spec: dict[str, Any] = judge.child_spec(
+        spec: dict[str, Any] = spawn.child_spec(
             inp, out, use_data=use_data, seed=seed, reference=False
         )
         spec_path = out / protocol.SPEC
