@@ -1,5 +1,8 @@
 """Classify how a run failed and reduce it to a stable, comparable signature.
 
+The record itself (``Failure``, ``Kind``, ``Phase``, ``Stop``) is in ``record``; it is
+imported from here too, where the code that makes one lives.
+
 The same engine reads the user's rerun (``collect``) and each replay child (``replay``),
 so "the replay failed the same way" is a comparison of two ``Failure`` records.
 """
@@ -8,10 +11,7 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from enum import StrEnum
-from typing import Any
+from dataclasses import replace
 
 from xla_bugkit.failure import ptxla_log, value_check
 from xla_bugkit.failure.compile_log import (
@@ -21,7 +21,8 @@ from xla_bugkit.failure.compile_log import (
     busy_in_xla,
     compile_open,
 )
-from xla_bugkit.failure.signature import comparable, normalise
+from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Kind, Phase, Stop
+from xla_bugkit.failure.signature import normalise
 from xla_bugkit.failure.xla_status import (
     framework_status,
     graph_that_raised,
@@ -29,34 +30,18 @@ from xla_bugkit.failure.xla_status import (
     tf_function,
 )
 
-
-class Kind(StrEnum):
-    """What kind of failure a run ended in. The values appear in manifests and JSON."""
-
-    COMPILE_CRASH = "compile crash"  # the process died (abort, CHECK, signal) while compiling
-    COMPILE_ERROR = "compile error"  # compilation returned an error status
-    RUNTIME_ERROR = "runtime error"  # execution returned an error status
-    CRASH = "process crash"  # the process died on a signal outside compilation
-    HANG = "hang"  # killed after the timeout
-    INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C, SIGTERM)
-    # The program's own check found a wrong value (an assertion, np.testing, a NaN check, a
-    # printed "mismatch"): no XLA error, so only a replay against a reference can prove XLA.
-    WRONG_RESULT = "wrong result"
-    EXIT = "non-XLA failure"  # non-zero exit with no sign of XLA in the output
-    SUCCESS = "success"
-
-    @property
-    def is_failure(self) -> bool:
-        return self is not Kind.SUCCESS
-
-
-class Phase(StrEnum):
-    """Where the process was when it stopped, as far as the output tells."""
-
-    COMPILE = "compile"
-    RUN = "run"
-    UNKNOWN = "unknown"
-
+# The record's types, imported from here as well as from ``record``.
+__all__ = [
+    "HANG_REPLAY_START_SECONDS",
+    "Failure",
+    "Kind",
+    "Phase",
+    "Stop",
+    "busy_headline",
+    "classify",
+    "seconds",
+    "unprefixed",
+]
 
 # glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
 # or the dated form of TensorFlow's and PyTorch/XLA's logging:
@@ -102,141 +87,6 @@ def unprefixed(output: str) -> str:
     """``output`` less the launcher's prefix on each line, so that XLA's fatal line of a
     rank (``[rank1] F1204 ... Check failed: ...``) reads as XLA wrote it."""
     return _LAUNCHER_PREFIX.sub("", output)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """How one run ended, with the single line a maintainer would search for."""
-
-    kind: Kind
-    phase: Phase
-    headline: str  # the key line as printed, e.g. "buffer_assignment_util.cc:46] Check failed: ..."
-    signature: str  # headline normalised: stable across two runs of the same bug
-    exit_status: int | None = None  # the exit code; negative for a signal
-    signal: str | None = None  # e.g. "SIGABRT"
-    status_code: str | None = None  # e.g. "INTERNAL"
-    site: str | None = None  # "file.cc:123" of a CHECK / RET_CHECK
-    exception: str | None = None  # the Python exception type, e.g. "jax.errors.JaxRuntimeError"
-    compiling: str | None = None  # the function JAX was compiling when the run stopped
-    # A run that was stopped (hang, interrupted): by what ("timeout" or "user"), how long it
-    # ran, for how long before the stop it printed nothing, and the function XLA was running.
-    stopped_by: str | None = None
-    ran_seconds: float | None = None
-    stalled_seconds: float | None = None
-    executing: str | None = None
-    function: str | None = None  # the framework's name for it: TensorFlow's "__inference_f_13"
-    # The process died on a signal and its own fatal line never reached the run's output
-    # (pytest's capture, a worker whose parent printed last): the headline is the signal's.
-    message_lost: bool = False
-    # What the failure rests on beyond the output: the failing process's own record, or the
-    # replay whose message stands in for one that was lost (``with_message_of``).
-    evidence: str | None = None
-    # For a wrong result np.testing reported: its difference is only rounding in the values'
-    # own precision (``value_check.check_note``).
-    check_note: str | None = None
-
-    @property
-    def describe(self) -> str:
-        """One line for humans: "compile crash (SIGABRT): <headline>"."""
-        # The signal that ended a stopped run is the stop's own, not news.
-        extra = f" ({self.signal})" if self.signal and self.stopped_by is None else ""
-        line = self.headline if len(self.headline) <= 160 else self.headline[:159] + "…"
-        if line.lower().startswith(f"{self.kind.value}:") and not extra:
-            return line  # the program's own "wrong result: ..." says the kind already
-        return f"{self.kind.value}{extra}: {line}" if line else self.kind.value
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {
-            "kind": self.kind.value,
-            "phase": self.phase.value,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Failure:
-        """The inverse of ``to_json``; unknown keys (from newer versions) are ignored."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["kind"] = Kind(values["kind"])
-        values["phase"] = Phase(values.get("phase", Phase.UNKNOWN.value))
-        return cls(**values)
-
-    def replay_timeout(self, limit: float) -> float:
-        """Seconds a replay of this failure may take, at most ``limit``.
-
-        A hang's replay can only end by its timeout, so waiting ``limit`` (minutes) proves
-        nothing more than waiting as long as the run went without progress, plus the time a
-        replay child needs to start (import jax, compile) before it can hang at all.
-        """
-        if self.kind is not Kind.HANG or self.stalled_seconds is None:
-            return limit
-        return min(limit, max(self.stalled_seconds, 0.0) + HANG_REPLAY_START_SECONDS)
-
-    def same_bug(self, other: Failure) -> bool:
-        """Whether ``other`` shows this failure: same family and same normalised key line.
-
-        Compile crash and compile error count as one family, since the same XLA bug can abort
-        in one build and return a status in another; the signature must still match, but
-        not in what differs between two XLAs (a PyTorch/XLA run replayed under jaxlib): the
-        status code torch_xla drops, and the numbers XLA puts in computation names
-        (``region_1.1`` in one version is ``region_0.1`` in another).
-        """
-        if _family(self.kind) != _family(other.kind):
-            return False
-        if _unread(self, other) or _unread(other, self):
-            return True
-        if self.message_lost or other.message_lost:
-            # One side's message was lost: the same way of dying must do (kind, which holds
-            # the phase, and signal); the caller says that this rests on less.
-            return self.kind is other.kind and self.signal == other.signal
-        return comparable(self.signature) == comparable(other.signature)
-
-    def with_message_of(self, other: Failure, source: str) -> Failure:
-        """This failure, whose message was lost, with ``other``'s (a replay that died the
-        same way), saying so: "the run's message was not captured; the replay's: ..."."""
-        return replace(
-            self,
-            headline=other.headline,
-            signature=other.signature,
-            site=other.site,
-            status_code=other.status_code or self.status_code,
-            evidence=f"the run's message was not captured; the replay's ({source}): "
-            f"{other.headline[:200]}" + (f"; {self.evidence}" if self.evidence else ""),
-        )
-
-
-# What a hang's replay child gets on top of the run's time without progress: importing jax
-# alone takes up to ~15 s on a loaded machine, and the module must compile before it can hang.
-HANG_REPLAY_START_SECONDS = 60.0
-
-
-@dataclass(frozen=True)
-class Stop:
-    """When a run was stopped (by its timeout, or by the user)."""
-
-    by: str  # "timeout" or "user"
-    ran: float  # seconds from the start to the stop
-    stalled: float  # seconds without any output before the stop
-
-
-# XLA aborts when a program reads a result it failed to compute (an allocation that failed
-# at run time); a replay waits on each result first and gets the failure's own status.
-_UNREAD_RESULT = re.compile(r"raw_buffer\.h:\d+\] Check failed: buffer_\.IsConcrete\(\)")
-
-
-def _unread(crash: Failure, error: Failure) -> bool:
-    """``crash`` aborted reading a result XLA failed to compute, and ``error`` is a run-time
-    error: one failure, seen from the program and from a replay."""
-    return (
-        crash.kind is Kind.CRASH
-        and _UNREAD_RESULT.search(crash.signature) is not None
-        and error.kind is Kind.RUNTIME_ERROR
-    )
-
-
-def _family(kind: Kind) -> str:
-    if kind in (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR, Kind.CRASH):
-        return "xla"
-    return str(kind.value)
 
 
 def classify(
