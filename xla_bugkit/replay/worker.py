@@ -42,7 +42,7 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
-from xla_bugkit.replay import _jaxlib, extreme, opbyop
+from xla_bugkit.replay import _jaxlib, extreme, opbyop, replayable
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
@@ -69,41 +69,6 @@ from xla_bugkit.replay.protocol import (
 # XLA's answers to an override that is no DebugOptions field, or whose value it cannot take
 # that way (a map such as xla_backend_extra_options); such a flag must go by XLA_FLAGS.
 _REJECTED = re.compile(r"No such compile option: '([^']+)'|While setting option (\w+),")
-
-# Host callbacks run Python code of the original process; they cannot be replayed.
-CALLBACK_TARGETS = re.compile(r"python.*callback|callback.*python|^xla_.*_callback$")
-# Targets that XLA's own passes consume; they are never registered as handlers.
-INTERNAL_TARGETS = frozenset(
-    {
-        "Sharding",
-        "SPMDFullToShardShape",
-        "SPMDShardToFullShape",
-        "LayoutConstraint",
-        "MoveToHost",
-        "MoveToDevice",
-        "PadToStatic",
-        "SliceToDynamic",
-        "annotate_device_placement",
-        "AllocateBuffer",
-        "X64Combine",
-        "X64SplitLow",
-        "X64SplitHigh",
-        "ShardBarrierFrom",
-        "ShardBarrierTo",
-        "local_sharding",
-        "xla.sdy.FuncResultSharding",
-    }
-)
-# jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
-LAPACK_PREFIX = "lapack_"
-# How HLO text prints a constant it leaves out (no --xla_dump_large_constants).
-_ELIDED = re.compile(r"constant\(\{\.\.\.\}\)")
-_REPLICAS = re.compile(r"\breplica_count=(\d+)")
-_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
-
-
-class NotReplayable(BugkitError):
-    """The module cannot be replayed here; the message says why."""
 
 
 class FlagRejected(Exception):
@@ -134,45 +99,6 @@ def rejected_option(error: Exception) -> str | None:
     return None if found is None else found.group(1) or found.group(2)
 
 
-def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, int]:
-    """Refuse what cannot run here; return the module's (replicas, partitions).
-
-    ``pjrt``: the PJRT folder's module.mlir and compile_options.pb are there to compile from.
-    """
-    targets = sorted(set(custom_call_targets(text)))
-    for target in targets:
-        if CALLBACK_TARGETS.search(target):
-            raise NotReplayable(
-                f"the module calls back into Python (custom-call {target}); "
-                "host callbacks cannot run outside the original process"
-            )
-        if target.startswith("xla.sdy.") and target not in INTERNAL_TARGETS and not pjrt:
-            # Shardy's markers only compile inside its partitioner, which runs on the PJRT
-            # folder's module.mlir; the HLO -> StableHLO round trip loses what it needs.
-            raise NotReplayable(
-                f"the module is partitioned with Shardy (custom-call {target}), and only its "
-                "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
-            )
-    registered = _jaxlib.custom_call_targets(platform)
-    missing = [
-        t
-        for t in targets
-        if t not in registered and t not in INTERNAL_TARGETS and not t.startswith("xla.sdy.")
-    ]
-    if missing:
-        raise NotReplayable(
-            f"custom-call target {missing[0]!r} is not registered for {platform} here "
-            "(its library must be loaded)"
-        )
-    header = text.split("\n", 1)[0]
-    replicas = _REPLICAS.search(header)
-    partitions = _PARTITIONS.search(header)
-    return (
-        int(replicas.group(1)) if replicas else 1,
-        int(partitions.group(1)) if partitions else 1,
-    )
-
-
 def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[Any]:
     """The snapshot's arguments (saving its recorded result), or seeded generated ones."""
     from xla_bugkit.hlo import hlo_proto, literal
@@ -185,7 +111,7 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
                 result = opbyop.leaves(literal.literal_to_numpy(snapshot.result))
                 save_arrays(arrays_path(out, RECORDED), result)
         except BugkitError as e:
-            raise NotReplayable(str(e)) from e
+            raise replayable.NotReplayable(str(e)) from e
         say(INPUTS, "snapshot")
         return args
     if spec.get("extreme"):
@@ -313,7 +239,7 @@ def run_reference(
 ) -> None:
     out = Path(spec["out"])
     manual = [t for t in custom_call_targets(text) if t.startswith("xla.sdy.")]
-    manual = [t for t in manual if t not in INTERNAL_TARGETS]
+    manual = [t for t in manual if t not in replayable.INTERNAL_TARGETS]
     if manual:
         # Op by op runs the unpartitioned module on one device; a per-shard body has no
         # meaning there, and the markers around it have no one-device implementation. The
@@ -331,21 +257,6 @@ def run_reference(
         save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
     except Exception as e:
         error_path(out, OPBYOP).write_text(str(e))
-
-
-def _module_bytes(path: str) -> bytes:
-    """The serialized HloModuleProto of a before-optimizations ``.hlo.pb``, or of its text."""
-    from xla_bugkit.hlo import hlo_proto
-
-    if not path.endswith(".txt"):
-        return hlo_proto.module_bytes(hlo_proto.read_hlo_proto(path))
-    text = Path(path).read_text("utf-8", "replace")
-    if _ELIDED.search(text):
-        raise NotReplayable(
-            f"{Path(path).name} elides large constants ({{...}}): dump with "
-            "--xla_dump_large_constants, or replay the .hlo.pb"
-        )
-    return _jaxlib.hlo_text_to_module_bytes(text)
 
 
 # Where a process's own temporary files go, by what each reader of the environment looks at
@@ -375,19 +286,21 @@ def work(spec: dict[str, Any]) -> int:
     if platform != _jaxlib.alone.PLATFORM:
         _jaxlib.with_jax()  # only jax loads the other platforms' plugins
     if platform not in _jaxlib.available_platforms():
-        raise NotReplayable(
+        raise replayable.NotReplayable(
             f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
         )
-    module_bytes = _module_bytes(spec["hlo"])
+    module_bytes = replayable.module_bytes(spec["hlo"])
     text = _jaxlib.module_text(module_bytes)
-    targets = set(custom_call_targets(text)) - INTERNAL_TARGETS
+    targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
     if targets - _jaxlib.custom_call_targets(platform):
         _jaxlib.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
-    if any(t.startswith(LAPACK_PREFIX) for t in targets):
+    if any(t.startswith(replayable.LAPACK_PREFIX) for t in targets):
         # Once per process: the test and both references (op by op too) run here.
         _jaxlib.initialize_lapack()
     options = _read(spec["compile_options"])
-    layout = check_module(text, platform, pjrt=bool(spec["mlir"]) and options is not None)
+    layout = replayable.check_module(
+        text, platform, pjrt=bool(spec["mlir"]) and options is not None
+    )
     if options is not None:
         # The HLO header omits partitions that only the compile options record (shard_map).
         recorded = _jaxlib.compile_options_layout(options)

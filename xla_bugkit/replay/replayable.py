@@ -1,0 +1,109 @@
+"""Whether a dumped module can replay here, checked in the replay child before compiling:
+host callbacks, Shardy markers without their PJRT folder, custom calls no library registered,
+constants the text dump left out; and the module's replicas and partitions.
+
+Runs in the child (``worker``), with jaxlib loaded through ``_jaxlib``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo.parser import custom_call_targets
+from xla_bugkit.replay import _jaxlib
+
+# Host callbacks run Python code of the original process; they cannot be replayed.
+CALLBACK_TARGETS = re.compile(r"python.*callback|callback.*python|^xla_.*_callback$")
+
+# Targets that XLA's own passes consume; they are never registered as handlers.
+INTERNAL_TARGETS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "LayoutConstraint",
+        "MoveToHost",
+        "MoveToDevice",
+        "PadToStatic",
+        "SliceToDynamic",
+        "annotate_device_placement",
+        "AllocateBuffer",
+        "X64Combine",
+        "X64SplitLow",
+        "X64SplitHigh",
+        "ShardBarrierFrom",
+        "ShardBarrierTo",
+        "local_sharding",
+        "xla.sdy.FuncResultSharding",
+    }
+)
+
+# jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
+LAPACK_PREFIX = "lapack_"
+
+# How HLO text prints a constant it leaves out (no --xla_dump_large_constants).
+_ELIDED = re.compile(r"constant\(\{\.\.\.\}\)")
+
+_REPLICAS = re.compile(r"\breplica_count=(\d+)")
+
+_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
+
+
+class NotReplayable(BugkitError):
+    """The module cannot be replayed here; the message says why."""
+
+
+def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, int]:
+    """Refuse what cannot run here; return the module's (replicas, partitions).
+
+    ``pjrt``: the PJRT folder's module.mlir and compile_options.pb are there to compile from.
+    """
+    targets = sorted(set(custom_call_targets(text)))
+    for target in targets:
+        if CALLBACK_TARGETS.search(target):
+            raise NotReplayable(
+                f"the module calls back into Python (custom-call {target}); "
+                "host callbacks cannot run outside the original process"
+            )
+        if target.startswith("xla.sdy.") and target not in INTERNAL_TARGETS and not pjrt:
+            # Shardy's markers only compile inside its partitioner, which runs on the PJRT
+            # folder's module.mlir; the HLO -> StableHLO round trip loses what it needs.
+            raise NotReplayable(
+                f"the module is partitioned with Shardy (custom-call {target}), and only its "
+                "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
+            )
+    registered = _jaxlib.custom_call_targets(platform)
+    missing = [
+        t
+        for t in targets
+        if t not in registered and t not in INTERNAL_TARGETS and not t.startswith("xla.sdy.")
+    ]
+    if missing:
+        raise NotReplayable(
+            f"custom-call target {missing[0]!r} is not registered for {platform} here "
+            "(its library must be loaded)"
+        )
+    header = text.split("\n", 1)[0]
+    replicas = _REPLICAS.search(header)
+    partitions = _PARTITIONS.search(header)
+    return (
+        int(replicas.group(1)) if replicas else 1,
+        int(partitions.group(1)) if partitions else 1,
+    )
+
+
+def module_bytes(path: str) -> bytes:
+    """The serialized HloModuleProto of a before-optimizations ``.hlo.pb``, or of its text."""
+    from xla_bugkit.hlo import hlo_proto
+
+    if not path.endswith(".txt"):
+        return hlo_proto.module_bytes(hlo_proto.read_hlo_proto(path))
+    text = Path(path).read_text("utf-8", "replace")
+    if _ELIDED.search(text):
+        raise NotReplayable(
+            f"{Path(path).name} elides large constants ({{...}}): dump with "
+            "--xla_dump_large_constants, or replay the .hlo.pb"
+        )
+    return _jaxlib.hlo_text_to_module_bytes(text)
