@@ -115,6 +115,6 @@ def test_a_functions_real_inputs_and_captured_variable_are_replayed(tmp_path: Pa
     assert manifest["data"].startswith("real inputs (recorded by the capture hook"), done.stderr
     replay = manifest["modules"][0]["replay"]
     assert replay["inputs"] == "snapshot" and replay["outcome"] == "not reproduced", replay
-    x, offset, matrix = done.recorded_inputs()
+    x, offset, matrix = done.recorded_inputs(manifest["modules"][0]["label"])
     assert x.shape == (16385, 3) and x[:, 0].tolist() == list(range(16385))
     assert offset.tolist() == [0.0, 0.0, 0.0] and matrix.tolist() == np.eye(3).tolist()

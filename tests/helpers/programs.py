@@ -118,12 +118,18 @@ class Collected:
             z.extractall(dest)
         return dest
 
-    def recorded_inputs(self) -> list[np.ndarray]:
-        """The arguments in the bundled snapshot repro.py runs its module on (SNAPSHOT)."""
-        found = re.search(r"^SNAPSHOT = HERE / '([^']+)'", self.text("repro.py"), re.M)
-        assert found, "repro.py names no snapshot"
+    def recorded_inputs(self, label: str | None = None) -> list[np.ndarray]:
+        """The arguments in a bundled snapshot: that of the module whose label ends with
+        ``label``, or (None) the one repro.py runs its module on (SNAPSHOT)."""
+        if label is None:
+            found = re.search(r"^SNAPSHOT = HERE / '([^']+)'", self.text("repro.py"), re.M)
+            assert found, "repro.py names no snapshot"
+            member = found.group(1)
+        else:
+            entries = [m for m in self.manifest()["modules"] if m["label"].endswith(label)]
+            (member,) = [m["files"]["snapshot"] for m in entries if "snapshot" in m["files"]]
         with zipfile.ZipFile(self.bundle) as z:
-            data = z.read(found.group(1))
+            data = z.read(member)
         snapshot = HloSnapshot()
         snapshot.ParseFromString(data)
         return [literal_to_array(a) for a in snapshot.arguments]

@@ -108,7 +108,7 @@ def test_a_sharded_wrong_result_is_bundled_and_verified_with_its_real_inputs(
     assert module["replay"]["inputs"] == "snapshot"
     assert m["process"]["devices"] == 2
     # The bundle's inputs are the program's own array, not generated ones.
-    (x,) = c.recorded_inputs()
+    (x,) = c.recorded_inputs("jit_energies")  # a two-device module: no repro.py
     rows = np.arange(2 * 16_385, dtype=np.float64)
     assert np.array_equal(x, np.stack((rows, 0 * rows, 0 * rows), axis=1))
     assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK

@@ -214,5 +214,6 @@ def test_the_shrunk_wrong_result_has_its_own_repro(
     _, out = log_exp
     done = _shrunk_repro(out, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "inputs (recorded)" in done.stdout
+    # The shrunk module's own snapshot, read by the script itself.
+    assert "inputs (the reporter's, from module_0000.jit_f.shrunk.snapshot" in done.stdout
     assert "WRONG RESULT" in done.stdout and "expected inf" in done.stdout
