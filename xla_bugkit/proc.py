@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from xla_bugkit import streams
 from xla_bugkit.errors import ProcessError
 
 # Seconds a child gets to exit after SIGINT/SIGTERM before it is killed.
@@ -155,88 +156,6 @@ def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIG
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _pump(
-    source: BinaryIO,
-    terminal: BinaryIO | None,
-    merged: _Merged,
-) -> None:
-    # os.read returns as soon as anything is there: output reaches the terminal live.
-    fd = source.fileno()
-    held = b""  # this stream's unfinished last line
-    while chunk := os.read(fd, 65536):
-        merged.arrived()
-        if terminal is not None:
-            with contextlib.suppress(OSError, ValueError):
-                terminal.write(chunk)
-                terminal.flush()
-        *lines, held = (held + chunk).split(b"\n")
-        if len(held) >= _HOLD_AT_MOST:  # a line that never ends (a progress bar's \r)
-            lines, held = [*lines, held], b""
-            merged.add(b"\n".join(lines))
-        elif lines:
-            merged.add(b"\n".join(lines) + b"\n")
-    merged.add(held)
-    if isinstance(terminal, _Hiding):
-        with contextlib.suppress(OSError, ValueError):
-            terminal.finish()
-
-
-class _Merged:
-    """The child's two streams as one record (and log), whole lines at a time: a line of
-    stderr never lands inside a line of stdout, however the two pipes' reads interleave."""
-
-    def __init__(self, log: BinaryIO | None, on_output: Callable[[], None] | None) -> None:
-        self._log, self._on_output = log, on_output
-        self._lock = threading.Lock()
-        self.kept: list[bytes] = []
-
-    def arrived(self) -> None:
-        """Output arrived, whole lines or not: the clock a stall is measured by."""
-        if self._on_output is not None:
-            self._on_output()
-
-    def add(self, data: bytes) -> None:
-        if not data:
-            return
-        with self._lock:
-            self.kept.append(data)
-            if self._log is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    self._log.write(data)
-                    self._log.flush()
-
-
-class _Hiding:
-    """A terminal that leaves out whole lines ``hide`` matches. Other output passes at once;
-    an unfinished line that looks like the start of a log line waits for its end."""
-
-    def __init__(self, sink: BinaryIO, hide: re.Pattern[bytes]) -> None:
-        self._sink, self._hide, self._held = sink, hide, b""
-
-    def write(self, data: bytes) -> None:
-        *lines, rest = (self._held + data).split(b"\n")
-        shown = [line + b"\n" for line in lines if not self._hide.match(line)]
-        self._held = rest if len(rest) < _HOLD_AT_MOST and _LOG_LINE_START.match(rest) else b""
-        if not self._held:
-            shown.append(rest)
-        self._sink.write(b"".join(shown))
-
-    def flush(self) -> None:
-        self._sink.flush()
-
-    def finish(self) -> None:
-        """The output ended: a last unfinished line is shown, unless it is hidden."""
-        if self._held and not self._hide.match(self._held):
-            self._sink.write(self._held)
-            self._sink.flush()
-
-
-_HOLD_AT_MOST = 1 << 16
-# How glog/absl lines ("I1202 23:03:16.2 ...") and TensorFlow's ("2026-12-02 17:51:18...")
-# begin, as far as an unfinished line shows: "I", "I12", "2026-1" all may be one.
-_LOG_LINE_START = re.compile(rb"(?:I\d{0,4}|\d{1,4}(?:-\d{0,2}){0,2})(?: |$)")
-
-
 def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[bool, bool]:
     """Wait for the child; returns (timed_out, interrupted). Ctrl-C stops the child too."""
     try:
@@ -278,7 +197,7 @@ def run(
     with sigterm_as_interrupt():
         started = time.monotonic()
         child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
-        merged = _Merged(log, on_output)
+        merged = streams.Merged(log, on_output)
         return _follow(child, argv, timeout, echo, merged, started, hide)
 
 
@@ -287,7 +206,7 @@ def _follow(
     argv: Sequence[str],
     timeout: float | None,
     echo: bool,
-    merged: _Merged,
+    merged: streams.Merged,
     started: float,
     hide: re.Pattern[bytes] | None = None,
 ) -> Completed:
@@ -301,9 +220,9 @@ def _follow(
             for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
                 if pipe is None:  # stderr merged into stdout
                     continue
-                shown = terminal.buffer if hide is None else _Hiding(terminal.buffer, hide)
+                shown = terminal.buffer if hide is None else streams.Hiding(terminal.buffer, hide)
                 args = (pipe, shown if echo else None, merged)
-                reader = threading.Thread(target=_pump, args=args, daemon=True)
+                reader = threading.Thread(target=streams.pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
             timed_out, interrupted = _wait(popen, timeout)
@@ -367,7 +286,12 @@ class Waiting:
             with contextlib.suppress(OSError):
                 stdin.close()
             done = _follow(
-                self._child, self._argv, timeout, False, _Merged(None, None), time.monotonic()
+                self._child,
+                self._argv,
+                timeout,
+                False,
+                streams.Merged(None, None),
+                time.monotonic(),
             )
         if done.interrupted:
             raise KeyboardInterrupt
