@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
+from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.envinfo import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
@@ -41,6 +42,9 @@ class VerifyResult:
     failure: Failure
     checks: tuple[ModuleCheck, ...]
     edited: tuple[str, ...] = ()  # human text files (ISSUE.md, ...) changed since the bundle
+    # Each repro.py in the bundle: "checked" (xla-bugkit's own script, settings checked), or
+    # why to read it before running it (``script_check``).
+    scripts: tuple[tuple[str, str], ...] = ()
 
     @property
     def reproduced(self) -> bool:
@@ -57,6 +61,7 @@ class VerifyResult:
             "bundle": str(self.bundle),
             "integrity": "ok",
             "edited": list(self.edited),
+            "scripts": dict(self.scripts),
             "failure": self.failure.to_json(),
             "reproduced": self.reproduced,
             "unverified": self.unverified,
@@ -104,6 +109,9 @@ def verify_bundle(
         ui.say(f"{path.name}: integrity ok ({len(b.manifest['files'])} files)")
         for name in b.edited:
             ui.say(f"{edited_notice(name)} (human text: no replay reads it)")
+        scripts = _scripts(b)
+        for name, said in scripts:
+            ui.say(f"{name}: {_SCRIPT_SAID.get(said, f'read it before you run it: {said}')}")
         timeout = failure.replay_timeout(timeout)
         # The flags in force in the reporter's process reach XLA as they did there, a memory
         # cap the program set itself is set again (the module must meet the same limits), and
@@ -126,7 +134,21 @@ def verify_bundle(
                 spares.start(upcoming)  # the next module's child, ready in time
             check = _replay_module(b, module, failure, timeout, ui, context, spares)
             checks.append(check)
-    return VerifyResult(path, failure, tuple(checks), b.edited)
+    return VerifyResult(path, failure, tuple(checks), b.edited, scripts)
+
+
+_SCRIPT_SAID = {"checked": "xla-bugkit's own script, its settings checked (verify runs none of it)"}
+
+
+def _scripts(b: OpenBundle) -> tuple[tuple[str, str], ...]:
+    """What ``script_check`` says of each repro.py in the bundle (never run here)."""
+    found = []
+    for name in (members.REPRO, f"shrunk/{members.REPRO}"):
+        path = b.root / name
+        if path.is_file():
+            said = script_check.check(path.read_text("utf-8", "replace"))
+            found.append((name, "checked" if said is None else said))
+    return tuple(found)
 
 
 def _replay_module(

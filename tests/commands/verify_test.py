@@ -282,3 +282,37 @@ def test_a_gpu_bundle_on_a_cpu_only_machine_is_unverified_never_not_reproduced(
     (module,) = result["modules"]
     assert module["verdict"] is None
     assert module["unverified"]["cpu_verdict"]["outcome"] == "reproduced: error"
+
+
+def resealed(src: Path, dest: Path, name: str, data: bytes) -> Path:
+    """``src`` with ``name`` replaced and its manifest entry made to match: an edit that a
+    hostile sender makes whole, which integrity alone cannot catch."""
+    manifest = json.loads(read(src, "manifest.json"))
+    for entry in manifest["files"]:
+        if entry["path"] == name:
+            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    return rewrite(src, dest, {name: data, "manifest.json": json.dumps(manifest).encode()})
+
+
+def test_verify_vouches_for_repro_py_only_as_xla_bugkit_writes_it(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", "--json", str(bundle)]) == 0
+    assert json.loads(capsys.readouterr().out)["scripts"] == {"repro.py": "checked"}
+    script = read(bundle, "repro.py").decode()
+    edits = {
+        "code": script.replace("def main() -> int:\n", "def main() -> int:\n    os.remove('x')\n"),
+        "a flag": script.replace("FLAGS = [", "FLAGS = ['--xla_dump_to=/tmp/x', ", 1),
+    }
+    said = {}
+    for what, text in edits.items():
+        edited = resealed(bundle, tmp_path / f"{what}.zip", "repro.py", text.encode())
+        assert main(["verify", str(edited)]) == 0  # the replay does not run it: as before
+        out, err = capsys.readouterr()
+        said[what] = err
+        assert "note: repro.py: read it before you run it: " in out
+    assert (
+        "repro.py: read it before you run it: it is not the script xla-bugkit writes"
+        in (said["code"])
+    )
+    assert "it would apply --xla_dump_to=/tmp/x (" in said["a flag"]

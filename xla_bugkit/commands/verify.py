@@ -60,6 +60,11 @@ def verify(
 def render_table(result: VerifyResult) -> str:
     lines = [f"recorded failure: {result.failure.describe}"]
     lines += [f"note: {edited_notice(name)}" for name in result.edited]
+    lines += [
+        f"note: {name}: read it before you run it: {said}"
+        for name, said in result.scripts
+        if said != "checked"
+    ]
     lines.append("")
     for c in result.checks:
         if c.unverified is not None:
