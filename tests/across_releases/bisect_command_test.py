@@ -3,8 +3,8 @@
 The default tier bisects over the release installed here alone (no download). With
 ``XLA_BUGKIT_WHEELS`` naming a folder of real jaxlib and jax wheels (``pip download --no-deps
 jaxlib==V jax==V``), the bundle is bisected over those releases too. With
-``XLA_BUGKIT_OTHER_PYTHON`` (a newer interpreter, such as python3.12) and
-``XLA_BUGKIT_OTHER_WHEELS`` (``pip download --python-version 3.12 --only-binary=:all:
+``XLA_BUGKIT_NEWER_PYTHON`` (a newer interpreter, such as python3.12) and
+``XLA_BUGKIT_NEWER_WHEELS`` (``pip download --python-version 3.12 --only-binary=:all:
 jaxlib==V numpy ml_dtypes scipy opt_einsum`` and ``--no-deps jax==V``), a release built only
 for that Python is verified under it.
 """
@@ -28,8 +28,8 @@ from xla_bugkit.replay._jaxlib import jaxlib_version
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 WHEELS = os.environ.get("XLA_BUGKIT_WHEELS")
-OTHER_PYTHON = os.environ.get("XLA_BUGKIT_OTHER_PYTHON")
-OTHER_WHEELS = os.environ.get("XLA_BUGKIT_OTHER_WHEELS")
+NEWER_PYTHON = os.environ.get("XLA_BUGKIT_NEWER_PYTHON")
+NEWER_WHEELS = os.environ.get("XLA_BUGKIT_NEWER_WHEELS")
 
 
 def xla_bugkit(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -179,17 +179,17 @@ def test_a_real_regression_is_placed_between_the_two_releases(tmp_path: Path, pr
 
 @pytest.mark.jax
 @pytest.mark.skipif(
-    not (OTHER_PYTHON and OTHER_WHEELS),
-    reason="XLA_BUGKIT_OTHER_PYTHON and XLA_BUGKIT_OTHER_WHEELS name no newer Python and wheels",
+    not (NEWER_PYTHON and NEWER_WHEELS),
+    reason="XLA_BUGKIT_NEWER_PYTHON and XLA_BUGKIT_NEWER_WHEELS name no newer Python and wheels",
 )
 def test_a_release_built_only_for_a_newer_python_is_verified_under_it(
     crash_bundle: Path, tmp_path: Path
 ) -> None:
-    assert OTHER_PYTHON is not None and OTHER_WHEELS is not None
-    listed = from_folder(Path(OTHER_WHEELS), OTHER_PYTHON)
+    assert NEWER_PYTHON is not None and NEWER_WHEELS is not None
+    listed = from_folder(Path(NEWER_WHEELS), NEWER_PYTHON)
     newest = max(listed.elsewhere, key=lambda v: tuple(map(int, v.split("."))))
-    done = xla_bugkit("verify", str(crash_bundle), "--jaxlib", newest, "--python", OTHER_PYTHON,
-                      "--wheels", OTHER_WHEELS, "--json", cache_dir=tmp_path / "cache")  # fmt: skip
+    done = xla_bugkit("verify", str(crash_bundle), "--jaxlib", newest, "--python", NEWER_PYTHON,
+                      "--wheels", NEWER_WHEELS, "--json", cache_dir=tmp_path / "cache")  # fmt: skip
     assert done.returncode in (0, 3), done.stderr
     (module,) = json.loads(done.stdout)["modules"]
     # It ran there: XLA compiled the module and crashed, the recorded way or another.

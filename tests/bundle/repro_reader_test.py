@@ -94,3 +94,14 @@ def test_a_tuple_argument_leaves_repro_on_other_inputs(tmp_path: Path) -> None:
     assert written is not None and not written.recorded_inputs
     assert any("the module takes a tuple argument" in n for n in written.notes)
     assert "SNAPSHOT = None" in (tmp_path / members.REPRO).read_text()
+
+
+def test_an_argument_without_a_shape_stops_with_a_message(tmp_path: Path) -> None:
+    lits = [literal.numpy_to_literal(np.arange(4, dtype=np.int32))]
+    script = render(tmp_path, hlo_proto.make_snapshot(module(), lits))
+    shapeless = tmp_path / "shapeless.snapshot.pb"
+    # An HloSnapshot whose one argument is an empty LiteralProto (field 2, length 0).
+    shapeless.write_bytes(hlo_proto.make_snapshot(module(), []) + b"\x12\x00")
+    with pytest.raises(SystemExit) as stopped:
+        script["recorded"](shapeless)
+    assert str(stopped.value).startswith("shapeless.snapshot.pb: cannot read its arguments (")
