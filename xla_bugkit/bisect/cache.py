@@ -151,9 +151,7 @@ def _download_for(version: str, python_version: str, into: Path) -> tuple[Path, 
 
 
 def _jax_wheel(version: str, into: Path, extra: Sequence[str] = ()) -> Path:
-    # A jaxlib-only patch release (0.9.0.1) goes with the jax of its first three numbers.
-    jax_versions = [version, ".".join(version.split(".")[:3])]
-    for jax_version in dict.fromkeys(jax_versions):
+    for jax_version in releases.jax_versions(version):
         with contextlib.suppress(BugkitError):
             return _pip_download(f"jax=={jax_version}", into / f"jax-{jax_version}", extra)
     raise BugkitError(f"pip found no jax wheel to go with jaxlib {version}")

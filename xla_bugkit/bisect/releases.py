@@ -180,7 +180,7 @@ def from_folder(folder: Path, python: str | None = None) -> Releases:
             tags.setdefault(found["version"], set())
 
     def has_jax(v: str) -> bool:
-        return bool(jax.intersection(_jax_versions(v)))
+        return bool(jax.intersection(jax_versions(v)))
 
     ours = python_tag()
     theirs = python_tag(python) if python is not None else None
@@ -197,7 +197,7 @@ def from_folder(folder: Path, python: str | None = None) -> Releases:
     return replace(found_releases, untried=tuple(sorted(untried, key=lambda u: key(u[0]))))
 
 
-def _jax_versions(version: str) -> tuple[str, ...]:
+def jax_versions(version: str) -> tuple[str, ...]:
     """The jax releases that go with a jaxlib release: its own number, and for a
     jaxlib-only patch release (0.9.0.1) the jax of its first three numbers."""
     return tuple(dict.fromkeys([version, ".".join(version.split(".")[:3])]))
@@ -222,7 +222,7 @@ def wheels_for(folder: Path, version: str, python: str | None = None) -> tuple[P
         other = _loadable(path.name, tag)
         if python is not None and other is not None and other[1] > others.get(other[0], ((),))[0]:
             others[other[0]] = (other[1], path)
-    pair = next((jax[v] for v in _jax_versions(version) if v in jax), None)
+    pair = next((jax[v] for v in jax_versions(version) if v in jax), None)
     if jaxlib is None or pair is None:
         raise BugkitError(f"{folder} lacks the jaxlib ({tag}) or jax wheel of {version}")
     return (jaxlib, pair, *(path for _, path in sorted(others.values())))

@@ -111,25 +111,14 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         github.check_repo(options.repo)
     if not math.isfinite(options.budget) or options.budget <= 0:
         raise BugkitError(f"--budget must be a positive number of seconds, not {options.budget:g}")
-    if options.module_re is not None:
-        try:
-            re.compile(options.module_re)
-        except re.error as e:
-            raise BugkitError(
-                f"--module {options.module_re!r} is not a regular expression ({e})"
-            ) from None
-    if options.dump_passes is not None:
-        try:
-            re.compile(options.dump_passes)
-        except re.error as e:
-            raise BugkitError(
-                f"--dump-passes {options.dump_passes!r} is not a regular expression ({e})"
-            ) from None
-        if not options.dump_passes or any(c.isspace() for c in options.dump_passes):
-            raise BugkitError(
-                "--dump-passes takes a non-empty regular expression without spaces "
-                "(XLA_FLAGS is split at spaces): use \\s or . instead"
-            )
+    _check_regex("--module", options.module_re)
+    _check_regex("--dump-passes", options.dump_passes)
+    passes = options.dump_passes
+    if passes is not None and (not passes or any(c.isspace() for c in passes)):
+        raise BugkitError(
+            "--dump-passes takes a non-empty regular expression without spaces "
+            "(XLA_FLAGS is split at spaces): use \\s or . instead"
+        )
     if options.shrink is not None:
         # Imported here: shrink pulls in ml_dtypes (~1 s), which a collect without it never needs.
         from xla_bugkit.shrink.run import parse_budget
@@ -139,13 +128,21 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         raise BugkitError(f"--snapshots must be one of {', '.join(capture.MODES)}")
     if options.max_dump_size <= 0:
         raise BugkitError("--max-dump-size must be above 0")
-    if options.wheels is not None and not options.bisect:
-        raise BugkitError("--wheels goes with --bisect (the releases a bisect takes)")
-    if options.bisect_python is not None and not options.bisect:
-        raise BugkitError("--bisect-python goes with --bisect (the releases a bisect takes)")
+    for flag, given in (("--wheels", options.wheels), ("--bisect-python", options.bisect_python)):
+        if given is not None and not options.bisect:
+            raise BugkitError(f"{flag} goes with --bisect (the releases a bisect takes)")
     if options.wheels is not None and not options.wheels.is_dir():
         raise BugkitError(f"--wheels {options.wheels}: not a folder")
     return check_output(options.output, options.fmt, force=options.force)
+
+
+def _check_regex(flag: str, value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise BugkitError(f"{flag} {value!r} is not a regular expression ({e})") from None
 
 
 def rebundle_command(work: Path, options: CollectOptions) -> str:
