@@ -45,3 +45,16 @@ def test_generated_inputs_prove_nothing_about_the_programs_values() -> None:
     judged = triage(CHECKED, [agreed("generated (seed 42)")])
     assert "as JAX lowered it" not in judged.reason
     assert judged.reason.endswith("did not reproduce it")
+
+
+def test_a_replay_that_computed_no_reference_proves_no_agreement() -> None:
+    nothing = Verdict(
+        "module_0004.jit_running_mean",
+        Outcome.NOT_REPRODUCED,
+        "ran to completion; result agrees with no reference",
+        "snapshot",
+        numbers={"reference": "no reference"},
+    )
+    judged = triage(CHECKED, [nothing])
+    assert "as JAX lowered it" not in judged.reason
+    assert judged.reason.endswith("did not reproduce it")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xla_bugkit.bundle import issue
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
@@ -84,19 +84,10 @@ def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
     place to look is the function's jaxpr (bundled) and the check, not XLA's passes."""
     if f.kind is not Kind.WRONG_RESULT:
         return None
-    agreed = next(
-        (
-            v
-            for v in verdicts
-            if v.outcome is Outcome.NOT_REPRODUCED
-            and v.inputs == "snapshot"
-            and "agrees with" in v.evidence
-        ),
-        None,
-    )
+    agreed = next((v for v in verdicts if v.inputs == "snapshot" and _agreed(v)), None)
     if agreed is None:
         return None
-    references = str(agreed.numbers.get("reference", "its references"))
+    references = str(agreed.numbers["reference"])
     reason = (
         f"the program's own check found a wrong value, but XLA computes "
         f"{function_name(_module_name(agreed.module))} on the recorded inputs as its "
@@ -106,6 +97,17 @@ def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
         "here)"
     )
     return f"{reason}; {f.check_note}" if f.check_note else reason
+
+
+def _agreed(v: Verdict) -> bool:
+    """The replay ran to the end and its result agreed with the references it computed
+    (the judge's verdict with no failure, no mismatch counted, and a reference named)."""
+    return (
+        v.outcome is Outcome.NOT_REPRODUCED
+        and v.failure is None
+        and "mismatches" not in v.numbers
+        and v.numbers.get("reference") not in (None, NO_REFERENCE)
+    )
 
 
 def _stuck_in_xla(f: Failure) -> str | None:

@@ -27,7 +27,7 @@ from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 
 
 def _under(asked: ReplayInput, ran: ReplayInput, child: spawn.Child) -> str:
@@ -276,7 +276,7 @@ def _judge_result(
         if not suspected:
             evidence = f"ran without the expected {_expected_kind(expected).value}; {evidence}"
         return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
-    agreed = ", ".join(agreeing) or "no reference"
+    agreed = ", ".join(agreeing) or NO_REFERENCE
     evidence = f"ran to completion; result agrees with {agreed}{disputed}"
     if missing:
         evidence += f" (missing: {'; '.join(missing)})"

@@ -9,6 +9,9 @@ from typing import Any
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 
+# What a verdict's ``reference`` number says when no reference could be computed.
+NO_REFERENCE = "no reference"
+
 
 class Outcome(StrEnum):
     REPRODUCED_CRASH = "reproduced: crash"
