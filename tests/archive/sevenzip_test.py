@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import lzma
+import os
 import random
 import shutil
 import subprocess
@@ -13,7 +14,14 @@ import numpy as np
 import py7zr
 import pytest
 
-from xla_bugkit.archive import extract_safely, list_entries, read_member, sevenzip, write_archive
+from xla_bugkit.archive import (
+    extract_safely,
+    list_entries,
+    packing,
+    read_member,
+    sevenzip,
+    write_archive,
+)
 from xla_bugkit.errors import BugkitError
 
 
@@ -38,7 +46,7 @@ def _files(root: Path, n: int = 24) -> dict[str, Path]:
 def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Several streams even for test-sized inputs and on a one-core machine."""
     monkeypatch.setattr(sevenzip, "PARALLEL_FROM", 1 << 10)
-    monkeypatch.setattr(sevenzip.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
 
 
 def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None:
@@ -51,7 +59,7 @@ def test_several_streams_read_back_whole(tmp_path: Path, parallel: None) -> None
         # Up to one stream per "core", cut only between families.
         assert len(z.header.main_streams.unpackinfo.folders) in (2, 3)
     names = [e.name for e in list_entries(out)]
-    assert names == [name for name, _ in sevenzip.arrange(sorted(files.items()))[0]]
+    assert names == [name for name, _ in packing.arrange(sorted(files.items()))[0]]
     assert sorted(names) == sorted(files)
     for name, path in files.items():
         assert read_member(out, name, 1 << 30) == path.read_bytes()
@@ -99,7 +107,7 @@ def test_an_unreadable_member_leaves_no_archive(tmp_path: Path, parallel: None) 
 @pytest.mark.parametrize("n", [1, 2, 3, 8])
 def test_groups_are_contiguous_and_cover_every_member(n: int) -> None:
     sizes = [5, 100, 3, 3, 50, 0, 70, 1]
-    runs = sevenzip.groups(sizes, n)
+    runs = packing.groups(sizes, n)
     assert [i for r in runs for i in r] == list(range(len(sizes)))
     assert 1 <= len(runs) <= n
     if n == 2:
@@ -142,8 +150,8 @@ def test_a_cut_never_separates_texts_that_share_constants(tmp_path: Path, parall
 def test_groups_cut_only_where_the_family_changes() -> None:
     sizes = [10, 10, 10, 10, 10, 10]
     families = ["a", "a", "a", "a", "b", "b"]
-    assert sevenzip.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
-    assert sevenzip.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
+    assert packing.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
+    assert packing.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
 
 
 def _written(tmp_path: Path, bodies: dict[str, bytes]) -> tuple[dict[str, Path], Path]:
@@ -159,13 +167,13 @@ def _written(tmp_path: Path, bodies: dict[str, bytes]) -> tuple[dict[str, Path],
 
 def _arranged(
     tmp_path: Path, bodies: dict[str, bytes]
-) -> tuple[list[tuple[str, Path]], dict[str, sevenzip.Family]]:
+) -> tuple[list[tuple[str, Path]], dict[str, packing.Family]]:
     """``bodies`` written out, in ``arrange``'s order, and each member's family."""
     sources = []
     for i, (name, body) in enumerate(bodies.items()):
         (tmp_path / f"f{i}").write_bytes(body)
         sources.append((name, tmp_path / f"f{i}"))
-    ordered, families = sevenzip.arrange(sources)
+    ordered, families = packing.arrange(sources)
     return ordered, dict(zip((name for name, _ in ordered), families, strict=True))
 
 
@@ -275,7 +283,7 @@ def test_deflate_suffices_only_for_near_random_bytes_that_do_not_recur(tmp_path:
     }
     for name, (body, expected) in cases.items():
         (tmp_path / name).write_bytes(body)
-        assert sevenzip.deflate_suffices(tmp_path / name) is expected, name
+        assert packing.deflate_suffices(tmp_path / name) is expected, name
     # Its content recurs in a file beside it in the stream: LZMA finds that, Deflate cannot.
-    assert not sevenzip.deflate_suffices(tmp_path / "random", [tmp_path / "random"])
-    assert not sevenzip.deflate_suffices(tmp_path / "gone")
+    assert not packing.deflate_suffices(tmp_path / "random", [tmp_path / "random"])
+    assert not packing.deflate_suffices(tmp_path / "gone")

@@ -2,14 +2,14 @@
 
 py7zr writes every member into one folder (one LZMA2 stream) compressed in the calling
 thread, so it uses one core where ``7z a -mx=9`` uses all. A 7z archive may hold several
-folders, each an independent stream: here the members, in ``arrange``'s order, are cut into
-contiguous groups of about equal size, each group is compressed into a folder of its own in
-a thread (liblzma and zlib's crc32 release the GIL), and the packed streams are then written
-one after another with the header py7zr would write for them.
+folders, each an independent stream: here the members, in ``packing.arrange``'s order, are
+cut into contiguous groups of about equal size (``packing.groups``), each group is compressed
+into a folder of its own in a thread (liblzma and zlib's crc32 release the GIL), and the
+packed streams are then written one after another with the header py7zr would write for them.
 
-A cut never separates files that share content (``arrange``): a module's HLO texts repeat its
-large constants before and after optimization, as its protos do in binary, and modules of
-one program embed the same weights; a stream holding one copy packs the others to almost
+A cut never separates files that share content (``packing.arrange``): a module's HLO texts
+repeat its large constants before and after optimization, as its protos do in binary, and
+modules of one program embed the same weights; a stream holding one copy packs the others to almost
 nothing. Cutting anywhere made a training run's one-module bundle 1.38x the size of
 ``7z a -mx=9``'s; its texts and its protos as two streams are 1.00x, in two thirds of one
 stream's time.
@@ -26,15 +26,10 @@ says whether the installed py7zr has them, and the caller falls back to one stre
 
 from __future__ import annotations
 
-import bisect
 import itertools
-import lzma
-import mmap
-import os
 import shutil
 import tempfile
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -43,6 +38,7 @@ from typing import IO, Any, BinaryIO
 
 import py7zr
 
+from xla_bugkit.archive import packing
 from xla_bugkit.proc import usable_cores
 
 # Below this, one stream: a cut would cost more in ratio than the threads save in time.
@@ -65,127 +61,6 @@ def workers(total: int) -> int:
     return max(1, min(usable_cores(), total // (PARALLEL_FROM // 2)))
 
 
-Family = tuple[int, str]  # (kind, the first module of its group): see ``arrange``
-
-
-def kind(arcname: str) -> int:
-    """HLO texts, protos and arrays, the rest: files of different kinds share no content
-    (a constant is decimal in a text, binary in a proto)."""
-    if arcname.endswith(".txt"):
-        return 0
-    return 1 if arcname.endswith((".pb", ".npz")) else 2
-
-
-def arrange(sources: Sequence[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], list[Family]]:
-    """``sources`` in the order they go into the archive, and each one's family: its kind,
-    and the group of modules it shares content with (``_module_groups``); a member outside
-    ``modules/`` is its own, but for a proto or array, which joins the modules it repeats
-    (the shrunk module's arrays may repeat a snapshot's arguments). What compresses together sits
-    together, and ``groups`` cuts only between families."""
-    group = _module_groups(sources)
-    families = [(kind(name), group.get((kind(name), _unit(name)), name)) for name, _ in sources]
-    order = sorted(range(len(sources)), key=lambda i: (families[i], sources[i][0]))
-    return [sources[i] for i in order], [families[i] for i in order]
-
-
-def _module(arcname: str) -> str:
-    parts = arcname.split("/")
-    return "/".join(parts[:2]) if parts[0] == "modules" and len(parts) > 2 else ""
-
-
-def _unit(arcname: str) -> str:
-    """What shares content as one: a module's folder; a proto or array outside ``modules/``
-    (an ``inputs.npz`` may hold the arguments of a bundled snapshot again) is a unit alone."""
-    return _module(arcname) or (arcname if kind(arcname) == 1 else "")
-
-
-# Content that two modules' files share: a long line of HLO text (a large constant,
-# ``--xla_dump_large_constants``), or in protos and arrays windows of varied bytes after
-# an anchor byte (the weights in the snapshots of a training step's modules). Enough of them
-# in common and the modules are one group.
-_LONG_LINE = 1024
-_ANCHOR, _WINDOW, _VARIED = b"\xa7", 48, 24  # 1 in 256 positions of random bytes
-_SHARED = (1, 4, 1)  # by kind: fingerprints in common that join two modules
-
-
-def _module_groups(sources: Sequence[tuple[str, Path]]) -> dict[tuple[int, str], str]:
-    """(kind, module folder) -> its group, named by its first module: modules that share
-    content in files of that kind, directly or through another module."""
-    parent: dict[tuple[int, str], tuple[int, str]] = {}
-
-    def root(m: tuple[int, str]) -> tuple[int, str]:
-        while parent[m] != m:
-            parent[m] = parent[parent[m]]
-            m = parent[m]
-        return m
-
-    owner: dict[tuple[int, int], tuple[int, str]] = {}
-    common: dict[tuple[tuple[int, str], tuple[int, str]], int] = {}
-    units = {(kind(name), _unit(name)) for name, _ in sources if _unit(name)}
-    for name, path in sources:
-        module = _unit(name)
-        if not module:
-            continue
-        k = kind(name)
-        me = parent.setdefault((k, module), (k, module))
-        if sum(1 for kk, _ in units if kk == k) < 2:
-            continue  # a unit alone of its kind: nothing to share content with
-        for print_ in _fingerprints(path, k):
-            other = owner.setdefault((k, print_), me)
-            pair = (min(other, me), max(other, me))
-            common[pair] = common.get(pair, 0) + 1
-            a, b = root(other), root(me)
-            if a != b and common[pair] >= _SHARED[k]:
-                parent[max(a, b)] = min(a, b)
-    return {m: root(m)[1] for m in parent}
-
-
-def _fingerprints(path: Path, k: int) -> set[int]:
-    try:
-        if k == 0:
-            with path.open("rb") as f:
-                return {hash(line) for line in f if len(line) >= _LONG_LINE}
-        if k != 1:
-            return set()
-        data = path.read_bytes()
-    except OSError:  # the writer reports it, where it reads the file for the archive
-        return set()
-    return set(_window_hashes(data))
-
-
-def _window_hashes(data: bytes | mmap.mmap) -> Iterator[int]:
-    """The hash of each window of ``_WINDOW`` varied bytes after an ``_ANCHOR`` byte."""
-    at = data.find(_ANCHOR)
-    while at >= 0:
-        window = data[at + 1 : at + 1 + _WINDOW]
-        if len(window) == _WINDOW and len(set(window)) >= _VARIED:
-            yield hash(window)
-        at = data.find(_ANCHOR, at + 1)
-
-
-def groups(sizes: Sequence[int], n: int, families: Sequence[object] | None = None) -> list[range]:
-    """Cut indices ``0..len(sizes)`` into at most ``n`` contiguous runs of about equal bytes:
-    each cut falls at the boundary nearest its share, before or after a large member, and
-    only where ``families`` (one per member; default: all different) changes."""
-    prefix = list(itertools.accumulate(sizes, initial=0))
-    allowed = [
-        i for i in range(1, len(sizes)) if families is None or families[i - 1] != families[i]
-    ]
-    total, bounds = prefix[-1], [0]
-    for k in range(1, n):
-        if not allowed:
-            break
-        target = total * k / n
-        at = bisect.bisect_left([prefix[i] for i in allowed], target)
-        # The allowed boundary nearest the target, before or after it.
-        near = [allowed[j] for j in (at - 1, at) if 0 <= j < len(allowed)]
-        cut = min(near, key=lambda i: abs(prefix[i] - target))
-        if bounds[-1] < cut:
-            bounds.append(cut)
-    bounds.append(len(sizes))
-    return [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-
-
 def write_parallel(
     f: BinaryIO,
     sources: Sequence[tuple[str, Path]],
@@ -193,13 +68,13 @@ def write_parallel(
     n: int,
     open_source: OpenSource,
     filters: Filters,
-    families: Sequence[Family],
+    families: Sequence[packing.Family],
 ) -> None:
     """Write ``sources`` (arcname, path; ``sizes`` their sizes) to ``f`` as a 7z archive of
     folders compressed up to ``n`` at once; ``filters(group_bytes)`` gives an LZMA2 folder's
-    filters. Members Deflate packs as well (``_dense``) go last, in Deflate folders."""
+    filters. Members Deflate packs as well (``packing.dense``) go last, in Deflate folders."""
     with ThreadPoolExecutor(n, thread_name_prefix="xla-bugkit-7z") as pool:
-        dense = _dense(sources, sizes, families, pool)
+        dense = packing.dense(sources, sizes, families, pool)
         order = sorted(range(len(sources)), key=lambda i: i in dense)  # stable
         segments = _segments(
             [sizes[i] for i in order], n, [families[i] for i in order], [i in dense for i in order]
@@ -246,15 +121,15 @@ class _Segment:
 
 
 def _segments(
-    sizes: Sequence[int], n: int, families: Sequence[Family], deflate: Sequence[bool]
+    sizes: Sequence[int], n: int, families: Sequence[packing.Family], deflate: Sequence[bool]
 ) -> list[_Segment]:
-    """The folders: ``groups`` of about equal cost, each split where Deflate starts; a
+    """The folders: ``packing.groups`` of about equal cost, each split where Deflate starts; a
     member to deflate is a family of its own."""
     costs = [s // _DEFLATE_SPEEDUP if d else s for s, d in zip(sizes, deflate, strict=True)]
     pairs = enumerate(zip(families, deflate, strict=True))
-    own = [(_DENSE, str(i)) if d else family for i, (family, d) in pairs]
+    own = [(packing.DENSE, str(i)) if d else family for i, (family, d) in pairs]
     segments = []
-    for run in groups(costs, n, own):
+    for run in packing.groups(costs, n, own):
         for d, members in itertools.groupby(run, key=lambda i: deflate[i]):
             seg = list(members)
             size, cost = sum(sizes[i] for i in seg), sum(costs[i] for i in seg)
@@ -285,100 +160,7 @@ def _compress(
 
 
 DEFLATE = [{"id": py7zr.FILTER_DEFLATE}]
-_DENSE = 3  # the kind of a member written with Deflate (``Family``)
-_DENSE_FROM = 1 << 20  # smaller members save too little time to be worth the test
 _DEFLATE_SPEEDUP = 8  # zlib level 6 against LZMA2 preset 9 on near-random data: ~9x
-# Deflate is chosen for a member when, on samples of it, zlib packs to more than _DENSE_RATIO
-# of the input (dense data: not text, not zeros) and LZMA's output is less than _GAIN smaller
-# (float32 weights: 0.88 of the input against Deflate's 0.91, at ten times the time), and
-# when fewer than _REPEATED of its varied byte windows recur in it or in the rest of its
-# family: a repeat further back than Deflate's 32 KiB window is what LZMA's dictionary finds.
-_SAMPLES, _SAMPLE = 4, 1 << 16
-_DENSE_RATIO, _GAIN, _REPEATED = 0.5, 0.05, 0.02
-_KEEP_ONE_IN = 8  # windows whose hash is 0 modulo this are compared: bounded memory
-
-
-def _dense(
-    sources: Sequence[tuple[str, Path]],
-    sizes: Sequence[int],
-    families: Sequence[Family],
-    pool: ThreadPoolExecutor,
-) -> set[int]:
-    """The members to write with Deflate: large protos and arrays of a family of one module
-    (a family of several shares content, which only LZMA finds), that ``deflate_suffices``."""
-    members: dict[Family, list[int]] = {}
-    for i, family in enumerate(families):
-        members.setdefault(family, []).append(i)
-
-    def alone(i: int) -> bool:
-        return len({_unit(sources[j][0]) for j in members[families[i]]}) == 1
-
-    candidates = [
-        i
-        for i, size in enumerate(sizes)
-        if size >= _DENSE_FROM and families[i][0] == 1 and alone(i)
-    ]
-
-    def check(i: int) -> bool:
-        others = [sources[j][1] for j in members[families[i]] if j != i]
-        return deflate_suffices(sources[i][1], others)
-
-    return {i for i, ok in zip(candidates, pool.map(check, candidates), strict=True) if ok}
-
-
-def deflate_suffices(path: Path, alongside: Sequence[Path] = ()) -> bool:
-    """Whether Deflate packs the file at ``path`` within a few percent of what LZMA2 at
-    preset 9 would, at a tenth of its time: bytes LZMA packs little better (near-random ones,
-    float weights) that repeat neither in it nor in the files ``alongside`` it in a stream."""
-    try:
-        samples = _samples(path)
-        raw = sum(map(len, samples))
-        deflated = sum(len(zlib.compress(s, 6)) for s in samples)
-        if not raw or deflated < _DENSE_RATIO * raw:
-            return False
-        sample_lzma = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": _SAMPLE}]
-        packed = sum(
-            len(lzma.compress(s, format=lzma.FORMAT_RAW, filters=sample_lzma)) for s in samples
-        )
-        return packed > (1 - _GAIN) * deflated and not _repeats(path, alongside)
-    except OSError:  # the writer reports it, where it reads the file for the archive
-        return False
-
-
-def _samples(path: Path) -> list[bytes]:
-    """``_SAMPLES`` pieces of ``_SAMPLE`` bytes, evenly spaced over the file."""
-    with path.open("rb") as f:
-        span = max(os.fstat(f.fileno()).st_size - _SAMPLE, 0)
-        samples = []
-        for start in sorted({round(k * span / (_SAMPLES - 1)) for k in range(_SAMPLES)}):
-            f.seek(start)
-            if piece := f.read(_SAMPLE):
-                samples.append(piece)
-    return samples
-
-
-def _repeats(path: Path, alongside: Sequence[Path]) -> bool:
-    """Whether more than ``_REPEATED`` of the windows of ``path`` (``_window_hashes``, one in
-    ``_KEEP_ONE_IN``) recur in it or in the files ``alongside``."""
-    seen: set[int] = set()
-    for other in alongside:
-        seen.update(_kept_hashes(other))
-    windows = repeated = 0
-    for h in _kept_hashes(path):
-        windows += 1
-        repeated += h in seen
-        seen.add(h)
-    return repeated > _REPEATED * windows
-
-
-def _kept_hashes(path: Path) -> Iterator[int]:
-    """``_window_hashes`` of the file at ``path`` (mapped, not read), one in
-    ``_KEEP_ONE_IN``: those whose hash is 0 modulo it, the same windows in every file."""
-    with path.open("rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            yield from (h for h in _window_hashes(data) if h % _KEEP_ONE_IN == 0)
 
 
 def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]) -> None:

@@ -23,7 +23,7 @@ from typing import BinaryIO
 import py7zr
 
 from xla_bugkit import leftovers
-from xla_bugkit.archive import sevenzip
+from xla_bugkit.archive import packing, sevenzip
 from xla_bugkit.archive.members import CHUNK, name_problem, normalize
 from xla_bugkit.archive.naming import output_format
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
@@ -174,7 +174,7 @@ def _7z_filters(total: int) -> list[dict[str, int]]:
 
 
 def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter) -> None:
-    sources, families = sevenzip.arrange(sources)
+    sources, families = packing.arrange(sources)
     sizes = [src.stat().st_size for _, src in sources]
     streams = sevenzip.workers(sum(sizes))
     if streams > 1:  # one LZMA2 stream per core, compressed side by side

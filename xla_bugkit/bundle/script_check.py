@@ -11,6 +11,7 @@ another version's script: the verdict says which, and never runs a line of it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -73,6 +74,7 @@ def _inside(path: str) -> bool:
     return bool(path) and not p.is_absolute() and ".." not in p.parts and "\\" not in path
 
 
+@functools.cache
 def _pattern() -> re.Pattern[str]:
     """The template as a pattern: its text as written, each setting one line of anything."""
     template = issue.load_template("repro.py.in").template
