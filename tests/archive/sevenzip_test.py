@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -154,14 +155,16 @@ def test_groups_cut_only_where_the_family_changes() -> None:
     assert packing.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
 
 
-def _written(tmp_path: Path, bodies: dict[str, bytes]) -> tuple[dict[str, Path], Path]:
-    """``bodies`` written out as files, and the 7z archive written of them."""
+def _written(
+    tmp_path: Path, bodies: dict[str, bytes], fmt: str = "7z", room: int | None = None
+) -> tuple[dict[str, Path], Path]:
+    """``bodies`` written out as files, and the archive written of them."""
     files = {}
     for i, (name, body) in enumerate(bodies.items()):
         files[name] = tmp_path / f"f{i}"
         files[name].write_bytes(body)
-    out = tmp_path / "b.7z"
-    write_archive(files, out, "7z")
+    out = tmp_path / f"b.{fmt}"
+    write_archive(files, out, fmt, room=room)
     return files, out
 
 
@@ -227,7 +230,7 @@ def test_modules_whose_snapshots_hold_the_same_weights_are_one_family(tmp_path: 
 def _folders(archive: Path) -> list[tuple[str, list[str]]]:
     """Each folder's coder ("LZMA2", "DEFLATE") and the members it holds, in order."""
     names = iter(e.name for e in list_entries(archive) if e.size)
-    coders = {b"\x21": "LZMA2", b"\x04\x01\x08": "DEFLATE"}
+    coders = {b"\x21": "LZMA2", b"\x04\x01\x08": "DEFLATE", b"\x00": "COPY"}
     with py7zr.SevenZipFile(archive) as z:
         folders = z.header.main_streams.unpackinfo.folders
         counts = z.header.main_streams.substreamsinfo.num_unpackstreams_folders
@@ -287,3 +290,79 @@ def test_deflate_suffices_only_for_near_random_bytes_that_do_not_recur(tmp_path:
     # Its content recurs in a file beside it in the stream: LZMA finds that, Deflate cannot.
     assert not packing.deflate_suffices(tmp_path / "random", [tmp_path / "random"])
     assert not packing.deflate_suffices(tmp_path / "gone")
+
+
+def _weights_file(rng: random.Random, n: int) -> bytes:
+    """A snapshot's shape: float32 weights, then a small array of ones at the end."""
+    weights = np.random.default_rng(rng.randrange(99)).standard_normal(n) * 0.01
+    return b"\x0a\x10" + weights.astype(np.float32).tobytes() + np.ones(16_384, "f4").tobytes()
+
+
+def test_within_the_room_members_deflate_would_pack_little_are_stored(
+    tmp_path: Path, parallel: None
+) -> None:
+    rng = random.Random(17)
+    bodies = {
+        "modules/a/a.before_optimizations.txt": "".join(
+            f"%add.{j} = f32[{rng.randrange(99)}] add(%p, %q)\n" for j in range(40_000)
+        ).encode(),
+        "modules/a/a.snapshot.1.pb": _weights_file(rng, 400_000),
+        "modules/b/b.snapshot.2.pb": rng.randbytes(1_200_000),
+        "modules/d/d.snapshot.4.pb": bytes(1_500_000),  # zeros: LZMA packs them to nothing
+        "modules/e/e.snapshot.5.pb": (lambda r: r + r)(rng.randbytes(800_000)),  # twice over
+    }
+    total = sum(map(len, bodies.values()))
+    files, out = _written(tmp_path, bodies, room=total)
+    coder = {name: c for c, names in _folders(out) for name in names}
+    assert coder["modules/a/a.snapshot.1.pb"] == coder["modules/b/b.snapshot.2.pb"] == "COPY"
+    assert coder["modules/d/d.snapshot.4.pb"] == coder["modules/e/e.snapshot.5.pb"] == "LZMA2"
+    assert coder["modules/a/a.before_optimizations.txt"] == "LZMA2"
+    for name, path in files.items():
+        assert read_member(out, name, 1 << 30) == path.read_bytes()
+    exe = next((p for x in ("7z", "7zz", "7za") if (p := shutil.which(x))), None)
+    if exe:  # 7-Zip reads the stored folders too
+        done = subprocess.run([exe, "t", str(out)], capture_output=True, text=True, check=False)
+        assert "Everything is Ok" in done.stdout, done.stdout + done.stderr
+    # One byte short of room for everything as it is: packed, as before.
+    (tmp_path / "tight").mkdir()
+    _, tight = _written(tmp_path / "tight", bodies, room=total - 1)
+    assert "COPY" not in {c for c, _ in _folders(tight)}
+    assert tight.stat().st_size < out.stat().st_size
+
+
+def test_zip_stores_what_deflate_would_pack_little_within_the_room(tmp_path: Path) -> None:
+    rng = random.Random(19)
+    bodies = {
+        "weights.pb": _weights_file(rng, 400_000),
+        "zeros.pb": bytes(1_500_000),
+        "small.pb": rng.randbytes(100_000),  # too small to be worth the test
+    }
+    files, out = _written(tmp_path, bodies, "zip", room=sum(map(len, bodies.values())))
+    with zipfile.ZipFile(out) as z:
+        kinds = {i.filename: i.compress_type for i in z.infolist()}
+        assert all(z.read(name) == path.read_bytes() for name, path in files.items())
+    assert kinds == {
+        "weights.pb": zipfile.ZIP_STORED,
+        "zeros.pb": zipfile.ZIP_DEFLATED,
+        "small.pb": zipfile.ZIP_DEFLATED,
+    }
+    (tmp_path / "none").mkdir()
+    _, packed = _written(tmp_path / "none", bodies, "zip")
+    with zipfile.ZipFile(packed) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+
+
+def test_not_worth_packing_reads_many_small_samples(tmp_path: Path) -> None:
+    """Four large samples weigh the ones at the end of a snapshot as a quarter of it."""
+    rng = random.Random(23)
+    cases = {
+        "weights": (_weights_file(rng, 1_000_000), True),
+        "random": (rng.randbytes(1_000_000), True),
+        "half zeros": (rng.randbytes(500_000) + bytes(500_000), False),
+        "text": ("".join(f"%x.{j} = f32[8] add(%p, %q)\n" for j in range(40_000)).encode(), False),
+        "empty": (b"", False),
+    }
+    for name, (body, expected) in cases.items():
+        (tmp_path / name).write_bytes(body)
+        assert packing.not_worth_packing(tmp_path / name) is expected, name
+    assert not packing.not_worth_packing(tmp_path / "gone")

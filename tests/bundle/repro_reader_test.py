@@ -17,7 +17,7 @@ from xla_bugkit.bundle import members, repro
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.hlo import hlo_proto, literal
-from xla_bugkit.hlo.literal import DTYPES
+from xla_bugkit.hlo.literal import all_dtypes
 
 pytestmark = pytest.mark.jax  # the rendered script imports jax
 
@@ -26,7 +26,7 @@ P = hlo_proto.PrimitiveType
 
 def arrays() -> list[tuple[np.ndarray, list[int] | None]]:
     """Arguments worth reading back: (array, minor_to_major), None for row-major."""
-    found: list[tuple[np.ndarray, list[int] | None]] = [(sample(p), None) for p in DTYPES]
+    found: list[tuple[np.ndarray, list[int] | None]] = [(sample(p), None) for p in all_dtypes()]
     rng = np.random.default_rng(5)
     found.append((rng.standard_normal((3, 5)).astype(np.float32), [0, 1]))  # column-major
     found.append((rng.integers(-(2**40), 2**40, (2, 3, 4)), [1, 2, 0]))

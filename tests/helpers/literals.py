@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_bugkit.hlo.hlo_proto import PrimitiveType
-from xla_bugkit.hlo.literal import DTYPES
+from xla_bugkit.hlo.literal import all_dtypes
 
 P = PrimitiveType
 
@@ -16,7 +16,7 @@ SUB_BYTE_BITS = {P.S4: 4, P.U4: 4, P.S2: 2, P.U2: 2, P.S1: 1, P.U1: 1, P.F4E2M1F
 def sample(ptype: PrimitiveType) -> np.ndarray:
     """Values worth a round trip: every bit pattern of types up to 16 bits (NaNs included),
     extremes and specials of the wider ones."""
-    dtype = DTYPES[ptype]
+    dtype = all_dtypes()[ptype]
     if ptype == P.PRED:
         return np.array([True, False, False, True])
     if ptype in SUB_BYTE_BITS:

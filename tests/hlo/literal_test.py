@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import ml_dtypes
@@ -14,7 +16,7 @@ from helpers.programs import literal_to_array
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType
 from xla_bugkit.hlo.literal import (
-    DTYPES,
+    all_dtypes,
     format_shape,
     literal_to_numpy,
     numpy_to_literal,
@@ -48,11 +50,11 @@ def assert_identical(got: Any, want: np.ndarray) -> None:
 def test_every_type_ml_dtypes_has_is_mapped() -> None:
     for ptype, ml_name in EXPECTED.items():
         if ml_name is None or hasattr(ml_dtypes, ml_name):
-            assert ptype in DTYPES, ptype.name
-    assert set(DTYPES) <= set(EXPECTED)
+            assert ptype in all_dtypes(), ptype.name
+    assert set(all_dtypes()) <= set(EXPECTED)
 
 
-@pytest.mark.parametrize("ptype", sorted(DTYPES), ids=lambda p: p.name)
+@pytest.mark.parametrize("ptype", sorted(all_dtypes()), ids=lambda p: p.name)
 def test_round_trip_every_type(ptype: PrimitiveType) -> None:
     values = sample(ptype)
     lit = numpy_to_literal(values)
@@ -60,7 +62,7 @@ def test_round_trip_every_type(ptype: PrimitiveType) -> None:
     assert_identical(literal_to_numpy(LiteralProto.FromString(lit.SerializeToString())), values)
 
 
-@pytest.mark.parametrize("ptype", sorted(DTYPES), ids=lambda p: p.name)
+@pytest.mark.parametrize("ptype", sorted(all_dtypes()), ids=lambda p: p.name)
 def test_round_trip_every_type_scalar_empty_and_column_major(ptype: PrimitiveType) -> None:
     values = sample(ptype)
     scalar = values[1:2].reshape(())
@@ -234,3 +236,20 @@ def test_float_values_are_written_as_the_field_a_list_would_make(dtype: type) ->
     getattr(slow, field).extend(flat.view(flat.real.dtype).tolist())
     assert fast.SerializeToString() == slow.SerializeToString()
     np.testing.assert_array_equal(literal_to_numpy(fast), values)
+
+
+def test_plain_types_convert_without_importing_ml_dtypes() -> None:
+    """collect converts a run's float32 arguments after the program: ml_dtypes takes most of
+    a second to import, paid only for a type that needs it."""
+    code = (
+        "import sys, numpy as np\n"
+        "from xla_bugkit.hlo import literal\n"
+        "lit = literal.numpy_to_literal(np.arange(6, dtype=np.float32).reshape(2, 3))\n"
+        "assert literal.literal_to_numpy(lit).sum() == 15\n"
+        "assert literal.dtype_of(literal.PrimitiveType.S32) == np.int32\n"
+        "assert 'ml_dtypes' not in sys.modules, 'imported for float32'\n"
+        "assert str(literal.dtype_of(literal.PrimitiveType.BF16)) == 'bfloat16'\n"
+        "assert 'ml_dtypes' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

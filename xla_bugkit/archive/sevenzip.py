@@ -18,7 +18,9 @@ A large member that LZMA cannot pack much better than Deflate (the random-lookin
 a snapshot's weights, which repeat nowhere else) goes last, in a Deflate folder, which every
 7z reader has: liblzma works through such data at ~3 MB/s to save ~0.5% more than Deflate
 at ~30 MB/s. On a typical bundle (two snapshots of 4.2 and 2.1 MB) that took the archive
-from 1.96 s to 0.60 s for 0.4% more bytes.
+from 1.96 s to 0.60 s for 0.4% more bytes. Where the archive has room for them as they
+are (the size budget), such members are stored instead: Deflate took half a second to save
+9% of a training step's 17 MB of arguments.
 
 This uses py7zr's header classes beyond its public API (checked on 1.x): ``supported()``
 says whether the installed py7zr has them, and the caller falls back to one stream.
@@ -69,26 +71,32 @@ def write_parallel(
     open_source: OpenSource,
     filters: Filters,
     families: Sequence[packing.Family],
+    *,
+    store: bool = False,
 ) -> None:
     """Write ``sources`` (arcname, path; ``sizes`` their sizes) to ``f`` as a 7z archive of
     folders compressed up to ``n`` at once; ``filters(group_bytes)`` gives an LZMA2 folder's
-    filters. Members Deflate packs as well (``packing.dense``) go last, in Deflate folders."""
+    filters. Members Deflate packs as well (``packing.dense``) go last, in Deflate folders,
+    or, where ``store`` (room for them as they are), those it would pack little, stored."""
     with ThreadPoolExecutor(n, thread_name_prefix="xla-bugkit-7z") as pool:
-        dense = packing.dense(sources, sizes, families, pool)
+        dense = packing.dense(sources, sizes, families, pool, store=store)
         order = sorted(range(len(sources)), key=lambda i: i in dense)  # stable
         segments = _segments(
-            [sizes[i] for i in order], n, [families[i] for i in order], [i in dense for i in order]
+            [sizes[i] for i in order],
+            n,
+            [families[i] for i in order],
+            [dense.get(i) for i in order],
         )
-        # The largest folder's filters, as py7zr sizes them (with a smaller dictionary here,
+        # The largest LZMA2 folder's filters, as py7zr sizes them (with a smaller dictionary here,
         # glibc placed the encoders so that the peak RSS grew 16 MB on the benchmark's tree).
-        largest = max((seg.size for seg in segments), default=0)
+        largest = max((seg.size for seg in segments if seg.method is None), default=0)
         sz = py7zr.SevenZipFile(f, "w", filters=filters(largest))
         header: Any = sz.header
         folders = []
         for seg in segments:
             header._initialized = False  # initialize() then appends a new folder
             folder = header.initialize()
-            folder.prepare_coderinfo(DEFLATE if seg.deflate else filters(seg.size))
+            folder.prepare_coderinfo(_CODERS[seg.method] if seg.method else filters(seg.size))
             folders.append(folder)
         # The costliest first: the pool is then never left with one long stream at the end.
         jobs = {
@@ -115,25 +123,28 @@ class _Segment:
     """The members (indices, in archive order) of one folder, and how it is compressed."""
 
     members: range
-    deflate: bool
+    method: str | None  # packing.DEFLATE, packing.STORE, or None for LZMA2
     size: int
-    cost: int  # bytes, Deflate's counted at 1/_DEFLATE_SPEEDUP
+    cost: int  # bytes, counted at 1/_SPEEDUP[method] of LZMA2's
 
 
 def _segments(
-    sizes: Sequence[int], n: int, families: Sequence[packing.Family], deflate: Sequence[bool]
+    sizes: Sequence[int],
+    n: int,
+    families: Sequence[packing.Family],
+    methods: Sequence[str | None],
 ) -> list[_Segment]:
-    """The folders: ``packing.groups`` of about equal cost, each split where Deflate starts; a
-    member to deflate is a family of its own."""
-    costs = [s // _DEFLATE_SPEEDUP if d else s for s, d in zip(sizes, deflate, strict=True)]
-    pairs = enumerate(zip(families, deflate, strict=True))
-    own = [(packing.DENSE, str(i)) if d else family for i, (family, d) in pairs]
+    """The folders: ``packing.groups`` of about equal cost, each split where the method
+    changes; a member deflated or stored is a family of its own."""
+    costs = [s // _SPEEDUP[m] if m else s for s, m in zip(sizes, methods, strict=True)]
+    pairs = enumerate(zip(families, methods, strict=True))
+    own = [(packing.DENSE, str(i)) if m else family for i, (family, m) in pairs]
     segments = []
     for run in packing.groups(costs, n, own):
-        for d, members in itertools.groupby(run, key=lambda i: deflate[i]):
+        for method, members in itertools.groupby(run, key=lambda i: methods[i]):
             seg = list(members)
             size, cost = sum(sizes[i] for i in seg), sum(costs[i] for i in seg)
-            segments.append(_Segment(range(seg[0], seg[-1] + 1), d, size, cost))
+            segments.append(_Segment(range(seg[0], seg[-1] + 1), method, size, cost))
     return segments
 
 
@@ -159,8 +170,12 @@ def _compress(
     return packed, stream
 
 
-DEFLATE = [{"id": py7zr.FILTER_DEFLATE}]
-_DEFLATE_SPEEDUP = 8  # zlib level 6 against LZMA2 preset 9 on near-random data: ~9x
+_CODERS = {
+    packing.DEFLATE: [{"id": py7zr.FILTER_DEFLATE}],
+    packing.STORE: [{"id": py7zr.FILTER_COPY}],
+}
+# Against LZMA2 preset 9 on near-random data: zlib level 6 ~9x as fast; a copy, ~100x.
+_SPEEDUP = {packing.DEFLATE: 8, packing.STORE: 100}
 
 
 def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]) -> None:

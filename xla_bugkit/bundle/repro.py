@@ -246,7 +246,7 @@ def _write_extreme(stage: Path, proto: str, verdict: Verdict | None, notes: list
     try:
         types = []
         for shape in hlo_proto.parameter_shapes(hlo_proto.read_hlo_proto(stage / proto)):
-            dtype = literal.DTYPES.get(hlo_proto.PrimitiveType(shape.element_type))
+            dtype = literal.dtype_of(shape.element_type)
             if dtype is None or shape.tuple_shapes:
                 raise BugkitError(f"a parameter of type {literal.type_name(shape.element_type)}")
             types.append((dtype, tuple(shape.dimensions)))

@@ -252,10 +252,14 @@ def stage_bundle(
 
 
 def archive_bundle(stage_dir: Path, options: CollectOptions, ui: Ui) -> int:
-    """Write everything under ``stage_dir`` to ``options.output``; return the archive's size."""
+    """Write everything under ``stage_dir`` to ``options.output``; return the archive's size.
+    Within the size budget, what Deflate would pack little is stored (``write_archive``)."""
     fmt = archive.output_format(options.output, options.fmt)
     files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
-    return archive.write_archive(files, options.output, fmt, progress=ui.progress("compressing"))
+    progress = ui.progress("compressing")
+    return archive.write_archive(
+        files, options.output, fmt, progress=progress, room=options.max_size
+    )
 
 
 def _files(root: Path) -> list[Path]:

@@ -7,7 +7,6 @@ own copy of ``draw`` (templates/repro.py.in); a test holds the two equal.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -42,19 +41,21 @@ def generated(types: Sequence[ArrayType], seed: int = SEED) -> list[np.ndarray]:
 _SHAPE = re.compile(r"^(?P<type>[a-z]+\d*[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
 
 
-@functools.cache
-def _dtypes_by_name() -> dict[str, np.dtype[Any]]:
-    """XLA's short type names (``f32``, ``bf16``) and their dtypes, where numpy has one."""
-    from xla_bugkit.hlo.literal import DTYPES  # builds the proto classes: only when needed
+def _dtype_named(name: str) -> np.dtype[Any] | None:
+    """The dtype of XLA's short type name (``f32``, ``bf16``), where numpy has one."""
+    # Imported here: they build the proto classes, only when needed.
+    from xla_bugkit.hlo.hlo_proto import PrimitiveType
+    from xla_bugkit.hlo.literal import dtype_of
 
-    return {ptype.name.lower(): dtype for ptype, dtype in DTYPES.items()}
+    ptype = PrimitiveType.__members__.get(name.upper())
+    return None if ptype is None or name != name.lower() else dtype_of(ptype)
 
 
 def array_type(shape: str) -> ArrayType:
     """The dtype and dimensions of an HLO array shape as printed: ``f32[2,3]{1,0}``."""
     found = _SHAPE.match(shape)
-    names = _dtypes_by_name()
-    if found is None or found.group("type") not in names:
+    dtype = None if found is None else _dtype_named(found.group("type"))
+    if found is None or dtype is None:
         raise BugkitError(f"cannot make inputs for a parameter of type {shape}")
     dims = tuple(int(d) for d in found.group("dims").split(",") if d)
-    return names[found.group("type")], dims
+    return dtype, dims

@@ -13,10 +13,10 @@ seen in jaxlib 0.10.2 snapshots:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 from xla_bugkit.errors import BugkitError
@@ -35,55 +35,72 @@ class _Codec(NamedTuple):
     kind: str  # "repeated", "bytes" or "complex"
 
 
-def _ml(name: str) -> np.dtype[Any] | None:
-    # Older ml_dtypes lack the newer float8/int types; those stay unmapped, not an error.
-    scalar = getattr(ml_dtypes, name, None)
-    return None if scalar is None else np.dtype(scalar)
-
-
-_DTYPES: dict[PrimitiveType, tuple[str, np.dtype[Any] | None, str]] = {
-    _P.PRED: ("preds", np.dtype(np.bool_), "repeated"),
-    _P.S32: ("s32s", np.dtype(np.int32), "repeated"),
-    _P.S64: ("s64s", np.dtype(np.int64), "repeated"),
-    _P.U32: ("u32s", np.dtype(np.uint32), "repeated"),
-    _P.U64: ("u64s", np.dtype(np.uint64), "repeated"),
-    _P.F32: ("f32s", np.dtype(np.float32), "repeated"),
-    _P.F64: ("f64s", np.dtype(np.float64), "repeated"),
-    _P.C64: ("c64s", np.dtype(np.complex64), "complex"),
-    _P.C128: ("c128s", np.dtype(np.complex128), "complex"),
-    _P.S8: ("s8s", np.dtype(np.int8), "bytes"),
-    _P.U8: ("u8s", np.dtype(np.uint8), "bytes"),
-    _P.S16: ("s16s", np.dtype(np.int16), "bytes"),
-    _P.U16: ("u16s", np.dtype(np.uint16), "bytes"),
-    _P.F16: ("f16s", np.dtype(np.float16), "bytes"),
-    _P.BF16: ("bf16s", _ml("bfloat16"), "bytes"),
-    _P.S4: ("s4s", _ml("int4"), "bytes"),
-    _P.U4: ("u4s", _ml("uint4"), "bytes"),
-    _P.S2: ("s2s", _ml("int2"), "bytes"),
-    _P.U2: ("u2s", _ml("uint2"), "bytes"),
-    _P.S1: ("s1s", _ml("int1"), "bytes"),
-    _P.U1: ("u1s", _ml("uint1"), "bytes"),
-    _P.F8E5M2: ("f8e5m2s", _ml("float8_e5m2"), "bytes"),
-    _P.F8E4M3FN: ("f8e4m3fns", _ml("float8_e4m3fn"), "bytes"),
-    _P.F8E4M3B11FNUZ: ("f8e4m3b11fnuzs", _ml("float8_e4m3b11fnuz"), "bytes"),
-    _P.F8E5M2FNUZ: ("f8e5m2fnuzs", _ml("float8_e5m2fnuz"), "bytes"),
-    _P.F8E4M3FNUZ: ("f8e4m3fnuzs", _ml("float8_e4m3fnuz"), "bytes"),
-    _P.F8E4M3: ("f8e4m3s", _ml("float8_e4m3"), "bytes"),
-    _P.F8E3M4: ("f8e3m4s", _ml("float8_e3m4"), "bytes"),
-    _P.F8E8M0FNU: ("f8e8m0fnus", _ml("float8_e8m0fnu"), "bytes"),
-    _P.F4E2M1FN: ("f4e2m1fns", _ml("float4_e2m1fn"), "bytes"),
+_PLAIN: dict[PrimitiveType, _Codec] = {
+    _P.PRED: _Codec("preds", np.dtype(np.bool_), "repeated"),
+    _P.S32: _Codec("s32s", np.dtype(np.int32), "repeated"),
+    _P.S64: _Codec("s64s", np.dtype(np.int64), "repeated"),
+    _P.U32: _Codec("u32s", np.dtype(np.uint32), "repeated"),
+    _P.U64: _Codec("u64s", np.dtype(np.uint64), "repeated"),
+    _P.F32: _Codec("f32s", np.dtype(np.float32), "repeated"),
+    _P.F64: _Codec("f64s", np.dtype(np.float64), "repeated"),
+    _P.C64: _Codec("c64s", np.dtype(np.complex64), "complex"),
+    _P.C128: _Codec("c128s", np.dtype(np.complex128), "complex"),
+    _P.S8: _Codec("s8s", np.dtype(np.int8), "bytes"),
+    _P.U8: _Codec("u8s", np.dtype(np.uint8), "bytes"),
+    _P.S16: _Codec("s16s", np.dtype(np.int16), "bytes"),
+    _P.U16: _Codec("u16s", np.dtype(np.uint16), "bytes"),
+    _P.F16: _Codec("f16s", np.dtype(np.float16), "bytes"),
 }
 
-_CODECS: dict[PrimitiveType, _Codec] = {
-    ptype: _Codec(field, dtype, kind)
-    for ptype, (field, dtype, kind) in _DTYPES.items()
-    if dtype is not None
+# The types only ml_dtypes holds, each stored as bytes: (field, ml_dtypes' name).
+_ML: dict[PrimitiveType, tuple[str, str]] = {
+    _P.BF16: ("bf16s", "bfloat16"),
+    _P.S4: ("s4s", "int4"),
+    _P.U4: ("u4s", "uint4"),
+    _P.S2: ("s2s", "int2"),
+    _P.U2: ("u2s", "uint2"),
+    _P.S1: ("s1s", "int1"),
+    _P.U1: ("u1s", "uint1"),
+    _P.F8E5M2: ("f8e5m2s", "float8_e5m2"),
+    _P.F8E4M3FN: ("f8e4m3fns", "float8_e4m3fn"),
+    _P.F8E4M3B11FNUZ: ("f8e4m3b11fnuzs", "float8_e4m3b11fnuz"),
+    _P.F8E5M2FNUZ: ("f8e5m2fnuzs", "float8_e5m2fnuz"),
+    _P.F8E4M3FNUZ: ("f8e4m3fnuzs", "float8_e4m3fnuz"),
+    _P.F8E4M3: ("f8e4m3s", "float8_e4m3"),
+    _P.F8E3M4: ("f8e3m4s", "float8_e3m4"),
+    _P.F8E8M0FNU: ("f8e8m0fnus", "float8_e8m0fnu"),
+    _P.F4E2M1FN: ("f4e2m1fns", "float4_e2m1fn"),
 }
 
-DTYPES: dict[PrimitiveType, np.dtype[Any]] = {p: c.dtype for p, c in _CODECS.items()}
-"""The element types this numpy/ml_dtypes can hold, and the dtype each decodes to."""
 
-_BY_DTYPE: dict[np.dtype[Any], PrimitiveType] = {d: p for p, d in DTYPES.items()}
+@functools.cache
+def _ml_codecs() -> dict[PrimitiveType, _Codec]:
+    """The ``_ML`` types this ml_dtypes holds: imported only when one is met, as it takes
+    most of a second (collect converts a run's float32 arguments without it)."""
+    import ml_dtypes
+
+    codecs = {}
+    for ptype, (field, name) in _ML.items():
+        # Older ml_dtypes lack the newer float8/int types; those stay unmapped, not an error.
+        if (scalar := getattr(ml_dtypes, name, None)) is not None:
+            codecs[ptype] = _Codec(field, np.dtype(scalar), "bytes")
+    return codecs
+
+
+def dtype_of(element_type: int) -> np.dtype[Any] | None:
+    """The dtype an element type decodes to; None for one numpy/ml_dtypes cannot hold."""
+    try:
+        return _codec(element_type).dtype
+    except BugkitError:
+        return None
+
+
+def all_dtypes() -> dict[PrimitiveType, np.dtype[Any]]:
+    """Every element type this numpy/ml_dtypes can hold, and the dtype each decodes to."""
+    return {p: c.dtype for p, c in {**_PLAIN, **_ml_codecs()}.items()}
+
+
+_BY_PLAIN: dict[np.dtype[Any], PrimitiveType] = {c.dtype: p for p, c in _PLAIN.items()}
 
 
 def wire_form(element_type: int) -> tuple[int, str, str]:
@@ -123,7 +140,8 @@ def shape_of(lit: ProtoMessage) -> str:
 
 def _codec(element_type: int) -> _Codec:
     try:
-        return _CODECS[PrimitiveType(element_type)]
+        ptype = PrimitiveType(element_type)
+        return _PLAIN.get(ptype) or _ml_codecs()[ptype]
     except (ValueError, KeyError):
         raise BugkitError(
             f"element type {type_name(element_type)} cannot be held by this numpy/ml_dtypes"
@@ -197,9 +215,12 @@ def literal_to_numpy(lit: ProtoMessage) -> Value:
 
 
 def _element_type(array: np.ndarray) -> PrimitiveType:
-    try:
-        return _BY_DTYPE[array.dtype.newbyteorder("=")]
-    except KeyError:
+    dtype = array.dtype.newbyteorder("=")
+    if (ptype := _BY_PLAIN.get(dtype)) is not None:
+        return ptype
+    try:  # an ml_dtypes array: ml_dtypes is loaded already
+        return next(p for p, c in _ml_codecs().items() if c.dtype == dtype)
+    except StopIteration:
         raise BugkitError(f"numpy dtype {array.dtype} has no XLA element type") from None
 
 
@@ -221,7 +242,7 @@ def _set_values(lit: ProtoMessage, codec: _Codec, flat: np.ndarray) -> None:
 
 def _array_literal(array: np.ndarray, minor_to_major: Sequence[int] | None) -> ProtoMessage:
     ptype = _element_type(array)
-    codec = _CODECS[ptype]
+    codec = _codec(ptype)
     rank = array.ndim
     layout = list(range(rank - 1, -1, -1)) if minor_to_major is None else list(minor_to_major)
     if sorted(layout) != list(range(rank)):

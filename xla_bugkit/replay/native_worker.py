@@ -46,7 +46,7 @@ def parameter_types(proto: Any) -> list[ArrayType]:
     for shape in hlo_proto.parameter_shapes(proto):
         if shape.element_type == hlo_proto.PrimitiveType.TUPLE:
             raise BugkitError("the module takes a tuple parameter; cannot generate inputs for it")
-        dtype = literal.DTYPES.get(hlo_proto.PrimitiveType(shape.element_type))
+        dtype = literal.dtype_of(shape.element_type)
         if dtype is None:
             raise BugkitError(f"no numpy type for a {literal.format_shape(shape)} parameter")
         types.append((dtype, tuple(shape.dimensions)))

@@ -147,7 +147,7 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     want, got = literal.format_shape(shape), literal.format_shape(lit.shape)
     if want == got:
         return lit
-    wanted = literal.DTYPES.get(shape.element_type)
+    wanted = literal.dtype_of(shape.element_type)
     if (
         wanted is not None
         and list(array.shape) == list(shape.dimensions)
