@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
+from xla_bugkit.bisect import carrier
 from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.envinfo import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
@@ -164,6 +166,26 @@ def _replay_module(
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
+    with contextlib.ExitStack() as stack:
+        if context.release is not None:  # an older release may not read the proto
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="xla-bugkit-text-"))
+            inp, why = carrier.with_text(inp, Path(folder))
+            if why:
+                ui.say(why)
+        return _check_module(b, module, inp, failure, timeout, ui, context, spares)
+
+
+def _check_module(
+    b: OpenBundle,
+    module: ModuleEntry,
+    inp: ReplayInput,
+    failure: Failure,
+    timeout: float,
+    ui: Ui,
+    context: RunContext,
+    spares: children.Spares | None,
+) -> ModuleCheck:
+    recorded = (module.get("replay") or {}).get("outcome")
     if not elsewhere.absent_here(inp.platform):
         with ui.phase(f"replaying {module['label']}"):
             verdict = replay_module(

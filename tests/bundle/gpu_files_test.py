@@ -5,7 +5,6 @@ libraries and the ptxas a CUDA jax would use."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -43,11 +42,13 @@ def test_the_gpu_target_and_autotuning_go_into_the_bundle(tmp_path: Path) -> Non
     assert unredacted == []
 
 
-def test_the_nvidia_wheels_are_listed_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    wheels = [SimpleNamespace(name=n, version=v) for n, v in (
-        ("nvidia-cudnn-cu12", "9.8.0.87"), ("numpy", "2.2.0"), ("nvidia-cublas-cu12", "12.9.1.4"),
-    )]  # fmt: skip
-    monkeypatch.setattr(envinfo.metadata, "distributions", lambda: wheels)
+def test_the_nvidia_wheels_are_listed_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for folder in ("nvidia_cudnn_cu12-9.8.0.87", "numpy-2.2.0", "nvidia_cublas_cu12-12.9.1.4"):
+        (tmp_path / f"{folder}.dist-info").mkdir()
+    (tmp_path / "nvidia").mkdir()  # the libraries themselves: not a distribution
+    monkeypatch.setattr(envinfo.sys, "path", [str(tmp_path)])
     assert envinfo.nvidia_dists() == [
         ("nvidia-cublas-cu12", "12.9.1.4"),
         ("nvidia-cudnn-cu12", "9.8.0.87"),

@@ -21,9 +21,10 @@ from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError, ProcessError
 from xla_bugkit.frameworks import is_release_number
 
-# The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``);
-# older ones cannot read the module it is given either ("Instruction with id > INT_MAX").
-OLDEST = (0, 6)
+# The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``).
+# Releases before 0.6 cannot read a recent proto ("Instruction with id > INT_MAX") and are
+# given the module as metadata-free text (``carrier``); before 0.4.30, jax needs numpy 1.
+OLDEST = (0, 4, 30)
 PIP_TIMEOUT = 120.0
 # A wheel's name: jaxlib-0.8.1-cp311-cp311-manylinux_2_27_x86_64.whl
 _WHEEL = re.compile(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from typing import Any
 
 from xla_bugkit import archive, config
 from xla_bugkit.bisect import cache, releases
+from xla_bugkit.bisect.carrier import with_text
 from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.bundle.manifest import (
@@ -157,12 +159,18 @@ def bisect_bundle(
         if out.resolve() == path.resolve():
             raise BugkitError(f"{out} is the bundle itself: choose another output name")
         chosen_fmt = check_output(out, fmt, force=force)
-    with open_bundle(path, prefix="xla-bugkit-bisect-", unpacking=ui.phase("unpacking")) as b:
+    with (
+        open_bundle(path, prefix="xla-bugkit-bisect-", unpacking=ui.phase("unpacking")) as b,
+        tempfile.TemporaryDirectory(prefix="xla-bugkit-text-") as carrier,
+    ):
         failure = Failure.from_json(b.manifest["failure"])
         module = pick_module(b.manifest["modules"], module_re)
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
+        inp, why = with_text(inp, Path(carrier))
+        if why:
+            ui.say(why)
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
         result = bisect_module(
             inp,

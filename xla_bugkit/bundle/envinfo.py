@@ -6,6 +6,7 @@ once and may grab a GPU, so devices are probed in a child process, and only on r
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import json
 import os
@@ -180,11 +181,13 @@ def _versions(program: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 def nvidia_dists() -> list[tuple[str, str]]:
     """The NVIDIA libraries installed as wheels (cuBLAS, cuDNN, NCCL, ptxas' nvcc, ...), by
     name: some "XLA bugs" are a library release's bug."""
-    found = {}
-    for dist in metadata.distributions():
-        name = str(dist.name or "")
-        if name.lower().startswith("nvidia-"):
-            found[name.lower()] = str(dist.version)
+    found: dict[str, str] = {}
+    # By the names of their dist-info folders: reading every distribution's METADATA to
+    # learn its name took 30 ms of collect's time after the program.
+    for folder in sys.path:
+        for info in glob.glob(os.path.join(glob.escape(folder or "."), "nvidia[-_]*.dist-info")):
+            name, _, version = os.path.basename(info).removesuffix(".dist-info").partition("-")
+            found.setdefault(name.lower().replace("_", "-"), version)
     return sorted(found.items())
 
 

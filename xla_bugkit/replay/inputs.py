@@ -56,6 +56,9 @@ class ReplayInput:
     tolerance: Tolerance = DEFAULT_TOLERANCE
     # The jaxlib release to replay under (bisect, verify --jaxlib); None: the interpreter's.
     release: Release | None = None
+    # The module as metadata-free text (``convert --to hlo-short``), for a release that
+    # cannot read the proto: older ones (``with_text_carrier``). Never taken from a bundle.
+    hlo_text: Path | None = None
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:

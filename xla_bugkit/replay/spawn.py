@@ -187,6 +187,7 @@ def child_spec(
     return {
         "extreme": extreme_set,
         "hlo": str(inp.hlo),
+        "hlo_text": str(inp.hlo_text) if inp.hlo_text else None,
         "snapshot": str(inp.snapshot) if inp.snapshot else None,
         "mlir": str(inp.mlir) if inp.mlir else None,
         "compile_options": str(inp.compile_options) if inp.compile_options else None,

@@ -262,7 +262,7 @@ def run_reference(
 # Where a process's own temporary files go, by what each reader of the environment looks at
 # (tsl's and Python's; Bazel's test variables, which an XLA dump path may name).
 _TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP", "TEST_TMPDIR", "TEST_UNDECLARED_OUTPUTS_DIR")
-_PATH_KEYS = ("hlo", "snapshot", "mlir", "compile_options", "out")
+_PATH_KEYS = ("hlo", "hlo_text", "snapshot", "mlir", "compile_options", "out")
 
 
 def contain(spec: dict[str, Any]) -> dict[str, Any]:
@@ -289,8 +289,7 @@ def work(spec: dict[str, Any]) -> int:
         raise replayable.NotReplayable(
             f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
         )
-    module_bytes = replayable.module_bytes(spec["hlo"])
-    text = _jaxlib.module_text(module_bytes)
+    module_bytes, text = _loaded(spec)
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
     if targets - _jaxlib.custom_call_targets(platform):
         _jaxlib.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
@@ -317,6 +316,31 @@ def work(spec: dict[str, Any]) -> int:
         run_reference(spec, module_bytes, text, args, layout)
     say(PHASE, "done")
     return 0
+
+
+def _loaded(spec: dict[str, Any]) -> tuple[bytes, str]:
+    """The module as this jaxlib reads it (its proto, its parsable text): from the
+    ``.hlo.pb``, or where this jaxlib cannot read that proto (a release older than the one
+    that wrote it: "Instruction with id > INT_MAX" on 0.4.38), from its metadata-free text
+    (``hlo_text``), said as the metadata withheld."""
+    module_bytes = replayable.module_bytes(spec["hlo"])
+    try:
+        return module_bytes, _jaxlib.module_text(module_bytes)
+    except BugkitError as e:
+        if not spec.get("hlo_text"):
+            raise
+        unread = str(e)
+    module_bytes = replayable.module_bytes(spec["hlo_text"])
+    text = _jaxlib.module_text(module_bytes)
+    withheld = "the module's metadata"
+    if spec["mlir"]:
+        # The run's StableHLO is as new as its proto: this jaxlib converts the text itself.
+        spec["mlir"] = None
+        withheld = "the run's StableHLO (pjrt/module.mlir) and the module's metadata"
+    short = unread if len(unread) <= 120 else f"...{unread[-117:]}"
+    said = f"{withheld}: replayed from its metadata-free text, this jaxlib cannot read the proto"
+    say(WITHHELD, f"{said} ({short})")
+    return module_bytes, text
 
 
 def limit_memory(spec: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.replay._jaxlib import alone
 from xla_bugkit.replay._jaxlib.lookup import MIN_JAXLIB, jaxlib_version
 from xla_bugkit.replay._jaxlib.lookup import attr as _attr
+from xla_bugkit.replay._jaxlib.lookup import first as _first
 from xla_bugkit.replay._jaxlib.lookup import lacks as _lacks
 from xla_bugkit.replay._jaxlib.lookup import module as _module
 
@@ -54,9 +55,9 @@ def _xla_client() -> Any:
 
 def _hlo() -> Any:
     """The HLO module bindings: ``jax._src.lib.hlo`` from jaxlib 0.10.2; before it, the
-    same names on ``jax._src.lib._jax``."""
+    same names on ``jax._src.lib._jax``, and before 0.6 on ``xla_extension``."""
     lib = _lib()
-    for name in ("hlo", "_jax"):
+    for name in ("hlo", "_jax", "xla_extension"):
         found = getattr(lib, name, None)
         if found is not None and hasattr(found, "HloModule"):
             return found
@@ -142,8 +143,16 @@ def hlo_text_to_module_bytes(text: str) -> bytes:
 
 
 def hlo_proto_to_stablehlo(module_bytes: bytes) -> bytes:
-    """StableHLO bytecode for a serialized HloModuleProto (validate it with ``module_text``)."""
-    convert = _attr(_lib(), "_jax.mlir.hlo_to_stablehlo", "mlir.hlo_to_stablehlo")
+    """StableHLO for a serialized HloModuleProto (validate it with ``module_text``): bytecode,
+    or text from releases before 0.4.36."""
+    paths = ("_jax.mlir.hlo_to_stablehlo", "xla_extension.mlir.hlo_to_stablehlo")  # < 0.6
+    try:
+        convert = _first(_lib(), paths, "mlir.hlo_to_stablehlo")
+    except BugkitError:  # before 0.4.36: through an XlaComputation, as MLIR text
+        path = "xla_extension.mlir.xla_computation_to_mlir_module"
+        to_mlir = _attr(_lib(), path, "mlir.hlo_to_stablehlo")
+        computation = _attr(_xla_client(), "XlaComputation", "XlaComputation")(module_bytes)
+        return str(to_mlir(computation)).encode("utf-8")
     return bytes(convert(module_bytes))
 
 
@@ -269,8 +278,10 @@ def compile(
     devices = client.devices()
     if len(devices) < count:
         raise BugkitError(f"the module needs {count} {platform} devices; {len(devices)} here")
+    compile_and_load = getattr(client, "compile_and_load", None)
+    if compile_and_load is None:  # before 0.6: the options' device assignment, by default
+        return _attr(client, "compile", "Client.compile")(mlir, options)  # the first devices
     device_list = _attr(_xla_client(), "DeviceList", "DeviceList")(tuple(devices[:count]))
-    compile_and_load = _attr(client, "compile_and_load", "Client.compile_and_load")
     return compile_and_load(mlir, device_list, options)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from xla_bugkit.errors import BugkitError
 
 # The oldest jaxlib whose private APIs match what this package calls.
-MIN_JAXLIB = "0.6"
+MIN_JAXLIB = "0.4.30"
 
 
 def jaxlib_version() -> str:
@@ -46,3 +46,14 @@ def attr(owner: Any, path: str, feature: str) -> Any:
             raise lacks(feature)
         value = getattr(value, part)
     return value
+
+
+def first(owner: Any, paths: tuple[str, ...], feature: str) -> Any:
+    """The first of ``paths`` that ``owner`` has: where a release keeps what an older or a
+    newer one keeps elsewhere."""
+    for path in paths:
+        try:
+            return attr(owner, path, feature)
+        except BugkitError:
+            continue
+    raise lacks(feature)
