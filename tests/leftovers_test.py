@@ -148,3 +148,25 @@ def test_the_temp_folder_holds_the_blocks_temp_files_and_goes_after(
         assert [f.path for f in leftovers.killed_temp_folders()] == [killed]
     assert tempfile.tempdir == str(tmp_path)
     assert not folder.exists()
+
+
+def test_write_whole_leaves_no_partial_file_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "module.hlo"
+    target.write_bytes(b"old")
+    leftovers.write_whole(target, b"new")
+    assert target.read_bytes() == b"new" and sorted(tmp_path.iterdir()) == [target]
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        leftovers.write_whole(folder, b"x")  # written beside it, then cannot take its place
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(leftovers.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        leftovers.write_whole(target, b"newer")
+    assert target.read_bytes() == b"new"
+    assert sorted(tmp_path.iterdir()) == [folder, target]

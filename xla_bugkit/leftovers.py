@@ -260,3 +260,15 @@ def _size(n: int) -> str:
     if n >= 1e6:
         return f"{n / 1e6:.0f} MB"
     return f"{n / 1e3:.1f} kB" if n >= 1e3 else f"{n} bytes"
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` all at once, through a partial file beside it renamed over it:
+    a partial file never takes its place, and a failed write (or Ctrl-C) leaves none behind."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise

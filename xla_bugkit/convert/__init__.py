@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xla_bugkit import proc
+from xla_bugkit import leftovers, proc
 from xla_bugkit.convert import graph
 from xla_bugkit.convert.child import ERROR
 from xla_bugkit.errors import BugkitError
@@ -158,12 +158,9 @@ def _in_child(work: Path, given: Path, kind: str, form: str) -> bytes:
 
 
 def _write_whole(out: Path, data: bytes) -> None:
-    """``data`` into ``out`` all at once: a partial file never takes its place."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
+    """``data`` into ``out`` all at once (``leftovers.write_whole``)."""
     try:
-        partial.write_bytes(data)
-        partial.replace(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        leftovers.write_whole(out, data)
     except OSError as e:
-        partial.unlink(missing_ok=True)
         raise BugkitError(f"cannot write {out}: {e.strerror or e}") from e

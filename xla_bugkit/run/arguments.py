@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import frameworks
+from xla_bugkit import frameworks, leftovers
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.run.evidence import ProcessEvidence
@@ -70,9 +70,7 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
         except BugkitError as e:
             notes.append(f"the arguments saved for {label} are not used: {e}")
             continue
-        partial = target.with_name(f".{target.name}.partial")
-        partial.write_bytes(data)
-        os.replace(partial, target)
+        leftovers.write_whole(target, data)
     return notes
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import __version__, config
+from xla_bugkit import __version__, config, leftovers
 from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
@@ -68,9 +68,7 @@ def checkpoint_path(out: Path) -> Path:
 
 
 def _save_checkpoint(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, "utf-8")
-    os.replace(partial, path)
+    leftovers.write_whole(path, text.encode("utf-8"))
 
 
 def default_output(target: Path, *, keep_format: bool = False) -> Path:
