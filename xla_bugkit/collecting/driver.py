@@ -72,8 +72,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         if options.bisect and result.bundle is not None and result.exit_code == 0:
             from xla_bugkit.collecting.stages import bisect_written
 
-            if bisect_written(result.bundle, options, ui):
-                result = replace(result, size=result.bundle.stat().st_size)
+            if (answer := bisect_written(result.bundle, options, ui)) is not None:
+                size = result.bundle.stat().st_size
+                result = replace(result, size=size, across_releases=answer)
         finished = True
         return replace(result, workdir=work if keep else None, user_dumps=user_dumps)
     except KeyboardInterrupt:

@@ -87,6 +87,7 @@ class CollectResult:
     judged: Triage | None = None  # whether it looks like XLA's bug, and why (None: no bundle)
     tracker: str | None = None  # where its issue goes ("owner/name")
     own_flags: str | None = None  # the run's own XLA flags as a cause (``own_flags``)
+    across_releases: str | None = None  # ``--bisect``'s answer ("fails on every release ...")
 
 
 @dataclass(frozen=True)

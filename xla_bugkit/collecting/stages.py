@@ -298,9 +298,9 @@ def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | 
     return ExitCode(written.exit_code)
 
 
-def bisect_written(bundle: Path, options: CollectOptions, ui: Ui) -> bool:
-    """``collect --bisect``: the written bundle, with the bisect's result in place; False
-    when it could not bisect (the bundle then left as it was)."""
+def bisect_written(bundle: Path, options: CollectOptions, ui: Ui) -> str | None:
+    """``collect --bisect``: the written bundle, with the bisect's result in place; returns
+    its answer, or None when it could not bisect (the bundle then left as it was)."""
     from xla_bugkit.bisect.run import Range, bisect_in_place
 
     try:
@@ -308,6 +308,5 @@ def bisect_written(bundle: Path, options: CollectOptions, ui: Ui) -> bool:
         result = bisect_in_place(bundle, chosen, timeout=options.replay_timeout, ui=ui)
     except BugkitError as e:
         ui.warn(f"not bisected: {e}")
-        return False
-    ui.say(f"across releases: {result.summary}")
-    return True
+        return None
+    return result.summary  # the summary says it, -q too: the user asked for it

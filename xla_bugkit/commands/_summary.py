@@ -45,6 +45,7 @@ def render_summary(result: CollectResult, *, verbose: bool = False, quiet: bool 
                 f"xla-bugkit: {headline(result.judged, result.run.failure)}",
                 *([f"  first: {result.own_flags}"] if result.own_flags else []),
                 f"  bundle: {result.bundle} ({_mb(result.size)})",
+                *_across(result.across_releases),
                 *_next_steps(
                     result.bundle, result.manifest["title"], result.tracker, result.judged
                 ),
@@ -62,7 +63,12 @@ def render_summary(result: CollectResult, *, verbose: bool = False, quiet: bool 
         manifest=result.manifest,
         verbose=verbose,
         own_flags=result.own_flags,
+        across_releases=result.across_releases,
     )
+
+
+def _across(answer: str | None) -> list[str]:
+    return [f"  across releases: {answer}"] if answer else []
 
 
 def summary(
@@ -78,6 +84,7 @@ def summary(
     manifest: Manifest,
     verbose: bool = False,
     own_flags: str | None = None,
+    across_releases: str | None = None,
 ) -> str:
     """The closing lines of ``collect``: what was chosen and why, the verdict (``judged``),
     what it shares, what next (no issue link to ``tracker`` when nothing points at XLA)."""
@@ -107,6 +114,7 @@ def summary(
     ):
         lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")
+    lines += _across(across_releases)
     lines += _shared(manifest, verbose, said=(own_flags,))
     if size > config.MAX_SIZE:
         lines.append(f"  note: over GitHub's {config.MAX_SIZE // 10**6} MB attachment limit")
