@@ -20,6 +20,7 @@ REPLAY_ROLES = (
     Role.DEBUG_OPTIONS,
     Role.PJRT_MLIR,
     Role.COMPILE_OPTIONS,
+    Role.AUTOTUNE,
 )
 
 
@@ -59,6 +60,9 @@ class ReplayInput:
     # The module as metadata-free text (``convert --to hlo-short``), for a release that
     # cannot read the proto: older ones (``with_text_carrier``). Never taken from a bundle.
     hlo_text: Path | None = None
+    # The kernels XLA's autotuner chose in the run (a GPU module's autotune_results.pbtxt):
+    # replayed with them, the GPU compile picks what the run picked.
+    autotune: Path | None = None
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:
@@ -72,6 +76,7 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         return None
     options = files.get(Role.DEBUG_OPTIONS.value)
     xla_flags = flags.from_debug_options(options.read_text("utf-8", "replace")) if options else ()
+    on = replay_platform(platform)
     return ReplayInput(
         name=name,
         hlo=hlo,
@@ -79,7 +84,8 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         mlir=files.get(Role.PJRT_MLIR.value),
         compile_options=files.get(Role.COMPILE_OPTIONS.value),
         xla_flags=xla_flags,
-        platform=replay_platform(platform),
+        platform=on,
+        autotune=files.get(Role.AUTOTUNE.value) if on == "gpu" else None,
     )
 
 

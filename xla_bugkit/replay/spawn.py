@@ -166,10 +166,18 @@ def admitted_flags(inp: ReplayInput) -> flags.Admitted:
 
 def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
     """``inp``'s flags as a replay applies them (``admitted_flags``): (those for XLA_FLAGS,
-    those for per-compile overrides)."""
+    those for per-compile overrides). A GPU module replayed under the installed jaxlib loads
+    the run's autotune results, whose path is ours (a bundle's own path flags are refused);
+    another release may read them differently, and autotunes afresh."""
     recorded = admitted_flags(inp).flags
     env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
-    return env_flags, [f for f in recorded if f not in env_flags]
+    compile_flags = [f for f in recorded if f not in env_flags]
+    if inp.autotune is not None and inp.release is None and inp.platform == "gpu":
+        compile_flags.append(f"{AUTOTUNE_FLAG}={inp.autotune.absolute()}")
+    return env_flags, compile_flags
+
+
+AUTOTUNE_FLAG = "--xla_gpu_load_autotune_results_from"
 
 
 def child_spec(
