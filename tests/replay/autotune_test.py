@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit.choose.dumps import Role
+from xla_bugkit.replay._jaxlib import jaxlib_version
+from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.inputs import Release, replay_input
 from xla_bugkit.replay.spawn import AUTOTUNE_FLAG, split_flags
 
@@ -53,3 +55,13 @@ def test_a_bundles_own_autotune_path_flag_is_not_taken(tmp_path: Path) -> None:
     assert inp is not None
     taken = [f for f in itertools.chain(*split_flags(inp)) if f.startswith(AUTOTUNE_FLAG)]
     assert taken == [f"{AUTOTUNE_FLAG}={(tmp_path / 'm.autotune_results.pbtxt').absolute()}"]
+
+
+def test_a_bundle_of_another_jaxlib_autotunes_afresh(tmp_path: Path) -> None:
+    """Autotune results carry their XLA's format version: another XLA may refuse them."""
+    inp = replay_input("jit_step", _files(tmp_path), "sm_9.0_gpu")
+    assert inp is not None
+    manifest = {"xla_flags": [], "versions": {"jaxlib": jaxlib_version()}}
+    assert RunContext.of_manifest(manifest).input(inp).autotune == inp.autotune
+    manifest["versions"] = {"jaxlib": "0.4.38"}
+    assert RunContext.of_manifest(manifest).input(inp).autotune is None

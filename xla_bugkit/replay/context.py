@@ -17,7 +17,7 @@ from typing import Any
 from xla_bugkit import flags, frameworks
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import native
+from xla_bugkit.replay import _jaxlib, native
 from xla_bugkit.replay.inputs import Release, ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
@@ -41,15 +41,19 @@ class RunContext:
     fake_data: bool = False
     # verify --jaxlib: the release to replay under, unpacked; never taken from a bundle.
     release: Release | None = None
+    # The jaxlib the run compiled with, as a bundle records it (None: this one's).
+    jaxlib: str | None = None
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
         """The context a bundle's manifest records (its loader checked every key)."""
         cap = manifest.get("process", {}).get("memory_cap")
+        jaxlib = manifest.get("versions", {}).get("jaxlib")
         return cls(
             tuple(manifest["xla_flags"]),
             cap if isinstance(cap, int) else None,
             frameworks.of_record(manifest.get("framework")),
+            jaxlib=jaxlib if isinstance(jaxlib, str) else None,
         )
 
     def input(self, inp: ReplayInput) -> ReplayInput:
@@ -65,6 +69,10 @@ class RunContext:
         )
         if self.fake_data:
             inp = replace(inp, snapshot=None)
+        if release is not None or self.jaxlib not in (None, _jaxlib.jaxlib_version()):
+            # Autotune results carry their XLA's format version: another XLA may refuse them
+            # (the compile would fail for that alone). It autotunes afresh.
+            inp = replace(inp, autotune=None)
         if inp.flags_given:
             return inp
         return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))

@@ -166,9 +166,9 @@ def admitted_flags(inp: ReplayInput) -> flags.Admitted:
 
 def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
     """``inp``'s flags as a replay applies them (``admitted_flags``): (those for XLA_FLAGS,
-    those for per-compile overrides). A GPU module replayed under the installed jaxlib loads
-    the run's autotune results, whose path is ours (a bundle's own path flags are refused);
-    another release may read them differently, and autotunes afresh."""
+    those for per-compile overrides). A GPU module loads the run's autotune results, from a
+    path of ours (a bundle's own path flags are refused), unless it replays under another
+    release (``RunContext.input`` drops them where the run's jaxlib was not this one)."""
     recorded = admitted_flags(inp).flags
     env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
     compile_flags = [f for f in recorded if f not in env_flags]
