@@ -107,6 +107,17 @@ def test_hlo_token_type_is_not_a_secret() -> None:
     assert ALICE.text(hlo) == hlo
 
 
+def test_a_count_or_a_truth_value_is_not_a_secret() -> None:
+    """A jaxpr's sort has "num_keys=1": a setting, which a secret-looking name does not make
+    a secret (it was redacted to "num_keys=<REDACTED> bb", eating the bracket)."""
+    jaxpr = "bc:f32[6144] = sort[dimension=0 is_stable=True num_keys=1] bb"
+    assert ALICE.text(jaxpr) == jaxpr
+    for setting in ("sort_keys=True", "max_tokens=4096 next", "f(num_keys=2, x)"):
+        assert ALICE.text(setting) == setting
+    for secret in ("TOKEN=12345678901", "API_KEY=1abc", "PASSWORD=hunter2"):
+        assert ALICE.text(secret).endswith("=<REDACTED>"), secret
+
+
 def test_env_keeps_allowlist_drops_secrets_and_redacts_values() -> None:
     environ = {
         "JAX_PLATFORMS": "cpu",

@@ -75,12 +75,15 @@ TOKEN_PATTERNS = (
     ),
 )
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)"""
+# A value that is a number or a truth value, whole: a setting, not a secret. A jaxpr has
+# "sort[num_keys=1 is_stable=True]", a config "max_tokens=4096", "sort_keys=True".
+_COUNT = r"""(?:\d{1,9}|true|false|none)(?=$|[\s"',;&)\]}])"""
 # NAME=value (shell, env dumps, flags, query strings) where NAME looks secret; a name that
 # ends in "_pass" or "_pwd" too ("DB_PASS", "MYSQL_PWD"), but not "--xla_disable_hlo_passes".
 # No spaces around "=": HLO text has "%token.1 = token[] after-all()", which is no secret.
 ASSIGN = (
     rf"(?i)(\b(?:[\w.-]*(?:{SECRET_WORDS})[\w.-]*|[\w.-]*[_.-](?:pass|pwd))=)"
-    rf"(?!{REDACTED}){_VALUE}"
+    rf"(?!{REDACTED}|{_COUNT}){_VALUE}"
 )
 BEARER = r"(?i)(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"
 # An HTTP Authorization header, whatever its scheme: "Authorization: Basic dXNlcjpwdw==".
