@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
+import sys
 import traceback
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -716,3 +719,40 @@ def test_numpy_1s_report_is_read_too() -> None:
     )
     note = value_check.check_note(output)
     assert note is not None and "is 2.5 times float32's epsilon" in note
+
+
+def _pytest_output(tmp_path: Path, check: str) -> str:
+    """What pytest prints for a test whose np.testing check fails (real pytest, real numpy)."""
+    test = tmp_path / "test_values.py"
+    test.write_text(f"import numpy as np\n\ndef test_values():\n    {check}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_under_pytest_the_headline_is_the_failed_check_not_a_line_of_its_report(
+    tmp_path: Path,
+) -> None:
+    """pytest marks the exception's lines "E" and prints no traceback: the headline was
+    "E       First 5 mismatches are at indices:"."""
+    check = (
+        "a = np.arange(40000, dtype=np.float32).reshape(2, 20000); b = a.copy(); "
+        "b[0, 16384:16400] += 7; np.testing.assert_allclose(a, b, rtol=1e-4)"
+    )
+    failure = classify(_pytest_output(tmp_path, check), exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.headline == (
+        "AssertionError: Not equal to tolerance rtol=0.0001, atol=0; "
+        "Mismatched elements: 16 / 40000 (0.04%)"
+    )
+    assert failure.exception == "AssertionError"
+
+
+def test_under_pytest_a_check_tighter_than_float32_can_hold_says_so(tmp_path: Path) -> None:
+    check = "np.testing.assert_allclose(np.full(8, 0.1, np.float32), np.full(8, 0.1), rtol=1e-9)"
+    failure = classify(_pytest_output(tmp_path, check), exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.check_note is not None and "float32's epsilon" in failure.check_note

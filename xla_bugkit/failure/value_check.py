@@ -51,6 +51,8 @@ def message(
         bare = _BARE_ASSERT_RE.search(output, last_traceback)
         if bare is not None:
             return f"AssertionError: {bare.group('code').strip()}"[:300]
+    elif (in_pytest := _pytest_value_error(output)) is not None:
+        return in_pytest
     if status is not None:
         exc, _, msg = status
         if from_xla and not _is_value_error(exc):
@@ -75,7 +77,7 @@ def check_note(output: str) -> str | None:
     their own precision, one clause that says so ("... is 2.6 times float32's epsilon ...");
     otherwise None. A check tighter than its dtype can hold fails on a correct result."""
     at = output.rfind("Traceback (most recent call last)")
-    tail = output[max(at, 0) :]
+    tail = output[at:] if at >= 0 else _pytest_text(output) or output
     found, actual = _MAX_RELATIVE.search(tail), _ACTUAL.search(tail)
     if found is None or actual is None:
         return None
@@ -133,10 +135,41 @@ def _message_after(output: str, exc: str) -> str:
     """The message an exception printed below its own line, as np.testing's asserts do:
     what was compared and how many elements differ, joined on one line."""
     at = output.rfind(f"\n{exc}:")
-    lines: list[str] = []
-    for line in output[at + 1 :].splitlines()[1:]:
+    return _joined(output[at + 1 :].splitlines()[1:])
+
+
+def _joined(lines: list[str]) -> str:
+    """np.testing's message lines, up to its count of mismatched elements, on one line."""
+    taken: list[str] = []
+    for line in lines:
         if line.strip():
-            lines.append(line.strip())
-        if len(lines) == 3 or line.startswith("Mismatched elements"):
+            taken.append(line.strip())
+        if len(taken) == 3 or line.strip().startswith("Mismatched elements"):
             break
-    return "; ".join(lines)
+    return "; ".join(taken)
+
+
+# pytest shows a failed test's exception as lines marked "E", not as a traceback:
+# "E       AssertionError: ", then np.testing's message, each line marked too.
+# The mark is "E" and seven spaces; what follows keeps its own indent (" ACTUAL: array(").
+_PYTEST_LINE = re.compile(r"^E(?: {1,7}(?P<text>.*))?$", re.M)
+_EXCEPTION_LINE = re.compile(r"(?P<exc>[\w.]*(?:Error|Exception))(?::[ \t]*(?P<msg>.*))?")
+
+
+def _pytest_text(output: str) -> str:
+    """The lines pytest marked "E" (its report of the exception), unmarked."""
+    return "\n".join(m.group("text") or "" for m in _PYTEST_LINE.finditer(output))
+
+
+def _pytest_value_error(output: str) -> str | None:
+    """The message of the value check pytest reported failed, as ``message`` gives it."""
+    lines = _pytest_text(output).splitlines()
+    for at in range(len(lines) - 1, -1, -1):
+        found = _EXCEPTION_LINE.fullmatch(lines[at].strip())
+        if found is None:
+            continue
+        exc, msg = found.group("exc"), (found.group("msg") or "").strip()
+        if not _is_value_error(exc) and not _wrong_words(msg):
+            return None
+        return f"{exc}: {msg or _joined(lines[at + 1 :])}".rstrip(": ")[:300]
+    return None
