@@ -1,8 +1,9 @@
-"""The triage of a wrong value the program's own check found, from the replay's evidence."""
+"""The triage of a failure from the replay's evidence: a wrong value the program's own check
+found, and where a crash happened."""
 
 from __future__ import annotations
 
-from xla_bugkit.bundle.triage import triage
+from xla_bugkit.bundle.triage import sentence, title, triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
@@ -58,3 +59,28 @@ def test_a_replay_that_computed_no_reference_proves_no_agreement() -> None:
     judged = triage(CHECKED, [nothing])
     assert "as JAX lowered it" not in judged.reason
     assert judged.reason.endswith("did not reproduce it")
+
+
+def test_a_crash_is_placed_where_its_replay_reproduces_it() -> None:
+    """The main thread waited on jit(diagnostics) while jit(collide), which it depends on,
+    crashed in the background: the hook recorded the one, the replay reproduced the other."""
+    crashed = Failure(
+        kind=Kind.CRASH,
+        phase=Phase.RUN,
+        headline="killed by SIGSEGV",
+        signature="killed by SIGSEGV",
+        signal="SIGSEGV",
+        executing="diagnostics",
+    )
+    verdicts = [
+        Verdict("module_0016.jit_diagnostics", Outcome.NOT_REPRODUCED, "ran to completion", "x"),
+        Verdict("module_0014.jit_collide", Outcome.REPRODUCED_CRASH, "crash (SIGSEGV)", "x"),
+    ]
+    judged = triage(crashed, verdicts)
+    assert judged.where == "jit(collide)"
+    assert title(judged, crashed, "cpu") == "XLA CPU crash (SIGSEGV) while running jit(collide)"
+    assert sentence(judged, crashed) == "The process dies (SIGSEGV) while running `jit(collide)`."
+    # Where the replay agrees with the record, or nothing reproduced, the record stands.
+    assert triage(crashed, verdicts[:1]).where == "jit(diagnostics)"
+    same = [Verdict("module_0016.jit_diagnostics", Outcome.REPRODUCED_CRASH, "crash", "x")]
+    assert triage(crashed, same).where == "jit(diagnostics)"

@@ -128,8 +128,13 @@ def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | Non
 
 
 def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:
-    if failure.compiling or failure.executing:
-        return f"jit({failure.compiling or failure.executing})"
+    recorded = failure.compiling or failure.executing
+    if proof is not None and recorded and _module_name(proof.module) != f"jit_{recorded}":
+        # Execution is asynchronous: the process can be waiting on one function while
+        # another crashes; the replay that reproduces the failure names the one.
+        return function_name(_module_name(proof.module))
+    if recorded:
+        return f"jit({recorded})"
     if failure.function:
         return failure.function  # the framework's own name: TensorFlow's __inference_f_13
     name = _module_name(proof.module) if proof is not None else module
