@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers.programs import PROGRAMS, hooked_env, run, run_collect
@@ -31,6 +32,10 @@ PROGRAM = textwrap.dedent(
     x = jax.device_put(jnp.arange(16.0), NamedSharding(mesh, PartitionSpec("i")))
     print(jax.jit(lambda x, y: x * y + 1.0)(x, 3.0).sum())
     print(jax.pmap(lambda v: v * 2.0)(jnp.ones((4, 3))).sum())
+    @jax.jit
+    def scaled(w, s):  # bfloat16 arguments: np.savez keeps them as raw 2-byte voids
+        return (w * s).astype(jnp.float32).sum()
+    print(scaled(jnp.arange(8, dtype=jnp.bfloat16) / 4, jnp.bfloat16(1.5)))
     """
 )
 
@@ -67,6 +72,19 @@ def test_saved_arguments_become_a_snapshot_of_their_module(hooked: Path) -> None
     assert len(pmapped) == 1 and notes == []
     (ones,) = (literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(pmapped[0]).arguments)
     assert np.array_equal(ones, np.ones((4, 3), np.float32))
+
+
+def test_bfloat16_arguments_become_a_snapshot_too(hooked: Path) -> None:
+    """np.savez stores an ml_dtypes array as raw bytes ("|V2"): the parameter's element type
+    says what they are (they were left out: "numpy dtype |V2 has no XLA element type")."""
+    dump_dir = hooked / "dump"
+    notes = arguments.write_snapshots(dump_dir, evidence.load(hooked))
+    assert not [n for n in notes if "scaled" in n], notes
+    (made,) = [p for p in _snapshots(dump_dir) if "jit_scaled" in p.name]
+    w, s = (literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(made).arguments)
+    assert isinstance(w, np.ndarray) and w.dtype == ml_dtypes.bfloat16
+    assert np.array_equal(w.astype(np.float32), np.arange(8, dtype=np.float32) / 4)
+    assert isinstance(s, np.ndarray) and float(s) == 1.5
 
 
 def test_a_second_pass_keeps_what_is_there_and_broken_saves_are_notes(hooked: Path) -> None:

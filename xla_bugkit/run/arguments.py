@@ -120,7 +120,7 @@ def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> 
     for i, shape in enumerate(shapes):
         want = literal.format_shape(shape)
         while at < len(arrays):
-            lit = literal.numpy_to_literal(arrays[at])
+            lit = literal.numpy_to_literal(_typed(arrays[at], shape))
             at += 1
             if literal.format_shape(lit.shape) == want:
                 literals.append(lit)
@@ -141,7 +141,7 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     # arguments (one device) never needs, and collect starts before the program does.
     from xla_bugkit.hlo import literal
 
-    lit = literal.numpy_to_literal(array)
+    lit = literal.numpy_to_literal(_typed(array, shape))
     want, got = literal.format_shape(shape), literal.format_shape(lit.shape)
     if want == got:
         return lit
@@ -153,6 +153,17 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
     ):
         return literal.numpy_to_literal(array.astype(wanted))
     raise BugkitError(f"argument {i} is {got}, the parameter {want}")
+
+
+def _typed(array: np.ndarray[Any, Any], shape: Any) -> np.ndarray[Any, Any]:
+    """``array`` as the parameter's element type where np.savez kept only its bytes: an
+    ml_dtypes array (bf16, float8, int4) is saved as raw voids ("|V2"), and loads so."""
+    if array.dtype.kind != "V":
+        return array
+    from xla_bugkit.hlo import literal  # not at the top: see _literal
+
+    wanted = literal.dtype_of(shape.element_type)
+    return array.view(wanted) if wanted is not None and wanted.itemsize == array.itemsize else array
 
 
 def _load(file: Path) -> list[np.ndarray[Any, Any]]:
