@@ -158,6 +158,8 @@ def test_the_runs_own_flags_are_named_first_as_the_cause(compile_crash: Collecte
     assert summary.splitlines()[2].startswith(f"  first: {finding}")
     assert summary.index("  first: ") < summary.index("open a new issue")
     assert any(note.startswith(finding) for note in compile_crash.manifest()["notes"])
+    # And in the report, where a maintainer reads it: the Command block shows no flag.
+    assert "**First:** this run set non-default XLA flags" in compile_crash.text("ISSUE.md")
 
 
 def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:

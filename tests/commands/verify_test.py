@@ -57,7 +57,7 @@ def test_verify_reproduces_the_recorded_failure(
 ) -> None:
     assert main(["verify", str(bundle)]) == 0
     out = capsys.readouterr().out
-    assert "reproduced: error (same as the reporter's)" in out
+    assert "reproduced: error (as in the reporter's replay)" in out
     assert "the recorded failure reproduces here" in out
 
 
@@ -85,7 +85,7 @@ def test_verify_replays_in_a_child_started_before_the_bundle_unpacked(
     monkeypatch.setattr(verify_module, "open_bundle", unpacking)
     monkeypatch.setattr(proc, "run_captured", no_cold_child)
     assert main(["verify", str(bundle)]) == 0
-    assert "reproduced: error (same as the reporter's)" in capsys.readouterr().out
+    assert "reproduced: error (as in the reporter's replay)" in capsys.readouterr().out
 
 
 def test_verify_json(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:

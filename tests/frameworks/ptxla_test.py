@@ -191,6 +191,6 @@ def test_verify_without_torch_xla_falls_back_to_jaxlib_and_says_so(
     assert "torch_xla is not installed here: the modules are replayed under jaxlib" in done.stderr
     assert "second opinion" not in done.stdout
     # jaxlib's replay runs it to completion (measured), unlike the reporter's.
-    assert re.search(r": not reproduced under jaxlib \S+ \(differs from the reporter's\)",
+    assert re.search(r": not reproduced under jaxlib \S+ \(the reporter's replay: reproduced",
                      done.stdout), done.stdout  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr

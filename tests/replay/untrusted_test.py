@@ -132,7 +132,7 @@ def test_no_option_in_a_hostile_bundle_writes_outside_the_replay(
     assert main(["verify", str(hostile)]) == 0
     out = capsys.readouterr().out
 
-    assert "reproduced: error (same as the reporter's)" in out  # the real flag still applies
+    assert "reproduced: error (as in the reporter's replay)" in out  # the real flag still applies
     assert sorted(p.name for p in (tmp_path / "written").iterdir()) == []
     not_applied = [line.strip() for line in out.splitlines() if "not applied:" in line]
     assert f"not applied: -xla_dump_to={targets['flag']} (it is about files)" in not_applied

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -207,6 +208,17 @@ def test_a_memory_cap_the_program_set_itself_is_the_replays_cap(tmp_path: Path) 
     assert 0 < m["process"]["memory_cap"] < 4 << 30  # the module needs 4 GiB
     assert m["modules"][0]["replay"]["outcome"] == "reproduced: error"
     assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
+    # The report says so, and repro.py sets the same cap: without it, it would not fail.
+    assert "The program capped its own address space at " in c.text("ISSUE.md")
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(c.bundle) as z:
+        z.extractall(unpacked)
+    script = (unpacked / "repro.py").read_text()
+    assert f"MEMORY_CAP = {m['process']['memory_cap']}\n" in script
+    done = subprocess.run([sys.executable, str(unpacked / "repro.py")], capture_output=True,
+                          text=True, timeout=READY_TIMEOUT)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "capped its address space at" in done.stdout
 
 
 SHARDED_RUN = textwrap.dedent(

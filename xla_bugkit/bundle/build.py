@@ -73,7 +73,9 @@ def build(
     saw = text(triage.headline(triage.triage(run.failure, verdicts, module=first), run.failure))
     target = _target(selection.chosen, planned, verdicts, arrays)
     user_flags = [text(f) for f in run.flags_in_force]
-    reproducer = _reproducer(stage, target, saw, run.failure.kind, user_flags, notes)
+    reproducer = _reproducer(
+        stage, target, saw, run.failure.kind, user_flags, notes, run.memory_cap
+    )
     source = None
     if include_source:
         source = _source(stage, run.command, redactor, cwd or Path.cwd(), notes, counts)
@@ -144,12 +146,15 @@ def _reproducer(
     kind: Kind,
     user_flags: Sequence[str],
     notes: list[str],
+    memory_cap: int | None,
 ) -> Repro | None:
     """repro.py and its arrays (all text redacted already); why any of them is missing goes
     to ``notes``."""
     if target is None:
         return None
-    reproducer = repro.write(stage, target, saw=saw, kind=kind, user_flags=user_flags)
+    reproducer = repro.write(
+        stage, target, saw=saw, kind=kind, user_flags=user_flags, memory_cap=memory_cap
+    )
     notes += reproducer.notes if reproducer else ()
     return reproducer
 

@@ -71,7 +71,7 @@ def render(
         title=title,
         failure_kind=judged.what,
         signature=text(_key_line(judged, f)),
-        description=text(_description(judged, f, selection, verdicts, staged)),
+        description=text(_description(judged, run, selection, verdicts, staged)),
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
@@ -115,16 +115,25 @@ def _tracker(staged: Staged, verdicts: Sequence[Verdict]) -> str:
 
 def _description(
     judged: triage.Triage,
-    failure: Failure,
+    run: RunRecord,
     selection: Selection,
     verdicts: Sequence[Verdict],
     staged: Staged,
 ) -> str:
-    """Markdown: what happened, what the replay showed, what xla-bugkit chose."""
-    lines = [triage.sentence(judged, failure)]
+    """Markdown: what happened, what the replay showed, what the run set itself that the
+    failure may need, what xla-bugkit chose."""
+    lines = [triage.sentence(judged, run.failure)]
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
     paragraphs = [" ".join(lines)]
+    if run.own_flags:
+        paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
+    if run.memory_cap:
+        paragraphs.append(
+            f"The program capped its own address space at {_gib(run.memory_cap)} "
+            "(`resource.setrlimit(RLIMIT_AS)`) before it failed, and the failure may need "
+            f"that cap: {issue.code_span(members.REPRO)} and `xla-bugkit verify` set it too."
+        )
     label = native.replay_label(verdicts)
     if staged.framework and (
         said := framework_text.describe(staged.framework, bool(verdicts), label)
@@ -197,3 +206,7 @@ def _exit_text(run: RunRecord) -> str:
     if run.failure.signal:
         return f"killed by {run.failure.signal}"
     return f"exit status {run.exit_status}"
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"

@@ -78,12 +78,19 @@ class Target:
 
 
 def write(
-    stage: Path, target: Target, *, saw: str, kind: Kind, user_flags: Sequence[str] = ()
+    stage: Path,
+    target: Target,
+    *,
+    saw: str,
+    kind: Kind,
+    user_flags: Sequence[str] = (),
+    memory_cap: int | None = None,
 ) -> Repro | None:
     """Write repro.py (and inputs.npz, expected.npz) for ``target`` into ``stage``.
 
     ``saw`` is how the reporter's run ended (redacted); ``kind`` its failure kind;
-    ``user_flags`` the reporter's own XLA_FLAGS (for flags the debug options cannot spell).
+    ``user_flags`` the reporter's own XLA_FLAGS (for flags the debug options cannot spell);
+    ``memory_cap`` the address-space limit the program set itself, which repro.py sets too.
     None when the bundle has no before-optimizations proto of the module: there is nothing
     to compile.
     """
@@ -112,6 +119,7 @@ def write(
             "expect": repr(_expect(target.verdict, kind, bool(reference))),
             "reference": repr(reference or "reference"),
             "hang_seconds": str(HANG_SECONDS),
+            "memory_cap": repr(memory_cap),
             "inputs_note": repr(f"{held}, the values xla-bugkit's replay showed it on"),
         }
         text = issue.load_template(TEMPLATE).substitute(values)

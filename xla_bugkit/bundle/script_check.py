@@ -34,6 +34,7 @@ _SETTINGS: dict[str, Callable[[Any], bool]] = {
     "expect": lambda v: isinstance(v, str),
     "reference": lambda v: isinstance(v, str),
     "hang_seconds": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "memory_cap": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
 }
 # Settings that are not literals: the version (in the docstring), the label (in a comment)
 # and the snapshot ("None" or "HERE / 'path'").

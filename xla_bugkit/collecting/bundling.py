@@ -102,6 +102,7 @@ def bundle_from(
         )
         if own is not None:
             found = Dumps(found.index, (own.finding(), *found.problems))
+            run = replace(run, own_flags=own.finding())
         try:
             with ui.phase("writing the bundle"):
                 manifest, size = write_bundle(

@@ -78,8 +78,8 @@ def render_table(result: VerifyResult) -> str:
             lines.append(f"{c.label}: not replayable here (no before-optimizations proto)")
             continue
         same = {
-            True: "same as the reporter's",
-            False: "differs from the reporter's",
+            True: "as in the reporter's replay",
+            False: f"the reporter's replay: {c.recorded}",
             None: "no recorded verdict",
         }[c.same_as_reporter]
         under = f" under {c.verdict.under}" if c.verdict.under else ""

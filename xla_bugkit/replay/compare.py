@@ -59,8 +59,14 @@ class Comparison:
         return (
             f"{self.mismatches}/{self.total} elements differ (max abs error {self.max_abs:.3g}, "
             f"max rel error {self.max_rel:.3g}, {self.nans} NaN), first at "
-            f"{', '.join(str(list(i)) for i in self.first_indices) or '-'}"
+            f"{', '.join(_where(i) for i in self.first_indices) or '-'}"
         )
+
+
+def _where(index: tuple[int, ...]) -> str:
+    """``(0, 16384)`` -> ``"[16384] of output 0"``: an index is the output's number, then the
+    element's place in it (as the report's table shows it)."""
+    return f"{list(index[1:])} of output {index[0]}"
 
 
 def _as_float(a: np.ndarray) -> np.ndarray:

@@ -44,6 +44,9 @@ class RunRecord:
     # The process the failure belongs to, from what each process recorded (set once the
     # evidence is read: ``processes.failing``); None without the hook's records.
     culprit: Culprit | None = None
+    # What a replay without the run's own XLA flags showed (``collecting.own_flags``), once
+    # it ran: one line for the summary and the report.
+    own_flags: str | None = None
 
     @property
     def flags_in_force(self) -> tuple[str, ...]:
