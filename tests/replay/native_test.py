@@ -152,7 +152,8 @@ def test_jax_modules_replay_under_jaxlib_as_before(
 def test_the_verify_table_says_which_xla_each_replay_ran_under() -> None:
     check = ModuleCheck(NATIVE_ONLY.module, NATIVE_ONLY, "reproduced: crash")
     table = render_table(VerifyResult(Path("b.zip"), CRASH, (check,)))
-    assert f"{NATIVE_ONLY.module}: reproduced: crash under {OWN} (as in the reporter's replay)" in table
+    said = f"{NATIVE_ONLY.module}: reproduced: crash under {OWN} (as in the reporter's replay)"
+    assert said in table
     assert "    second opinion under jaxlib 0.10.2: not reproduced: evidence" in table
 
 
