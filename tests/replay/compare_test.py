@@ -106,7 +106,8 @@ def test_outputs_combine_and_indices_name_the_output() -> None:
     assert result.mismatches == 1 and result.total == 4
     assert result.first_indices == ((1, 0, 1),)
     assert "1/4 elements differ" in result.summary()
-    # Said as the report's table says it: the element's place, then its output.
+    # Said as the report's table says it: the element's place, then its output (the first
+    # only: the numbers keep the rest).
     assert result.summary().endswith("first at [0, 1] of output 1")
     assert result.numbers()["first_indices"] == [[1, 0, 1]]
 

@@ -59,7 +59,7 @@ class Comparison:
         return (
             f"{self.mismatches}/{self.total} elements differ (max abs error {self.max_abs:.3g}, "
             f"max rel error {self.max_rel:.3g}, {self.nans} NaN), first at "
-            f"{', '.join(_where(i) for i in self.first_indices) or '-'}"
+            f"{_where(self.first_indices[0]) if self.first_indices else '-'}"
         )
 
 
