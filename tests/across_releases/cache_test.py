@@ -49,14 +49,14 @@ def test_a_folder_lists_what_this_interpreter_can_load_and_says_why_not_the_rest
     wheels.mkdir()
     for v in ("0.10.2", "0.8.1", "0.9.0.1"):
         release_wheels(wheels, v)
-    release_wheels(wheels, "0.4.20")  # older than the replay drives
+    release_wheels(wheels, "0.4.13")  # older than the replay drives
     release_wheels(wheels, "0.11.0", tag="cp399")  # another Python's
     release_wheels(wheels, "0.7.2", jax=False)
     (wheels / "notes.txt").write_text("not a wheel")
     found = releases.from_folder(wheels)
     assert found.tried == ("0.8.1", "0.9.0.1", "0.10.2")  # in version order, not by name
     why = dict(found.untried)
-    assert why["0.4.20"].startswith("older than 0.4.30")
+    assert why["0.4.13"].startswith("older than 0.4.18")
     assert why["0.7.2"] == "no jax wheel beside it"
     assert why["0.11.0"] == "a cp399 wheel: give --python with that Python to try it"
     assert found.between("0.9", None).tried == ("0.9.0.1", "0.10.2")
@@ -238,6 +238,37 @@ def test_a_newer_pythons_release_comes_with_its_own_dependencies(
     assert (got.path / "numpy" / "__init__.py").read_text() == chosen[3]
     assert cache.cached("0.12.0") is None  # this Python's folder is another
     assert cache.cached("0.12.0", python312) == got
+
+
+def test_a_release_before_numpy_2_comes_with_numpy_1_and_its_company(
+    tmp_path: Path, own_cache: Path
+) -> None:
+    """jax 0.4.20 calls np.trapz (gone from numpy 2.4), and the ml_dtypes built for numpy 2
+    fail to load under numpy 1: such a release brings its own, numpy below 2."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    release_wheels(wheels, "0.4.20")
+    release_wheels(wheels, "0.8.1")
+    machine = "manylinux_2_17_x86_64.manylinux2014_x86_64"
+    for name in (
+        f"numpy-1.26.4-{TAG}-{TAG}-{machine}.whl",
+        f"numpy-2.4.6-{TAG}-{TAG}-{machine}.whl",  # newer, but numpy 2
+        f"ml_dtypes-0.5.4-{TAG}-{TAG}-{machine}.whl",
+        "opt_einsum-3.4.0-py3-none-any.whl",
+    ):
+        dist = name.split("-")[0]
+        wheel(wheels, name, {f"{dist}/__init__.py": name.encode()})
+    assert releases.needs_numpy_1("0.4.29") and not releases.needs_numpy_1("0.4.30")
+    chosen = [p.name for p in releases.wheels_for(wheels, "0.4.20")]
+    assert sorted(chosen[2:]) == [
+        f"ml_dtypes-0.5.4-{TAG}-{TAG}-{machine}.whl",
+        f"numpy-1.26.4-{TAG}-{TAG}-{machine}.whl",
+        "opt_einsum-3.4.0-py3-none-any.whl",
+    ]
+    got = cache.release("0.4.20", wheels)
+    assert (got.path / "numpy" / "__init__.py").read_text().startswith("numpy-1.26.4-")
+    # A release made for numpy 2 keeps this interpreter's.
+    assert len(releases.wheels_for(wheels, "0.8.1")) == 2
 
 
 def test_a_wheels_requirements_leave_out_extras_and_markers(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Releases unpacked once and kept: a cache of jaxlib (and jax) wheels, unzipped into one
 folder per release, which a replay child puts first on its path. No virtual environment per
-release: the child keeps this interpreter's numpy, ml_dtypes and protobuf.
+release: the child keeps this interpreter's numpy, ml_dtypes and protobuf, but for a release
+that needs numpy 1 or another Python, which gets its own beside it.
 
 The cache lives in platformdirs' user cache dir (``releases/``), or under
 ``$XLA_BUGKIT_CACHE``. A release is used only once it is whole (its ``.complete`` marker, which
@@ -115,7 +116,7 @@ def release(version: str, wheels: Path | None = None, python: str | None = None)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
         if wheels is not None:
             files = releases.wheels_for(wheels, version, python)
-        elif python is not None:
+        elif python is not None or releases.needs_numpy_1(version):
             files = _download_for(version, releases.python_version(python), Path(tmp))
         else:
             files = _download(version, Path(tmp))
@@ -141,11 +142,14 @@ def _download(version: str, into: Path) -> tuple[Path, ...]:
 
 
 def _download_for(version: str, python_version: str, into: Path) -> tuple[Path, ...]:
-    """The wheels of ``version`` for another Python: jax and jaxlib, and what they need
-    (numpy, ml_dtypes, scipy, ...), as pip resolves them for that Python."""
+    """The wheels of ``version`` for another Python, or with numpy 1 (``needs_numpy_1``):
+    jax and jaxlib, and what they need (numpy, ml_dtypes, scipy, ...), as pip resolves them
+    for that Python."""
     at = ["--python-version", python_version]
     jax = _jax_wheel(version, into, at)
     needs = [r for r in releases.requirements(jax) if not r.lower().startswith("jaxlib")]
+    if releases.needs_numpy_1(version):
+        needs.append("numpy<2")
     _pip_download(f"jaxlib=={version}", into / "deps", [*at, *needs], deps=True)
     return (jax, *sorted((into / "deps").glob("*.whl")))
 

@@ -21,10 +21,22 @@ from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError, ProcessError
 from xla_bugkit.frameworks import is_release_number
 
-# The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``).
+# The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``);
+# before it, the index has no jax wheel for Python 3.11 (0.4.13's is a source archive).
 # Releases before 0.6 cannot read a recent proto ("Instruction with id > INT_MAX") and are
-# given the module as metadata-free text (``carrier``); before 0.4.30, jax needs numpy 1.
-OLDEST = (0, 4, 30)
+# given the module as metadata-free text (``carrier``).
+OLDEST = (0, 4, 18)
+# jax before 0.4.30 was written for numpy 1 (it calls np.trapz, gone from numpy 2.4), and
+# the ml_dtypes built for numpy 2 do not load under numpy 1: such a release comes with
+# numpy 1 and what goes with it, as pip resolves them (``needs_numpy_1``).
+NUMPY_2_FROM = (0, 4, 30)
+
+
+def needs_numpy_1(version: str) -> bool:
+    """Whether ``version``'s jax runs only with numpy 1, and its dependencies with it."""
+    return key(version) < NUMPY_2_FROM
+
+
 PIP_TIMEOUT = 120.0
 # A wheel's name: jaxlib-0.8.1-cp311-cp311-manylinux_2_27_x86_64.whl
 _WHEEL = re.compile(
@@ -206,8 +218,9 @@ def jax_versions(version: str) -> tuple[str, ...]:
 
 def wheels_for(folder: Path, version: str, python: str | None = None) -> tuple[Path, ...]:
     """The jaxlib and jax wheels of ``version`` in ``folder``; for another interpreter
-    (``python``), with the newest wheel of each other distribution there it can load (the
-    numpy, ml_dtypes and scipy that release needs, built for it)."""
+    (``python``), or a release that needs numpy 1, with the newest wheel of each other
+    distribution there it can load (the numpy, below 2 for the latter, ml_dtypes and scipy
+    that release needs, built for it)."""
     tag = python_tag(python)
     jaxlib = None
     jax: dict[str, Path] = {}
@@ -221,7 +234,11 @@ def wheels_for(folder: Path, version: str, python: str | None = None) -> tuple[P
                 jaxlib = path if found["arch"].endswith(platform.machine()) else jaxlib
             continue
         other = _loadable(path.name, tag)
-        if python is not None and other is not None and other[1] > others.get(other[0], ((),))[0]:
+        if other is None or (python is None and not needs_numpy_1(version)):
+            continue
+        if needs_numpy_1(version) and other[0] == "numpy" and other[1] >= (2,):
+            continue
+        if other[1] > others.get(other[0], ((),))[0]:
             others[other[0]] = (other[1], path)
     pair = next((jax[v] for v in jax_versions(version) if v in jax), None)
     if jaxlib is None or pair is None:

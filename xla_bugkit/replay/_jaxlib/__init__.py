@@ -208,8 +208,11 @@ def initialize_lapack() -> bool:
 
 
 def custom_call_targets(platform: str) -> set[str]:
-    """Custom-call targets registered with XLA for ``platform`` in this process."""
-    targets = _attr(_xla_client(), "custom_call_targets", "xla_client.custom_call_targets")
+    """Custom-call targets registered with XLA for ``platform`` in this process; none known
+    before jaxlib 0.4.2x, which cannot list them (the module's then go through jax)."""
+    targets = getattr(_xla_client(), "custom_call_targets", None)
+    if targets is None:
+        return set()
     try:
         return set(targets(platform))
     except Exception:  # an unknown platform name: nothing is registered for it

@@ -13,7 +13,7 @@ from typing import Any
 from xla_bugkit.errors import BugkitError
 
 # The oldest jaxlib whose private APIs match what this package calls.
-MIN_JAXLIB = "0.4.30"
+MIN_JAXLIB = "0.4.18"
 
 
 def jaxlib_version() -> str:
