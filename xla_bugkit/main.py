@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from xla_bugkit import cli, cli_collect, cli_options, config, proc
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.ui import Ui
+from xla_bugkit.ui import Ui, shown
 
 
 def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
@@ -131,8 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGTERM and SIGHUP unwind like Ctrl-C, so temporary folders are removed.
         with proc.sigterm_as_interrupt():
             return _dispatch(args, ui)
-    except BugkitError as e:
-        print(f"xla-bugkit: error: {e}", file=sys.stderr)
+    except BugkitError as e:  # it may quote a stranger's bundle: nothing a terminal acts on
+        print(f"xla-bugkit: error: {shown(str(e))}", file=sys.stderr)
         return int(e.exit_code)
     except KeyboardInterrupt:
         print("xla-bugkit: interrupted", file=sys.stderr)

@@ -12,6 +12,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
+# Control characters but the newline and the tab: what a terminal would act on (an escape
+# sequence clears the screen or sets the title) in text from a bundle or a program's output.
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
+
+
+def shown(text: str) -> str:
+    """``text`` as a terminal may print it: each control character but the newline and the
+    tab spelled out (``\\x1b``), so that a stranger's bundle cannot drive the terminal."""
+    if not any(ord(c) in _CONTROL for c in text):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if ord(c) in _CONTROL else c for c in text)
+
 
 @dataclass
 class Ui:
@@ -30,17 +42,17 @@ class Ui:
 
     def say(self, message: str) -> None:
         if self.verbosity >= 0:
-            print(f"xla-bugkit: {message}", file=self.stream, flush=True)
+            print(f"xla-bugkit: {shown(message)}", file=self.stream, flush=True)
 
     def warn(self, message: str) -> None:
-        print(f"xla-bugkit: warning: {message}", file=self.stream, flush=True)
+        print(f"xla-bugkit: warning: {shown(message)}", file=self.stream, flush=True)
 
     def detail(self, message: str) -> None:
         if self.verbosity > 0:
-            print(f"xla-bugkit:   {message}", file=self.stream, flush=True)
+            print(f"xla-bugkit:   {shown(message)}", file=self.stream, flush=True)
 
     def summary(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        print(shown(text), file=self.stream, flush=True)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -6,6 +6,7 @@ The real bundle of a real run is shown in verify_test (it needs a collect).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,11 +15,20 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.bundles import HLO, HOSTILE, ISSUE, ISSUE_DATA, bundle_members, hostile_bundle
+from helpers.bundles import (
+    HLO,
+    HOSTILE,
+    ISSUE,
+    ISSUE_DATA,
+    Members,
+    bundle_members,
+    hostile_bundle,
+)
 from helpers.hostile import tree, write_raw
 
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main
+from xla_bugkit.ui import shown
 
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))  # the installed command
 REFUSED = "xla-bugkit: error: this bundle would be refused: "
@@ -98,3 +108,26 @@ def test_installed_show_refuses_a_lying_bundle(tmp_path: Path) -> None:
     assert done.returncode == ExitCode.BAD_BUNDLE, done.stderr
     assert done.stderr == f"{REFUSED}{HLO} does not match its sha256 in the manifest\n"
     assert done.stdout == "" and tree(tmp) == set()
+
+
+ESCAPES = "\x1b[2J\x1b]0;PWNED\x07\x1b[31mall good\x1b[0m"
+
+
+def test_a_strangers_escape_sequences_never_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest's strings are the reporter's to write: an escape sequence in them would
+    clear the screen or set the window title of whoever shows or verifies the bundle."""
+
+    def tampered(members: Members) -> Members:
+        manifest = json.loads(members[0][1])
+        manifest["failure"]["headline"] = manifest["title"] = ESCAPES
+        manifest["notes"] = [ESCAPES]
+        return [(members[0][0], json.dumps(manifest).encode()), *members[1:]]
+
+    bundle = write_raw("zip", tmp_path / "bug.zip", bundle_members(tampered))
+    assert main(["show", str(bundle)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J\\x1b]0;PWNED\\x07" in out  # spelled out, so the reader sees it
+    assert shown("line\n\tindented") == "line\n\tindented"  # what text needs stays

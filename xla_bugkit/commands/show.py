@@ -18,6 +18,7 @@ from xla_bugkit.bundle.manifest.schema import ModuleEntry
 from xla_bugkit.bundle.members import ISSUE
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BadBundleError, BugkitError, ExitCode
+from xla_bugkit.ui import shown
 
 ISSUE_LIMIT = 4 << 20
 MODULE_LIMIT = 1 << 30  # a module proto larger than this is not one to draw
@@ -98,10 +99,11 @@ def show(
         print(f"wrote {graph}: the graph of {label}")
     elif issue:
         text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
-        sys.stdout.write(text)
+        # As it is into a pipe (gh issue create); on a terminal, nothing it could act on.
+        sys.stdout.write(shown(text) if sys.stdout.isatty() else text)
     elif json_output:
         json.dump(manifest, sys.stdout, indent=2)
         print()
     else:
-        print(render(bundle, manifest))
+        print(shown(render(bundle, manifest)))
     return ExitCode.OK

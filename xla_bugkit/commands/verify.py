@@ -12,7 +12,7 @@ from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.ui import Ui
+from xla_bugkit.ui import Ui, shown
 from xla_bugkit.verify import VerifyResult, verify_bundle
 
 
@@ -51,7 +51,7 @@ def verify(
         json.dump(result.to_json(), sys.stdout, indent=2)
         print()
     else:
-        print(render_table(result))
+        print(shown(render_table(result)))  # a stranger's headline, notes, evidence
     if result.reproduced:
         return ExitCode.OK
     return ExitCode.UNVERIFIED if result.unverified else ExitCode.NOT_REPRODUCED
