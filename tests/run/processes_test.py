@@ -61,6 +61,31 @@ def test_an_xla_error_beats_a_process_stopped_part_way() -> None:
     assert culprit.why.startswith("XLA raised while compiling jit_f")
 
 
+def test_where_none_recorded_a_failure_the_one_its_evidence_names_is_chosen() -> None:
+    """A process pool's worker ran out of memory; the pool raised the error again in the
+    parent, and every worker ended normally. The worker whose dumps plan the allocation
+    that failed is the one, not the first to start XLA."""
+    workers = [proc(pid, compile_(f"jit_fit_{pid}")) for pid in (31, 32, 33)]
+    wide = workers[2]
+
+    def named(p: ProcessEvidence) -> str | None:
+        return (
+            "module_0020.jit_fit in its dumps plans the 2,161,279,680 bytes" if p is wide else None
+        )
+
+    culprit = processes.failing(workers, named)
+    assert culprit is not None and culprit.process is wide
+    assert culprit.why == (
+        "no process recorded a failure, but module_0020.jit_fit in its dumps plans the "
+        "2,161,279,680 bytes"
+    )
+    # Named by none, or by two, it says nothing: the first to start XLA, as before.
+    for names in (lambda p: None, lambda p: "plans it" if p is not workers[1] else None):
+        fallback = processes.failing(workers, names)
+        assert fallback is not None and fallback.process is workers[0]
+        assert fallback.why == "no process recorded a failure; the first to start XLA"
+
+
 def test_flags_in_force_leave_out_dump_flags_keep_empty_values() -> None:
     p = proc(1, env={"XLA_FLAGS": "--xla_dump_to=/w/dump --xla_dump_hlo_as_proto --xla_a= --b=1"})
     assert processes.flags_in_force(p) == ("--xla_a=", "--b=1")

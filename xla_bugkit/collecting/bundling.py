@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import trackers, triage
+from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import own_flags, workdir
 from xla_bugkit.collecting.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
@@ -28,9 +29,11 @@ from xla_bugkit.collecting.stages import (
     write_bundle,
 )
 from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run import arguments, evidence, processes
+from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
@@ -137,7 +140,10 @@ def _first(selection: Selection) -> str | None:
 def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     """``run`` with the process its failure belongs to, chosen from what each process of
     the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
-    culprit = run.culprit or processes.failing(evidence.load(work))
+    named = _planned_allocation(run.failure, run.output)
+    culprit = run.culprit
+    if culprit is None or named is not None:  # the run chose without the dumps' evidence
+        culprit = processes.failing(evidence.load(work), named) or culprit
     if culprit is None:
         return run
     if culprit.others:
@@ -149,6 +155,29 @@ def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     if weighed != run.failure:
         ui.say(f"the failure, from the process's own record: {weighed.describe}")
     return replace(run, culprit=culprit, failure=weighed)
+
+
+def _planned_allocation(
+    failure: Failure, output: str
+) -> Callable[[ProcessEvidence], str | None] | None:
+    """For an allocation XLA could not make: of a process, that its dumps plan exactly that
+    allocation. An error a worker raises reaches its parent's output (a process pool raises
+    it again there), and the worker ends normally: its dumps say whose it was."""
+    size = allocation.failed_allocation(output)
+    if size is None or failure.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+        return None
+
+    def named(p: ProcessEvidence) -> str | None:
+        if p.dump_dir is None or not p.dump_dir.is_dir():
+            return None
+        found = allocation.modules_allocating(dumps.index(p.dump_dir), size)
+        return (
+            f"{found[0][0].label} in its dumps plans the {size:,} bytes XLA could not allocate"
+            if found
+            else None
+        )
+
+    return named
 
 
 def with_replayed_message(run: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -70,12 +70,23 @@ def _why(p: ProcessEvidence) -> tuple[int, str]:
     return 0, "it exited normally"
 
 
-def failing(processes: Sequence[ProcessEvidence]) -> Culprit | None:
+def failing(
+    processes: Sequence[ProcessEvidence],
+    named: Callable[[ProcessEvidence], str | None] | None = None,
+) -> Culprit | None:
     """The process the failure belongs to, among those that started an XLA backend; None
-    when none recorded one (the program never reached XLA, or ran outside the hook)."""
+    when none recorded one (the program never reached XLA, or ran outside the hook).
+    Where none recorded a failure, ``named`` says of a process why the failure is its (its
+    dumps plan the allocation XLA could not make): the one process it names is chosen."""
     xla = [p for p in processes if p.started_backend]
     if not xla:
         return None
+    if named is not None and len(xla) > 1 and max(_why(p)[0] for p in xla) == 0:
+        reasons = {id(p): why for p in xla if (why := named(p)) is not None}
+        if len(reasons) == 1:
+            (best,) = [p for p in xla if id(p) in reasons]
+            why = f"no process recorded a failure, but {reasons[id(best)]}"
+            return Culprit(best, why, tuple(p for p in xla if p is not best))
     # The strongest sign of failure wins; among equals, the one that stopped first (a rank
     # that died takes the others down after it), unless they ran one after another.
     in_sequence = _in_sequence(xla)
