@@ -73,6 +73,33 @@ def test_a_stop_is_a_hang_only_when_the_process_was_inside_xla() -> None:
     assert idle.kind is Kind.INTERRUPTED
 
 
+# faulthandler's dump at the stop of a program blocked reading a jitted result to the host.
+WAITING = """Thread 0x00007f0000000001 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/jax/_src/array.py", line 654 in _value
+  File "/venv/lib/python3.11/site-packages/jax/_src/array.py", line 307 in __float__
+  File "/home/u/implied_vol.py", line 41 in main
+"""
+
+
+def test_a_program_waiting_for_a_result_when_stopped_hangs_in_that_execution() -> None:
+    """Execution is asynchronous: the dispatch of jit(solve) had returned, and the program
+    blocked in float() on its result. Stopped there, it hangs in jit(solve); its stack at
+    the stop says so (it was called "interrupted", "XLA was not busy at the end")."""
+    stop = Stop("user", ran=30.0, stalled=25.0)
+    run = classify("iteration 3\n", exit_status=-2, interrupted=True, stop=stop)
+    events = (running(1, "prepare", ended=1.5), running(2, "solve", ended=2.1))
+    hung = weigh(run, failing([process(5, *events, stack=WAITING)]))
+    assert hung.kind is Kind.HANG and hung.phase is Phase.RUN and hung.executing == "solve"
+    assert hung.headline == (
+        "XLA was executing jit(solve) with no output for 25 s; stopped by the user after 30 s"
+    )
+    assert hung.evidence is not None and "waiting for the result of jit(solve)" in hung.evidence
+    # Stopped while doing something else (its own Python code), it was interrupted.
+    elsewhere = WAITING.replace("jax/_src/array.py", "numpy/linalg.py")
+    idle = weigh(run, failing([process(5, *events, stack=elsewhere)]))
+    assert idle.kind is Kind.INTERRUPTED
+
+
 def test_runs_in_sequence_are_judged_by_the_last() -> None:
     # `bash run.sh`: the program ran twice; the second run's sys.exit(1) is the command's.
     first = process(3, running(1, "step", ended=1.5), exited=True, exit_status=0, exited_at=2.0)

@@ -122,9 +122,44 @@ def _compile_kind(failure: Failure) -> Kind:
     return Kind.COMPILE_CRASH if failure.kind in (Kind.CRASH, Kind.COMPILE_CRASH) else failure.kind
 
 
+# faulthandler's frame of a thread waiting for an array's value, which an execution
+# dispatched earlier computes (dispatch returns at once): reading it to the host, or
+# block_until_ready.
+_WAITING = re.compile(
+    r'^\s*File "[^"\n]*jax/_src/(?:array|api)\.py", line \d+ in (?:_value|__array__|'
+    r"block_until_ready|__float__|__int__|__bool__|__index__|__complex__|item|tolist|"
+    r"_single_device_array_to_np_array\w*)$",
+    re.M,
+)
+
+
+def _awaited(p: ProcessEvidence) -> Event | None:
+    """The execution a stopped process was waiting on: its last one, where its stack at the
+    stop shows a thread waiting for an array's value. Execution is asynchronous: the
+    dispatch had returned, and the hook saw nothing under way."""
+    if not p.stack or _WAITING.search(p.stack) is None:
+        return None
+    return next((e for e in reversed(p.events) if e.kind == "execute"), None)
+
+
 def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     """A run stopped by its timeout or by the user: a hang when the failing process had a
-    compilation or execution under way, whatever the order its output lines arrived in."""
+    compilation or execution under way, whatever the order its output lines arrived in, or
+    was waiting for the result of its last execution."""
+    if busy is None and (awaited := _awaited(culprit.process)) is not None:
+        call = _call(awaited)
+        return replace(
+            failure,
+            kind=Kind.HANG,
+            phase=Phase.RUN,
+            headline=busy_headline(f"XLA was executing {call}", failure),
+            signature="hang",
+            executing=_name(awaited),
+            evidence=(
+                f"{culprit.label} was waiting for the result of {call}, its last execution, "
+                "when it was stopped (its stack at the stop)"
+            ),
+        )
     if busy is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
             # The output's compile log said busy; the process's own record says it had
