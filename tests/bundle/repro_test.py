@@ -190,3 +190,7 @@ def test_hlo_command_names_the_text_dump_and_the_flags() -> None:
         "run_hlo_module --platform=cpu --input_format=pb --input_literals_file=inputs.literals.pb "
         "modules/m/m.before_optimizations.hlo.pb",
     ]
+    # Under the memory cap the program set itself, which an out-of-memory failure may need.
+    capped = repro.hlo_command(files, "cpu", (), memory_cap=3 << 30).splitlines()
+    assert capped[1].startswith("(ulimit -v 3145728 && run_hlo_module --platform=cpu ")
+    assert capped[1].endswith(" modules/m/m.before_optimizations.hlo.pb)")

@@ -3,6 +3,7 @@ the replay's verdicts and what the staged bundle holds (``Staged``)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ def render(
         title=title,
         failure_kind=judged.what,
         signature=text(_key_line(judged, f)),
-        description=text(_description(judged, run, selection, verdicts, staged)),
+        description=text(_description(judged, run, selection, verdicts, staged, stage)),
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
@@ -119,12 +120,19 @@ def _description(
     selection: Selection,
     verdicts: Sequence[Verdict],
     staged: Staged,
+    stage: Path | None = None,
 ) -> str:
     """Markdown: what happened, what the replay showed, what the run set itself that the
     failure may need, what xla-bugkit chose."""
     lines = [triage.sentence(judged, run.failure)]
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
+    if judged.what == "hang" and _has_loop(stage, staged.repro):
+        lines.append(
+            "The module holds a `while` loop, which runs for as long as its condition holds: "
+            "check that the condition can turn false (the function's jaxpr is in the bundle) "
+            "before taking this for XLA's hang."
+        )
     paragraphs = [" ".join(lines)]
     if run.own_flags:
         paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
@@ -176,6 +184,20 @@ def _key_line(judged: triage.Triage, failure: Failure) -> str:
 
 def _replay_note(staged: Staged) -> str:
     return "None: the replay was skipped (--no-replay)." if not staged.replayed else ""
+
+
+_WHILE = re.compile(r"\bwhile\([^()\n]*\), condition=")  # an HLO while instruction
+
+
+def _has_loop(stage: Path | None, rep: Repro | None) -> bool:
+    """Whether the reproduced module's HLO text holds a while loop."""
+    if stage is None or rep is None or not rep.before_text:
+        return False
+    try:
+        text = (stage / rep.before_text).read_text("utf-8", "replace")
+    except OSError:
+        return False
+    return _WHILE.search(text) is not None
 
 
 def _module_inline(stage: Path | None, rep: Repro | None) -> str:

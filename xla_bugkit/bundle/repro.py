@@ -130,7 +130,7 @@ def write(
         module=target.label,
         script=script is None,
         before_text=target.files.get(Role.BEFORE_TEXT.value, ""),
-        hlo_command=hlo_command(target.files, platform, xla_flags),
+        hlo_command=hlo_command(target.files, platform, xla_flags, memory_cap),
         inputs=_parameters(header),
         recorded_inputs=recorded,
         extreme_inputs=held if held != "snapshot" else "",
@@ -144,18 +144,27 @@ def write(
 LITERALS = "inputs.literals.pb"
 
 
-def hlo_command(files: Mapping[str, str], platform: str, xla_flags: tuple[str, ...]) -> str:
+def hlo_command(
+    files: Mapping[str, str],
+    platform: str,
+    xla_flags: tuple[str, ...],
+    memory_cap: int | None = None,
+) -> str:
     """XLA's ``run_hlo_module`` command line for the module, with the flags in force; with
     the recorded inputs when the bundle has them, after the line that writes them in the
-    form it reads (a wrong result may show only on them)."""
+    form it reads (a wrong result may show only on them); under the program's own memory
+    cap, in a subshell, when it set one (an allocation failure may need it)."""
     text = files.get(Role.BEFORE_TEXT.value)
     path, fmt = (text, "hlo") if text else (files.get(Role.BEFORE_PROTO.value, ""), "pb")
     argv = ["run_hlo_module", f"--platform={platform}", f"--input_format={fmt}", *xla_flags]
     snapshot = files.get(Role.SNAPSHOT.value)
-    if snapshot is None:
-        return shlex.join([*argv, path])
-    write = ["xla-bugkit", "convert", "--to", "literals", snapshot, LITERALS]
-    return f"{shlex.join(write)}\n{shlex.join([*argv, f'--input_literals_file={LITERALS}', path])}"
+    lines = [shlex.join([*argv, path])]
+    if snapshot is not None:
+        write = ["xla-bugkit", "convert", "--to", "literals", snapshot, LITERALS]
+        lines = [shlex.join(write), shlex.join([*argv, f"--input_literals_file={LITERALS}", path])]
+    if memory_cap:
+        lines[-1] = f"(ulimit -v {memory_cap // 1024} && {lines[-1]})"
+    return "\n".join(lines)
 
 
 def _header(stage: Path, files: Mapping[str, str]) -> str:
