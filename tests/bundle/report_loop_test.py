@@ -3,6 +3,8 @@ the report says to check its condition (a float32 tolerance of 1e-10 never holds
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,15 @@ import pytest
 from xla_bugkit.bundle import report
 from xla_bugkit.bundle.repro import Repro
 
-pytestmark = pytest.mark.jax  # jax lowers the modules
+pytestmark = pytest.mark.jax  # jax lowers the modules, in a child: tests after this one fork
+
+LOWER = """
+import sys, jax, jax.numpy as jnp
+def solve(x):
+    return jax.lax.while_loop(lambda v: jnp.abs(v).max() > 1e-10, lambda v: v * 0.5, x)
+f = solve if sys.argv[1] == "loop" else (lambda x: jnp.sin(x) * 2)
+print(jax.jit(f).lower(jnp.ones(4)).as_text(dialect="hlo"))
+"""
 
 
 def _staged(tmp_path: Path, name: str, text: str) -> Repro:
@@ -18,16 +28,14 @@ def _staged(tmp_path: Path, name: str, text: str) -> Repro:
     return Repro(name, True, f"{name}.txt", "", "", False, "")
 
 
+def _lowered(kind: str) -> str:
+    done = subprocess.run([sys.executable, "-c", LOWER, kind], capture_output=True, text=True,
+                          timeout=600, check=True)  # fmt: skip
+    return done.stdout
+
+
 def test_a_module_with_a_while_loop_is_told_apart(tmp_path: Path) -> None:
-    import jax
-    import jax.numpy as jnp
-
-    def solve(x: jax.Array) -> jax.Array:
-        return jax.lax.while_loop(lambda v: jnp.abs(v).max() > 1e-10, lambda v: v * 0.5, x)
-
-    looping = jax.jit(solve).lower(jnp.ones(4)).as_text(dialect="hlo")
-    straight = jax.jit(lambda x: jnp.sin(x) * 2).lower(jnp.ones(4)).as_text(dialect="hlo")
-    assert report._has_loop(tmp_path, _staged(tmp_path, "loop", looping))
-    assert not report._has_loop(tmp_path, _staged(tmp_path, "straight", straight))
+    assert report._has_loop(tmp_path, _staged(tmp_path, "loop", _lowered("loop")))
+    assert not report._has_loop(tmp_path, _staged(tmp_path, "straight", _lowered("straight")))
     # A name that merely mentions the word is no loop.
     assert not report._has_loop(tmp_path, _staged(tmp_path, "named", "%while_count = s32[] x\n"))
