@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -168,34 +167,17 @@ def _replay_module(
         return ModuleCheck(module["label"], None, recorded)
     with contextlib.ExitStack() as stack:
         if context.release is not None:  # an older release may not read the proto
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="xla-bugkit-text-"))
-            inp, why = carrier.with_text(inp, Path(folder))
-            if why:
-                ui.say(why)
-        return _check_module(b, module, inp, failure, timeout, ui, context, spares)
-
-
-def _check_module(
-    b: OpenBundle,
-    module: ModuleEntry,
-    inp: ReplayInput,
-    failure: Failure,
-    timeout: float,
-    ui: Ui,
-    context: RunContext,
-    spares: children.Spares | None,
-) -> ModuleCheck:
-    recorded = (module.get("replay") or {}).get("outcome")
-    if not elsewhere.absent_here(inp.platform):
-        with ui.phase(f"replaying {module['label']}"):
-            verdict = replay_module(
-                inp, expected=failure, context=context, timeout=timeout, spares=spares
-            )
-        if not elsewhere.missing_platform(verdict):
-            return ModuleCheck(module["label"], verdict, recorded)
-    return ModuleCheck(
-        module["label"], None, recorded, _unverified(b, inp, failure, timeout, ui, context)
-    )
+            inp = stack.enter_context(carrier.with_text(inp, ui.say))
+        if not elsewhere.absent_here(inp.platform):
+            with ui.phase(f"replaying {module['label']}"):
+                verdict = replay_module(
+                    inp, expected=failure, context=context, timeout=timeout, spares=spares
+                )
+            if not elsewhere.missing_platform(verdict):
+                return ModuleCheck(module["label"], verdict, recorded)
+        return ModuleCheck(
+            module["label"], None, recorded, _unverified(b, inp, failure, timeout, ui, context)
+        )
 
 
 def _unverified(

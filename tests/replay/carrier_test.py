@@ -35,26 +35,28 @@ def _module(tmp_path: Path) -> tuple[Path, Path]:
     module.ParseFromString(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
     good = tmp_path / "good.hlo.pb"
     good.write_bytes(hlo_proto.HloProto(hlo_module=module).SerializeToString())
-    inp, why = carrier.with_text(ReplayInput("jit_f", good), tmp_path)
-    assert why is None and inp.hlo_text is not None
-    assert "metadata" not in inp.hlo_text.read_text()  # printed without it
+    said: list[str] = []
+    with carrier.with_text(ReplayInput("jit_f", good), said.append) as inp:
+        assert said == [] and inp.hlo_text is not None
+        text = inp.hlo_text.read_text()
+    assert not inp.hlo_text.exists()  # the folder lasts as long as the block
+    assert "metadata" not in text  # printed without it
+    short = tmp_path / "short.txt"
+    short.write_text(text)
     module.entry_computation_id = 987654  # RET_CHECK entry != nullptr when loaded
     unreadable = tmp_path / "unreadable.hlo.pb"
     unreadable.write_bytes(hlo_proto.HloProto(hlo_module=module).SerializeToString())
-    return unreadable, inp.hlo_text
+    return unreadable, short
 
 
-def test_a_proto_this_jaxlib_cannot_read_replays_from_the_text(tmp_path: Path) -> None:
-    unreadable, text = _module(tmp_path)
-    mlir = tmp_path / "module.mlir"
-    mlir.write_text("module @newer { this is not MLIR an older parser reads }\n")
+def _worker(tmp_path: Path, **given: str | None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The replay worker run on a spec with the paths ``given``, and its output folder."""
     out = tmp_path / "out"
     out.mkdir()
     spec = {
-        "extreme": None, "hlo": str(unreadable), "hlo_text": str(text), "snapshot": None,
-        "mlir": str(mlir), "compile_options": None, "flags_given": False, "platform": "cpu",
-        "use_data": True, "seed": 7, "out": str(out), "reference": False, "flags": [],
-        "conservative": [],
+        "extreme": None, "snapshot": None, "mlir": None, "compile_options": None,
+        "flags_given": False, "platform": "cpu", "use_data": True, "seed": 7, "out": str(out),
+        "reference": False, "flags": [], "conservative": [], **given,
     }  # fmt: skip
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -62,6 +64,14 @@ def test_a_proto_this_jaxlib_cannot_read_replays_from_the_text(tmp_path: Path) -
         [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
+    return done, out
+
+
+def test_a_proto_this_jaxlib_cannot_read_replays_from_the_text(tmp_path: Path) -> None:
+    unreadable, text = _module(tmp_path)
+    mlir = tmp_path / "module.mlir"
+    mlir.write_text("module @newer { this is not MLIR an older parser reads }\n")
+    done, out = _worker(tmp_path, hlo=str(unreadable), hlo_text=str(text), mlir=str(mlir))
     assert done.returncode == 0, done.stdout + done.stderr
     withheld = protocol.markers(done.stdout, protocol.WITHHELD)
     assert len(withheld) == 1
@@ -77,19 +87,7 @@ def test_a_proto_this_jaxlib_cannot_read_replays_from_the_text(tmp_path: Path) -
 
 def test_without_the_text_the_proto_error_stands(tmp_path: Path) -> None:
     unreadable, _ = _module(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    spec = {
-        "extreme": None, "hlo": str(unreadable), "snapshot": None, "mlir": None,
-        "compile_options": None, "flags_given": False, "platform": "cpu", "use_data": True,
-        "seed": 7, "out": str(out), "reference": False, "flags": [], "conservative": [],
-    }  # fmt: skip
-    spec_path = tmp_path / "spec.json"
-    spec_path.write_text(json.dumps(spec))
-    done = subprocess.run(
-        [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    done, _ = _worker(tmp_path, hlo=str(unreadable))
     assert done.returncode == protocol.EXIT_NOT_REPLAYABLE, done.stdout + done.stderr
     said = protocol.marker(done.stdout, protocol.NOT_REPLAYABLE)
     assert said is not None and "cannot load the HLO" in said

@@ -9,6 +9,9 @@ and the text only where its jaxlib cannot (``worker``), saying so.
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,13 +20,17 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.inputs import ReplayInput
 
 
-def with_text(inp: ReplayInput, folder: Path) -> tuple[ReplayInput, str | None]:
-    """``inp`` with its module as metadata-free text (``ReplayInput.hlo_text``), written into
-    ``folder`` by the installed jaxlib in a child; and, when that text cannot be made, why
-    (``inp`` is then returned as it was: the proto alone)."""
-    out = folder / f"{inp.name}.short.txt"
-    try:
-        convert.convert(inp.hlo, out, to="hlo-short", force=True)
-    except (BugkitError, OSError) as e:
-        return inp, f"no metadata-free text of {inp.name} for older releases: {e}"
-    return replace(inp, hlo_text=out), None
+@contextlib.contextmanager
+def with_text(inp: ReplayInput, say: Callable[[str], None]) -> Iterator[ReplayInput]:
+    """``inp`` with its module as metadata-free text (``ReplayInput.hlo_text``), printed by
+    the installed jaxlib in a child into a temporary folder that lasts as long as the block;
+    when that text cannot be made, ``inp`` as it was (the proto alone), and ``say`` why."""
+    with tempfile.TemporaryDirectory(prefix="xla-bugkit-text-") as folder:
+        out = Path(folder) / f"{inp.name}.short.txt"
+        try:
+            convert.convert(inp.hlo, out, to="hlo-short", force=True)
+        except (BugkitError, OSError) as e:
+            say(f"no metadata-free text of {inp.name} for older releases: {e}")
+            yield inp
+        else:
+            yield replace(inp, hlo_text=out)

@@ -8,9 +8,9 @@ not know (each said in the probe's detail), on the replay's own tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -161,16 +161,14 @@ def bisect_bundle(
         chosen_fmt = check_output(out, fmt, force=force)
     with (
         open_bundle(path, prefix="xla-bugkit-bisect-", unpacking=ui.phase("unpacking")) as b,
-        tempfile.TemporaryDirectory(prefix="xla-bugkit-text-") as carrier,
+        contextlib.ExitStack() as stack,
     ):
         failure = Failure.from_json(b.manifest["failure"])
         module = pick_module(b.manifest["modules"], module_re)
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
-        inp, why = with_text(inp, Path(carrier))
-        if why:
-            ui.say(why)
+        inp = stack.enter_context(with_text(inp, ui.say))
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
         result = bisect_module(
             inp,
