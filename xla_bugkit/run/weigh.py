@@ -146,21 +146,9 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     """A run stopped by its timeout or by the user: a hang when the failing process had a
     compilation or execution under way, whatever the order its output lines arrived in, or
     was waiting for the result of its last execution."""
-    if busy is None and (awaited := _awaited(culprit.process)) is not None:
-        call = _call(awaited)
-        return replace(
-            failure,
-            kind=Kind.HANG,
-            phase=Phase.RUN,
-            headline=busy_headline(f"XLA was executing {call}", failure),
-            signature="hang",
-            executing=_name(awaited),
-            evidence=(
-                f"{culprit.label} was waiting for the result of {call}, its last execution, "
-                "when it was stopped (its stack at the stop)"
-            ),
-        )
-    if busy is None:
+    awaited = _awaited(culprit.process) if busy is None else None
+    event = busy or awaited
+    if event is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
             # The output's compile log said busy; the process's own record says it had
             # finished every compilation and execution it started.
@@ -172,17 +160,23 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
                 evidence=f"{culprit.label} had no compilation or execution under way",
             )
         return failure
-    doing = "compiling" if busy.kind == "compile" else "executing"
-    name, call = _name(busy), _call(busy)
+    doing = "compiling" if event.kind == "compile" else "executing"
+    name, call = _name(event), _call(event)
+    rests_on = (
+        f"{culprit.label} recorded that it was {doing} {call} when it was stopped"
+        if awaited is None
+        else f"{culprit.label} was waiting for the result of {call}, its last execution, "
+        "when it was stopped (its stack at the stop)"
+    )
     return replace(
         failure,
         kind=Kind.HANG,
-        phase=Phase.COMPILE if busy.kind == "compile" else Phase.RUN,
+        phase=Phase.COMPILE if event.kind == "compile" else Phase.RUN,
         headline=busy_headline(f"XLA was {doing} {call}", failure),
         signature="hang",
-        compiling=name if busy.kind == "compile" else failure.compiling,
-        executing=None if busy.kind == "compile" else name,
-        evidence=f"{culprit.label} recorded that it was {doing} {call} when it was stopped",
+        compiling=name if event.kind == "compile" else failure.compiling,
+        executing=None if event.kind == "compile" else name,
+        evidence=rests_on,
     )
 
 
