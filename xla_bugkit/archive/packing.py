@@ -107,14 +107,15 @@ def _fingerprints(path: Path, k: int) -> set[int]:
     return set(_window_hashes(data))
 
 
-def _window_hashes(data: bytes | mmap.mmap) -> Iterator[int]:
-    """The hash of each window of ``_WINDOW`` varied bytes after an ``_ANCHOR`` byte."""
-    at = data.find(_ANCHOR)
-    while at >= 0:
-        window = data[at + 1 : at + 1 + _WINDOW]
+def _window_hashes(
+    data: bytes | mmap.mmap, anchors: re.Pattern[bytes] | None = None
+) -> Iterator[int]:
+    """The hash of each window of ``_WINDOW`` varied bytes after an ``_ANCHOR`` byte; with
+    ``anchors``, only after those it matches (``_KEPT``), found by the regex engine."""
+    for found in (anchors or _ANCHORS).finditer(data):
+        window = data[found.start() + 1 : found.start() + 1 + _WINDOW]
         if len(window) == _WINDOW and len(set(window)) >= _VARIED:
             yield hash(window)
-        at = data.find(_ANCHOR, at + 1)
 
 
 def groups(sizes: Sequence[int], n: int, families: Sequence[object] | None = None) -> list[range]:
@@ -195,8 +196,9 @@ def how_to_pack(path: Path, alongside: Sequence[Path] = (), *, store: bool = Fal
     ``DEFLATE`` where it ``deflate_suffices``, None for LZMA2; bytes that repeat in the file or
     in the files ``alongside`` it in a stream stay with LZMA, which finds the repeats."""
     try:
-        if store and not_worth_packing(path) and not _repeats(path, alongside):
-            return STORE
+        if store and not_worth_packing(path):
+            # Repeating bytes are LZMA's, and Deflate would be judged on them again.
+            return None if _repeats(path, alongside) else STORE
     except OSError:  # the writer reports it, where it reads the file for the archive
         return None
     return DEFLATE if deflate_suffices(path, alongside) else None
@@ -261,17 +263,15 @@ def _repeats(path: Path, alongside: Sequence[Path]) -> bool:
 def _kept_hashes(path: Path) -> Iterator[int]:
     """The hashes of the windows ``_window_hashes`` takes from the file at ``path`` (mapped,
     not read), one in ``_KEEP_ONE_IN``: those whose first byte is 0 modulo it, the same
-    windows in every file, found by the regex engine rather than one by one."""
+    windows in every file."""
     with path.open("rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            for found in _KEPT.finditer(data):
-                window = data[found.start() + 1 : found.start() + 1 + _WINDOW]
-                if len(window) == _WINDOW and len(set(window)) >= _VARIED:
-                    yield hash(window)
+            yield from _window_hashes(data, _KEPT)
 
 
+_ANCHORS = re.compile(re.escape(_ANCHOR))
 _KEPT = re.compile(
     re.escape(_ANCHOR)
     + b"["
