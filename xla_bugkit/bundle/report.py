@@ -67,12 +67,13 @@ def render(
     judged = triage.triage(f, verdicts, module=first)
     title = text(triage.title(judged, f, platform))
     rep = staged.repro
-    inline = _module_inline(stage, rep)
+    before = _before_text(stage, rep)
+    inline = before if len(before.rstrip("\n").splitlines()) <= INLINE_MODULE_LINES else ""
     ctx = issue.IssueContext(
         title=title,
         failure_kind=judged.what,
         signature=text(_key_line(judged, f)),
-        description=text(_description(judged, run, selection, verdicts, staged, stage)),
+        description=text(_description(judged, run, selection, verdicts, staged, _has_loop(before))),
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
@@ -120,14 +121,14 @@ def _description(
     selection: Selection,
     verdicts: Sequence[Verdict],
     staged: Staged,
-    stage: Path | None = None,
+    looped: bool = False,
 ) -> str:
     """Markdown: what happened, what the replay showed, what the run set itself that the
     failure may need, what xla-bugkit chose."""
     lines = [triage.sentence(judged, run.failure)]
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
-    if judged.what == "hang" and _has_loop(stage, staged.repro):
+    if judged.what == "hang" and looped:
         lines.append(
             "The module holds a `while` loop, which runs for as long as its condition holds: "
             "check that the condition can turn false (the function's jaxpr is in the bundle) "
@@ -189,23 +190,16 @@ def _replay_note(staged: Staged) -> str:
 _WHILE = re.compile(r"\bwhile\([^()\n]*\), condition=")  # an HLO while instruction
 
 
-def _has_loop(stage: Path | None, rep: Repro | None) -> bool:
-    """Whether the reproduced module's HLO text holds a while loop."""
-    if stage is None or rep is None or not rep.before_text:
-        return False
-    try:
-        text = (stage / rep.before_text).read_text("utf-8", "replace")
-    except OSError:
-        return False
+def _has_loop(text: str) -> bool:
+    """Whether HLO text holds a while loop."""
     return _WHILE.search(text) is not None
 
 
-def _module_inline(stage: Path | None, rep: Repro | None) -> str:
-    """The module's HLO text, for ISSUE.md to show when it is short ("" when it is not)."""
+def _before_text(stage: Path | None, rep: Repro | None) -> str:
+    """The reproduced module's HLO text ("" when the bundle has none)."""
     if stage is None or rep is None or not rep.before_text:
         return ""
-    body = (stage / rep.before_text).read_text("utf-8", "replace")
-    return body if len(body.rstrip("\n").splitlines()) <= INLINE_MODULE_LINES else ""
+    return (stage / rep.before_text).read_text("utf-8", "replace")
 
 
 def _inputs_text(rep: Repro | None) -> str:

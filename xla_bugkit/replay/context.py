@@ -69,13 +69,17 @@ class RunContext:
         )
         if self.fake_data:
             inp = replace(inp, snapshot=None)
-        if release is not None or self.jaxlib not in (None, _jaxlib.jaxlib_version()):
+        if inp.autotune is not None and (release is not None or self._other_jaxlib()):
             # Autotune results carry their XLA's format version: another XLA may refuse them
             # (the compile would fail for that alone). It autotunes afresh.
             inp = replace(inp, autotune=None)
         if inp.flags_given:
             return inp
         return replace(inp, xla_flags=flags.in_force(inp.xla_flags, self.process_flags))
+
+    def _other_jaxlib(self) -> bool:
+        """Whether the run compiled with another jaxlib than this one (as its bundle says)."""
+        return self.jaxlib is not None and self.jaxlib != _jaxlib.jaxlib_version()
 
     def memory_limit(self, inp: ReplayInput) -> int | None:
         """The replay child's memory limit: the machine's policy, lowered to the run's cap."""
