@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib import metadata
 from pathlib import Path
 from typing import TypedDict
 
@@ -225,6 +224,8 @@ class FrameworkInfo:
 def info(found: Detection) -> FrameworkInfo:
     """Versions of the framework as installed where xla-bugkit runs (the program's own
     environment, as a rule: collect runs next to it)."""
+    from importlib import metadata  # its import costs what collect's start should not
+
     dist = _installed(_DISTS[found.framework])
     version = metadata.version(dist) if dist else None
     revision = _revision(found.framework, dist) if dist else None
@@ -233,11 +234,15 @@ def info(found: Detection) -> FrameworkInfo:
 
 def installed_version(framework: Framework) -> str | None:
     """The version of ``framework``'s distribution installed here; None when there is none."""
+    from importlib import metadata
+
     dist = _installed(_DISTS[framework])
     return metadata.version(dist) if dist else None
 
 
 def _installed(names: Sequence[str]) -> str | None:
+    from importlib import metadata
+
     for name in names:
         try:
             metadata.version(name)
@@ -248,6 +253,8 @@ def _installed(names: Sequence[str]) -> str | None:
 
 
 def _revision(framework: Framework, dist: str) -> str | None:
+    from importlib import metadata
+
     relative, pattern = _REVISION_FILES[framework]
     try:
         path = Path(str(metadata.distribution(dist).locate_file(relative)))

@@ -262,12 +262,17 @@ def _size(n: int) -> str:
     return f"{n / 1e3:.1f} kB" if n >= 1e3 else f"{n} bytes"
 
 
-def write_whole(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` all at once, through a partial file beside it renamed over it:
-    a partial file never takes its place, and a failed write (or Ctrl-C) leaves none behind."""
+def write_whole(path: Path, data: bytes | Sequence[bytes | bytearray | memoryview]) -> None:
+    """``data`` (bytes, or parts written one after another) into ``path`` all at once,
+    through a partial file beside it renamed over it: a partial file never takes its place,
+    and a failed write (or Ctrl-C) leaves none behind."""
     partial = path.with_name(f".{path.name}.partial")
     try:
-        partial.write_bytes(data)
+        with partial.open("wb") as f:
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                f.writelines(data)
         os.replace(partial, path)
     except BaseException:
         partial.unlink(missing_ok=True)

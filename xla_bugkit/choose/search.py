@@ -18,7 +18,6 @@ import array
 import bisect
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 import os
 import signal
@@ -234,10 +233,10 @@ def _finder(buf: bytearray) -> Callable[[int, bytes], bool]:
 
 
 def _load_memmem() -> Callable[[int, int, bytes, int], int | None] | None:
-    name = ctypes.util.find_library("c")
+    # The process's own symbols hold libc's: found without find_library's ``ldconfig -p``.
     try:
-        fn = ctypes.CDLL(name).memmem
-    except (OSError, AttributeError, TypeError):  # no libc by that name, or no memmem
+        fn = ctypes.CDLL(None).memmem
+    except (OSError, AttributeError, TypeError):  # no memmem in this libc
         return None
     fn.restype = ctypes.c_void_p
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]

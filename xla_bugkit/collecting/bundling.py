@@ -18,7 +18,7 @@ from xla_bugkit.bundle import trackers, triage
 from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import own_flags, workdir
-from xla_bugkit.collecting.options import NO_SELECTION, CollectOptions, CollectResult, Dumps
+from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps
 from xla_bugkit.collecting.replays import Replays
 from xla_bugkit.collecting.stages import (
     choose,
@@ -43,7 +43,7 @@ def after_run(
     work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
 ) -> CollectResult:
     if not run.failure.kind.is_failure and not options.always:
-        return CollectResult(ExitCode.NO_FAILURE, run, NO_SELECTION, fmt=fmt)
+        return CollectResult(ExitCode.NO_FAILURE, run, Selection(chosen=(), guess=False), fmt=fmt)
     return bundle_from(work, run, options, fmt, ui)
 
 

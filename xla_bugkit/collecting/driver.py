@@ -16,7 +16,6 @@ from xla_bugkit.collecting.options import (
     rebundle_command,
 )
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
-from xla_bugkit.failure.classify import Kind
 from xla_bugkit.run import capture
 from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui
@@ -44,7 +43,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
 
         envinfo.start_device_probe()
     try:
-        with warm.importing():
+        with warm.importing(prepare=lambda: _redactor(command, work)):
             run = _run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
 
@@ -61,7 +60,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             )
             options = replace(options, snapshots=capture.EVERY)
             workdir.clear(work)
-            with warm.importing():
+            with warm.importing(prepare=lambda: _redactor(command, work)):
                 run = _run_stage(work, command, options, ui)
             result = bundling.after_run(work, run, options, fmt, ui)
         if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
@@ -130,8 +129,18 @@ def run_program(
     )
 
 
+def _redactor(command: Sequence[str], work: Path) -> object:
+    """The redactor ``write_bundle`` builds (while the program runs, its host name lookups
+    and regular expressions are made once, off the user's wait)."""
+    from xla_bugkit.redact import Redactor
+
+    return Redactor.for_this_machine(command, private=(work,))
+
+
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
     """A wrong result not reproduced on first-call inputs, when the mode was not chosen."""
+    from xla_bugkit.failure.classify import Kind  # imported while the program ran (warm)
+
     return (
         options.snapshots is None
         and options.replay

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from xla_bugkit import config, github
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
-from xla_bugkit.choose.selection import Selection
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.run import capture
@@ -23,6 +22,7 @@ if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm
     from xla_bugkit.bundle.manifest import Manifest
     from xla_bugkit.bundle.triage import Triage
     from xla_bugkit.choose import dumps
+    from xla_bugkit.choose.selection import Selection
     from xla_bugkit.replay.verdict import Verdict
     from xla_bugkit.run.rerun import RunRecord
 
@@ -96,9 +96,6 @@ class Dumps:
 
     index: dumps.DumpIndex
     problems: tuple[str, ...] = ()
-
-
-NO_SELECTION = Selection(chosen=(), guess=False)
 
 
 def check_options(command: Sequence[str], options: CollectOptions) -> str:

@@ -16,21 +16,34 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 # The stages after the run; what they import, they import.
 AFTER_RUN = (
+    # The run's end: its failure, its processes' records.
+    "xla_bugkit.failure.classify",
+    "xla_bugkit.run.processes",
+    "xla_bugkit.run.weigh",
     "xla_bugkit.collecting.bundling",
     # The hook's saved arguments become snapshots through it (ml_dtypes: most of a second).
     "xla_bugkit.hlo.literal",
+    # The archive writer (``archive`` loads it on first use; py7zr's start runs ``file``).
+    "xla_bugkit.archive.write",
 )
 
 
 @contextlib.contextmanager
-def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
-    """Import ``modules`` in a thread for as long as the block runs; joined at its end. An
-    import that fails here is left for the stage that needs it to raise, as it would have."""
-    thread = threading.Thread(target=_import, args=(modules,), name="xla-bugkit-warm", daemon=True)
+def importing(
+    modules: Sequence[str] = AFTER_RUN, prepare: Callable[[], object] | None = None
+) -> Iterator[None]:
+    """Import ``modules`` in a thread for as long as the block runs, then call ``prepare``
+    there (what the stages will build again, cheaply once its lookups and regular
+    expressions are cached: the redactor); joined at the block's end. An import or a
+    ``prepare`` that fails here is left for the stage that needs it to raise, as it would
+    have."""
+    thread = threading.Thread(
+        target=_import, args=(modules, prepare), name="xla-bugkit-warm", daemon=True
+    )
     thread.start()
     try:
         yield
@@ -38,9 +51,12 @@ def importing(modules: Sequence[str] = AFTER_RUN) -> Iterator[None]:
         thread.join()
 
 
-def _import(modules: Sequence[str]) -> None:
+def _import(modules: Sequence[str], prepare: Callable[[], object] | None) -> None:
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # raised again, where it is said, by the import that needs it
             continue
+    if prepare is not None:
+        with contextlib.suppress(Exception):  # the stage does it again, and says why it fails
+            prepare()

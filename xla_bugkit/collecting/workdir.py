@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,6 @@ import platformdirs
 
 from xla_bugkit import flags, leftovers
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure.classify import Failure
 from xla_bugkit.run.rerun import RunRecord
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
@@ -109,16 +109,15 @@ def remove(work: Path, *, made_here: bool, detach: bool = False) -> None:
 
 
 REMOVING = ".removing-"  # what a detached deletion has yet to delete
-# The deleting process: as small as Python starts (no site, no user paths), and a child of
-# nobody's once the first one has forked it off, so no process waits on it or must reap it.
+# The deleting process: as small as Python starts (no site, no user paths), started in the
+# background by a shell that exits at once; so the caller waits for no Python to start, and
+# no process of its must wait on the deletion or reap it.
 _DELETE = """\
-import os, shutil, sys
-if os.fork() == 0:
-    os.setsid()
-    for path in sys.argv[1:]:
-        shutil.rmtree(path, ignore_errors=True)
-    os._exit(0)
+import shutil, sys
+for path in sys.argv[1:]:
+    shutil.rmtree(path, ignore_errors=True)
 """
+_IN_BACKGROUND = ["/bin/sh", "-c", '"$@" &', "sh"]  # sh's "$@": the command after "sh"
 
 
 def _delete(path: Path) -> None:
@@ -156,13 +155,17 @@ def _left_aside(folder: Path) -> list[Path]:
 
 
 def _delete_detached(paths: list[Path]) -> bool:
-    """Start the deletion of ``paths`` in a process of its own; whether it started."""
+    """Start the deletion of ``paths`` in a process of its own; whether it started (the
+    shell does not wait to tell: an interpreter that cannot run is checked here)."""
+    if not sys.executable or not os.access(sys.executable, os.X_OK):
+        return False
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _DELETE, *map(str, paths)],
+            [*_IN_BACKGROUND, sys.executable, "-I", "-S", "-c", _DELETE, *map(str, paths)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C at the terminal is not for it
             timeout=60,
             check=False,
         )
@@ -211,6 +214,8 @@ def load_run(work: Path) -> RunRecord:
 
 
 def _from_json(data: Any, log_path: Path) -> RunRecord:
+    from xla_bugkit.failure.classify import Failure  # read after a run, never before one
+
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema != RECORD_SCHEMA:
         raise ValueError(f"schema {schema!r}; this xla-bugkit reads schema {RECORD_SCHEMA}")

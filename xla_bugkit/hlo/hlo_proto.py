@@ -271,7 +271,16 @@ def parameter_shapes(hlo_proto: ProtoMessage) -> list[ProtoMessage]:
 def make_snapshot(hlo: bytes, arguments: Sequence[ProtoMessage]) -> bytes:
     """A serialized ``HloSnapshot`` of a serialized ``HloProto`` and argument literals
     (no result: none was read back)."""
+    return b"".join(snapshot_parts(hlo, [[a.SerializeToString()] for a in arguments]))
+
+
+def snapshot_parts(
+    hlo: protowire.Buffer, arguments: Sequence[Sequence[protowire.Buffer]]
+) -> list[protowire.Buffer]:
+    """``make_snapshot``'s bytes as parts to write one after another, each argument given
+    as the parts of its serialized literal (``literal.numpy_to_wire``)."""
     # The fields in number order, as a serializer writes them: no copy into a message.
-    parts = [protowire.length_field(1, hlo)]
-    parts += [protowire.length_field(2, a.SerializeToString()) for a in arguments]
-    return b"".join(parts)
+    parts = [protowire.length_head(1, len(hlo)), hlo]
+    for argument in arguments:
+        parts += [protowire.length_head(2, sum(len(p) for p in argument)), *argument]
+    return parts

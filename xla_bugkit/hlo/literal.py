@@ -224,15 +224,21 @@ def _element_type(array: np.ndarray) -> PrimitiveType:
         raise BugkitError(f"numpy dtype {array.dtype} has no XLA element type") from None
 
 
-def _set_values(lit: ProtoMessage, codec: _Codec, flat: np.ndarray) -> None:
+def _set_values(
+    lit: ProtoMessage, codec: _Codec, flat: np.ndarray, aside: list[protowire.Buffer] | None = None
+) -> None:
     if codec.kind == "complex":
         flat = flat.view(flat.real.dtype)
     if codec.kind in ("repeated", "complex") and flat.dtype.kind == "f":
         # A packed float or double field is the values' little-endian bytes: handed to the
-        # parser as such, not as a Python list (seconds for a few hundred MB).
+        # parser as such, not as a Python list (seconds for a few hundred MB); or, ``aside``,
+        # kept out of the message as the field's wire bytes, never copied into it.
         number = lit.DESCRIPTOR.fields_by_name[codec.field].number
-        raw = flat.astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
-        lit.MergeFromString(protowire.length_field(number, raw))
+        little = np.ascontiguousarray(flat.astype(flat.dtype.newbyteorder("<"), copy=False))
+        if aside is not None:
+            aside += [protowire.length_head(number, little.nbytes), little.data.cast("B")]
+            return
+        lit.MergeFromString(protowire.length_field(number, little.tobytes()))
     elif codec.kind in ("repeated", "complex"):
         getattr(lit, codec.field).extend(flat.tolist())
     else:
@@ -240,7 +246,11 @@ def _set_values(lit: ProtoMessage, codec: _Codec, flat: np.ndarray) -> None:
         setattr(lit, codec.field, flat.view(f"=u{width}").astype(f"<u{width}").tobytes())
 
 
-def _array_literal(array: np.ndarray, minor_to_major: Sequence[int] | None) -> ProtoMessage:
+def _array_literal(
+    array: np.ndarray,
+    minor_to_major: Sequence[int] | None,
+    aside: list[protowire.Buffer] | None = None,
+) -> ProtoMessage:
     ptype = _element_type(array)
     codec = _codec(ptype)
     rank = array.ndim
@@ -255,7 +265,7 @@ def _array_literal(array: np.ndarray, minor_to_major: Sequence[int] | None) -> P
     lit.shape.layout.minor_to_major.extend(layout)
     lit.shape.is_dynamic_dimension.extend([False] * rank)
     native = array.astype(array.dtype.newbyteorder("="), copy=False)
-    _set_values(lit, codec, native.transpose(layout[::-1]).ravel())
+    _set_values(lit, codec, native.transpose(layout[::-1]).ravel(), aside)
     return lit
 
 
@@ -274,3 +284,15 @@ def numpy_to_literal(value: Any, *, minor_to_major: Sequence[int] | None = None)
             lit.shape.tuple_shapes.add().CopyFrom(child.shape)
         return lit
     return _array_literal(np.asarray(value), minor_to_major)
+
+
+def numpy_to_wire(value: Any) -> tuple[ProtoMessage, list[protowire.Buffer]]:
+    """``numpy_to_literal(value)`` serialized, as parts to write one after another, and the
+    literal without its float values (its shape, for checks): a snapshot's gigabytes of
+    weights go to the file from the array itself, never copied into a message and out."""
+    if isinstance(value, tuple):
+        lit = numpy_to_literal(value)
+        return lit, [lit.SerializeToString()]
+    aside: list[protowire.Buffer] = []
+    head = _array_literal(np.asarray(value), None, aside)
+    return head, [head.SerializeToString(), *aside]

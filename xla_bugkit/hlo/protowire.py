@@ -97,7 +97,12 @@ def spans(data: Buffer) -> Iterator[tuple[int, int, int, int, int]]:
 
 def length_field(number: int, payload: Buffer) -> bytes:
     """A length-delimited field: its tag, its length, then ``payload``."""
-    return encode_varint(number << 3 | LENGTH) + encode_varint(len(payload)) + bytes(payload)
+    return length_head(number, len(payload)) + bytes(payload)
+
+
+def length_head(number: int, size: int) -> bytes:
+    """A length-delimited field's tag and length: what goes before its ``size`` bytes."""
+    return encode_varint(number << 3 | LENGTH) + encode_varint(size)
 
 
 def read_header(stream: Readable) -> tuple[int, int, bytes, int] | None:

@@ -9,6 +9,7 @@ the copy, never rewritten; so is everything in a file of unknown layout.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import shutil
@@ -92,10 +93,12 @@ def find_in_bytes(b: bytes, rules: Iterable[Rule]) -> list[str]:
     return sorted(found)
 
 
+@functools.lru_cache(maxsize=8)
 def binary_rules(
     homes: tuple[str, ...], users: tuple[str, ...], hosts: tuple[str, ...], secrets: tuple[str, ...]
-) -> list[Rule]:
-    """The rules of a redactor for these values, made to scan bytes decoded as latin-1."""
+) -> tuple[Rule, ...]:
+    """The rules of a redactor for these values, made to scan bytes decoded as latin-1
+    (made once per redactor's values: each binary file of a bundle asks for them)."""
 
     def conv(values: tuple[str, ...]) -> list[str]:
         return [v.encode("utf-8").decode("latin-1") for v in values]
@@ -105,7 +108,7 @@ def binary_rules(
     )
     rules = build_rules(*values)
     # In binary data a byte like 0xff is no letter: word boundaries must be ASCII ones.
-    return [
+    return tuple(
         Rule(
             rule.kind,
             re.compile(rule.pattern.pattern, _ascii(rule.pattern.flags)),
@@ -114,7 +117,7 @@ def binary_rules(
             _on_ascii(rule.lines) if rule.lines else None,
         )
         for rule in rules
-    ]
+    )
 
 
 def _ascii(flags: int) -> int:

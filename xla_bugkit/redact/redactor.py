@@ -3,6 +3,7 @@ text, binary data and the environment; and the summary of what it took out."""
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import platform
@@ -85,10 +86,7 @@ class Redactor:
                     homes.append(form)
         users = [*_quietly(getpass.getuser)]
         users.extend(os.environ.get(n, "") for n in ("USER", "LOGNAME", "USERNAME"))
-        hosts = [*_quietly(socket.gethostname), *_quietly(platform.node)]
-        hosts.extend(_quietly(socket.getfqdn))
-        # Short and fully qualified forms both leak; "box.corp.example" also as "box".
-        hosts.extend(h.split(".", 1)[0] for h in list(hosts))
+        hosts = _host_names()
         environ = os.environ if environ is None else environ
         secrets = (*command_secrets(command), *env_secrets(environ))
         return cls(home=homes, user=users, host=hosts, secrets=secrets, own=own)
@@ -148,6 +146,16 @@ def left_note(name: str, kinds: Sequence[str]) -> str:
     """Say what a binary file still holds where redaction could not rewrite it: ``"not
     redacted: a user name, a host name in modules/f/x.hlo.pb (binary data)"``."""
     return f"not redacted: {', '.join(f'a {k}' for k in kinds)} in {name} (binary data)"
+
+
+@functools.lru_cache(maxsize=1)
+def _host_names() -> tuple[str, ...]:
+    """This machine's host names, looked up once: ``getfqdn`` may wait on a name server."""
+    hosts = [*_quietly(socket.gethostname), *_quietly(platform.node)]
+    hosts.extend(_quietly(socket.getfqdn))
+    # Short and fully qualified forms both leak; "box.corp.example" also as "box".
+    hosts.extend(h.split(".", 1)[0] for h in list(hosts))
+    return tuple(hosts)
 
 
 def _quietly(get: Callable[[], str]) -> list[str]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from xla_bugkit import frameworks, leftovers
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.run.evidence import ProcessEvidence
 
 RECORDED = "recorded"  # the run-id part of the snapshots written here
@@ -98,7 +98,8 @@ def _function_module(protos: dict[int, tuple[Path, str]], function: str) -> int 
     return max(ids, default=None)
 
 
-def _snapshot(before: Path, file: Path) -> bytes:
+def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
+    """The snapshot's serialized parts (``hlo_proto.snapshot_parts``)."""
     hlo = hlo_proto.read_hlo_proto(before)
     arrays = _load(file)
     shapes = hlo_proto.parameter_shapes(hlo)
@@ -106,8 +107,8 @@ def _snapshot(before: Path, file: Path) -> bytes:
         pairs = enumerate(zip(arrays, shapes, strict=True))
         literals = [_literal(i, array, shape) for i, (array, shape) in pairs]
     else:
-        literals = _in_order(arrays, shapes)
-    return hlo_proto.make_snapshot(hlo.SerializeToString(), literals)
+        literals = [[lit.SerializeToString()] for lit in _in_order(arrays, shapes)]
+    return hlo_proto.snapshot_parts(hlo.SerializeToString(), literals)
 
 
 def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> list[Any]:
@@ -133,25 +134,26 @@ def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> 
     return literals
 
 
-def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> Any:
-    """``array`` as the literal parameter ``i`` takes. A Python scalar or a float64 numpy
-    array reaches the hook as given, and jax casts it on the way in (``3.0`` to a weakly
-    typed f32): a value of the same kind and dimensions is cast the same way."""
+def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> list[protowire.Buffer]:
+    """``array`` as the literal parameter ``i`` takes, serialized in parts
+    (``literal.numpy_to_wire``). A Python scalar or a float64 numpy array reaches the hook
+    as given, and jax casts it on the way in (``3.0`` to a weakly typed f32): a value of
+    the same kind and dimensions is cast the same way."""
     # Imported here: literal pulls in ml_dtypes (~0.8 s), which a run that saved no
     # arguments (one device) never needs, and collect starts before the program does.
     from xla_bugkit.hlo import literal
 
-    lit = literal.numpy_to_literal(_typed(array, shape))
-    want, got = literal.format_shape(shape), literal.format_shape(lit.shape)
+    head, parts = literal.numpy_to_wire(_typed(array, shape))
+    want, got = literal.format_shape(shape), literal.format_shape(head.shape)
     if want == got:
-        return lit
+        return parts
     wanted = literal.dtype_of(shape.element_type)
     if (
         wanted is not None
         and list(array.shape) == list(shape.dimensions)
         and wanted.kind == array.dtype.kind
     ):
-        return literal.numpy_to_literal(array.astype(wanted))
+        return literal.numpy_to_wire(array.astype(wanted))[1]
     raise BugkitError(f"argument {i} is {got}, the parameter {want}")
 
 

@@ -12,20 +12,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
-from xla_bugkit.failure.classify import Failure, Stop, classify
 from xla_bugkit.run import adapt, evidence, hook
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
-from xla_bugkit.run.processes import (
-    Culprit,
-    failing,
-    flags_in_force,
-    memory_cap,
-    program_python,
-)
-from xla_bugkit.run.weigh import weigh
+
+if TYPE_CHECKING:
+    from xla_bugkit.failure.classify import Failure, Stop
+    from xla_bugkit.run.processes import Culprit
+
+# What reads the run once it has ended (classify, processes, weigh) is imported then: the
+# program starts without waiting for it (collect imports it meanwhile: ``warm``).
 
 
 @dataclass(frozen=True)
@@ -53,17 +52,23 @@ class RunRecord:
         """The flags the failing process ran with (set by the program itself included, dump
         flags left out); without the hook's records, the user's XLA_FLAGS."""
         if self.culprit is not None:
+            from xla_bugkit.run.processes import flags_in_force
+
             return flags_in_force(self.culprit.process)
         return self.xla_flags.user_flags
 
     @property
     def program_python(self) -> str | None:
         """The failing process's interpreter, when its jaxlib is not xla-bugkit's."""
+        from xla_bugkit.run.processes import program_python
+
         return program_python(self.culprit.process) if self.culprit is not None else None
 
     @property
     def memory_cap(self) -> int | None:
         """The address-space limit the failing process set itself, if it did."""
+        from xla_bugkit.run.processes import memory_cap
+
         return memory_cap(self.culprit.process) if self.culprit is not None else None
 
     @property
@@ -168,6 +173,10 @@ def rerun(
             f"{NEWEST_KEPT}, within --max-dump-size"
         )
         merged = replace(merged, notes=(*merged.notes, note))
+    from xla_bugkit.failure.classify import classify
+    from xla_bugkit.run.processes import failing
+    from xla_bugkit.run.weigh import weigh
+
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"
@@ -220,6 +229,8 @@ class _TimedLog(io.BufferedWriter):
 
 def _stop(log: _TimedLog, by: str, started: float, deadline: float | None) -> Stop:
     """When the run was stopped (at its ``deadline``, or by a signal)."""
+    from xla_bugkit.failure.classify import Stop
+
     # Without a moment noted (a signal handler of someone else's), the end has to do.
     at = deadline if deadline is not None else log.stopped_at or time.monotonic()
     last = log.last_at_stop if log.stopped_at is not None else log.last
