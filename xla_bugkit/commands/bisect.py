@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xla_bugkit.bisect.search import Bisection, Seen
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.frameworks import is_release_number
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
@@ -17,6 +16,7 @@ from xla_bugkit.ui import Ui
 
 if TYPE_CHECKING:
     from xla_bugkit.bisect.run import Range
+    from xla_bugkit.bisect.search import Bisection
 
 EPILOG = """examples:
   xla-bugkit bisect bundle.7z
@@ -120,6 +120,8 @@ def bisect_command(
         print()
     else:
         print(render(result))
+    from xla_bugkit.bisect.search import Seen  # every command builds the parser from here
+
     failing = any(p.seen is Seen.FAILS for p in result.probes)
     return ExitCode.OK if failing else ExitCode.NOT_REPRODUCED
 
