@@ -33,7 +33,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile, or fails its integrity check",
     ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
     ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
-    "GPU bundle on a CPU-only machine): unverified, neither reproduced nor not",
+    "GPU bundle on a CPU-only machine), or none can be replayed outside the reporter's program "
+    "(a host callback): unverified, neither reproduced nor not",
     ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
     ExitCode.INTERRUPTED: "interrupted",
 }
@@ -57,7 +58,8 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "verify": {
         ExitCode.OK: "the recorded failure reproduces here",
         ExitCode.NOT_REPRODUCED: "it does not",
-        ExitCode.UNVERIFIED: "unverified: the modules need a platform this machine lacks",
+        ExitCode.UNVERIFIED: "unverified: the modules need a platform this machine lacks, or "
+        "none can be replayed here",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",

@@ -18,7 +18,7 @@ from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.elsewhere import Unverified
 from xla_bugkit.replay.inputs import Release, ReplayInput, replay_input, replay_platform
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
 
 
@@ -53,9 +53,18 @@ class VerifyResult:
 
     @property
     def unverified(self) -> bool:
-        """Nothing reproduced here, and some module needs a platform this machine lacks:
-        the failure is not "not reproduced", it is unverified."""
-        return not self.reproduced and any(c.unverified is not None for c in self.checks)
+        """Nothing reproduced here, and some module needs a platform this machine lacks, or
+        none could be replayed at all (it calls back into the program): the failure is not
+        "not reproduced", it is unverified."""
+        if self.reproduced:
+            return False
+        return any(c.unverified is not None for c in self.checks) or self.unreplayable
+
+    @property
+    def unreplayable(self) -> bool:
+        """Every module was refused before it ran (a host callback, say): no replay ran."""
+        verdicts = [c.verdict for c in self.checks if c.verdict is not None]
+        return bool(verdicts) and all(v.outcome is Outcome.NOT_REPLAYABLE for v in verdicts)
 
     def to_json(self) -> dict[str, Any]:
         return {

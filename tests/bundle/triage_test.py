@@ -84,3 +84,44 @@ def test_a_crash_is_placed_where_its_replay_reproduces_it() -> None:
     assert triage(crashed, verdicts[:1]).where == "jit(diagnostics)"
     same = [Verdict("module_0016.jit_diagnostics", Outcome.REPRODUCED_CRASH, "crash", "x")]
     assert triage(crashed, same).where == "jit(diagnostics)"
+
+
+STOPPED_IN_XLA = Failure(
+    kind=Kind.HANG,
+    phase=Phase.RUN,
+    headline="the program was stopped after the timeout (15 s)",
+    signature="the program was stopped after the timeout",
+    stopped_by="timeout",
+    executing="newton",
+)
+REFUSED = Verdict(
+    "module_0046.jit_newton",
+    Outcome.NOT_REPLAYABLE,
+    "the module calls back into Python (custom-call xla_ffi_python_cpu_callback)",
+    "",
+)
+
+
+def test_a_replay_that_could_not_run_does_not_clear_a_module_xla_was_running() -> None:
+    judged = triage(STOPPED_IN_XLA, [REFUSED])
+    assert judged.xla
+    assert "did not hang" not in judged.reason
+    assert judged.reason == (
+        "XLA was running jit(newton) when it stopped (the replay of module_0046.jit_newton "
+        "could not run: the module calls back into Python (custom-call "
+        "xla_ffi_python_cpu_callback))"
+    )
+    ran = Verdict("module_0046.jit_newton", Outcome.NOT_REPRODUCED, "ran to completion", "snapshot")
+    assert not triage(STOPPED_IN_XLA, [REFUSED, ran]).xla  # one that ran and did not hang
+
+
+def test_nothing_ran_is_not_said_as_not_reproduced() -> None:
+    failed = Failure(
+        kind=Kind.EXIT, phase=Phase.UNKNOWN, headline="RuntimeError: boom", signature="x"
+    )
+    reason = triage(failed, [REFUSED]).reason
+    assert "did not reproduce" not in reason
+    assert reason.endswith(
+        "no replay ran to show otherwise (the replay of module_0046.jit_newton could not run: "
+        "the module calls back into Python (custom-call xla_ffi_python_cpu_callback))"
+    )

@@ -180,3 +180,24 @@ def test_the_native_child_generates_the_inputs_the_jaxlib_child_does() -> None:
                             strict=True):  # fmt: skip
         np.testing.assert_array_equal(ours, theirs)
         assert ours.dtype == theirs.dtype
+
+
+def test_a_bundle_no_module_of_which_could_run_is_unverified_not_unreproduced() -> None:
+    refused = Verdict(
+        "module_0046.jit_newton",
+        Outcome.NOT_REPLAYABLE,
+        "the module calls back into Python (custom-call xla_ffi_python_cpu_callback)",
+        "",
+    )
+    result = VerifyResult(Path("b.zip"), CRASH, (ModuleCheck(refused.module, refused, None),))
+    assert result.unreplayable and result.unverified and not result.reproduced
+    table = render_table(result)
+    assert "does NOT reproduce" not in table
+    assert "inputs: ;" not in table  # refused before it read any
+    assert table.endswith(
+        "the recorded failure is unverified here: no module of the bundle can be replayed "
+        "outside the reporter's program (see above); it takes that program to check it"
+    )
+    ran = ModuleCheck("module_0047.jit_g", _verdict(Outcome.NOT_REPRODUCED), None)
+    assert not VerifyResult(Path("b.zip"), CRASH, (ModuleCheck(refused.module, refused, None),
+                                                   ran)).unverified  # fmt: skip

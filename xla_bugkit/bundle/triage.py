@@ -61,13 +61,17 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
         # A stopped run has no timeout to compare with; a replay that hangs too is the proof.
         return Triage(True, "hang", where, f"the replay of {hung.module} hangs as well", hung)
     what, stuck = _what(failure, None), _stuck_in_xla(failure)
-    if stuck is not None and verdicts:
+    ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
+    if stuck is not None and ran:
         # Only the compile log said XLA was busy; a replay of the module that did not hang
         # shows the program was waiting elsewhere (a sleep after its last jitted call, say).
-        names = ", ".join(v.module for v in verdicts)
+        names = ", ".join(v.module for v in ran)
         return Triage(
             False, what, where, f"{stuck} when it stopped, but the replay of {names} did not hang"
         )
+    if stuck is not None and (unreplayed := _unreplayed(verdicts)):
+        # A replay that could not run (a host callback) shows nothing either way.
+        stuck = f"{stuck} when it stopped{unreplayed}"
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
@@ -182,12 +186,19 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
     else:
         ended = f"the program ended with {f.describe}"
     signs = "no CHECK failure, XLA status or XLA exception, and XLA was not busy at the end"
-    if verdicts:
-        names = ", ".join(v.module for v in verdicts)
+    ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
+    if ran:
+        names = ", ".join(v.module for v in ran)
         replay = f"the replay of {names} did not reproduce it"
     else:
-        replay = "no replay ran to show otherwise"
+        replay = f"no replay ran to show otherwise{_unreplayed(verdicts)}"
     return f"{ended}, and nothing in its output points at XLA ({signs}); {replay}"
+
+
+def _unreplayed(verdicts: Sequence[Verdict]) -> str:
+    """", the replay of M could not run: WHY" for the first module that could not be replayed."""
+    v = next((v for v in verdicts if v.outcome is Outcome.NOT_REPLAYABLE), None)
+    return f" (the replay of {v.module} could not run: {v.evidence})" if v else ""
 
 
 # --- wording -------------------------------------------------------------------------

@@ -100,7 +100,8 @@ def summary(
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
     for v in verdicts:
         under = f" under {v.under}" if v.under else ""
-        lines.append(f"  replay {v.module}: {v.outcome.value}{under} ({v.inputs}): {v.evidence}")
+        inputs = f" ({v.inputs})" if v.inputs else ""  # none: refused before it read any
+        lines.append(f"  replay {v.module}: {v.outcome.value}{under}{inputs}: {v.evidence}")
         lines += [f"    not applied: {w}" for w in v.withheld]
         if (second := v.second) is not None:
             lines.append(

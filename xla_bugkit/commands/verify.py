@@ -84,7 +84,8 @@ def render_table(result: VerifyResult) -> str:
         }[c.same_as_reporter]
         under = f" under {c.verdict.under}" if c.verdict.under else ""
         lines.append(f"{c.label}: {c.verdict.outcome.value}{under} ({same})")
-        lines.append(f"    inputs: {c.verdict.inputs}; evidence: {c.verdict.evidence}")
+        inputs = f"inputs: {c.verdict.inputs}; " if c.verdict.inputs else ""
+        lines.append(f"    {inputs}evidence: {c.verdict.evidence}")
         lines += [f"    not applied: {w}" for w in c.verdict.withheld]
         if (second := c.verdict.second) is not None:
             lines.append(
@@ -101,6 +102,11 @@ def render_table(result: VerifyResult) -> str:
     lines.append("")
     if result.reproduced:
         lines.append("the recorded failure reproduces here")
+    elif result.unreplayable:
+        lines.append(
+            "the recorded failure is unverified here: no module of the bundle can be replayed "
+            "outside the reporter's program (see above); it takes that program to check it"
+        )
     elif result.unverified:
         needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
         lines.append(f"the recorded failure is unverified here: it needs {needs}")
