@@ -236,6 +236,22 @@ def test_a_module_named_in_the_failure(tmp_path: Path) -> None:
     assert labels(selection) == ["module_0002.jit_train_step"]
 
 
+def test_a_dump_line_cut_by_the_failures_window_names_no_module(tmp_path: Path) -> None:
+    # The failure's text starts 2000 characters before its headline: mid-way through one of
+    # XLA's "Dumping" lines, whose start (what marks it as one) is left outside.
+    idx = unfinished_dump(tmp_path)
+    dumping = (
+        "I1205 08:36:57.162949    2389 dump.cc:233] Dumping module_0004.jit_loss."
+        "multiply_add_fusion_kernel_module.ir-no-opt.ll to /tmp/work/dump\n"
+    )
+    headline = "kinetic energy mismatch at step 1: particle 32768: 1065369600.0 vs 1.0"
+    for shift in range(len(dumping)):  # wherever the cut falls
+        output = dumping * 40 + f"step 1: total KE 1.17e+13{' ' * shift}\n{headline}\n"
+        failure = Failure(Kind.WRONG_RESULT, Phase.UNKNOWN, headline, headline, exit_status=1)
+        reasons = [c.reasons for c in select(idx, failure, output).chosen]
+        assert all("named in the failure's output" not in r for r in reasons), shift
+
+
 # --- a training loop: 30-odd modules, six same-name siblings, one fails ---------------------
 
 LOOP = PROGRAMS / "training_loop_oom.py"

@@ -190,10 +190,13 @@ def _failure_text(output: str, failure: Failure) -> str:
     if failure.headline:
         starts.append(output.find(failure.headline.split("] ", 1)[-1][:80]))
     start = max(s for s in (*starts, 0) if s >= 0)
+    # Whole lines only: the filters below know a dump line by its start, and a cut one
+    # ("..._0032.jit_kick.fusion.ll to ...") would name a module that did nothing wrong.
+    begin = max(0, start - 2000, len(output) - 200_000)
+    if begin:
+        begin = output.find("\n", begin) + 1 or len(output)
     # Compile-log lines name what was compiled, not what failed; keep them out.
-    return COMPILING_RE.sub(
-        "", xla_log.without_dump_lines(output[max(0, start - 2000) :][-200_000:])
-    )
+    return COMPILING_RE.sub("", xla_log.without_dump_lines(output[begin:]))
 
 
 def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
