@@ -156,3 +156,38 @@ def test_a_work_dir_kept_for_the_user_is_no_later_collects_to_remove(
     result = collect(["true"], options, Ui(verbosity=-1))  # no jax: a program that succeeds
     assert result.workdir is not None and (result.workdir / workdir.LOG).exists()
     assert leftovers.owner_of(result.workdir) is None
+
+
+def test_the_run_record_keeps_which_lines_collect_alone_made(tmp_path: Path) -> None:
+    from xla_bugkit import flags
+    from xla_bugkit.failure import xla_log
+    from xla_bugkit.failure.classify import classify
+    from xla_bugkit.run.rerun import RunRecord
+
+    output = (
+        "I1205 08:33:22.760705     539 pjrt_client.cc:579] PjRt-IFRT device count: total=1\n"
+        "I1205 08:33:22.760741     539 dump.cc:233] Dumping module_0002.jit_f.txt to /w/dump\n"
+        "step 1: loss 0.5\n"
+    )
+    hide = xla_log.hidden_on_terminal({}, all_info=True)
+    assert hide is not None
+    (tmp_path / workdir.LOG).write_text(output)
+    run = RunRecord(
+        command=("python", "x.py"),
+        exit_status=0,
+        timed_out=False,
+        interrupted=False,
+        duration=1.0,
+        log=tmp_path / workdir.LOG,
+        output=output,
+        xla_flags=flags.MergedFlags((), (), ()),
+        failure=classify(output, exit_status=0),
+        hidden=hide.pattern.decode("latin-1"),
+    )
+    assert run.program_output == "step 1: loss 0.5\n"
+    workdir.save_run(tmp_path, run)
+    assert workdir.load_run(tmp_path).program_output == "step 1: loss 0.5\n"
+    # A record from before: only the dump lines are known to be collect's.
+    assert replace(run, hidden=None).program_output == output.split("\n", 1)[0] + "\n" + (
+        "step 1: loss 0.5\n"
+    )

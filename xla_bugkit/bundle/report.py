@@ -13,7 +13,6 @@ from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
-from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import native
@@ -79,8 +78,8 @@ def render(
         verify_command=f"xla-bugkit verify {bundle_name}",
         install=envinfo.install_command(),
         system_info=env.to_text(),
-        # XLA's "Dumping ..." lines are collect's doing: the report shows the program's.
-        log_tail=text(log_tail(xla_log.without_dump_lines(run.output), 64 * 1024)),
+        # XLA's "Dumping ..." and INFO lines are collect's doing: the report shows the program's.
+        log_tail=text(log_tail(run.program_output, 64 * 1024)),
         jax_version=env.version("jax"),
         jaxlib_version=env.version("jaxlib"),
         bundle_name=bundle_name,

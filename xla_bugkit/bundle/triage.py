@@ -196,7 +196,7 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
 
 
 def _unreplayed(verdicts: Sequence[Verdict]) -> str:
-    """", the replay of M could not run: WHY" for the first module that could not be replayed."""
+    """ ", the replay of M could not run: WHY" for the first module that could not be replayed."""
     v = next((v for v in verdicts if v.outcome is Outcome.NOT_REPLAYABLE), None)
     return f" (the replay of {v.module} could not run: {v.evidence})" if v else ""
 

@@ -189,6 +189,7 @@ def save_run(work: Path, run: RunRecord) -> None:
             "notes": list(run.xla_flags.notes),
         },
         "failure": run.failure.to_json(),
+        "hidden": run.hidden,
     }
     (work / RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
 
@@ -241,7 +242,14 @@ def _from_json(data: Any, log_path: Path) -> RunRecord:
             tuple(_strings(merged["notes"])),
         ),
         failure=Failure.from_json(data["failure"]),
+        hidden=_optional_string(data.get("hidden")),
     )
+
+
+def _optional_string(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
 
 
 def _strings(value: object) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import signal
 import threading
 import time
@@ -46,6 +47,19 @@ class RunRecord:
     # What a replay without the run's own XLA flags showed (``collecting.own_flags``), once
     # it ran: one line for the summary and the report.
     own_flags: str | None = None
+    # The lines of ``output`` that only collect's log settings made (``re.match`` on a line):
+    # the terminal hid them, and the report shows the program's output without them.
+    hidden: str | None = None
+
+    @property
+    def program_output(self) -> str:
+        """``output`` as the program shows it by itself: without the lines ``hidden`` (XLA's
+        INFO lines when the user set no log level) nor XLA's ``Dumping`` lines."""
+        text = xla_log.without_dump_lines(self.output)
+        if self.hidden is None:
+            return text
+        hide = re.compile(self.hidden)
+        return "".join(line for line in text.splitlines(keepends=True) if not hide.match(line))
 
     @property
     def flags_in_force(self) -> tuple[str, ...]:
@@ -201,6 +215,7 @@ def rerun(
         xla_flags=merged,
         failure=weigh(failure, culprit),
         culprit=culprit,
+        hidden=hide.pattern.decode("latin-1") if hide is not None else None,
     )
 
 
