@@ -164,6 +164,24 @@ def test_ways_to_reproduce_quickest_first() -> None:
     assert script < hlo < verify
 
 
+def test_without_a_script_the_reason_comes_first_and_no_option_begins_with_or() -> None:
+    body = render_issue(
+        _ctx(
+            repro_missing="the module runs on 4 devices; xla-bugkit verify replays it",
+            hlo_command="run_hlo_module --platform=cpu m.txt",
+        )
+    )
+    reproduce = body[body.index("**To reproduce**") :]
+    assert "The bundle has no standalone script: the module runs on 4 devices" in reproduce
+    assert "With XLA's `run_hlo_module`" in reproduce and "Or with" not in reproduce
+    assert "Or, thoroughly, replay every module" in reproduce
+    # Neither: the reason, then verify as the one way.
+    body = render_issue(_ctx(repro_missing="the module cannot be replayed (a host callback)"))
+    reproduce = body[body.index("**To reproduce**") :]
+    assert "run_hlo_module" not in reproduce and "Or" not in reproduce.split("<details>")[0]
+    assert "Replay every module of the bundle against reference results:" in reproduce
+
+
 def test_absent_sections_leave_no_trace() -> None:
     body = render_issue(_ctx())
     assert "\n\n\n" not in body.split("<details>")[0]

@@ -125,3 +125,33 @@ def test_nothing_ran_is_not_said_as_not_reproduced() -> None:
         "no replay ran to show otherwise (the replay of module_0046.jit_newton could not run: "
         "the module calls back into Python (custom-call xla_ffi_python_cpu_callback))"
     )
+
+
+def test_the_title_keeps_the_numbers_the_signature_stands_n_for() -> None:
+    oom = Failure(
+        kind=Kind.RUNTIME_ERROR,
+        phase=Phase.RUN,
+        headline="RESOURCE_EXHAUSTED: Out of memory allocating 1890253528 bytes.",
+        signature="RESOURCE_EXHAUSTED: Out of memory allocating N bytes.",
+        status_code="RESOURCE_EXHAUSTED",
+    )
+    judged = triage(oom, [])
+    assert title(judged, oom, "cpu") == (
+        "XLA CPU runtime error: RESOURCE_EXHAUSTED: Out of memory allocating 1890253528 bytes."
+    )
+    # A headline that does not line up with its signature leaves the signature as it is.
+    odd = Failure(**{**oom.__dict__, "headline": "something else"})
+    assert title(triage(odd, []), odd, "cpu").endswith("allocating N bytes.")
+
+
+def test_a_long_title_is_cut_at_a_word_not_inside_one() -> None:
+    from xla_bugkit.bundle.issue import title_for
+
+    ret_check = (
+        'INTERNAL: RET_CHECK failure (spmd_partitioner.cc:6456) hlo->custom_call_target().rfind("'
+        'xla.sdy", 0) != 0 This is a custom call named xla.sdy.* which should not appear'
+    )
+    cut = title_for("compile error", ret_check, platform="cpu")
+    assert cut.startswith("XLA CPU compile error: ")
+    assert cut.endswith("… (spmd_partitioner.cc:6456)")
+    assert '("x…' not in cut and " …" not in cut

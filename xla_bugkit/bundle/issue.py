@@ -63,6 +63,7 @@ class IssueContext:
     replay_verdicts: Sequence[tuple[str, str, str]] = ()  # (module, verdict, evidence)
     replay_note: str = ""  # shown instead of an empty verdicts table ("not run (--no-replay)")
     repro_command: str = ""  # "python repro.py": the bundle's standalone script
+    repro_missing: str = ""  # why the bundle has no standalone script ("": it has one)
     hlo_command: str = ""  # "run_hlo_module --platform=cpu ... FILE"
     module_label: str = ""  # the module shown inline, when it is small
     module_text: str = ""  # its before-optimizations HLO text
@@ -136,9 +137,12 @@ def _reproduce(ctx: IssueContext) -> str:
             "Unpack it and run its standalone script (it needs only jax and numpy):\n\n"
             + fenced(ctx.repro_command, "shell")
         )
+    elif ctx.repro_missing:
+        parts.append(f"The bundle has no standalone script: {plain(ctx.repro_missing)}.")
     if ctx.hlo_command:
         parts.append(
-            "Or with XLA's `run_hlo_module` (built from openxla/xla), on the module before "
+            ("Or with" if ctx.repro_command else "With")
+            + " XLA's `run_hlo_module` (built from openxla/xla), on the module before "
             "XLA's optimizations and with the XLA flags in force"
             + (
                 " and the recorded inputs (the first line writes them as it reads them)"
@@ -148,9 +152,12 @@ def _reproduce(ctx: IssueContext) -> str:
             + ":\n\n"
             + fenced(ctx.hlo_command, "shell")
         )
+    offered = bool(ctx.repro_command or ctx.hlo_command)
     parts.append(
         (
             "Or, thoroughly, replay every module of the bundle against reference results:\n\n"
+            if offered
+            else "Replay every module of the bundle against reference results:\n\n"
             if parts
             else ""
         )
@@ -220,7 +227,10 @@ def title_for(failure_kind: str, signature: str, *, platform: str | None = None)
     if not msg:
         return kind[:TITLE_MAX]
     if len(msg) > room:
-        msg = msg[: max(room - 1, 0)].rstrip() + "…"
+        cut = msg[: max(room - 1, 0)]
+        # At a word's end where one is near: "rfind("x…" reads as a different call.
+        space = cut.rfind(" ")
+        msg = (cut[:space] if space > room * 2 // 3 else cut).rstrip() + "…"
     return f"{kind}: {msg}{suffix}"[:TITLE_MAX]
 
 

@@ -62,6 +62,9 @@ def render(
     staged = staged or Staged(None, None, replayed=bool(verdicts))
     f = run.failure
     platform = next((c.module.platform for c in selection.chosen if c.module.platform), None)
+    if platform is None and run.culprit is not None:
+        # Nothing optimized to name it (a compile error): the failing process's backend.
+        platform = run.culprit.process.platform or None
     first = selection.chosen[0].module.name if selection.chosen else None
     judged = triage.triage(f, verdicts, module=first)
     title = text(triage.title(judged, f, platform))
@@ -87,6 +90,7 @@ def render(
         replay_verdicts=[(v.module, v.outcome.value, text(v.evidence)) for v in verdicts],
         replay_note=_replay_note(staged),
         repro_command=f"python {members.REPRO}" if rep and rep.script else "",
+        repro_missing=rep.missing if rep else "",
         hlo_command=rep.hlo_command if rep else "",
         module_label=rep.module if rep and inline else "",
         module_text=inline,

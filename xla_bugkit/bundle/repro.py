@@ -24,8 +24,10 @@ from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Kind
+from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.compare import compare_outputs
+from xla_bugkit.replay.replayable import INTERNAL_TARGETS
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 TEMPLATE = "repro.py.in"
@@ -61,6 +63,7 @@ class Repro:
     reference: str  # what expected.npz holds ("op-by-op"), "" when it is not there
     wrong_values: tuple[tuple[str, str, str], ...] = ()  # (index, reference, XLA)
     notes: tuple[str, ...] = ()  # why something is missing
+    missing: str = ""  # why repro.py is not there ("": it is)
     # What inputs.npz holds when not the reporter's: the extreme values the replay showed
     # the failure on ("extreme values: inf/nan (seed 42)"); "" when it is not there.
     extreme_inputs: str = ""
@@ -126,11 +129,15 @@ def write(
         (stage / members.REPRO).write_text(text, "utf-8")
     else:
         notes.append(f"{members.REPRO} is not in the bundle: {script}")
+    unfit = _not_for_run_hlo_module(stage, target)
+    if unfit:
+        notes.append(f"no run_hlo_module command: {unfit}")
     return Repro(
         module=target.label,
         script=script is None,
+        missing=script or "",
         before_text=target.files.get(Role.BEFORE_TEXT.value, ""),
-        hlo_command=hlo_command(target.files, platform, xla_flags, memory_cap),
+        hlo_command="" if unfit else hlo_command(target.files, platform, xla_flags, memory_cap),
         inputs=_parameters(header),
         recorded_inputs=recorded,
         extreme_inputs=held if held != "snapshot" else "",
@@ -200,6 +207,31 @@ def _flags(
 
 # A map or sub-message in the debug options ("xla_backend_extra_options {" or "...: {").
 _BLOCK = re.compile(r"^\s*(xla_\w+)(?::)?\s*\{", re.M)
+
+
+def _not_for_run_hlo_module(stage: Path, target: Target) -> str:
+    """Why XLA's ``run_hlo_module`` cannot run the module from its HLO ("": it can): the
+    replay refused it (a host callback), or Shardy's markers, which only its partitioner
+    compiles, from the PJRT folder's StableHLO."""
+    if target.verdict is not None and target.verdict.outcome is Outcome.NOT_REPLAYABLE:
+        return f"the module cannot be replayed ({target.verdict.evidence})"
+    text = target.files.get(Role.BEFORE_TEXT.value)
+    if text is None:
+        return ""
+    try:
+        hlo = (stage / text).read_text("utf-8", "replace")
+    except OSError:
+        return ""
+    shardy = next((t for t in custom_call_targets(hlo) if t.startswith(_SHARDY)), None)
+    if shardy is None or shardy in INTERNAL_TARGETS:
+        return ""
+    return (
+        f"the module is partitioned with Shardy (custom-call {shardy}), which only compiles "
+        "from the PJRT folder's StableHLO (xla-bugkit verify replays it so)"
+    )
+
+
+_SHARDY = "xla.sdy."
 
 
 def _refusal(header: str, verdict: Verdict | None) -> str | None:

@@ -246,9 +246,22 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         doing = "compiling" if failure.kind is Kind.COMPILE_CRASH else "running"
         sig = f" ({failure.signal})" if failure.signal else ""
         return issue.cut_title(f"{xla} crash{sig} while {doing} {t.where or 'a module'}")
-    return issue.title_for(
-        failure.kind.value, failure.signature or failure.headline, platform=platform
-    )
+    message = _with_numbers(failure.signature, failure.headline) or failure.headline
+    return issue.title_for(failure.kind.value, message, platform=platform)
+
+
+def _with_numbers(signature: str, headline: str) -> str:
+    """The signature (its paths and addresses trimmed for comparing failures) with the
+    numbers it stands ``N`` for put back from the headline: "allocating 1890253528 bytes"
+    tells a reader what "allocating N bytes" cannot."""
+    parts = re.split(r"\bN\b", signature)
+    if len(parts) == 1:
+        return signature
+    found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
+    if found is None:
+        return signature
+    numbers = iter(found.groups())
+    return re.sub(r"\bN\b", lambda _: next(numbers), signature)
 
 
 def _ended(failure: Failure) -> str:
