@@ -372,3 +372,24 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
 def test_empty_dir(tmp_path: Path) -> None:
     idx = index(tmp_path)
     assert idx.modules == () and idx.stray == () and idx.file_count == 0
+
+
+def test_an_unpacked_bundles_modules_index_as_their_dump_did(tmp_path: Path) -> None:
+    # A bundle keeps each module's files in modules/module_NNNN.NAME/, its PJRT folder in
+    # pjrt/ there: replay may be pointed at the bundle, at modules/ or at one module.
+    folder = tmp_path / "modules" / "module_0006.jit_train_step"
+    (folder / "pjrt").mkdir(parents=True)
+    for name in (
+        "module_0006.jit_train_step.before_optimizations.txt",
+        "module_0006.jit_train_step.before_optimizations.hlo.pb",
+        "pjrt/module.mlir",
+        "pjrt/compile_options.pb",
+    ):
+        (folder / name).write_bytes(b"x")
+    (tmp_path / "ISSUE.md").write_text("x")
+    for root in (tmp_path, tmp_path / "modules", folder):
+        (module,) = index(root).modules
+        assert (module.id, module.name) == (6, "jit_train_step"), root
+        roles = {f.role for f in module.files}
+        assert {Role.BEFORE_TEXT, Role.BEFORE_PROTO, Role.PJRT_MLIR, Role.COMPILE_OPTIONS} <= roles
+        assert all((root / f.rel).is_file() for f in module.files)

@@ -216,8 +216,16 @@ def index(root: Path) -> DumpIndex:
     known: dict[tuple[int, str], list[DumpFile]] = defaultdict(list)
     pending: list[tuple[int, str, DumpFile]] = []  # names we can only resolve at the end
     stray: list[DumpFile] = []
+    bundled: list[DumpFile] = []  # PJRT files of a bundle's module folder, indexed at its root
     for parts, size, mtime in _walk(root):
         rel = "/".join(parts)  # a Path per file would cost more than the rest of indexing
+        where = _bundle_layout(parts)
+        if where is not None:  # an unpacked bundle's modules/module_NNNN.NAME/[pjrt/]FILE
+            if isinstance(where, str):  # "pjrt"
+                role = _PJRT_FILES.get(parts[-1], Role.OTHER)
+                bundled.append(DumpFile(rel, role, size, mtime=mtime))
+                continue
+            parts = where
         m = _PREFIX.match(parts[0])
         if m is None or len(parts) > 2:
             stray.append(DumpFile(rel, Role.OTHER, size, mtime=mtime))
@@ -234,6 +242,10 @@ def index(root: Path) -> DumpIndex:
             continue
         role, name, platform = found
         known[(mod_id, name)].append(DumpFile(rel, role, size, platform, mtime))
+    if bundled and len(known) == 1:  # the folder of one bundled module: its PJRT files
+        known[next(iter(known))].extend(bundled)
+    else:
+        stray.extend(bundled)
     names_by_id: dict[int, list[str]] = defaultdict(list)
     for mod_id, name in known:
         names_by_id[mod_id].append(name)
@@ -244,6 +256,22 @@ def index(root: Path) -> DumpIndex:
         for (mod_id, name), files in sorted(known.items())
     )
     return DumpIndex(root, modules, tuple(stray))
+
+
+def _bundle_layout(parts: tuple[str, ...]) -> tuple[str, ...] | str | None:
+    """Where a file of an unpacked bundle's ``modules/`` goes, indexed from the bundle's
+    root, from ``modules/`` or from one module's folder: its own dump name (as if in a plain
+    dump folder), ``(module_NNNN.NAME, FILE)`` for a PJRT file of a named module, or "pjrt"
+    for a PJRT file of the module whose folder is the root. None: a plain dump's file."""
+    if parts[0] == "modules" and len(parts) > 2:
+        parts = parts[1:]
+    if len(parts) >= 2 and parts[-2] == "pjrt":
+        if len(parts) == 2:
+            return "pjrt"
+        return (parts[0], parts[2]) if len(parts) == 3 and _PREFIX.match(parts[0]) else None
+    if len(parts) == 2 and _PREFIX.match(parts[0]) and _PREFIX.match(parts[1]):
+        return (parts[1],)  # module_NNNN.NAME/module_NNNN.NAME.before_optimizations.txt
+    return None
 
 
 def _owner_name(rest: str, names: list[str]) -> str:
