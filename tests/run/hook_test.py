@@ -265,3 +265,27 @@ def test_jaxprs_are_dumped_beside_the_dumps_and_never_logged_to_the_program(
     assert "Dumping jaxpr" not in done.stdout + done.stderr
     jaxprs = list((tmp_path / "dump" / JAXPRS).glob("jax_*_scale.jaxpr.txt"))
     assert len(jaxprs) == 1 and "mul" in jaxprs[0].read_text()
+
+
+def test_the_hooks_own_frames_are_said_in_one_line() -> None:
+    from xla_bugkit.run import hook as hook_package
+
+    frames = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/jax/_src/pxla.py", line 2873, in f\n'
+        "    xla_executable = compiler.compile_or_get_cached(\n"
+        "                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/xla_bugkit/run/hook/jax_patches.py",'
+        " line 257, in compile_or_get_cached\n"
+        "    executable = original(*args, **kwargs)\n"
+        "                 ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/jax/_src/compiler.py", line 422, in g\n'
+        "    return backend_compile_and_load(\n"
+    )
+    shown = hook_package.without_own_frames(frames)
+    assert "xla_bugkit" not in shown and "original(*args" not in shown
+    assert f"  {hook_package.OWN_FRAME}\n  File " in shown
+    assert shown.count("File ") == 2 and "compiler.compile_or_get_cached(" in shown
+    # The user's own file of that name is theirs.
+    mine = '  File "/home/u/xla_bugkit_notes/run.py", line 3, in main\n    go()\n'
+    assert hook_package.without_own_frames(mine) == mine

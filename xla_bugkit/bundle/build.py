@@ -29,7 +29,7 @@ from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.replay.verdict import Verdict
-from xla_bugkit.run import arguments, processes
+from xla_bugkit.run import arguments, hook, processes
 from xla_bugkit.run.rerun import RunRecord
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
@@ -119,7 +119,7 @@ def _write_texts(
     """log.txt, other-modules.txt and environment.txt; returns what the log had redacted."""
     # XLA's "Dumping ..." lines name every file of the dump (most of a long run's output);
     # selection has read them, and the bundle holds the files themselves.
-    log = xla_log.without_dump_lines(run.output)
+    log = hook.without_own_frames(xla_log.without_dump_lines(run.output))
     log_tail, counts = redactor.text_with_report(report.log_tail(log, LOG_TAIL_BYTES))
     layout.write_text(stage, members.LOG, log_tail)
     others = "\n".join(selection.others)

@@ -54,8 +54,9 @@ class RunRecord:
     @property
     def program_output(self) -> str:
         """``output`` as the program shows it by itself: without the lines ``hidden`` (XLA's
-        INFO lines when the user set no log level) nor XLA's ``Dumping`` lines."""
-        text = xla_log.without_dump_lines(self.output)
+        INFO lines when the user set no log level) nor XLA's ``Dumping`` lines, and with the
+        capture hook's frames in a traceback said in one line."""
+        text = hook.without_own_frames(xla_log.without_dump_lines(self.output))
         if self.hidden is None:
             return text
         hide = re.compile(self.hidden)

@@ -13,6 +13,7 @@ never through ``sys.path``. What they write is read back by ``capture.evidence``
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +27,21 @@ ENV_FIRST_ARGUMENTS = "XLA_BUGKIT_FIRST_ARGUMENTS"
 # folder (JAX_DUMP_IR_TO, JAX_DUMP_IR_MODES=jaxpr), moved with it (``jax_patches``).
 JAXPRS = "jaxprs"
 ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
+
+# A traceback frame of the hook's own wrappers (wherever xla-bugkit is installed), with the
+# source and caret lines Python prints under it.
+_OWN_FRAME = re.compile(
+    r'^( *)File "[^"\n]*[/\\]xla_bugkit[/\\]run[/\\]hook[/\\][^"\n]*", line \d+, in [^\n]*\n'
+    r"(?:\1 [^\n]*\n)*",
+    re.M,
+)
+OWN_FRAME = "[a frame of xla-bugkit's capture hook, which passes the call on, left out]"
+
+
+def without_own_frames(text: str) -> str:
+    """``text`` with each traceback frame of the hook's wrappers (``jax_patches``) said in one
+    line: it is not where the failure comes from, and it names where xla-bugkit is installed."""
+    return _OWN_FRAME.sub(lambda m: f"{m.group(1)}{OWN_FRAME}\n", text)
 
 
 def environment(
