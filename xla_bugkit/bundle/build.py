@@ -53,12 +53,14 @@ def build(
     replayed: bool = True,
     cwd: Path | None = None,
     repo: str | None = None,
+    as_bundled: Verdict | None = None,
 ) -> Manifest:
     """Write everything that goes into the archive under ``stage``; return the manifest.
 
     ``arrays`` holds the replay's saved outputs, one folder per module label (expected.npz
     and the wrong values come from there); ``include_source`` adds the command's script,
-    found relative to ``cwd`` (default: the current folder).
+    found relative to ``cwd`` (default: the current folder); ``as_bundled`` is the failing
+    module's replay on generated inputs when the budget left its real ones out.
     """
     planned = [
         p for p in layout.plan(index, selection.chosen, data=data) if p.arcname not in dropped
@@ -98,7 +100,9 @@ def build(
     )
     shown = reproducer.module if reproducer else (planned[0].module if planned else "")
     jaxpr = extras.jaxpr_inline(stage, planned, shown)
-    staged = report.Staged(reproducer, source, replayed, framework, repo, left_out, jaxpr)
+    staged = report.Staged(
+        reproducer, source, replayed, framework, repo, left_out, jaxpr, as_bundled
+    )
     title, body = report.render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped))

@@ -37,6 +37,9 @@ class Staged:
     # they are, or there were none.
     inputs_left_out: str = ""
     jaxpr: tuple[str, str] = ("", "")  # the module's jaxpr: its member name, and its short text
+    # The proof's module replayed as the bundle holds it, on generated inputs, when the
+    # budget left its real ones out: whether the bundle alone shows the failure.
+    as_bundled: Verdict | None = None
 
 
 def log_tail(output: str, limit: int) -> str:
@@ -165,11 +168,27 @@ def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Sta
     if judged.verdict is not None:
         module = issue.code_span(judged.verdict.module)
         if judged.verdict.inputs == "snapshot" and staged.inputs_left_out:
+            showed = (
+                f"The replay of {module} showed it on the run's real inputs, which this bundle "
+                f"leaves out ({issue.plain(staged.inputs_left_out)})"
+            )
+            bundled = staged.as_bundled
+            if bundled is not None and bundled.reproduced:
+                how = f"{bundled.outcome.value}, {bundled.inputs}"
+                return (
+                    f"{showed}; replayed from the bundle on generated inputs, it reproduces "
+                    f"as well ({issue.plain(how)})."
+                )
+            if bundled is not None:
+                return (
+                    f"{showed}; replayed from the bundle on generated inputs it did not "
+                    f"reproduce ({issue.plain(bundled.outcome.value)}: "
+                    f"{issue.plain(bundled.evidence)}): it needs the real inputs."
+                )
             # Said as it is: what the bundle holds may not show it.
             return (
-                f"The replay of {module} showed it on the run's real inputs, which this bundle "
-                f"leaves out ({issue.plain(staged.inputs_left_out)}): replayed from the bundle, "
-                "it runs on generated inputs, which may not show it."
+                f"{showed}: replayed from the bundle, it runs on generated inputs, which may "
+                "not show it."
             )
         return f"Replaying {module} from the bundle reproduces it without the original program."
     if verdicts:

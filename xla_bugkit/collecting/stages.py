@@ -78,9 +78,7 @@ def replay_modules(
     ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
     verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
     known = known or {}
-    # PyTorch/XLA's modules replay under torch_xla's own XLA first, where it is installed.
-    found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
-    framework = found.framework if found is not None else None
+    framework = _framework(run, selection)
     if note := native.fallback_note(framework):
         ui.warn(note)
     replays = replay_stage(
@@ -174,6 +172,7 @@ def write_bundle(
                 f"over the size budget: leaving out {planned.arcname} "
                 f"(about {estimate / 1e6:.1f} MB compressed, estimated before compressing)"
             )
+    as_bundled: dict[str, Verdict | None] = {}  # by the dropped snapshot: replayed once
     while True:
         with ui.timed("stage"):
             manifest = stage_bundle(
@@ -187,6 +186,9 @@ def write_bundle(
                 env=env,
                 dropped=dropped,
                 arrays=arrays,
+                as_bundled=_as_bundled(
+                    found, selection, run, verdicts, options, ui, dropped, as_bundled
+                ),
             )
         with ui.timed("archive"):
             size = archive_bundle(stage_dir, options, ui)
@@ -228,9 +230,11 @@ def stage_bundle(
     env: envinfo.EnvReport,
     dropped: Sequence[str] = (),
     arrays: Path | None = None,
+    as_bundled: Verdict | None = None,
 ) -> Manifest:
     """Fill ``stage_dir`` afresh with what goes into the archive, less ``dropped``;
-    ``arrays`` holds the replays' arrays (``replay_modules``)."""
+    ``arrays`` holds the replays' arrays (``replay_modules``); ``as_bundled``: the failing
+    module's replay on generated inputs, when ``dropped`` holds its snapshot."""
     shutil.rmtree(stage_dir, ignore_errors=True)
     return build.build(
         stage_dir,
@@ -248,7 +252,59 @@ def stage_bundle(
         include_source=options.include_source,
         replayed=options.replay,
         repo=options.repo,
+        as_bundled=as_bundled,
     )
+
+
+def _framework(run: RunRecord, selection: Selection) -> frameworks.Framework | None:
+    """The program's framework: PyTorch/XLA's modules replay under torch_xla's own XLA
+    first, where it is installed."""
+    found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
+    return found.framework if found is not None else None
+
+
+def _as_bundled(
+    found: Dumps,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    options: CollectOptions,
+    ui: Ui,
+    dropped: Sequence[str],
+    done: dict[str, Verdict | None],
+) -> Verdict | None:
+    """When the replay that reproduced the failure ran on the run's real inputs and the size
+    budget left them out: that module replayed as the bundle holds it, on generated inputs
+    (once per snapshot: ``done``). Whether the bundle alone shows the failure is then known,
+    not guessed. None otherwise."""
+    proof = next((v for v in verdicts if v.reproduced), None)
+    if proof is None or proof.inputs != "snapshot":
+        return None
+    snapshot = next((d for d in dropped if ".snapshot." in d and f"/{proof.module}/" in d), None)
+    chosen = [c for c in selection.chosen if c.module.label == proof.module]
+    if snapshot is None or not chosen:
+        return None
+    if snapshot not in done:
+        ui.say(f"replaying {proof.module} on generated inputs: the bundle leaves out its real ones")
+        replays = replay_stage(
+            found.index.root,
+            chosen,
+            run.failure,
+            timeout=run.failure.replay_timeout(options.replay_timeout),
+            use_data=False,
+            ui=ui,
+            context=RunContext(
+                run.flags_in_force,
+                run.memory_cap,
+                _framework(run, selection),
+                run.program_python,
+                options.tolerance,
+            ),
+        )
+        done[snapshot] = replays.verdicts[0] if replays.verdicts else None
+        if (v := done[snapshot]) is not None:
+            ui.say(f"{proof.module} on generated inputs: {v.outcome.value}: {v.evidence}")
+    return done[snapshot]
 
 
 def archive_bundle(stage_dir: Path, options: CollectOptions, ui: Ui) -> int:
