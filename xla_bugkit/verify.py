@@ -116,7 +116,8 @@ def verify_bundle(
             open_bundle(path, prefix="xla-bugkit-verify-", unpacking=ui.phase("unpacking"))
         )
         failure = Failure.from_json(b.manifest["failure"])  # the loader checked it parses
-        ui.say(f"{path.name}: integrity ok ({len(b.manifest['files'])} files)")
+        # Counted as collect counts them: the manifest too, which lists the others' hashes.
+        ui.say(f"{path.name}: integrity ok ({len(b.manifest['files']) + 1} files)")
         for name in b.edited:
             ui.say(f"{edited_notice(name)} (human text: no replay reads it)")
         scripts = _scripts(b)
