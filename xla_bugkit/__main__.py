@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from xla_bugkit.main import main
+from xla_bugkit.main import entry
 
-raise SystemExit(main())
+entry()

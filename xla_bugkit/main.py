@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from xla_bugkit import cli, cli_collect, cli_options, config, proc
 from xla_bugkit.errors import BugkitError, ExitCode
@@ -111,6 +113,18 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         tolerance=cli_options.tolerance(args),
         fake_data=args.fake_data,
     )
+
+
+def entry() -> NoReturn:
+    """The console script: ``main``, then out at once. What the interpreter would do at
+    its exit, tearing every module down (numpy's and protobuf's included: ~30 ms after a
+    collect), changes nothing by then: every file is closed and every temporary folder
+    removed; what is left is to flush the output."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader gone away (`| head`) lost nothing
+            stream.flush()
+    os._exit(code)
 
 
 def _bad_command_line(message: str) -> int:
