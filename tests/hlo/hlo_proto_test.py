@@ -196,3 +196,36 @@ def test_corrupt_files_raise_with_the_file_name(tmp_path: Path, content: bytes) 
 def test_missing_file_raises(tmp_path: Path) -> None:
     with pytest.raises(BugkitError, match=r"cannot read .*nope\.pb: No such file"):
         hlo_proto.read_snapshot(tmp_path / "nope.pb")
+
+
+def test_argument_shapes_skip_the_values_and_agree_with_the_whole_read(tmp_path: Path) -> None:
+    from xla_bugkit.hlo.literal import numpy_to_wire
+
+    arguments = [np.ones((64, 32), np.float32), np.arange(5, dtype=np.int32), np.float64(2.5)]
+    snapshot = HloSnapshot()
+    snapshot.hlo.hlo_module.name = "m"
+    for a in arguments:
+        snapshot.arguments.add().CopyFrom(numpy_to_literal(a))
+    snapshot.arguments.add().CopyFrom(numpy_to_literal((np.ones(2, np.float32), np.int8(1))))
+    data = snapshot.SerializeToString()
+    # The wire parts written for a recorded snapshot hold the same bytes.
+    parts = hlo_proto.snapshot_parts(
+        snapshot.hlo.SerializeToString(),
+        [numpy_to_wire(a)[1] for a in arguments] + [[snapshot.arguments[3].SerializeToString()]],
+    )
+    assert b"".join(parts) == data
+    plain, packed = tmp_path / "a.snapshot.1.pb", tmp_path / "b.snapshot.1.pb"
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    whole = [a.shape for a in read_snapshot(plain).arguments]
+    assert hlo_proto.argument_shapes(plain) == hlo_proto.argument_shapes(packed) == whole
+    # A literal whose shape is not its first field is read whole.
+    moved = LiteralProto()
+    moved.MergeFromString(numpy_to_literal(np.ones(3, np.float32)).SerializeToString())
+    odd = b"\x12" + bytes([len(b"\x2a\x00" + moved.SerializeToString())]) + b"\x2a\x00"
+    (tmp_path / "c.pb").write_bytes(odd + moved.SerializeToString())
+    assert hlo_proto.argument_shapes(tmp_path / "c.pb") == [moved.shape]
+    for cut in (len(data) - 7, len(data) // 2, 3):  # a file cut short says so
+        (tmp_path / "cut.pb").write_bytes(data[:cut])
+        with pytest.raises(BugkitError, match="not a readable HloSnapshot"):
+            hlo_proto.argument_shapes(tmp_path / "cut.pb")

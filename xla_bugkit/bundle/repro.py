@@ -262,7 +262,7 @@ def _recorded_inputs(
     from xla_bugkit.hlo import hlo_proto, literal
 
     try:
-        shapes = [a.shape for a in hlo_proto.read_snapshot(stage / snapshot).arguments]
+        shapes = hlo_proto.argument_shapes(stage / snapshot)
         if any(s.element_type == hlo_proto.PrimitiveType.TUPLE for s in shapes):
             raise BugkitError("the module takes a tuple argument")
         return {s.element_type: literal.wire_form(s.element_type) for s in shapes}

@@ -241,6 +241,66 @@ def read_snapshot(path: str | os.PathLike[str]) -> ProtoMessage:
     return snapshot
 
 
+def argument_shapes(path: str | os.PathLike[str]) -> list[ProtoMessage]:
+    """The shapes of a snapshot's arguments, read without reading their values: a header
+    and a shape per argument, the rest skipped (a training step's snapshot holds its whole
+    state). Raises ``BugkitError`` naming the file when it is not one."""
+    try:
+        with open(path, "rb") as raw:
+            compressed = raw.read(2) == _GZIP_MAGIC
+            raw.seek(0)
+            f: Any = gzip.GzipFile(fileobj=raw) if compressed else raw
+            shapes = []
+            while (header := protowire.read_header(f)) is not None:
+                number, kind, _, size = header
+                if number == 2 and kind == protowire.LENGTH:
+                    shapes.append(_literal_shape(f, size))
+                else:
+                    _skip(f, size)
+            return shapes
+    except (OSError, EOFError, zlib.error, DecodeError, BugkitError) as e:
+        what = getattr(e, "strerror", None) or e
+        raise BugkitError(f"{os.fspath(path)}: not a readable HloSnapshot ({what})") from e
+
+
+def _literal_shape(f: Any, size: int) -> ProtoMessage:
+    """The shape of the literal of ``size`` bytes at ``f``'s position; ``f`` is left after it.
+    XLA writes a literal's shape (field 1) first; a literal that puts it elsewhere is read
+    whole."""
+    if size == 0:
+        return ShapeProto()
+    header = protowire.read_header(f)
+    if header is None:
+        raise BugkitError("truncated")
+    number, kind, head, length = header
+    if len(head) + (length if kind == protowire.LENGTH else 0) > size:
+        raise BugkitError("a field longer than its literal")
+    if number != 1 or kind != protowire.LENGTH:
+        literal = LiteralProto()
+        literal.ParseFromString(head + _read(f, size - len(head)))
+        return literal.shape
+    shape = ShapeProto()
+    shape.ParseFromString(_read(f, length))
+    _skip(f, size - len(head) - length)
+    return shape
+
+
+def _read(f: Any, size: int) -> bytes:
+    data = f.read(size)
+    if len(data) != size:
+        raise BugkitError("truncated")
+    return bytes(data)
+
+
+def _skip(f: Any, size: int) -> None:
+    """Past ``size`` bytes, which must be there."""
+    if size <= 0:
+        return
+    f.seek(size - 1, os.SEEK_CUR)
+    if len(f.read(1)) != 1:
+        raise BugkitError("truncated")
+
+
 def read_hlo_proto(path: str | os.PathLike[str]) -> ProtoMessage:
     """Read an ``HloProto`` (``*.hlo.pb`` or ``*.hlo.pb.gz``).
 
