@@ -201,3 +201,15 @@ def test_a_bundle_no_module_of_which_could_run_is_unverified_not_unreproduced() 
     ran = ModuleCheck("module_0047.jit_g", _verdict(Outcome.NOT_REPRODUCED), None)
     assert not VerifyResult(Path("b.zip"), CRASH, (ModuleCheck(refused.module, refused, None),
                                                    ran)).unverified  # fmt: skip
+
+
+def test_the_table_says_what_the_reporters_replay_made_of_a_programs_own_check() -> None:
+    alert = Failure(Kind.EXIT, Phase.UNKNOWN, "ALERT: scores disagree", "ALERT: scores disagree", 3)
+    wrong = Verdict("module_0006.jit_scores", Outcome.REPRODUCED_WRONG, "1 of 9 differ", "snapshot")
+    check = ModuleCheck(wrong.module, wrong, "reproduced: wrong result")
+    table = render_table(VerifyResult(Path("b.zip"), alert, (check,)))
+    assert table.startswith(
+        "recorded failure: non-XLA failure: ALERT: scores disagree\n"
+        "the reporter's replay of module_0006.jit_scores: reproduced: wrong result\n"
+    )
+    assert "the reporter's replay" not in render_table(VerifyResult(Path("b.zip"), CRASH, ()))

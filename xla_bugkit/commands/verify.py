@@ -10,8 +10,10 @@ from xla_bugkit import config
 from xla_bugkit.bisect import cache
 from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.failure.classify import Kind
 from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.ui import Ui, shown
 from xla_bugkit.verify import VerifyResult, verify_bundle
 
@@ -59,6 +61,12 @@ def verify(
 
 def render_table(result: VerifyResult) -> str:
     lines = [f"recorded failure: {result.failure.describe}"]
+    # The program's own ending ("non-XLA failure: ALERT ...") and what the reporter's replay
+    # made of it (a wrong result) are both part of what was recorded.
+    wrong = Outcome.REPRODUCED_WRONG.value
+    proof = next((c for c in result.checks if c.recorded == wrong), None)
+    if proof is not None and result.failure.kind is not Kind.WRONG_RESULT:
+        lines.append(f"the reporter's replay of {proof.label}: {wrong}")
     lines += [f"note: {edited_notice(name)}" for name in result.edited]
     lines += [
         f"note: {name}: read it before you run it: {said}"
