@@ -472,3 +472,39 @@ def _flip_at(data: bytes, i: int) -> bytes:
     flipped = bytearray(data)
     flipped[i] ^= 0x01
     return bytes(flipped)
+
+
+def test_a_bundle_unpacked_by_hand_reads_as_its_archive_did(tmp_path: Path) -> None:
+    files = {"manifest.json": b"{}", "modules/m/m.txt": b"HloModule m\n", "big.pb": os.urandom(9)}
+    packed = tmp_path / "b.zip"
+    write_archive({n: _written_file(tmp_path / "src" / n, b) for n, b in files.items()}, packed)
+    folder = tmp_path / "unpacked"
+    folder.mkdir()
+    extract_safely(packed, folder)
+    assert sorted(e.name for e in list_entries(folder)) == sorted(files)
+    assert read_member(folder, "modules/m/m.txt", 100) == files["modules/m/m.txt"]
+    again = tmp_path / "again"
+    again.mkdir()
+    extract_safely(folder, again)
+    assert {p.relative_to(again).as_posix(): p.read_bytes() for p in _files_under(again)} == files
+    # What the folder holds besides files is refused, never followed.
+    (folder / "modules" / "escape").symlink_to("/etc", target_is_directory=True)
+    (tmp_path / "third").mkdir()
+    with pytest.raises(BadBundleError, match="symlink"):
+        extract_safely(folder, tmp_path / "third")
+    (folder / "modules" / "escape").unlink()
+    os.mkfifo(folder / "pipe")
+    (tmp_path / "fourth").mkdir()
+    with pytest.raises(BadBundleError):
+        extract_safely(folder, tmp_path / "fourth")
+    assert not any((tmp_path / "fourth").iterdir())
+
+
+def _written_file(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _files_under(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]

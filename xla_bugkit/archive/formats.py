@@ -5,6 +5,7 @@ listed, and stream the wanted ones into sinks. Errors about the archive's bytes 
 from __future__ import annotations
 
 import contextlib
+import os
 import stat
 import tarfile
 import zipfile
@@ -255,6 +256,48 @@ def _copy(src: IO[bytes], sink: Sink) -> None:
             sink.write(chunk)
     finally:
         sink.close()
+
+
+class DirReader:
+    """A bundle already unpacked into a folder (``unzip bundle.zip -d b``), read as an
+    archive: its files are members, named by their path under it, and vetted alike (a
+    symlink or a device in it is refused, never followed)."""
+
+    def __init__(self, path: Path, max_entries: int | None, vet: Vet) -> None:
+        self.current: str | None = None
+        self._root = path
+        self.members: list[Member] = []
+        for folder, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files) + [d for d in dirs if os.path.islink(Path(folder, d))]:
+                full = Path(folder, name)
+                mode = full.lstat().st_mode
+                kind = (
+                    FILE
+                    if stat.S_ISREG(mode)
+                    else SYMLINK
+                    if stat.S_ISLNK(mode)
+                    else DIR
+                    if stat.S_ISDIR(mode)
+                    else SPECIAL
+                )
+                rel = full.relative_to(path).as_posix()
+                self.members.append(Member(rel, full.lstat().st_size, kind, len(self.members)))
+                vet(self.members[-1])
+                if max_entries is not None and len(self.members) > max_entries:
+                    return
+
+    def stream(
+        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
+    ) -> None:
+        for m in wanted:
+            self.current = m.name
+            # Not followed if it became a link since it was listed; read only as a file.
+            fd = os.open(self._root / m.name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as src:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    raise BadBundleError(f"{self._root}: {m.name} is no longer a plain file")
+                _copy(src, open_sink(m))
 
 
 READERS: dict[str, Callable[[Path, BinaryIO, int | None, Vet], Reader]] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import lzma
+import os
 import struct
 import tarfile
 import zipfile
@@ -21,7 +22,7 @@ from pathlib import Path
 import py7zr
 import py7zr.exceptions
 
-from xla_bugkit.archive.formats import READERS
+from xla_bugkit.archive.formats import READERS, DirReader
 from xla_bugkit.archive.members import FILE, Member, Reader, Vet, normalize
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.archive.plan import Budget
@@ -77,6 +78,10 @@ def open_archive(
 ) -> Iterator[Reader]:
     """Open ``path`` and list its members (at most ``max_entries`` + 1 of them), passing each
     to ``vet`` as it is listed."""
+    if path.is_dir() and not path.is_symlink():  # a bundle unpacked by hand
+        with _readable(path):
+            yield DirReader(path, max_entries, vet or _accept)
+        return
     with _readable(path), path.open("rb") as fp:
         fmt = format_of(path)
         head = fp.read(8)
@@ -119,7 +124,14 @@ class Entry:
 
 
 def archive_size(path: Path) -> int:
+    """The archive's size; a folder's, the bytes of its files (what it would hold stored)."""
     with _readable(path):
+        if path.is_dir() and not path.is_symlink():
+            return sum(
+                os.lstat(os.path.join(folder, name)).st_size
+                for folder, _, names in os.walk(path)
+                for name in names
+            )
         return path.stat().st_size
 
 
