@@ -1,6 +1,7 @@
 """collect on a training loop against the bare program: wall time and the work dir's peak.
 
     python benchmarks/snapshots_bench.py [--rounds 2] [--out benchmarks/SNAPSHOTS.md]
+    python benchmarks/snapshots_bench.py --pairs 8
 
 For each case (steps x state size) it runs, interleaved round by round (ABC, then CBA, so
 drift on a shared machine lands on every side): the bare program; ``collect --no-replay
@@ -107,11 +108,40 @@ def measure(steps: int, mb: int, by_hand: bool, rounds: int, base: Path) -> dict
     return results
 
 
+def pairs(n: int, base: Path, steps: int = 100, mb: int = 16) -> str:
+    """``n`` bare/collect pairs (the order alternating), each pair's ratio taken: the median
+    of those, where the machine's drift between pairs cancels."""
+    program = [sys.executable, str(LOOP), str(steps), str(mb)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    collect = [XLA_BUGKIT, "collect", "-q", "--always", "--no-replay", "--workdir"]
+    ratios, extra = [], []
+    for i in range(n):
+        wall = {}
+        for side in ("bare", "collect") if i % 2 == 0 else ("collect", "bare"):
+            where = base / f"pair-{i}-{side}"
+            argv = program if side == "bare" else [*collect, str(where / "work"), "-o",
+                                                  str(where / "b.7z"), "--", *program]  # fmt: skip
+            wall[side] = run(argv, env, where)[0]
+            shutil.rmtree(where, ignore_errors=True)
+        ratios.append(wall["collect"] / wall["bare"])
+        extra.append(wall["collect"] - wall["bare"])
+    return (
+        f"{n} pairs of {steps} x {mb} MB: median ratio {statistics.median(ratios):.2f}x "
+        f"({min(ratios):.2f}x to {max(ratios):.2f}x), collect "
+        f"{statistics.median(extra):.2f} s longer than the bare program"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", type=Path, default=BENCH / "SNAPSHOTS.md")
+    p.add_argument("--pairs", type=int, help="only N bare/collect pairs of 100 x 16 MB")
     args = p.parse_args()
+    if args.pairs:
+        with tempfile.TemporaryDirectory(prefix="snapshots-bench-") as tmp:
+            print(pairs(args.pairs, Path(tmp)))
+        return
     lines = [
         "| steps x state | bare | collect (default) | ratio | collect --snapshots every | ratio "
         "| by hand with dump flags | ratio | work dir peak: collect / every / by hand |",
