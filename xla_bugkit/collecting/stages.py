@@ -78,8 +78,8 @@ def replay_modules(
     ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
     verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
     known = known or {}
-    framework = _framework(run, selection)
-    if note := native.fallback_note(framework):
+    context = _context(run, selection, options)
+    if note := native.fallback_note(context.framework):
         ui.warn(note)
     replays = replay_stage(
         root,
@@ -89,9 +89,7 @@ def replay_modules(
         use_data=options.data,
         ui=ui,
         arrays=arrays,
-        context=RunContext(
-            run.flags_in_force, run.memory_cap, framework, run.program_python, options.tolerance
-        ),
+        context=context,
     )
     if not known:
         return replays
@@ -256,11 +254,15 @@ def stage_bundle(
     )
 
 
-def _framework(run: RunRecord, selection: Selection) -> frameworks.Framework | None:
-    """The program's framework: PyTorch/XLA's modules replay under torch_xla's own XLA
-    first, where it is installed."""
+def _context(run: RunRecord, selection: Selection, options: CollectOptions) -> RunContext:
+    """What the chosen modules replay with: the failing process's flags and memory cap,
+    the program's framework (PyTorch/XLA's modules replay under torch_xla's own XLA first,
+    where it is installed) and interpreter, and the tolerance asked for."""
     found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
-    return found.framework if found is not None else None
+    framework = found.framework if found is not None else None
+    return RunContext(
+        run.flags_in_force, run.memory_cap, framework, run.program_python, options.tolerance
+    )
 
 
 def _as_bundled(
@@ -293,13 +295,7 @@ def _as_bundled(
             timeout=run.failure.replay_timeout(options.replay_timeout),
             use_data=False,
             ui=ui,
-            context=RunContext(
-                run.flags_in_force,
-                run.memory_cap,
-                _framework(run, selection),
-                run.program_python,
-                options.tolerance,
-            ),
+            context=_context(run, selection, options),
         )
         done[snapshot] = replays.verdicts[0] if replays.verdicts else None
         if (v := done[snapshot]) is not None:
