@@ -10,6 +10,7 @@ abort, a segfault or a hang cannot take it down.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -199,6 +200,11 @@ def _judge_failure(
             # the program met it (an abort reading a result XLA failed to compute).
             evidence += f" (the run showed it as: {expected.headline[:160]})"
         return Verdict(inp.name, outcome, evidence, child.inputs, failure)
+    if failure.kind is Kind.EXIT:
+        # No XLA error, crash or hang: a Python error of the replay's own code (an input or a
+        # reference too large for the memory cap, say), which judges nothing of the module.
+        evidence = f"the replay's own code failed while {where}: {failure.describe}"
+        return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, child.inputs, failure)
     differently = "differently" if expected is not None and expected.kind.is_failure else ""
     evidence = f"the replay failed {differently} while {where}: {failure.describe}"
     return Verdict(inp.name, base.outcome, " ".join(evidence.split()), child.inputs, failure)
@@ -211,6 +217,28 @@ def _lost_here(expected: Failure) -> bool:
 
 def _load(path: Path) -> list[np.ndarray] | None:
     return protocol.load_arrays(path) if path.exists() else None
+
+
+def _too_large_to_compare(path: Path) -> str:
+    """Why the outputs at ``path`` are not compared with their references in this process
+    ("": they are): a comparison holds them, a reference and their differences at once,
+    and this process runs under no memory limit of its own."""
+    try:
+        size = path.stat().st_size
+        budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // _COMPARE_SHARE
+    except (OSError, ValueError):
+        return ""
+    if size <= budget:
+        return ""
+    return (
+        f"its outputs ({size / 1e9:.1f} GB) are not compared with references here: more "
+        f"than 1/{_COMPARE_SHARE} of this machine's memory ({budget / 1e9:.1f} GB)"
+    )
+
+
+# A comparison needs several times its outputs' size (the outputs, a reference in float64,
+# their differences): outputs over this share of the machine's memory are not compared.
+_COMPARE_SHARE = 16
 
 
 def _references(
@@ -243,6 +271,13 @@ def _judge_result(
     inp: ReplayInput, test: spawn.Child, expected: Failure | None, timeout: float | None
 ) -> Verdict:
     """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
+    too_large = _too_large_to_compare(protocol.arrays_path(test.out, protocol.TEST))
+    if too_large:
+        # Ran to completion, which is the answer where a crash or an error was expected;
+        # a wrong result could not be looked for here.
+        outcome = Outcome.NOT_REPLAYABLE if _wrong_result_suspected(expected) else None
+        evidence = f"ran to completion; {too_large}"
+        return Verdict(inp.name, outcome or Outcome.NOT_REPRODUCED, evidence, test.inputs)
     outputs = _load(protocol.arrays_path(test.out, protocol.TEST)) or []
     recorded = _load(protocol.arrays_path(test.out, protocol.RECORDED))
     tolerance = inp.tolerance
