@@ -292,4 +292,9 @@ def test_a_program_that_replaces_xla_flags_is_explained(
     assert code == 1
     err = capsys.readouterr().err
     assert "the program wrote no XLA dumps (non-XLA failure: failing after the flags" in err
-    assert "instead of appending to it" in err
+    # Said for certain, from what its XLA started with; and the way on is another run.
+    assert (
+        "it replaced XLA_FLAGS (its XLA started with "
+        "XLA_FLAGS='--xla_cpu_enable_fast_math=false', without the --xla_dump_to collect adds)"
+    ) in err
+    assert "then run collect again" in err and "xla-bugkit bundle" not in err

@@ -123,6 +123,11 @@ class BugkitError(Exception):
     exit_code = ExitCode.ERROR
 
 
+class RerunNeeded(BugkitError):
+    """What the run left cannot give a bundle, however it is read again: only another run of
+    the program can (it replaced collect's XLA_FLAGS, say)."""
+
+
 class BadBundleError(BugkitError):
     """The archive cannot be trusted or read: corrupt, hostile, or failing its hashes."""
 

@@ -28,7 +28,7 @@ from xla_bugkit.collecting.stages import (
     search_wrong_value,
     write_bundle,
 )
-from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.errors import ExitCode, RerunNeeded
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.verdict import Verdict
@@ -67,7 +67,7 @@ def bundle_from(
     for problem in found.problems:
         ui.warn(f"{problem}: free disk space or raise the file-size limit, then run again")
     if not found.index.modules:
-        raise BugkitError(no_dumps_message(run))
+        raise RerunNeeded(no_dumps_message(run, saved))
     with ui.timed("select"):
         # Module ids are per process: only the failing process's records describe its dumps.
         selection = choose(found.index, run, options, run.culprit_evidence)
@@ -192,9 +192,29 @@ def with_replayed_message(run: RunRecord, verdicts: Sequence[Verdict]) -> RunRec
     return replace(run, failure=run.failure.with_message_of(proof.failure, proof.module))
 
 
-def no_dumps_message(run: RunRecord) -> str:
+def no_dumps_message(run: RunRecord, saved: Sequence[ProcessEvidence] = ()) -> str:
+    """Why a run left no dumps: for certain, when a process's XLA backend started without
+    collect's ``--xla_dump_to`` (the program replaced XLA_FLAGS); else the likely causes.
+    Either way another run is the way on: the dumps cannot be made from this one."""
+    ended = f"the program wrote no XLA dumps ({run.failure.describe})"
+    again = "then run collect again"
+    replaced = next(
+        (
+            p
+            for p in saved
+            if p.started_backend and "--xla_dump_to" not in p.env.get("XLA_FLAGS", "")
+        ),
+        None,
+    )
+    if replaced is not None:
+        value = replaced.env.get("XLA_FLAGS", "")
+        return (
+            f"{ended}: it replaced XLA_FLAGS (its XLA started with XLA_FLAGS={value!r}, "
+            "without the --xla_dump_to collect adds); append to it instead "
+            f"(os.environ['XLA_FLAGS'] += ' --flag' keeps ours), {again}"
+        )
     return (
-        f"the program wrote no XLA dumps ({run.failure.describe}): it may replace XLA_FLAGS "
-        "instead of appending to it (os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop "
-        "before JAX compiles anything, or not use XLA at all"
+        f"{ended}: it may replace XLA_FLAGS instead of appending to it "
+        "(os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop before JAX compiles "
+        f"anything, or not use XLA at all; once that is fixed, {again}"
     )

@@ -15,7 +15,13 @@ from xla_bugkit.collecting.options import (
     check_options,
     rebundle_command,
 )
-from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError, ExitCode
+from xla_bugkit.errors import (
+    DISK_FULL_ERRNOS,
+    BugkitError,
+    DiskFullError,
+    ExitCode,
+    RerunNeeded,
+)
 from xla_bugkit.run import capture
 from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui
@@ -81,7 +87,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             ui.say(f"work dir kept: {work}")
         raise
     except Exception as e:
-        rebundlable = run is not None and _holds_dumps(work)
+        # A bundle can be made again from a kept run, unless the run itself was the trouble.
+        rebundlable = run is not None and _holds_dumps(work) and not isinstance(e, RerunNeeded)
         keep = keep or rebundlable
         error = _explained(e, work, options, ui, kept=rebundlable)
         if error is e:
