@@ -139,9 +139,12 @@ def test_the_title_keeps_the_numbers_the_signature_stands_n_for() -> None:
     assert title(judged, oom, "cpu") == (
         "XLA CPU runtime error: RESOURCE_EXHAUSTED: Out of memory allocating 1890253528 bytes."
     )
-    # A headline that does not line up with its signature leaves the signature as it is.
-    odd = Failure(**{**oom.__dict__, "headline": "something else"})
-    assert title(triage(odd, []), odd, "cpu").endswith("allocating N bytes.")
+    # A headline that does not line up with its signature is quoted as the run printed it.
+    odd = Failure(**{**oom.__dict__, "headline": "INTERNAL: Error dispatching computation: "
+                     "Out of memory allocating 7 bytes."})  # fmt: skip
+    assert title(triage(odd, []), odd, "cpu").endswith(
+        "INTERNAL: Error dispatching computation: Out of memory allocating 7 bytes."
+    )
 
 
 def test_a_long_title_is_cut_at_a_word_not_inside_one() -> None:

@@ -756,3 +756,20 @@ def test_under_pytest_a_check_tighter_than_float32_can_hold_says_so(tmp_path: Pa
     failure = classify(_pytest_output(tmp_path, check), exit_status=1)
     assert failure.kind is Kind.WRONG_RESULT
     assert failure.check_note is not None and "float32's epsilon" in failure.check_note
+
+
+def test_without_xlas_own_line_an_asynchronous_failure_is_quoted_as_python_saw_it() -> None:
+    # The process that failed logged nothing of its own (a launcher's child, say): the code
+    # of the inner status is unknown, and "INTERNAL: Out of memory ..." was never printed.
+    raised = (
+        "jax.errors.JaxRuntimeError: INTERNAL: Error dispatching computation: Out of memory "
+        "allocating 2304000000 bytes.\n"
+    )
+    failure = classify(TRACEBACK + raised, exit_status=1)
+    assert failure.headline == raised.split(": ", 1)[1].strip()
+    replayed = classify(
+        TRACEBACK + "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
+        "2304000000 bytes.\n",
+        exit_status=1,
+    )
+    assert failure.same_bug(replayed)

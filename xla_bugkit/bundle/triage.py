@@ -253,13 +253,13 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
 def _with_numbers(signature: str, headline: str) -> str:
     """The signature (its paths and addresses trimmed for comparing failures) with the
     numbers it stands ``N`` for put back from the headline: "allocating 1890253528 bytes"
-    tells a reader what "allocating N bytes" cannot."""
+    tells a reader what "allocating N bytes" cannot. "" when the two do not line up."""
     parts = re.split(r"\bN\b", signature)
     if len(parts) == 1:
         return signature
     found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
     if found is None:
-        return signature
+        return ""  # they do not line up: the headline, as the run printed it
     numbers = iter(found.groups())
     return re.sub(r"\bN\b", lambda _: next(numbers), signature)
 

@@ -24,6 +24,7 @@ from xla_bugkit.failure.compile_log import (
 from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Kind, Phase, Stop
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.failure.xla_status import (
+    DISPATCH,
     framework_status,
     graph_that_raised,
     last_status,
@@ -231,7 +232,9 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             base,
             kind=kind,
             headline=headline,
-            signature=normalise(headline),
+            # Compared without the wrappers an asynchronous failure reached Python in: a
+            # replay raises the inner status bare.
+            signature=normalise(headline.replace(DISPATCH, "")),
             site=site_m.group("site").rsplit("/", 1)[-1] if site_m else None,
             status_code=code,
             exception=exc or None,

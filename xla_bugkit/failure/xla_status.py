@@ -112,8 +112,9 @@ def _unwrapped(status: Status, output: str) -> Status:
     computation ran reaches Python as ``INTERNAL: Error dispatching computation: <status>``,
     wrapped once more by each computation that was given its broken result. The inner
     status is the failure (a replay raises it bare); its code, which the wrapping may drop,
-    is the one in XLA's own log line ("Failed to get literal for result: CODE: message")."""
-    exc, code, msg = status
+    is the one in XLA's own log line ("Failed to get literal for result: CODE: message");
+    without that line, the status stays as it reached Python."""
+    exc, _, msg = status
     if not msg.startswith(DISPATCH):
         return status
     while msg.startswith(DISPATCH):
@@ -123,4 +124,6 @@ def _unwrapped(status: Status, output: str) -> Status:
     )
     if inner is not None:
         return exc, inner.group("code"), inner.group("msg").strip()
-    return exc, code, msg
+    # No line of XLA's gives the inner status its code: quoted as it reached Python (the
+    # wrapper's code on the inner message would be a line nobody saw).
+    return status
