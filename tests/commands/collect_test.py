@@ -150,7 +150,7 @@ def test_the_runs_own_flags_are_named_first_as_the_cause(compile_crash: Collecte
     # The user's flag and the program's own: the module is replayed once without them, and
     # compiles and runs; that is said before any issue link, and kept in the bundle's notes.
     finding = (
-        "this run set non-default XLA flags (--xla_cpu_enable_fast_math=false "
+        "this run set its own XLA flags (--xla_cpu_enable_fast_math=false "
         "--xla_disable_all_hlo_passes=true); without them the module compiles and runs: say "
         "so in the report"
     )
@@ -159,7 +159,7 @@ def test_the_runs_own_flags_are_named_first_as_the_cause(compile_crash: Collecte
     assert summary.index("  first: ") < summary.index("open a new issue")
     assert any(note.startswith(finding) for note in compile_crash.manifest()["notes"])
     # And in the report, where a maintainer reads it: the Command block shows no flag.
-    assert "**First:** this run set non-default XLA flags" in compile_crash.text("ISSUE.md")
+    assert "**First:** this run set its own XLA flags" in compile_crash.text("ISSUE.md")
 
 
 def test_users_flags_are_kept_and_secrets_never_shipped(compile_crash: Collected) -> None:
@@ -470,3 +470,21 @@ def test_a_relative_workdir_holds_when_the_program_changes_directory(tmp_path: P
     assert done.manifest()["modules"][0]["name"] == "jit_add_noise"
     assert (tmp_path / "work" / "dump").is_dir()
     assert not (tmp_path / "run-1" / "work").exists()
+
+
+def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() -> None:
+    from xla_bugkit.collecting.own_flags import OwnFlags
+    from xla_bugkit.replay.verdict import Outcome, Verdict
+
+    agreed = Verdict(
+        "module_0008.jit_integrate",
+        Outcome.NOT_REPRODUCED,
+        "ran to completion; result agrees with op-by-op, conservative flags",
+        "snapshot",
+        numbers={"reference": "op-by-op, conservative flags"},
+    )
+    own = OwnFlags(("--xla_disable_hlo_passes=copy-insertion",), agreed, wrong_result=True)
+    assert own.finding().startswith(
+        "this run set its own XLA flags (--xla_disable_hlo_passes=copy-insertion); without "
+        "them its result agrees with its references (op-by-op, conservative flags): check"
+    )

@@ -17,7 +17,7 @@ from xla_bugkit.choose.selection import Selection
 from xla_bugkit.replay import judge, spawn
 from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.replay.verdict import NO_REFERENCE, Verdict
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
 
@@ -37,15 +37,18 @@ class OwnFlags:
 
     def finding(self) -> str:
         """One line for the summary and the report."""
+        # Its own, not "non-default": a flag may spell XLA's default value.
         named = " ".join(self.flags)
         if not self.needed:
-            return f"this run set non-default XLA flags ({named}); it fails without them too"
+            return f"this run set its own XLA flags ({named}); it fails without them too"
         failed = self.without.failure
-        without = (
-            "the module compiles and runs"
-            if failed is None
-            else f"the module fails otherwise ({failed.describe[:160]})"
-        )
+        agreed = self.without.numbers.get("reference")
+        if failed is not None:
+            without = f"the module fails otherwise ({failed.describe[:160]})"
+        elif self.wrong_result and agreed not in (None, NO_REFERENCE):
+            without = f"its result agrees with its references ({agreed})"
+        else:
+            without = "the module compiles and runs"
         if self.wrong_result:
             then = (
                 "check that they are meant before reporting it (some flags, such as fast "
@@ -53,7 +56,7 @@ class OwnFlags:
             )
         else:
             then = "say so in the report (a crash or an error is XLA's bug under any flags)"
-        return f"this run set non-default XLA flags ({named}); without them {without}: {then}"
+        return f"this run set its own XLA flags ({named}); without them {without}: {then}"
 
 
 def probe(
