@@ -209,7 +209,7 @@ def test_a_memory_cap_the_program_set_itself_is_the_replays_cap(tmp_path: Path) 
     assert m["modules"][0]["replay"]["outcome"] == "reproduced: error"
     assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
     # The report says so, and repro.py sets the same cap: without it, it would not fail.
-    assert "The program capped its own address space at " in c.text("ISSUE.md")
+    assert "The failing process ran with its address space capped at " in c.text("ISSUE.md")
     unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(c.bundle) as z:
         z.extractall(unpacked)

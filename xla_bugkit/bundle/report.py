@@ -145,9 +145,10 @@ def _description(
         paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
     if run.memory_cap:
         paragraphs.append(
-            f"The program capped its own address space at {_gib(run.memory_cap)} "
-            "(`resource.setrlimit(RLIMIT_AS)`) before it failed, and the failure may need "
-            f"that cap: {issue.code_span(members.REPRO)} and `xla-bugkit verify` set it too."
+            f"The failing process ran with its address space capped at "
+            f"{_gib(run.memory_cap)} (`RLIMIT_AS`, set by the program or by what started "
+            f"it), and the failure may need that cap: {issue.code_span(members.REPRO)} and "
+            "`xla-bugkit verify` set it too."
         )
     label = native.replay_label(verdicts)
     if staged.framework and (
