@@ -32,3 +32,19 @@ def test_the_bundles_own_replay_on_generated_inputs_is_said() -> None:
         "ran to completion): it needs the real inputs."
     )
     assert _line(None).endswith("it runs on generated inputs, which may not show it.")
+
+
+def test_a_failing_process_the_command_started_is_named_by_its_own_arguments() -> None:
+    runs_as = report._runs_as
+    assert runs_as(["train.py", "--lr", "3"], ["python", "train.py", "--lr", "3"])
+    assert runs_as(["/work/p/train.py"], ["/venv/bin/python", "/work/p/train.py"])
+    assert runs_as(["/v/lib/heatsim/solve.py"], ["python", "-m", "heatsim.solve"])
+    assert runs_as(
+        ["/v/lib/pytest/__main__.py", "-q", "t.py"], ["python", "-m", "pytest", "-q", "t.py"]
+    )
+    assert runs_as(["/venv/bin/pytest", "t.py"], ["pytest", "t.py"])
+    assert runs_as(["-c"], ["python", "-c", "import jax"])
+    # A launcher's child, a shell script's Python, a notebook's kernel: not the command's own.
+    assert not runs_as(["train.py", "--data", "d.npz"], ["python", "launch.py"])
+    assert not runs_as(["train.py"], ["bash", "run.sh"])
+    assert not runs_as(["/v/ipykernel_launcher.py", "-f", "k.json"], ["jupyter", "execute", "n"])

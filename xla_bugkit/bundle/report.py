@@ -150,6 +150,11 @@ def _description(
             f"it), and the failure may need that cap: {issue.code_span(members.REPRO)} and "
             "`xla-bugkit verify` set it too."
         )
+    if (child := _failing_child(run)) is not None:
+        paragraphs.append(
+            f"The failure is in a process the command started, not the command's own: "
+            f"Python ran {issue.code_span(child)} there."
+        )
     label = native.replay_label(verdicts)
     if staged.framework and (
         said := framework_text.describe(staged.framework, bool(verdicts), label)
@@ -245,6 +250,34 @@ def _exit_text(run: RunRecord) -> str:
     if run.failure.signal:
         return f"killed by {run.failure.signal}"
     return f"exit status {run.exit_status}"
+
+
+def _failing_child(run: RunRecord) -> str | None:
+    """The failing process's own arguments (its ``sys.argv``, as the capture hook recorded
+    them) when they are not the command's: a launcher or a shell script started it."""
+    if run.culprit is None or not run.culprit.process.argv:
+        return None
+    argv = list(run.culprit.process.argv)
+    return None if _runs_as(argv, list(run.command)) else shlex.join(argv)
+
+
+def _runs_as(argv: list[str], command: list[str]) -> bool:
+    """Whether a Python process whose ``sys.argv`` is ``argv`` is the one ``command`` ran:
+    its script (or ``-c``, or the module of ``-m``) is on the command line, followed by the
+    same arguments."""
+    first, rest = argv[0], argv[1:]
+    if rest and command[-len(rest) :] != rest:
+        return False
+    if first == "-c":
+        return "-c" in command
+    if any(Path(c).name == Path(first).name for c in command):
+        return True
+    modules = [command[i + 1] for i, c in enumerate(command[:-1]) if c == "-m"]
+    path = Path(first).as_posix()
+    return any(
+        path.endswith((f"{m.replace('.', '/')}.py", f"{m.replace('.', '/')}/__main__.py"))
+        for m in modules
+    )
 
 
 def _gib(n: int) -> str:
