@@ -158,3 +158,16 @@ def test_a_long_title_is_cut_at_a_word_not_inside_one() -> None:
     assert cut.startswith("XLA CPU compile error: ")
     assert cut.endswith("… (spmd_partitioner.cc:6456)")
     assert '("x…' not in cut and " …" not in cut
+
+
+def test_a_stop_with_nothing_recorded_under_way_says_what_the_record_cannot_see() -> None:
+    stopped = Failure(
+        kind=Kind.HANG,
+        phase=Phase.UNKNOWN,
+        headline="the program was stopped after the timeout (15 s)",
+        signature="the program was stopped after the timeout",
+        stopped_by="timeout",
+    )
+    reason = triage(stopped, []).reason
+    assert "XLA was not busy" not in reason
+    assert "a function's later calls go through jax's fast path, which records none" in reason

@@ -185,7 +185,16 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
         ended = "the program ran without failing"
     else:
         ended = f"the program ended with {f.describe}"
-    signs = "no CHECK failure, XLA status or XLA exception, and XLA was not busy at the end"
+    signs = "no CHECK failure, XLA status or XLA exception"
+    if f.kind in (Kind.HANG, Kind.INTERRUPTED):
+        # What was under way is known only of first calls: jax runs a function's later
+        # calls in C++, where the capture hook sees none of them.
+        signs += (
+            ", and no compilation or recorded execution under way at the stop (a function's "
+            "later calls go through jax's fast path, which records none)"
+        )
+    else:
+        signs += ", and XLA was not busy at the end"
     ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
     if ran:
         names = ", ".join(v.module for v in ran)
