@@ -68,8 +68,9 @@ def environ() -> dict[str, str]:
 @pytest.fixture
 def user_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """os.environ as a user's shell would have it: CPU jax and flags of their own."""
+    # TF_CPP_ too: an earlier test's `import jax` in this process sets its log level.
     for name in list(os.environ):
-        if name.startswith(("JAX_", "XLA_", "LIBTPU_")):
+        if name.startswith(("JAX_", "XLA_", "LIBTPU_", "TF_CPP_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
