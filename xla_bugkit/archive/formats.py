@@ -271,18 +271,16 @@ class DirReader:
             dirs.sort()
             for name in sorted(files) + [d for d in dirs if os.path.islink(Path(folder, d))]:
                 full = Path(folder, name)
-                mode = full.lstat().st_mode
+                st = full.lstat()  # a folder is walked, not listed: a link to one is a link
                 kind = (
                     FILE
-                    if stat.S_ISREG(mode)
+                    if stat.S_ISREG(st.st_mode)
                     else SYMLINK
-                    if stat.S_ISLNK(mode)
-                    else DIR
-                    if stat.S_ISDIR(mode)
+                    if stat.S_ISLNK(st.st_mode)
                     else SPECIAL
                 )
                 rel = full.relative_to(path).as_posix()
-                self.members.append(Member(rel, full.lstat().st_size, kind, len(self.members)))
+                self.members.append(Member(rel, st.st_size, kind, len(self.members)))
                 vet(self.members[-1])
                 if max_entries is not None and len(self.members) > max_entries:
                     return
