@@ -156,16 +156,25 @@ def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIG
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[bool, bool]:
-    """Wait for the child; returns (timed_out, interrupted). Ctrl-C stops the child too."""
+def _wait(
+    proc: subprocess.Popen[bytes],
+    timeout: float | None,
+    before_stop: Callable[[], object] | None = None,
+) -> tuple[bool, bool]:
+    """Wait for the child; returns (timed_out, interrupted). Ctrl-C stops the child too;
+    ``before_stop`` runs first, while the child still runs (a second Ctrl-C cuts it short)."""
     try:
         proc.wait(timeout=timeout)
         return False, False
     except subprocess.TimeoutExpired:
+        if before_stop is not None:
+            before_stop()
         stop_group(proc, signal.SIGTERM)
         return True, False
     except KeyboardInterrupt:
         # The child runs in its own session, so the terminal's SIGINT reached only us.
+        if before_stop is not None:
+            before_stop()
         stop_group(proc, signal.SIGINT)
         return False, True
 
@@ -182,6 +191,7 @@ def run(
     stdin: int | None = subprocess.DEVNULL,
     hide: re.Pattern[bytes] | None = None,
     on_output: Callable[[], None] | None = None,
+    before_stop: Callable[[], object] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
@@ -189,7 +199,8 @@ def run(
     arrives (whole lines, so its two streams never split each other's lines), and a crash of
     this process still leaves the log on disk; lines ``hide`` matches are left out of the
     terminal, not of the log. ``on_output`` is called whenever output arrives. Ctrl-C,
-    SIGTERM and SIGHUP stop the whole group and end the run as ``interrupted``; whatever
+    SIGTERM and SIGHUP stop the whole group and end the run as ``interrupted``; the timeout
+    and these call ``before_stop`` first, while the group still runs. Whatever
     else ends this call (or this process) early stops the group too, and the group never
     outlives the run.
     """
@@ -198,7 +209,7 @@ def run(
         started = time.monotonic()
         child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
         merged = streams.Merged(log, on_output)
-        return _follow(child, argv, timeout, echo, merged, started, hide)
+        return _follow(child, argv, timeout, echo, merged, started, hide, before_stop)
 
 
 def _follow(
@@ -209,6 +220,7 @@ def _follow(
     merged: streams.Merged,
     started: float,
     hide: re.Pattern[bytes] | None = None,
+    before_stop: Callable[[], object] | None = None,
 ) -> Completed:
     """Run a started child to its end, gathering its output; its group ends with it."""
     popen = child.popen
@@ -225,7 +237,7 @@ def _follow(
                 reader = threading.Thread(target=streams.pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
-            timed_out, interrupted = _wait(popen, timeout)
+            timed_out, interrupted = _wait(popen, timeout, before_stop)
         except KeyboardInterrupt:
             # Before the wait began (the exec, the readers' start: on a loaded machine, or
             # with another thread holding the GIL, that can take a while): the same stop.

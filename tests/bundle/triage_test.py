@@ -160,7 +160,7 @@ def test_a_long_title_is_cut_at_a_word_not_inside_one() -> None:
     assert '("x…' not in cut and " …" not in cut
 
 
-def test_a_stop_with_nothing_recorded_under_way_says_what_the_record_cannot_see() -> None:
+def test_a_stop_with_nothing_found_under_way_says_it_is_the_hook_that_found_nothing() -> None:
     stopped = Failure(
         kind=Kind.HANG,
         phase=Phase.UNKNOWN,
@@ -170,4 +170,4 @@ def test_a_stop_with_nothing_recorded_under_way_says_what_the_record_cannot_see(
     )
     reason = triage(stopped, []).reason
     assert "XLA was not busy" not in reason
-    assert "a function's later calls go through jax's fast path, which records none" in reason
+    assert "no compilation or execution under way that the capture hook found" in reason

@@ -284,6 +284,31 @@ def test_sigterm_outside_xla_stops_the_program_and_still_bundles(tmp: Path) -> N
     assert [m["name"] for m in c.manifest()["modules"]] == ["jit_scale"]
 
 
+@pytest.mark.slow
+def test_a_later_call_that_never_ends_is_found_and_replayed_on_its_own_inputs(tmp: Path) -> None:
+    """jit(solve)'s second call hangs; jax dispatched it from C++, unseen by the hook, and
+    its first call's inputs converge. Asked before the stop, the program names the call and
+    its arguments, and the replay on them hangs as the run did."""
+    out = tmp / "later.zip"
+    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "60", "-o", str(out), "--",
+            sys.executable, "solve.py"]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=PROGRAMS / "shapes" / "later_call_hang",
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert child.stdout is not None
+    said = "solving again to a residual of 1e-09\n"
+    assert said in iter(child.stdout.readline, ""), "collect ended before the program"
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=READY_TIMEOUT)
+    m = Collected(child.returncode, stderr, out).manifest()
+    assert m["failure"]["kind"] == "hang", stderr
+    assert "jax ran through its C++ fast path" in m["failure"]["evidence"]
+    first = m["modules"][0]
+    assert first["name"] == "jit_solve", stderr
+    assert first["replay"]["outcome"] == "reproduced: hang", stderr
+    assert "the call solve(a, b, tolerance) at solve.py:49" in stderr
+
+
 def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
     """jax-ml/jax#39103: XLA CPU's YNN fusion gives a wrong element; op-by-op is right."""
     c = collect(tmp, "wrong_result", "--module", r"\.jit_f$")

@@ -233,7 +233,10 @@ def _reproduced(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.reproduced
 
 
-_NO_XLA_SNAPSHOT = "saved before the first call of each function, and of each multi-device call"
+_NO_XLA_SNAPSHOT = (
+    "saved before the first call of each function and of each multi-device call, and read "
+    "from a call still under way when the run was stopped"
+)
 
 
 def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -> str:

@@ -187,11 +187,10 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
         ended = f"the program ended with {f.describe}"
     signs = "no CHECK failure, XLA status or XLA exception"
     if f.kind in (Kind.HANG, Kind.INTERRUPTED):
-        # What was under way is known only of first calls: jax runs a function's later
-        # calls in C++, where the capture hook sees none of them.
+        # A function's later calls run in C++, unseen by the capture hook until it is
+        # asked before the stop; a program that never answered hides them.
         signs += (
-            ", and no compilation or recorded execution under way at the stop (a function's "
-            "later calls go through jax's fast path, which records none)"
+            ", and no compilation or execution under way that the capture hook found at the stop"
         )
     else:
         signs += ", and XLA was not busy at the end"

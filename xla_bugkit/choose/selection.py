@@ -291,7 +291,8 @@ def _process_reason(
         if module is None:
             return None
         if event is busy:
-            return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped"
+            seen = f": {event.seen}" if event.seen else ""
+            return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped{seen}"
         error = event.error or ""
         error = f"{error[:120]}…" if len(error) > 120 else error
         return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} raised {error}"

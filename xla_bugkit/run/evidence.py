@@ -21,7 +21,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                program's compile options sent this module's dumps elsewhere)
 ``compiled``   that compilation ended: ``n``, ``id`` (when known), ``error`` (when it raised)
 ``execute``    an execution started: ``n``, ``module``, ``id`` or ``c`` (the ``n`` of its
-               compilation)
+               compilation); ``seen``, for one the hook found under way only when collect
+               asked before the stop (``hook.waiting``): what showed it
 ``executed``   that execution ended: ``n``, ``error`` (when it raised)
 ``args``       the arguments of execution ``n`` were saved: ``n``, ``file`` (relative to
                ``processes/``; an ``.npz`` of ``arr_0``, ``arr_1``, ... in parameter order),
@@ -36,6 +37,10 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``args_skipped`` execution ``n``'s arguments were over the budget: ``n`` (or ``fun``),
                ``bytes``
 ``rlimit``     the program changed a limit: ``name``, ``soft``, ``hard``
+``state``      the process's answer to collect's question before a stop (``ask``), after
+               the ``execute`` records of the calls it found under way: ``unready`` (the
+               MLIR types of arrays still being computed, at most 64), ``unready_count``,
+               ``calls`` (how many it recorded); or ``error``
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``hook_error`` the hook could not record something (a jax release it does not know)
@@ -74,6 +79,7 @@ class Event:
     args: Path | None = None  # saved arguments (executions only)
     error: str | None = None  # the exception it raised, when it ended by raising one
     dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
+    seen: str = ""  # what showed it, for an execution the hook did not see start
 
     @property
     def finished(self) -> bool:
@@ -183,6 +189,7 @@ def _load_one(path: Path) -> _Loaded | None:
         return None
     stack_file = path.with_name(f"{start['pid']}.stack.txt")
     stack = stack_file.read_text(errors="replace") if stack_file.is_file() else None
+    stack = _without_listener(stack) if stack else stack
     # XLA read its flags when the first backend started; an accelerator's describes the run.
     first = backends[0] if backends else {}
     main = next((b for b in backends if b.get("platform") != "cpu"), first)
@@ -214,6 +221,21 @@ def _load_one(path: Path) -> _Loaded | None:
         versions=_strings(main.get("versions")),
         pid_order=float(start.get("t", 0.0)),
     )
+
+
+# faulthandler's block for the hook's own listening thread (``hook.recorder._listen``).
+_LISTENER = re.compile(
+    r"^Thread 0x[0-9a-f]+ \(most recent call first\):\n"
+    r'  File "[^"\n]*[/\\]xla_bugkit[/\\]run[/\\]hook[/\\]recorder\.py", line \d+ in _answering\n'
+    r"(?:  File [^\n]*\n)*\n?",
+    re.M,
+)
+
+
+def _without_listener(stack: str) -> str:
+    """The stack without the hook's listening thread: it is not the program's, and it names
+    where xla-bugkit is installed."""
+    return _LISTENER.sub("", stack)
 
 
 def _end(begun: dict[str, Any] | None, r: dict[str, Any]) -> None:
@@ -283,6 +305,7 @@ def _event(r: dict[str, Any]) -> Event:
         args=r.get("args") if isinstance(r.get("args"), Path) else None,
         error=r["error"] if isinstance(r.get("error"), str) else None,
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
+        seen=str(r.get("seen") or ""),
     )
 
 

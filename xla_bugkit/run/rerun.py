@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
-from xla_bugkit.run import adapt, evidence, hook
+from xla_bugkit.run import adapt, ask, evidence, hook
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 
 if TYPE_CHECKING:
@@ -180,7 +180,10 @@ def rerun(
             stdin=None,
             hide=hide,
             on_output=log.arrived,
+            # What each process was waiting for, asked while it still runs.
+            before_stop=lambda: ask.ask(processes),
         )
+    ask.forget(processes)
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
             f"{pruner.removed} older XLA snapshots removed while the program ran "

@@ -163,7 +163,9 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     doing = "compiling" if event.kind == "compile" else "executing"
     name, call = _name(event), _call(event)
     rests_on = (
-        f"{culprit.label} recorded that it was {doing} {call} when it was stopped"
+        f"{culprit.label} was {doing} {call} when it was stopped: {event.seen}"
+        if event.seen
+        else f"{culprit.label} recorded that it was {doing} {call} when it was stopped"
         if awaited is None
         else f"{culprit.label} was waiting for the result of {call}, its last execution, "
         "when it was stopped (its stack at the stop)"

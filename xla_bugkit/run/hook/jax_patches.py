@@ -13,6 +13,8 @@ or raising its exception unchanged:
   is moved to a folder of this process's own (``_own_dump_dir``); afterwards, the
   ``backend`` record.
 - ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records.
+- nothing patched: the recorder's answer to collect's question before a stop
+  (``waiting.state``) finds a call under way that took jax's C++ fast path.
 - ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records, and the arguments
   (``args``) of multi-device executions, which XLA writes no snapshot of, and, when collect
   turned XLA's snapshots off, of each compiled function's first execution and of one that
@@ -51,7 +53,13 @@ def apply(recorder: Any) -> None:
     if version < OLDEST:
         recorder.write("hook_error", error=f"jax {jax.__version__} is older than the hook knows")
         return
-    for patch in (_quiet_jaxpr_dumps, _patch_backend, _patch_compile, _patch_execute):
+    for patch in (
+        _quiet_jaxpr_dumps,
+        _patch_backend,
+        _patch_compile,
+        _patch_execute,
+        _answer_state,
+    ):
         try:
             patch(recorder)
         except Exception as e:  # the others still help
@@ -212,16 +220,33 @@ def _config() -> dict[str, str]:
 _MODULES: dict[int, tuple[str, int]] = {}  # id(executable) -> (module name, compile n)
 
 
-def _describe(computation: Any) -> tuple[str, str]:
-    """The module's name and its arguments' types, from the MLIR module being compiled."""
+class _Compiled:
+    """What ``waiting`` needs of a compilation to find a call of it under way: the module,
+    its parameters' and results' MLIR types, and, from its first execution, how many arrays
+    jax passes it and which of them the module keeps (jax drops the arguments a function
+    does not use)."""
+
+    def __init__(self, module: str, fun: str, inputs: list[str], results: list[str]) -> None:
+        self.module, self.fun, self.inputs, self.results = module, fun, inputs, results
+        self.passed: int | None = None
+        self.kept: list[int] | None = None
+
+
+_COMPILED: dict[int, _Compiled] = {}  # compile n -> its compilation
+
+
+def _describe(computation: Any) -> tuple[str, str, list[str]]:
+    """The module's name, its arguments' types and its results' types, from the MLIR module
+    being compiled."""
     name = _symbol(computation.operation)
-    shapes = ""
+    shapes, results = "", []
     try:
         main = next(op for op in computation.body.operations if _symbol(op) == "main")
         shapes = ", ".join(str(t) for t in main.type.inputs)
+        results = [str(t) for t in main.type.results]
     except Exception:  # no main function, or a jax that lays it out otherwise: no shapes
         pass
-    return name, shapes
+    return name, shapes, results
 
 
 def _symbol(op: Any) -> str:
@@ -244,10 +269,11 @@ def _patch_compile(recorder: Any) -> None:
     def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
         n = recorder.next_n()
         name, shapes, extra = "", "", {}
+        results: list[str] = []
         try:
             computation = args[1] if len(args) > 1 else kwargs["computation"]
             options = args[3] if len(args) > 3 else kwargs.get("compile_options")
-            name, shapes = _describe(computation)
+            name, shapes, results = _describe(computation)
             extra = {"dump_to": d} if (d := _overridden_dump_dir(options)) else {}
         except Exception:  # the start is still worth recording, nameless
             pass
@@ -262,6 +288,7 @@ def _patch_compile(recorder: Any) -> None:
         # still compiling when the program was stopped.
         recorder.write("compiled", n=n)
         _MODULES[id(executable)] = (name, n)
+        _COMPILED[n] = _Compiled(name, fun, shapes.split(", ") if shapes else [], results)
         return executable
 
     setattr(compiler, "compile_or_get_cached", compile_or_get_cached)  # noqa: B010  # same
@@ -282,6 +309,11 @@ def _patch_execute(recorder: Any) -> None:
         n = recorder.next_n()
         module, c = _MODULES.get(id(self.xla_executable), ("", None))
         recorder.write("execute", n=n, module=module or str(self.name), c=c)
+        compiled = _COMPILED.get(c) if c is not None else None
+        if compiled is not None and compiled.passed is None:
+            kept = getattr(self, "kept_var_idx", None)
+            compiled.passed = len(args)
+            compiled.kept = sorted(kept) if kept is not None else list(range(len(args)))
         saved = False
         if len(getattr(self, "_local_devices", ())) > 1:
             _save_arguments(recorder, n, self, args)
@@ -329,3 +361,29 @@ def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> 
 def _error(e: Exception) -> str:
     first = str(e).strip().splitlines()
     return f"{type(e).__name__}: {first[0][:300] if first else ''}"
+
+
+# --- what the process is waiting for -------------------------------------------------
+
+
+def _answer_state(recorder: Any) -> None:
+    """collect's question before a stop is answered by ``waiting.state``, loaded (by file
+    path, as this module is) only when asked: a run that is never stopped pays nothing."""
+
+    def answer() -> dict[str, Any]:
+        import importlib.util
+        import sys
+
+        name = "_xla_bugkit_waiting"
+        module = sys.modules.get(name)
+        if module is None:
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waiting.py")
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        return module.state(recorder, _COMPILED)  # type: ignore[no-any-return]
+
+    recorder.answer_with(answer)

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 # The most bytes of execution arguments one process keeps (``save_arrays``): collect's
@@ -55,6 +56,7 @@ class Recorder:
         self.saved: list[tuple[str, int]] = []  # argument files kept, oldest first
         self.saved_bytes = 0
         self.first_arguments = FIRST_ARGUMENTS  # save each function's first arguments
+        self.answer: Callable[[], dict[str, Any]] | None = None  # what ``state`` records
 
     def next_n(self) -> int:
         with self.lock:
@@ -80,6 +82,50 @@ class Recorder:
             rlimits=current_limits(),
         )
         self._catch_stacks()
+        self._listen()
+
+    def answer_with(self, answer: Callable[[], dict[str, Any]]) -> None:
+        """Answer collect's question "what are you doing?" with a ``state`` record of
+        ``answer()`` (see ``_listen``)."""
+        self.answer = answer
+        self._listen()
+
+    def _listen(self) -> None:
+        """A thread of the hook's own waits, at no cost, on ``<pid>.ask`` (a FIFO) for
+        collect's question, asked before it stops the run. A main thread waiting on a
+        computation that never ends runs no signal handler, so only another thread can
+        still say what the process was waiting for."""
+        if self.answer is None:
+            return
+        path = os.path.join(self.folder, f"{self.pid}.ask")
+        try:
+            os.mkfifo(path, 0o600)
+        except OSError:  # a file system without FIFOs: no answers, nothing else lost
+            return
+        listener = threading.Thread(
+            target=self._answering, args=(path,), name="xla-bugkit-answer", daemon=True
+        )
+        listener.start()
+
+    def _answering(self, path: str) -> None:
+        while os.getpid() == self.pid:
+            try:
+                fd = os.open(path, os.O_RDONLY)  # waits for collect to open it
+            except OSError:
+                return
+            try:
+                asked = os.read(fd, 16)
+            except OSError:
+                asked = b""
+            finally:
+                _close_quietly(fd)
+            if not asked or self.answer is None:
+                continue
+            try:
+                fields = self.answer()
+            except Exception as e:  # still an answer: collect stops waiting
+                fields = {"error": f"{type(e).__name__}: {e}"}
+            self.write("state", **fields)
 
     def write(self, event: str, **fields: Any) -> None:
         if self.fd < 0 or os.getpid() != self.pid:
