@@ -46,6 +46,7 @@ class VerifyResult:
     # Each repro.py in the bundle: "checked" (xla-bugkit's own script, settings checked), or
     # why to read it before running it (``script_check``).
     scripts: tuple[tuple[str, str], ...] = ()
+    flags: tuple[str, ...] = ()  # the reporter's XLA flags, which each replay applies
 
     @property
     def reproduced(self) -> bool:
@@ -73,6 +74,7 @@ class VerifyResult:
             "edited": list(self.edited),
             "scripts": dict(self.scripts),
             "failure": self.failure.to_json(),
+            "xla_flags": list(self.flags),
             "reproduced": self.reproduced,
             "unverified": self.unverified,
             "modules": [
@@ -145,7 +147,7 @@ def verify_bundle(
                 spares.start(upcoming)  # the next module's child, ready in time
             check = _replay_module(b, module, failure, timeout, ui, context, spares)
             checks.append(check)
-    return VerifyResult(path, failure, tuple(checks), b.edited, scripts)
+    return VerifyResult(path, failure, tuple(checks), b.edited, scripts, context.process_flags)
 
 
 _SCRIPT_SAID = {"checked": "xla-bugkit's own script, its settings checked (verify runs none of it)"}

@@ -151,6 +151,8 @@ def test_a_flag_xla_takes_only_at_start_up_goes_by_xla_flags(
     assert done.returncode == 1, done.stdout + done.stderr
     again = "XLA takes --xla_backend_extra_options=bogus_opt only from XLA_FLAGS: starting again"
     assert again in done.stdout
+    assert "the reporter's XLA flags, applied here: " in done.stdout
+    assert "--xla_backend_extra_options=bogus_opt" in done.stdout.split("applied here: ")[1]
     assert "xla: Unknown command line argument 'bogus_opt'" in done.stderr
 
 

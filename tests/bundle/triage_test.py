@@ -3,6 +3,8 @@ found, and where a crash happened."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xla_bugkit.bundle.triage import sentence, title, triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -171,3 +173,28 @@ def test_a_stop_with_nothing_found_under_way_says_it_is_the_hook_that_found_noth
     reason = triage(stopped, []).reason
     assert "XLA was not busy" not in reason
     assert "no compilation or execution under way that the capture hook found" in reason
+
+
+def test_a_hang_in_a_call_whose_inputs_were_unread_is_not_ruled_out_by_another_calls() -> None:
+    """The hook found the hung call at the stop but could not read its arguments: the replay
+    on the first call's inputs finishing proves nothing about the call that hung."""
+    hung = Failure(
+        kind=Kind.HANG,
+        phase=Phase.RUN,
+        headline="XLA was executing jit(solve) with no output for 80 s",
+        signature="hang",
+        stopped_by="timeout",
+        executing="solve",
+        evidence="pid 7 was executing jit(solve) when it was stopped: its thread was inside "
+        "the call solve(*batch) at train.py:40; its arguments could not be read",
+        unread_inputs=True,
+    )
+    finished = Verdict("module_0006.jit_solve", Outcome.NOT_REPRODUCED, "ran to completion", "x")
+    t = triage(hung, [finished])
+    assert t.xla
+    assert t.reason.startswith("pid 7 was executing jit(solve) when it was stopped")
+    assert "ran on another call's inputs" in t.reason
+    assert "neither confirms it nor rules it out" in t.reason
+    # With the hung call's own inputs, a replay that finishes does speak against XLA.
+    read = triage(replace(hung, unread_inputs=False), [finished])
+    assert not read.xla and "did not hang" in read.reason

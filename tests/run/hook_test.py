@@ -16,6 +16,7 @@ import pytest
 from helpers.programs import (
     PROGRAMS,
     READY_TIMEOUT,
+    XLA_BUGKIT,
     clean_env,
     hooked_env,
     run,
@@ -175,7 +176,11 @@ def test_a_flag_the_program_set_itself_reaches_collects_and_verifys_replay(
     flag = "--xla_backend_extra_options=-xla-bugkit-no-such-option"
     assert m["xla_flags"] == [flag]
     (module,) = [x for x in m["modules"] if x["replay"]["outcome"] == "reproduced: crash"]
-    assert main(["verify", "-q", str(c.bundle)]) == ExitCode.OK
+    verify = subprocess.run([XLA_BUGKIT, "verify", str(c.bundle)], capture_output=True,
+                            text=True, timeout=READY_TIMEOUT)  # fmt: skip
+    assert verify.returncode == ExitCode.OK, verify.stderr
+    # The verdicts rest on the flag: the table says each replay applied it.
+    assert f"the reporter's XLA flags, applied to each replay: {flag}\n" in verify.stdout
     # The PJRT folder's compile_options.pb carries the map too; a module replayed from its
     # HLO and debug options alone (no PJRT folder) has only the process's flags to go by.
     root = c.unpack(tmp_path / "unpacked")

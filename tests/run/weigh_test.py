@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
 from xla_bugkit.run.evidence import Event, ProcessEvidence
 from xla_bugkit.run.processes import Culprit, failing
@@ -142,3 +144,25 @@ def test_an_xla_error_the_program_caught_and_logged() -> None:
     # A Python error it caught is no XLA error: the run stays as it was.
     python = Event("execute", 1, "jit_f", 4, started=1.0, ended=2.0, error="ValueError: bad")
     assert weigh(run, failing([process(6, python, exited=True, exit_status=1)])) == run
+
+
+def test_a_stopped_call_found_only_when_asked_says_whether_its_arguments_were_read() -> None:
+    """jax's fast path ran the call; the hook found it when collect asked before the stop."""
+    stop = Stop(by="timeout", ran=90.0, stalled=80.0)
+    stopped = classify("step 4\n", exit_status=-15, timed_out=True, stop=stop)
+    seen = "its thread was inside the call solve(*batch) at train.py:40, which jax ran ..."
+    found = Event("execute", 9, "jit_solve", 3, started=9.0, seen=seen)
+    ran_once = running(2, "solve", ended=3.0)
+    culprit = failing([process(7, compiling(1, "solve", ended=1.5), ran_once, found)])
+    weighed = weigh(stopped, culprit)
+    assert weighed.kind is Kind.HANG and weighed.executing == "solve"
+    assert weighed.unread_inputs
+    assert weighed.evidence == (
+        f"pid 7 was executing jit(solve) when it was stopped: {seen}; its arguments could "
+        "not be read"
+    )
+    with_arguments = Event("execute", 9, "jit_solve", 3, started=9.0, seen=seen, args=Path("a"))
+    read = weigh(stopped, failing([process(7, compiling(1, "solve", ended=1.5), with_arguments)]))
+    assert not read.unread_inputs and read.evidence == (
+        f"pid 7 was executing jit(solve) when it was stopped: {seen}"
+    )

@@ -62,6 +62,18 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
         return Triage(True, "hang", where, f"the replay of {hung.module} hangs as well", hung)
     what, stuck = _what(failure, None), _stuck_in_xla(failure)
     ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
+    if stuck is not None and ran and failure.unread_inputs:
+        # The call that hung had inputs nobody could read: a replay on another call's that
+        # finished shows nothing either way, and the process's own record stands.
+        names = ", ".join(v.module for v in ran)
+        rests_on = failure.evidence or f"{stuck} when it stopped"
+        return Triage(
+            True,
+            what,
+            where,
+            f"{rests_on}; the replay of {names} ran on another call's inputs (the hung call's "
+            "could not be read) and did not hang, which neither confirms it nor rules it out",
+        )
     if stuck is not None and ran:
         # Only the compile log said XLA was busy; a replay of the module that did not hang
         # shows the program was waiting elsewhere (a sleep after its last jitted call, say).

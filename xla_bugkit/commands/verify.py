@@ -61,6 +61,9 @@ def verify(
 
 def render_table(result: VerifyResult) -> str:
     lines = [f"recorded failure: {result.failure.describe}"]
+    if result.flags:
+        # They can be the cause (a pass turned off): a reader of the verdicts must know.
+        lines.append(f"the reporter's XLA flags, applied to each replay: {' '.join(result.flags)}")
     # The program's own ending ("non-XLA failure: ALERT ...") and what the reporter's replay
     # made of it (a wrong result) are both part of what was recorded.
     wrong = Outcome.REPRODUCED_WRONG.value

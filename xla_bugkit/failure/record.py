@@ -70,6 +70,9 @@ class Failure:
     # For a wrong result np.testing reported: its difference is only rounding in the values'
     # own precision (``value_check.check_note``).
     check_note: str | None = None
+    # A hang in a call whose arguments could not be read (jax's fast path, the hook finding
+    # it only at the stop): a replay can run only on another call's inputs.
+    unread_inputs: bool = False
 
     @property
     def describe(self) -> str:

@@ -162,8 +162,9 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
         return failure
     doing = "compiling" if event.kind == "compile" else "executing"
     name, call = _name(event), _call(event)
+    unread = "; its arguments could not be read" if event.seen and event.args is None else ""
     rests_on = (
-        f"{culprit.label} was {doing} {call} when it was stopped: {event.seen}"
+        f"{culprit.label} was {doing} {call} when it was stopped: {event.seen}{unread}"
         if event.seen
         else f"{culprit.label} recorded that it was {doing} {call} when it was stopped"
         if awaited is None
@@ -173,6 +174,7 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     return replace(
         failure,
         kind=Kind.HANG,
+        unread_inputs=bool(event.seen) and event.args is None,
         phase=Phase.COMPILE if event.kind == "compile" else Phase.RUN,
         headline=busy_headline(f"XLA was {doing} {call}", failure),
         signature="hang",

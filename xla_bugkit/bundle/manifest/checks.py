@@ -92,7 +92,10 @@ FAILURE: Checks = {
             *("stopped_by", "executing", "function", "evidence", "check_note"),
         )
     },
-    "message_lost": (lambda v: isinstance(v, bool), "true or false"),
+    **{
+        key: (lambda v: isinstance(v, bool), "true or false")
+        for key in ("message_lost", "unread_inputs")
+    },
     **{
         key: (_is_optional_seconds, "a number of seconds or null")
         for key in ("ran_seconds", "stalled_seconds")
