@@ -1,7 +1,7 @@
 """collect on a training loop against the bare program: wall time and the work dir's peak.
 
     python benchmarks/snapshots_bench.py [--rounds 2] [--out benchmarks/SNAPSHOTS.md]
-    python benchmarks/snapshots_bench.py --pairs 8
+    python benchmarks/snapshots_bench.py --pairs 8 [--steps 100 --mb 16]
 
 For each case (steps x state size) it runs, interleaved round by round (ABC, then CBA, so
 drift on a shared machine lands on every side): the bare program; ``collect --no-replay
@@ -136,11 +136,13 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", type=Path, default=BENCH / "SNAPSHOTS.md")
-    p.add_argument("--pairs", type=int, help="only N bare/collect pairs of 100 x 16 MB")
+    p.add_argument("--pairs", type=int, help="only N bare/collect pairs (100 x 16 MB)")
+    p.add_argument("--steps", type=int, default=100, help="the pairs' steps")
+    p.add_argument("--mb", type=int, default=16, help="the pairs' state size in MB")
     args = p.parse_args()
     if args.pairs:
         with tempfile.TemporaryDirectory(prefix="snapshots-bench-") as tmp:
-            print(pairs(args.pairs, Path(tmp)))
+            print(pairs(args.pairs, Path(tmp), args.steps, args.mb))
         return
     lines = [
         "| steps x state | bare | collect (default) | ratio | collect --snapshots every | ratio "
