@@ -39,6 +39,7 @@ STILL_SECONDS = 0.25  # between two looks at the threads
 LOOKS = 4  # pairs of looks before deciding that nothing is under way
 _UNREADY_LISTED = 64  # array types listed in the ``state`` record; more are counted only
 _FRAMES = 32  # frames of a waiting thread searched for the program's own
+_TYPES_SAID = 8  # array types named in an execute record's ``seen``
 # numpy's names of dtypes whose MLIR element type is not the name's short form.
 _ELEMENT_TYPES = {
     "bool": "i1",
@@ -150,7 +151,7 @@ def _record_awaited(
         source = f"; its arguments are those of the call {call[1]} at {call[2]}"
         if arguments is not None:
             break
-    held = ", ".join(f"{n} of {t}" if n > 1 else t for t, n in Counter(types).items())
+    held = ", ".join(types[:_TYPES_SAID]) + (", ..." if len(types) > _TYPES_SAID else "")
     seen = (
         f"arrays it returns were still being computed when collect asked before the stop "
         f"({held}): a call of it that jax ran through its C++ fast path, unseen by the hook"
@@ -164,7 +165,7 @@ def _record(
     recorder: Any, c: int, compilation: Any, arguments: list[Any] | None, seen: str
 ) -> None:
     n = recorder.next_n()
-    recorder.write("execute", n=n, module=compilation.module, c=c, seen=seen)
+    recorder.write("execute", n=n, module=compilation.module, fun=compilation.fun, c=c, seen=seen)
     if arguments is None:
         return
     try:
