@@ -193,7 +193,7 @@ def test_a_hang_in_a_call_whose_inputs_were_unread_is_not_ruled_out_by_another_c
     t = triage(hung, [finished])
     assert t.xla
     assert t.reason.startswith("pid 7 was executing jit(solve) when it was stopped")
-    assert "ran on another call's inputs" in t.reason
+    assert "ran on inputs recorded from an earlier call" in t.reason
     assert "neither confirms it nor rules it out" in t.reason
     # With the hung call's own inputs, a replay that finishes does speak against XLA.
     read = triage(replace(hung, unread_inputs=False), [finished])

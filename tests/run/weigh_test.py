@@ -166,3 +166,24 @@ def test_a_stopped_call_found_only_when_asked_says_whether_its_arguments_were_re
     assert not read.unread_inputs and read.evidence == (
         f"pid 7 was executing jit(solve) when it was stopped: {seen}"
     )
+
+
+def test_a_process_stopped_from_outside_while_waiting_on_a_result_is_a_hang() -> None:
+    """``timeout 25 python solve.py``: the wrapper's SIGTERM, not collect, stopped the
+    program while it waited for jit(solve)'s result; the command exited 124."""
+    run = classify("solving again to a residual of 1e-09\n", exit_status=124)
+    assert run.kind is Kind.EXIT and run.stopped_by is None
+    waiting = (
+        "Current thread 0x01 (most recent call first):\n"
+        '  File "/env/site-packages/jax/_src/array.py", line 301 in __float__\n'
+        '  File "/home/u/solve.py", line 51 in <module>\n'
+    )
+    solved_once = running(2, "solve", ended=3.0)
+    culprit = failing([process(7, compiling(1, "solve", ended=1.5), solved_once, stack=waiting)])
+    weighed = weigh(run, culprit)
+    assert weighed.kind is Kind.HANG and weighed.stopped_by == "signal"
+    assert weighed.executing == "solve" and weighed.unread_inputs
+    assert weighed.headline.endswith("; stopped by a SIGTERM or SIGINT from outside collect")
+    # One that exited on its own, or died on a fatal signal, is no such stop.
+    exited = process(7, compiling(1, "solve", ended=1.5), solved_once, stack=waiting, exited=True)
+    assert weigh(run, failing([exited])).kind is Kind.EXIT

@@ -71,8 +71,9 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
             True,
             what,
             where,
-            f"{rests_on}; the replay of {names} ran on another call's inputs (the hung call's "
-            "could not be read) and did not hang, which neither confirms it nor rules it out",
+            f"{rests_on}; the replay of {names} ran on inputs recorded from an earlier call "
+            "(the hung call's own could not be read) and did not hang, which neither confirms "
+            "it nor rules it out",
         )
     if stuck is not None and ran:
         # Only the compile log said XLA was busy; a replay of the module that did not hang
@@ -305,7 +306,13 @@ def sentence(t: Triage, failure: Failure) -> str:
         return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
     if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
         by_user = failure.kind is Kind.INTERRUPTED or failure.stopped_by == "user"
-        stopped = "by the user" if by_user else "after the timeout"
+        stopped = (
+            "by the user"
+            if by_user
+            else "by a signal from outside collect"
+            if failure.stopped_by == "signal"
+            else "after the timeout"
+        )
         if failure.phase is Phase.COMPILE:
             module = at or " a module"
             return f"XLA never finishes compiling{module}: the run was stopped {stopped}."

@@ -153,12 +153,21 @@ def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failu
     )
 
 
+# How a run was stopped, by ``Failure.stopped_by`` (the timeout's words depend on the figures).
+_STOPPED_BY = {
+    "user": "stopped by the user",
+    "signal": "stopped by a SIGTERM or SIGINT from outside collect",
+}
+
+
 def busy_headline(busy: str, stopped: Failure) -> str:
     """A hang's headline: what was ``busy`` ("XLA was executing jit(f)"), how long without
     output and how the run was stopped, from ``stopped``'s record of the stop."""
     if stopped.ran_seconds is None or stopped.stalled_seconds is None:
         how = (
-            "killed after the timeout" if stopped.stopped_by == "timeout" else "stopped by the user"
+            "killed after the timeout"
+            if stopped.stopped_by == "timeout"
+            else _STOPPED_BY.get(stopped.stopped_by or "", "stopped by the user")
         )
         return f"{busy}; {how}"
     how = "killed by the timeout" if stopped.stopped_by == "timeout" else "stopped by the user"

@@ -54,7 +54,8 @@ class Failure:
     site: str | None = None  # "file.cc:123" of a CHECK / RET_CHECK
     exception: str | None = None  # the Python exception type, e.g. "jax.errors.JaxRuntimeError"
     compiling: str | None = None  # the function JAX was compiling when the run stopped
-    # A run that was stopped (hang, interrupted): by what ("timeout" or "user"), how long it
+    # A run that was stopped (hang, interrupted): by what ("timeout", "user", or "signal": a
+    # SIGTERM or SIGINT from outside collect, a wrapper's timeout say), how long it
     # ran, for how long before the stop it printed nothing, and the function XLA was running.
     stopped_by: str | None = None
     ran_seconds: float | None = None
@@ -71,7 +72,8 @@ class Failure:
     # own precision (``value_check.check_note``).
     check_note: str | None = None
     # A hang in a call whose arguments could not be read (jax's fast path, the hook finding
-    # it only at the stop): a replay can run only on another call's inputs.
+    # it only at the stop, or a process waiting on a result with nothing under way): a
+    # replay can run only on inputs recorded from an earlier call.
     unread_inputs: bool = False
 
     @property

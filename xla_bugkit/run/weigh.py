@@ -42,6 +42,10 @@ def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
     busy = p.unfinished
     if failure.stopped_by is not None:
         return _stopped(failure, busy, culprit)
+    if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and (busy or _awaited(p)):
+        # Stopped from outside collect (``timeout 600 python ...``): the same reading as
+        # collect's own stop, where XLA was busy.
+        return _stopped(replace(failure, stopped_by="signal"), busy, culprit)
     if crashed is not None and failure.kind not in _CAPTURED:
         return _crashed(failure, crashed, busy, culprit)
     if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and busy is not None:
@@ -68,6 +72,12 @@ def _fatal_signal(p: ProcessEvidence) -> str | None:
         return None
     what = found.group("what").strip()
     return _FATAL_SIGNALS.get(what, what)
+
+
+def _signalled(p: ProcessEvidence) -> bool:
+    """Whether ``p`` was stopped by a SIGTERM or SIGINT: faulthandler wrote its stack (the
+    hook registers it for those two), it died on no fatal signal, and it never exited."""
+    return p.stack is not None and _FATAL_LINE.search(p.stack) is None and not p.exited
 
 
 def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit) -> Failure:
@@ -174,7 +184,8 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     return replace(
         failure,
         kind=Kind.HANG,
-        unread_inputs=bool(event.seen) and event.args is None,
+        # Waited on with nothing under way, the call may be a later one than the hook saw.
+        unread_inputs=awaited is not None or (bool(event.seen) and event.args is None),
         phase=Phase.COMPILE if event.kind == "compile" else Phase.RUN,
         headline=busy_headline(f"XLA was {doing} {call}", failure),
         signature="hang",
