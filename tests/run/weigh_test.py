@@ -182,8 +182,21 @@ def test_a_process_stopped_from_outside_while_waiting_on_a_result_is_a_hang() ->
     culprit = failing([process(7, compiling(1, "solve", ended=1.5), solved_once, stack=waiting)])
     weighed = weigh(run, culprit)
     assert weighed.kind is Kind.HANG and weighed.stopped_by == "signal"
-    assert weighed.executing == "solve" and weighed.unread_inputs
+    assert weighed.executing == "solve"
     assert weighed.headline.endswith("; stopped by a SIGTERM or SIGINT from outside collect")
     # One that exited on its own, or died on a fatal signal, is no such stop.
     exited = process(7, compiling(1, "solve", ended=1.5), solved_once, stack=waiting, exited=True)
     assert weigh(run, failing([exited])).kind is Kind.EXIT
+
+
+def test_a_process_that_answered_is_not_read_from_its_stack_alone() -> None:
+    """Asked before collect's stop, it had nothing under way (a loop that reads each step's
+    loss, caught in ``float``): its stack's wait is no hang of the last execution."""
+    stop = Stop(by="timeout", ran=90.0, stalled=80.0)
+    stopped = classify("step 400\n", exit_status=-15, timed_out=True, stop=stop)
+    waiting = '  File "/env/site-packages/jax/_src/array.py", line 301 in __float__\n'
+    events = (compiling(1, "step", ended=1.5), running(2, "step", ended=3.0))
+    unasked = weigh(stopped, failing([process(7, *events, stack=waiting)]))
+    assert unasked.kind is Kind.HANG and unasked.executing == "step"
+    answered = weigh(stopped, failing([process(7, *events, stack=waiting, answered=True)]))
+    assert answered.executing is None

@@ -79,9 +79,15 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
         # Only the compile log said XLA was busy; a replay of the module that did not hang
         # shows the program was waiting elsewhere (a sleep after its last jitted call, say).
         names = ", ".join(v.module for v in ran)
-        return Triage(
-            False, what, where, f"{stuck} when it stopped, but the replay of {names} did not hang"
-        )
+        reason = f"{stuck} when it stopped, but the replay of {names} did not hang"
+        if failure.stopped_by == "signal":
+            # Stopped from outside, the program was never asked what it waited for.
+            reason += (
+                " (it was stopped from outside collect: with collect's own --timeout, or "
+                "Ctrl-C on collect, the program is asked what it waits for and the call's "
+                "own inputs are replayed)"
+            )
+        return Triage(False, what, where, reason)
     if stuck is not None and (unreplayed := _unreplayed(verdicts)):
         # A replay that could not run (a host callback) shows nothing either way.
         stuck = f"{stuck} when it stopped{unreplayed}"

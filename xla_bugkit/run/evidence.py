@@ -120,6 +120,7 @@ class ProcessEvidence:
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
     inputs: tuple[SavedInputs, ...] = ()  # oldest first
     versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
+    answered: bool = False  # it answered collect's question before the stop (``state``)
 
     @property
     def unfinished(self) -> Event | None:
@@ -163,6 +164,7 @@ def _load_one(path: Path) -> _Loaded | None:
     rlimits: dict[str, tuple[int, int]] = {}
     exit_record: dict[str, Any] | None = None
     inputs: list[SavedInputs] = []
+    answered = False
     for r in _records(path):
         kind = r["e"]
         if kind == "start":
@@ -185,6 +187,8 @@ def _load_one(path: Path) -> _Loaded | None:
             rlimits.update(_limits({r["name"]: [r.get("soft"), r.get("hard")]}))
         elif kind == "exit":
             exit_record = r
+        elif kind == "state" and "error" not in r:
+            answered = True
     if not isinstance(start.get("pid"), int):
         return None
     stack_file = path.with_name(f"{start['pid']}.stack.txt")
@@ -219,6 +223,7 @@ def _load_one(path: Path) -> _Loaded | None:
         device_list=_texts(main.get("device_list")),
         inputs=tuple(inputs),
         versions=_strings(main.get("versions")),
+        answered=answered,
         pid_order=float(start.get("t", 0.0)),
     )
 

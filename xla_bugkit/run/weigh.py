@@ -156,7 +156,10 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     """A run stopped by its timeout or by the user: a hang when the failing process had a
     compilation or execution under way, whatever the order its output lines arrived in, or
     was waiting for the result of its last execution."""
-    awaited = _awaited(culprit.process) if busy is None else None
+    # A process that answered collect's question before the stop said what it waited for;
+    # its stack alone (a loop caught reading a value) is weaker evidence than that.
+    p = culprit.process
+    awaited = _awaited(p) if busy is None and not p.answered else None
     event = busy or awaited
     if event is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
@@ -184,8 +187,7 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
     return replace(
         failure,
         kind=Kind.HANG,
-        # Waited on with nothing under way, the call may be a later one than the hook saw.
-        unread_inputs=awaited is not None or (bool(event.seen) and event.args is None),
+        unread_inputs=bool(event.seen) and event.args is None,
         phase=Phase.COMPILE if event.kind == "compile" else Phase.RUN,
         headline=busy_headline(f"XLA was {doing} {call}", failure),
         signature="hang",
