@@ -198,3 +198,21 @@ def test_a_hang_in_a_call_whose_inputs_were_unread_is_not_ruled_out_by_another_c
     # With the hung call's own inputs, a replay that finishes does speak against XLA.
     read = triage(replace(hung, unread_inputs=False), [finished])
     assert not read.xla and "did not hang" in read.reason
+
+
+def test_a_title_keeps_the_message_behind_repeated_wrappers() -> None:
+    """The status reached Python wrapped five times; the signature dropped the wrappers, and
+    the title names what ran out, with its number."""
+    wrapped = "Error dispatching computation: " * 5
+    oom = Failure(
+        kind=Kind.RUNTIME_ERROR,
+        phase=Phase.RUN,
+        headline=f"INTERNAL: {wrapped}Out of memory allocating 2048064016 bytes.",
+        signature="INTERNAL: Out of memory allocating N bytes.",
+        status_code="INTERNAL",
+    )
+    reproduced = Verdict("module_0044.jit_fit", Outcome.REPRODUCED_ERROR, "RESOURCE_EXHAUSTED", "x")
+    t = triage(oom, [reproduced])
+    assert title(t, oom, "cpu") == (
+        "XLA CPU runtime error: INTERNAL: Out of memory allocating 2048064016 bytes."
+    )

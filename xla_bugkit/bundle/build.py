@@ -105,7 +105,7 @@ def build(
     )
     title, body = report.render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
-    data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped))
+    data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped, run))
     record = _manifest(run, selection, env, text, title, modules, notes, data_text)
     if run.culprit is not None:
         record["process"] = processes.process_record(run.culprit)
@@ -233,13 +233,12 @@ def _reproduced(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.reproduced
 
 
-_NO_XLA_SNAPSHOT = (
-    "saved before the first call of each function and of each multi-device call, and read "
-    "from a call still under way when the run was stopped"
-)
+_NO_XLA_SNAPSHOT = "saved before the first call of each function, and of each multi-device call"
 
 
-def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -> str:
+def _data_text(
+    data: bool, planned: Sequence[Planned], dropped: Sequence[str], run: RunRecord | None = None
+) -> str:
     if not data:
         return "no input data (--no-data)"
     kept = sum(p.role is Role.SNAPSHOT for p in planned)
@@ -250,9 +249,24 @@ def _data_text(data: bool, planned: Sequence[Planned], dropped: Sequence[str]) -
         return "no real inputs: XLA recorded no execution of the chosen modules"
     if left_out:
         return f"real inputs (snapshots): {kept} kept, the rest left out to fit the size budget"
-    if all(arguments.is_recorded(p.arcname) for p in planned if p.role is Role.SNAPSHOT):
+    snapshots = [p.arcname for p in planned if p.role is Role.SNAPSHOT]
+    if all(arguments.is_recorded(name) for name in snapshots):
+        read = _read_under_way(run)
+        if any(f".snapshot.{arguments.RECORDED}-{n}." in name for n in read for name in snapshots):
+            return (
+                f"real inputs (recorded by the capture hook: {_NO_XLA_SNAPSHOT}; and those of "
+                "the call still under way at the stop, read where it was called)"
+            )
         return f"real inputs (recorded by the capture hook: {_NO_XLA_SNAPSHOT})"
     return "real inputs (snapshots)"
+
+
+def _read_under_way(run: RunRecord | None) -> set[int]:
+    """The executions whose arguments the hook read at the stop (``Event.seen``)."""
+    culprit = run.culprit if run is not None else None
+    if culprit is None:
+        return set()
+    return {e.n for e in culprit.process.events if e.seen and e.args is not None}
 
 
 def module_entry(c: Chosen, planned: Sequence[Planned]) -> ModuleEntry:

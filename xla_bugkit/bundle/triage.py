@@ -285,6 +285,12 @@ def _with_numbers(signature: str, headline: str) -> str:
     if len(parts) == 1:
         return signature
     found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
+    code = re.match(r"[A-Z_]+: ", parts[0])
+    if found is None and code is not None and headline.startswith(code.group()):
+        # The status code heads the signature, which drops the wrappers between it and the
+        # message ("INTERNAL: Error dispatching computation: ... Out of memory ...").
+        inner = [parts[0][code.end() :], *parts[1:]]
+        found = re.search(r"(\d[\d,.]*)".join(map(re.escape, inner)), headline)
     if found is None:
         return ""  # they do not line up: the headline, as the run printed it
     numbers = iter(found.groups())

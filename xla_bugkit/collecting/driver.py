@@ -3,6 +3,7 @@ errors said as the user reads them."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -69,6 +70,8 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             with warm.importing(prepare=lambda: _redactor(command, work)):
                 run = _run_stage(work, command, options, ui)
             result = bundling.after_run(work, run, options, fmt, ui)
+        elif _hang_needs_its_inputs(result, options):
+            result = _again_for_the_hung_inputs(work, command, options, fmt, ui, result)
         if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
             from xla_bugkit.collecting.stages import shrink_written
 
@@ -154,6 +157,68 @@ def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool
         and result.exit_code == ExitCode.NOT_REPRODUCED
         and result.run.failure.kind is Kind.WRONG_RESULT
     )
+
+
+def _hang_needs_its_inputs(result: CollectResult, options: CollectOptions) -> bool:
+    """A hang whose call ran on inputs nobody could read (jax dispatched it from C++ and it
+    returned before it ran), which no replay reproduced, when the mode was not chosen."""
+    f = result.run.failure
+    return (
+        options.snapshots is None
+        and options.replay
+        and result.bundle is not None
+        and f.unread_inputs
+        and not any(v.reproduced for v in result.verdicts)
+    )
+
+
+# How much slower a program may run with XLA's snapshot of every execution (the training
+# loop of benchmarks/SNAPSHOTS.md: 4 to 8 times), for the second run's timeout.
+_EVERY_SLOWER = 8.0
+
+
+def _again_for_the_hung_inputs(
+    work: Path,
+    command: Sequence[str],
+    options: CollectOptions,
+    fmt: str,
+    ui: Ui,
+    first: CollectResult,
+) -> CollectResult:
+    """Run the program again with XLA's snapshot of every execution, under which each call
+    runs to its end before it returns: a call that hangs then holds its thread inside it,
+    where the hook reads its arguments when asked before the stop. The second run's bundle
+    replaces the first only when its replay reproduces the hang."""
+    from xla_bugkit.collecting import bundling  # imported while the program ran (warm)
+
+    f, bundle = first.run.failure, first.bundle
+    assert bundle is not None  # ``_hang_needs_its_inputs``
+    reached = max((f.ran_seconds or 0.0) - (f.stalled_seconds or 0.0), 0.0)
+    timeout = max(options.timeout or 0.0, reached * _EVERY_SLOWER + 60.0)
+    ui.say(
+        "the call that hung ran on inputs the capture hook could not read: running the "
+        "program again with XLA's snapshot of every execution (--snapshots every), under "
+        f"which a call returns only once it has run, to read them there (stopped after "
+        f"{timeout:.0f} s; Ctrl-C stops it sooner)"
+    )
+    aside = bundle.with_name(f".{bundle.name}.first-run")
+    os.replace(bundle, aside)
+    again = replace(options, snapshots=capture.EVERY, timeout=timeout)
+    second = None
+    try:
+        workdir.clear(work)
+        with warm.importing(prepare=lambda: _redactor(command, work)):
+            run = _run_stage(work, command, again, ui)
+        second = bundling.after_run(work, run, again, fmt, ui)
+    finally:
+        if second is not None and any(v.reproduced for v in second.verdicts):
+            aside.unlink(missing_ok=True)
+        else:
+            os.replace(aside, bundle)  # the first run's bundle stands
+    if second is not None and any(v.reproduced for v in second.verdicts):
+        return second
+    ui.say(f"the second run did not reproduce the hang either: {bundle.name} is the first run's")
+    return first
 
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
