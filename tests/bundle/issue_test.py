@@ -216,6 +216,24 @@ def test_a_small_module_shows_in_a_collapsed_block() -> None:
     assert body.count("<details>") == 2
 
 
+def test_the_shown_module_leaves_its_stack_frame_tables_to_the_bundles_file() -> None:
+    hlo = (
+        'HloModule m\n\nFileNames\n1 "/home/u/train.py"\n\nFunctionNames\n1 "loss"\n\n'
+        "FileLocations\n1 {file_name_id=1 function_name_id=1 line=4}\n\n"
+        "StackFrames\n1 {file_location_id=1 parent_frame_id=1}\n\n\n"
+        "ENTRY %main () -> f32[] {\n  ROOT %c = f32[] constant(1), "
+        "metadata={stack_frame_id=1}\n}\n"
+    )
+    body = render_issue(_ctx(module_label="module_0001.jit_f", module_text=hlo))
+    summary = (
+        "<summary>The module before XLA's optimizations (module_0001.jit_f, 5 lines without "
+        "its stack-frame tables)</summary>"
+    )
+    block = body.split(summary)[1].split("</details>")[0]
+    assert "HloModule m\n\nENTRY %main" in block and "stack_frame_id=1" in block
+    assert "FileNames" not in block and "train.py" not in block
+
+
 def test_replay_note_stands_in_for_an_empty_table() -> None:
     body = render_issue(_ctx(replay_verdicts=[], replay_note="None: the replay was skipped."))
     assert body.split("#### Replay\n\n")[1].startswith("None: the replay was skipped.\n")

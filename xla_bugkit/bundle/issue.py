@@ -181,15 +181,24 @@ def _wrong_values(ctx: IssueContext) -> str:
     return "\n".join(lines)
 
 
+# The stack-frame tables HLO text carries after its header (source files, functions, and
+# the frames ``stack_frame_id`` points at): the bundle's file keeps them, a reader skips them.
+_FRAME_TABLES = re.compile(
+    r"^(?:FileNames|FunctionNames|FileLocations|StackFrames)\n(?:[^\n]+\n)*\n*", re.M
+)
+
+
 def _module_block(ctx: IssueContext) -> str:
     if not ctx.module_text:
         return ""
-    lines = len(ctx.module_text.rstrip("\n").splitlines())
+    text = _FRAME_TABLES.sub("", ctx.module_text)
+    lines = len(text.rstrip("\n").splitlines())
+    left_out = " without its stack-frame tables" if text != ctx.module_text else ""
     return (
         "<details>\n"
         f"<summary>The module before XLA's optimizations ({plain(ctx.module_label)}, "
-        f"{lines} lines)</summary>\n\n"
-        f"{fenced(ctx.module_text, 'text')}\n\n"
+        f"{lines} lines{left_out})</summary>\n\n"
+        f"{fenced(text, 'text')}\n\n"
         "</details>"
     )
 
