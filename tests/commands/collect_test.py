@@ -309,6 +309,32 @@ def test_a_later_call_that_never_ends_is_found_and_replayed_on_its_own_inputs(tm
     assert "the call solve(a, b, tolerance) at solve.py:49" in stderr
 
 
+@pytest.mark.slow
+def test_a_hung_call_whose_inputs_were_rebound_is_read_in_a_second_run(tmp: Path) -> None:
+    """jit(solve)'s second call hangs after returning (XLA runs it on its own threads), and
+    by the stop `x` names its output: its inputs cannot be read. collect runs the program
+    again with XLA's snapshot of every execution, under which the call holds its thread,
+    reads the inputs there, and the replay on them hangs."""
+    out = tmp / "rebound.zip"
+    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "60", "-o", str(out), "--",
+            sys.executable, str(PROGRAMS / "later_hang_rebound.py")]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert child.stdout is not None
+    said = "solving to a residual of 1e-09\n"
+    assert said in iter(child.stdout.readline, ""), "collect ended before the program"
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=READY_TIMEOUT)
+    assert "running the program again with XLA's snapshot of every execution" in stderr
+    m = Collected(child.returncode, stderr, out).manifest()
+    assert m["failure"]["kind"] == "hang", stderr
+    assert not m["failure"]["unread_inputs"]
+    assert "inside the call solve(a, b, x, tolerance)" in m["failure"]["evidence"]
+    first = m["modules"][0]
+    assert first["name"] == "jit_solve", stderr
+    assert first["replay"]["outcome"] == "reproduced: hang", stderr
+
+
 def test_wrong_result_from_a_public_bug_report(tmp: Path) -> None:
     """jax-ml/jax#39103: XLA CPU's YNN fusion gives a wrong element; op-by-op is right."""
     c = collect(tmp, "wrong_result", "--module", r"\.jit_f$")
