@@ -34,7 +34,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
     ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
     "GPU bundle on a CPU-only machine), or none can be replayed outside the reporter's program "
-    "(a host callback): unverified, neither reproduced nor not",
+    "(a host callback), or the call that hung ran on inputs the reporter's run could not "
+    "record: unverified, neither reproduced nor not",
     ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
     ExitCode.INTERRUPTED: "interrupted",
 }
@@ -58,8 +59,8 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "verify": {
         ExitCode.OK: "the recorded failure reproduces here",
         ExitCode.NOT_REPRODUCED: "it does not",
-        ExitCode.UNVERIFIED: "unverified: the modules need a platform this machine lacks, or "
-        "none can be replayed here",
+        ExitCode.UNVERIFIED: "unverified: the modules need a platform this machine lacks, "
+        "none can be replayed here, or the hung call's inputs were not recorded",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",

@@ -55,11 +55,13 @@ class VerifyResult:
     @property
     def unverified(self) -> bool:
         """Nothing reproduced here, and some module needs a platform this machine lacks, or
-        none could be replayed at all (it calls back into the program): the failure is not
-        "not reproduced", it is unverified."""
+        none could be replayed at all (it calls back into the program), or the call that
+        hung ran on inputs the reporter's run could not record: the failure is not "not
+        reproduced", it is unverified."""
         if self.reproduced:
             return False
-        return any(c.unverified is not None for c in self.checks) or self.unreplayable
+        needs = any(c.unverified is not None for c in self.checks)
+        return needs or self.unreplayable or self.failure.unread_inputs
 
     @property
     def unreplayable(self) -> bool:

@@ -316,3 +316,29 @@ def test_verify_vouches_for_repro_py_only_as_xla_bugkit_writes_it(
         in (said["code"])
     )
     assert "it would apply --xla_dump_to=/tmp/x (" in said["a flag"]
+
+
+def test_a_hang_whose_call_ran_on_unrecorded_inputs_is_unverified_not_unreproduced() -> None:
+    from xla_bugkit.commands.verify import render_table
+    from xla_bugkit.failure.classify import Failure, Kind, Phase
+    from xla_bugkit.replay.verdict import Outcome, Verdict
+
+    hung = Failure(
+        kind=Kind.HANG,
+        phase=Phase.RUN,
+        headline="XLA was executing jit(solve); stopped by the user",
+        signature="hang",
+        stopped_by="user",
+        executing="solve",
+        unread_inputs=True,
+    )
+    finished = Verdict("module_0006.jit_solve", Outcome.NOT_REPRODUCED, "ran to completion", "x")
+    check = verify_module.ModuleCheck("module_0006.jit_solve", finished, "not reproduced")
+    result = verify_module.VerifyResult(Path("b.zip"), hung, (check,))
+    assert result.unverified
+    table = render_table(result)
+    assert table.endswith(
+        "the recorded failure is unverified here: the call that hung ran on inputs the "
+        "reporter's run could not record, and the replays ran on an earlier call's"
+    )
+    assert not result.reproduced  # so the command exits 6 (unverified), not 3

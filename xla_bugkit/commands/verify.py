@@ -118,6 +118,11 @@ def render_table(result: VerifyResult) -> str:
             "the recorded failure is unverified here: no module of the bundle can be replayed "
             "outside the reporter's program (see above); it takes that program to check it"
         )
+    elif result.failure.unread_inputs:
+        lines.append(
+            "the recorded failure is unverified here: the call that hung ran on inputs the "
+            "reporter's run could not record, and the replays ran on an earlier call's"
+        )
     elif result.unverified:
         needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
         lines.append(f"the recorded failure is unverified here: it needs {needs}")
