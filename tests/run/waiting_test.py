@@ -36,6 +36,26 @@ INSIDE_THE_CALL = textwrap.dedent(
     """
 )
 
+# The same, its second call made by a worker thread: ``pool.submit(ramp, rate)``, which the
+# worker calls as ``self.fn(*self.args, **self.kwargs)``.
+IN_A_WORKER = textwrap.dedent(
+    """
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    import jax, jax.numpy as jnp
+
+    @jax.jit
+    def ramp(rate):
+        return jax.lax.while_loop(lambda x: x < 1.0, lambda x: x + rate, jnp.float32(0.0))
+
+    print(float(ramp(jnp.float32(0.25))), flush=True)
+    with ThreadPoolExecutor(2) as pool:
+        future = pool.submit(ramp, jnp.float32(0.0))
+        open(sys.argv[1], "w").close()
+        print(float(future.result()[()]))
+    """
+)
+
 # A larger computation runs after its call has returned: the program waits on the outputs.
 AWAITING_ITS_OUTPUTS = textwrap.dedent(
     """
@@ -117,6 +137,17 @@ def test_a_later_call_inside_xla_is_found_with_its_own_arguments(tmp_path: Path)
     # The hung call's argument, not the first call's 0.25.
     (rate,) = saved(busy)
     assert rate.dtype == np.float32 and rate.shape == () and float(rate) == 0.0
+
+
+def test_a_call_a_worker_thread_makes_is_found_with_its_spread_arguments(
+    tmp_path: Path,
+) -> None:
+    process = asked(tmp_path, IN_A_WORKER)
+    busy = process.unfinished
+    assert busy is not None and busy.module == "jit_ramp"
+    assert "inside the call self.fn(*self.args, **self.kwargs) at thread.py:" in busy.seen
+    (rate,) = saved(busy)
+    assert float(rate) == 0.0
 
 
 def test_a_later_call_whose_outputs_never_come_is_found_with_its_arguments(

@@ -264,10 +264,26 @@ def _jitted(value: Any) -> bool:
 
 
 def _arguments(node: ast.Call, frame: Any) -> list[Any] | None:
-    if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-        return None
-    values = [_value_of(a, frame) for a in node.args]
-    return None if any(v is _UNREAD for v in values) else values
+    """The call's positional arguments, ``*args`` spread (a worker's ``fn(*args,
+    **kwargs)``); None when one cannot be read, or a keyword is passed (its place among the
+    parameters is the function's to say)."""
+    for keyword in node.keywords:
+        spread = _value_of(keyword.value, frame) if keyword.arg is None else _UNREAD
+        if not (isinstance(spread, dict) and not spread):  # only an empty ``**kwargs``
+            return None
+    values: list[Any] = []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            spread = _value_of(a.value, frame)
+            if not isinstance(spread, (tuple, list)):
+                return None
+            values.extend(spread)
+            continue
+        value = _value_of(a, frame)
+        if value is _UNREAD:
+            return None
+        values.append(value)
+    return values
 
 
 _UNREAD = object()
