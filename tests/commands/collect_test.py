@@ -327,6 +327,7 @@ def test_a_hung_call_whose_inputs_were_rebound_is_read_in_a_second_run(tmp: Path
     _, stderr = child.communicate(timeout=READY_TIMEOUT)
     assert "running the program again with XLA's snapshot of every execution" in stderr
     m = Collected(child.returncode, stderr, out).manifest()
+    assert any(n.startswith("the program ran twice: ") for n in m["notes"]), m["notes"]
     assert m["failure"]["kind"] == "hang", stderr
     assert not m["failure"]["unread_inputs"]
     assert "inside the call solve(a, b, x, tolerance)" in m["failure"]["evidence"]

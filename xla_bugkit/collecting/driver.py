@@ -209,6 +209,12 @@ def _again_for_the_hung_inputs(
         workdir.clear(work)
         with warm.importing(prepare=lambda: _redactor(command, work)):
             run = _run_stage(work, command, again, ui)
+        note = (
+            "the program ran twice: the call that hung in the first run ran on inputs the "
+            "capture hook could not read; this is the second run, with XLA's snapshot of "
+            f"every execution (--snapshots every), stopped after {timeout:.0f} s"
+        )
+        run = replace(run, xla_flags=replace(run.xla_flags, notes=(*run.xla_flags.notes, note)))
         second = bundling.after_run(work, run, again, fmt, ui)
     finally:
         if second is not None and any(v.reproduced for v in second.verdicts):
