@@ -193,7 +193,10 @@ def _judge_failure(
         crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
         outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
         evidence = failure.describe
-        if _lost_here(expected):
+        if _lost_here(expected) and failure.headline.startswith("killed by "):
+            # A segfault prints no message: neither the run nor the replay has one to show.
+            evidence = f"no message in the run or the replay, only how it died: {evidence}"
+        elif _lost_here(expected):
             evidence = f"the run's message was not captured; the replay's: {evidence}"
         elif not expected.message_lost and expected.signature != failure.signature:
             # The same failure, spelled otherwise: by another build (names, literals), or as
