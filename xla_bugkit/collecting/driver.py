@@ -4,6 +4,7 @@ errors said as the user reads them."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -57,7 +58,11 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
-        if _needs_newest_inputs(result, options):
+        if (_needs_newest_inputs(result, options) or _hang_needs_its_inputs(result, options)) and (
+            why_not := _cannot_run_again(command)
+        ):
+            ui.say(f"not running the program a second time to read later inputs: {why_not}")
+        elif _needs_newest_inputs(result, options):
             # A wrong result that the first call's inputs do not show may need the values of
             # a later call: only XLA's snapshots of every execution hold those.
             ui.say(
@@ -65,11 +70,13 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
                 "the program again with XLA's snapshot of every execution (--snapshots every), "
                 "to replay its newest inputs"
             )
-            options = replace(options, snapshots=capture.EVERY)
-            workdir.clear(work)
-            with warm.importing(prepare=lambda: _redactor(command, work)):
-                run = _run_stage(work, command, options, ui)
-            result = bundling.after_run(work, run, options, fmt, ui)
+            note = (
+                "the program ran twice: the replay on each function's first inputs showed no "
+                "wrong result; this is the second run, with XLA's snapshot of every execution "
+                "(--snapshots every)"
+            )
+            again = replace(options, snapshots=capture.EVERY)
+            result = _run_again(work, command, again, fmt, ui, result, note)
         elif _hang_needs_its_inputs(result, options):
             result = _again_for_the_hung_inputs(work, command, options, fmt, ui, result)
         if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
@@ -189,10 +196,7 @@ def _again_for_the_hung_inputs(
     runs to its end before it returns: a call that hangs then holds its thread inside it,
     where the hook reads its arguments when asked before the stop. The second run's bundle
     replaces the first only when its replay reproduces the hang."""
-    from xla_bugkit.collecting import bundling  # imported while the program ran (warm)
-
-    f, bundle = first.run.failure, first.bundle
-    assert bundle is not None  # ``_hang_needs_its_inputs``
+    f = first.run.failure
     reached = max((f.ran_seconds or 0.0) - (f.stalled_seconds or 0.0), 0.0)
     timeout = max(options.timeout or 0.0, reached * _EVERY_SLOWER + 60.0)
     ui.say(
@@ -201,30 +205,82 @@ def _again_for_the_hung_inputs(
         f"which a call returns only once it has run, to read them there (stopped after "
         f"{timeout:.0f} s; Ctrl-C stops it sooner)"
     )
-    aside = bundle.with_name(f".{bundle.name}.first-run")
-    os.replace(bundle, aside)
+    note = (
+        "the program ran twice: the call that hung in the first run ran on inputs the "
+        "capture hook could not read; this is the second run, with XLA's snapshot of "
+        f"every execution (--snapshots every), stopped after {timeout:.0f} s"
+    )
     again = replace(options, snapshots=capture.EVERY, timeout=timeout)
+    return _run_again(work, command, again, fmt, ui, first, note)
+
+
+def _run_again(
+    work: Path,
+    command: Sequence[str],
+    again: CollectOptions,
+    fmt: str,
+    ui: Ui,
+    first: CollectResult,
+    note: str,
+) -> CollectResult:
+    """Run the program a second time with ``again``'s options; its bundle (saying ``note``)
+    replaces the first run's only when its replay reproduces the failure, else the first
+    run's bundle and result stand (a second run may not fail at all)."""
+    from xla_bugkit.collecting import bundling  # imported while the program ran (warm)
+
+    bundle = first.bundle
+    aside = bundle.with_name(f".{bundle.name}.first-run") if bundle is not None else None
+    if bundle is not None and aside is not None:
+        os.replace(bundle, aside)
+    _rewind_stdin()
     second = None
     try:
         workdir.clear(work)
         with warm.importing(prepare=lambda: _redactor(command, work)):
             run = _run_stage(work, command, again, ui)
-        note = (
-            "the program ran twice: the call that hung in the first run ran on inputs the "
-            "capture hook could not read; this is the second run, with XLA's snapshot of "
-            f"every execution (--snapshots every), stopped after {timeout:.0f} s"
-        )
-        run = replace(run, xla_flags=replace(run.xla_flags, notes=(*run.xla_flags.notes, note)))
+        notes = (*run.xla_flags.notes, note)
+        run = replace(run, xla_flags=replace(run.xla_flags, notes=notes))
         second = bundling.after_run(work, run, again, fmt, ui)
     finally:
-        if second is not None and any(v.reproduced for v in second.verdicts):
-            aside.unlink(missing_ok=True)
-        else:
-            os.replace(aside, bundle)  # the first run's bundle stands
-    if second is not None and any(v.reproduced for v in second.verdicts):
+        better = second is not None and any(v.reproduced for v in second.verdicts)
+        if aside is not None and bundle is not None:
+            if better:
+                aside.unlink(missing_ok=True)
+            else:
+                os.replace(aside, bundle)  # the first run's bundle stands
+    if second is not None and better:
         return second
-    ui.say(f"the second run did not reproduce the hang either: {bundle.name} is the first run's")
+    if bundle is not None:
+        ui.say(f"the second run did not reproduce it: {bundle.name} is the first run's")
     return first
+
+
+def _cannot_run_again(command: Sequence[str]) -> str | None:
+    """Why the program cannot run a second time as it ran the first: Python reading its
+    program from standard input (``python - < train.py``, ``python`` with no script), which
+    the first run consumed."""
+    if not command or not os.path.basename(command[0]).startswith("python"):
+        return None
+    args = list(command[1:])
+    while args and args[0].startswith("-") and args[0] != "-":
+        option = args.pop(0)
+        if option in ("-c", "-m"):
+            return None  # the program is in the command line, or a module
+        if option in ("-W", "-X") and args:
+            args.pop(0)
+    if not args or args[0] == "-":
+        return "Python read the program from standard input, which the first run consumed"
+    return None
+
+
+def _rewind_stdin() -> None:
+    """Standard input from a file (``< data.txt``) is read again from its start; a pipe or a
+    terminal is left as it is."""
+    try:
+        if stat.S_ISREG(os.fstat(0).st_mode):
+            os.lseek(0, 0, os.SEEK_SET)
+    except OSError:
+        pass
 
 
 def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
