@@ -17,3 +17,34 @@ def test_a_program_read_from_standard_input_cannot_run_a_second_time() -> None:
     assert _cannot_run_again(["python", "-m", "pkg.main"]) is None
     assert _cannot_run_again(["python", "-c", "import train"]) is None
     assert _cannot_run_again(["bash", "run.sh"]) is None
+
+
+def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None:
+    from pathlib import Path
+
+    from xla_bugkit import flags
+    from xla_bugkit.collecting.own_flags import unproven_wrong_result
+    from xla_bugkit.failure.classify import classify
+    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.run.rerun import RunRecord
+
+    fast = ("--xla_cpu_enable_fast_math=true", "--xla_cpu_fast_math_honor_nans=false")
+    output = "AssertionError: masked loss is NaN at steps [36]\n"
+    run = RunRecord(
+        command=("python", "masked.py"),
+        exit_status=1,
+        timed_out=False,
+        interrupted=False,
+        duration=1.0,
+        log=Path("run.log"),
+        output=output,
+        xla_flags=flags.MergedFlags(fast, fast, ()),
+        failure=classify(output, exit_status=1),
+    )
+    agreed = Verdict("module_0012.jit_step", Outcome.NOT_REPRODUCED, "ran to completion", "x")
+    said = unproven_wrong_result(run, [agreed])
+    assert said is not None and said.startswith(
+        f"this run set its own XLA flags ({' '.join(fast)})"
+    )
+    assert "such as fast math, change results on purpose" in said
+    assert unproven_wrong_result(run, []) is None  # no replay ran with them

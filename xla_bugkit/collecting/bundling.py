@@ -103,9 +103,14 @@ def bundle_from(
             if not replays.interrupted
             else None
         )
-        if own is not None:
-            found = Dumps(found.index, (own.finding(), *found.problems))
-            run = replace(run, own_flags=own.finding())
+        said = (
+            own.finding()
+            if own is not None
+            else own_flags.unproven_wrong_result(run, replays.verdicts)
+        )
+        if said is not None:
+            found = Dumps(found.index, (said, *found.problems))
+            run = replace(run, own_flags=said)
         try:
             with ui.phase("writing the bundle"):
                 manifest, size = write_bundle(
@@ -124,7 +129,7 @@ def bundle_from(
         manifest,
         fmt,
         replay_interrupted=replays.interrupted,
-        own_flags=own.finding() if own is not None else None,
+        own_flags=said,
         judged=triage.triage(run.failure, replays.verdicts, module=_first(selection)),
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo

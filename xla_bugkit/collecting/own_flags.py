@@ -96,3 +96,21 @@ def probe(
             reference=proof.outcome.name == "REPRODUCED_WRONG",
         )
     return OwnFlags(own, without, wrong_result=proof.outcome.name == "REPRODUCED_WRONG")
+
+
+def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
+    """For a wrong value no replay reproduced, the run's own XLA flags, said first: flags
+    such as fast math change results on purpose, and the replay ran with them, so it could
+    not tell them apart from XLA's doing. None when the run set none, or it is no such case."""
+    from xla_bugkit.failure.classify import Kind
+
+    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)
+    if not own or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
+        return None
+    if any(v.reproduced for v in verdicts):
+        return None  # ``probe`` replays without them
+    return (
+        f"this run set its own XLA flags ({' '.join(own)}), and every replay ran with them: "
+        "check that they are meant before reporting a wrong value (some flags, such as fast "
+        "math, change results on purpose)"
+    )
