@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -275,26 +277,30 @@ def test_a_bad_config_file_is_one_clear_line(
 
 
 @pytest.mark.jax
-def test_a_program_that_replaces_xla_flags_is_explained(
+def test_a_program_that_replaces_or_defaults_xla_flags_keeps_its_flags_and_our_dumps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    program = tmp_path / "overwrites.py"
-    program.write_text(
-        "import os\n"
-        "os.environ['XLA_FLAGS'] = '--xla_cpu_enable_fast_math=false'\n"
-        "import jax.numpy as jnp\n"
-        "print(jnp.ones(3).sum())\n"
-        "raise SystemExit('failing after the flags were replaced')\n"
-    )
-    code = main(
-        ["collect", "-q", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(program)]
-    )
-    assert code == 1
-    err = capsys.readouterr().err
-    assert "the program wrote no XLA dumps (non-XLA failure: failing after the flags" in err
-    # Said for certain, from what its XLA started with; and the way on is another run.
-    assert (
-        "it replaced XLA_FLAGS (its XLA started with "
-        "XLA_FLAGS='--xla_cpu_enable_fast_math=false', without the --xla_dump_to collect adds)"
-    ) in err
-    assert "then run collect again" in err and "xla-bugkit bundle" not in err
+    """``os.environ["XLA_FLAGS"] = ...`` drops collect's flags, and ``setdefault`` keeps them
+    out when collect sets XLA_FLAGS first: the hook puts collect's back before XLA reads
+    them, after the program's own, which it leaves in force."""
+    for line in (
+        "os.environ['XLA_FLAGS'] = '--xla_cpu_enable_fast_math=false'",
+        "os.environ.setdefault('XLA_FLAGS', '--xla_cpu_enable_fast_math=false')",
+    ):
+        program = tmp_path / "own_flags.py"
+        program.write_text(
+            f"import os\n{line}\n"
+            "import jax.numpy as jnp\n"
+            "print(jnp.ones(3).sum())\n"
+            "raise SystemExit('failing after setting its flags')\n"
+        )
+        out = tmp_path / "b.zip"
+        argv = ["collect", "-q", "--no-replay", "--force", "-o", str(out), "--",
+                sys.executable, str(program)]  # fmt: skip
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code != 1 and "wrote no XLA dumps" not in err, err
+        with zipfile.ZipFile(out) as z:
+            manifest = json.loads(z.read("manifest.json"))
+        assert manifest["xla_flags"] == ["--xla_cpu_enable_fast_math=false"], line
+        assert manifest["modules"], line

@@ -102,12 +102,18 @@ def child_env(
     framework: frameworks.Framework | None = None,
     capture: Capture = DEFAULT_CAPTURE,
     pass_re: str | None = None,
+    hook_sets_flags: bool = False,
 ) -> tuple[dict[str, str], flags.MergedFlags]:
     """The environment for the rerun: the user's, plus what makes XLA and JAX tell all;
     with ``processes``, the start-up hook that records each process there (``hook``);
     adapted to ``framework`` (TensorFlow, PyTorch/XLA) when it is known. Inputs are kept as
     ``capture`` says: by the hook, unless XLA's snapshots are asked for, or there is no hook
-    (``start_capture``), or the program is PyTorch/XLA's (the hook sees none of its calls)."""
+    (``start_capture``), or the program is PyTorch/XLA's (the hook sees none of its calls).
+
+    The hook keeps collect's XLA flags in XLA_FLAGS until XLA reads it, also where the
+    program replaces them; with ``hook_sets_flags`` (``_hook_sets_flags``) XLA_FLAGS is left
+    unset, as the user left it, and only the hook sets it: a program's own
+    ``os.environ.setdefault("XLA_FLAGS", ...)`` then works as it does bare."""
     hooked = processes is not None and framework is not frameworks.Framework.PYTORCH_XLA
     snapshots = capture.xla_snapshots or not hooked
     if processes is None:
@@ -130,7 +136,28 @@ def child_env(
     env["PYTHONUNBUFFERED"] = "1"
     # XLA names each dump file it writes: the last name before a crash is the culprit's.
     env.update(xla_log.log_env(base))
-    return adapt.adapt(env, merged, framework)
+    env, merged = adapt.adapt(env, merged, framework)
+    if hooked and processes is not None:
+        env[hook.ENV_XLA_FLAGS] = merged.value
+        if hook_sets_flags and "XLA_FLAGS" not in base:
+            del env["XLA_FLAGS"]
+    return env, merged
+
+
+def _hook_sets_flags(command: Sequence[str], framework: frameworks.Framework | None) -> bool:
+    """Whether the hook alone can give the program collect's XLA flags: a JAX script run by
+    Python that reads its environment (no ``-I`` or ``-E``, under which the hook would not
+    load); elsewhere XLA_FLAGS is set before the program starts."""
+    if framework is not frameworks.Framework.JAX or not command:
+        return False
+    if not Path(command[0]).name.startswith("python"):
+        return False
+    for word in command[1:]:
+        if not word.startswith("-") or word in ("-c", "-m"):
+            break
+        if not word.startswith("--") and ("I" in word or "E" in word):
+            return False
+    return True
 
 
 def rerun(
@@ -158,7 +185,15 @@ def rerun(
     base = os.environ if base_env is None else base_env
     # Known before the run only from the script's imports; unsure means JAX's settings.
     framework = frameworks.from_command(command)
-    env, merged = child_env(base, dump_dir, processes, framework, capture, pass_re)
+    env, merged = child_env(
+        base,
+        dump_dir,
+        processes,
+        framework,
+        capture,
+        pass_re,
+        hook_sets_flags=_hook_sets_flags(command, framework),
+    )
     dump_dir.mkdir(parents=True, exist_ok=True)
     processes.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

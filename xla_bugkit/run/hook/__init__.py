@@ -27,6 +27,10 @@ ENV_FIRST_ARGUMENTS = "XLA_BUGKIT_FIRST_ARGUMENTS"
 # folder (JAX_DUMP_IR_TO, JAX_DUMP_IR_MODES=jaxpr), moved with it (``jax_patches``).
 JAXPRS = "jaxprs"
 ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
+# collect's XLA flags, which the hook puts back into XLA_FLAGS before XLA reads it when the
+# program replaced them (``os.environ["XLA_FLAGS"] = "--xla_..."``), or was given none to
+# keep its own ``setdefault`` working (``recorder.Recorder.keep_xla_flags``).
+ENV_XLA_FLAGS = "XLA_BUGKIT_XLA_FLAGS"
 
 # A traceback frame of the hook's own wrappers (wherever xla-bugkit is installed), with the
 # source and caret lines Python prints under it.
@@ -50,11 +54,13 @@ def environment(
     dump_dir: Path,
     first_arguments: bool = False,
     budget: int | None = None,
+    xla_flags: str | None = None,
 ) -> dict[str, str]:
     """``base`` with the hook on ``PYTHONPATH`` (first, so it shadows any other
     ``sitecustomize``, which the hook then runs itself) and told where to write;
     ``first_arguments``: it saves each compiled function's first arguments (XLA writes no
-    snapshots); ``budget``: the bytes of arguments each process may keep."""
+    snapshots); ``budget``: the bytes of arguments each process may keep; ``xla_flags``:
+    collect's XLA flags, which the hook keeps in XLA_FLAGS until XLA reads it."""
     env = dict(base)
     if "JAX_DUMP_IR_TO" not in base:  # the user's own jaxpr or StableHLO dumps win
         env["JAX_DUMP_IR_TO"] = str(dump_dir / JAXPRS)
@@ -66,6 +72,8 @@ def environment(
         env[ENV_FIRST_ARGUMENTS] = "1"
     if budget is not None:
         env[ENV_ARGS_BUDGET] = str(budget)
+    if xla_flags:
+        env[ENV_XLA_FLAGS] = xla_flags
     return env
 
 

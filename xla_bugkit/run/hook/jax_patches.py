@@ -105,6 +105,9 @@ def _patch_backend(recorder: Any) -> None:
     def _init_backend(platform: str) -> Any:
         if not state["started"]:
             state["started"] = True
+            keep = getattr(recorder, "keep_xla_flags", None)
+            if keep is not None:
+                keep()  # the program may have replaced XLA_FLAGS since jax was imported
             _own_dump_dir(recorder)
         backend = original(platform)
         _record_backend(recorder, backend)

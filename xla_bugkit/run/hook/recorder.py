@@ -84,6 +84,24 @@ class Recorder:
         self._catch_stacks()
         self._listen()
 
+    def keep_xla_flags(self) -> None:
+        """Put collect's XLA flags back into XLA_FLAGS when the program's value lacks its
+        dump folder: it replaced them, or collect left XLA_FLAGS unset so that the program's
+        own ``os.environ.setdefault("XLA_FLAGS", ...)`` works as it does bare. Collect's come
+        first, so the program's own flags win where the two set the same one. Called when
+        jax or TensorFlow is imported and before jax starts a backend (XLA reads XLA_FLAGS
+        once, then)."""
+        ours = os.environ.get("XLA_BUGKIT_XLA_FLAGS")
+        root = os.environ.get("XLA_BUGKIT_DUMP_DIR")
+        if not ours or not root:
+            return
+        value = os.environ.get("XLA_FLAGS", "")
+        if _dumps_under(value, root):
+            return  # ours, or a process's own folder under ours (``jax_patches``)
+        os.environ["XLA_FLAGS"] = f"{ours} {value}".strip()
+        if value:
+            self.write("flags_kept", program=value)
+
     def answer_with(self, answer: Callable[[], dict[str, Any]]) -> None:
         """Answer collect's question "what are you doing?" with a ``state`` record of
         ``answer()`` (see ``_listen``)."""
@@ -184,6 +202,22 @@ class Recorder:
         for sig in (signal.SIGTERM, signal.SIGINT):
             if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
                 faulthandler.register(sig, self.stack_file, all_threads=True, chain=True)
+
+
+def _dumps_under(value: str, root: str) -> bool:
+    """Whether an XLA_FLAGS value's ``--xla_dump_to`` (the last wins) is ``root`` or a
+    folder inside it."""
+    import shlex
+
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        words = value.split()
+    dump_to = [w.split("=", 1)[1] for w in words if w.startswith("--xla_dump_to=")]
+    if not dump_to:
+        return False
+    folder = os.path.normpath(dump_to[-1])
+    return folder == os.path.normpath(root) or folder.startswith(os.path.normpath(root) + os.sep)
 
 
 def current_limits() -> dict[str, list[int]]:
@@ -291,6 +325,7 @@ def _started() -> Recorder | None:
         return RECORDER
     recorder = Recorder(folder)
     recorder.open()
+    recorder.keep_xla_flags()
     RECORDER = recorder
     atexit.register(_on_exit)
     _watch_exit()
