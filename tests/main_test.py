@@ -286,6 +286,8 @@ def test_a_program_that_replaces_or_defaults_xla_flags_keeps_its_flags_and_our_d
     for line in (
         "os.environ['XLA_FLAGS'] = '--xla_cpu_enable_fast_math=false'",
         "os.environ.setdefault('XLA_FLAGS', '--xla_cpu_enable_fast_math=false')",
+        # After jax's import, before its first computation: XLA has not read them yet.
+        "import jax; os.environ.setdefault('XLA_FLAGS', '--xla_cpu_enable_fast_math=false')",
     ):
         program = tmp_path / "own_flags.py"
         program.write_text(

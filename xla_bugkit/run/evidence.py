@@ -41,6 +41,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                the ``execute`` records of the calls it found under way: ``unready`` (the
                MLIR types of arrays still being computed, at most 64), ``unready_count``,
                ``calls`` (how many it recorded); or ``error``
+``flags_kept`` collect's XLA flags were put back into XLA_FLAGS before XLA read them:
+               ``program`` (the value the program had set, which now follows them)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``hook_error`` the hook could not record something (a jax release it does not know)

@@ -101,13 +101,12 @@ def _patch_backend(recorder: Any) -> None:
 
     original = xla_bridge._init_backend
     state = {"started": False}
+    recorder.flags_at_backend = True
 
     def _init_backend(platform: str) -> Any:
         if not state["started"]:
             state["started"] = True
-            keep = getattr(recorder, "keep_xla_flags", None)
-            if keep is not None:
-                keep()  # the program may have replaced XLA_FLAGS since jax was imported
+            recorder.keep_xla_flags()  # the program's own XLA_FLAGS are set by now
             _own_dump_dir(recorder)
         backend = original(platform)
         _record_backend(recorder, backend)

@@ -57,6 +57,7 @@ class Recorder:
         self.saved_bytes = 0
         self.first_arguments = FIRST_ARGUMENTS  # save each function's first arguments
         self.answer: Callable[[], dict[str, Any]] | None = None  # what ``state`` records
+        self.flags_at_backend = False  # jax's backend start calls ``keep_xla_flags``
 
     def next_n(self) -> int:
         with self.lock:
@@ -88,9 +89,9 @@ class Recorder:
         """Put collect's XLA flags back into XLA_FLAGS when the program's value lacks its
         dump folder: it replaced them, or collect left XLA_FLAGS unset so that the program's
         own ``os.environ.setdefault("XLA_FLAGS", ...)`` works as it does bare. Collect's come
-        first, so the program's own flags win where the two set the same one. Called when
-        jax or TensorFlow is imported and before jax starts a backend (XLA reads XLA_FLAGS
-        once, then)."""
+        first, so the program's own flags win where the two set the same one. Called before
+        jax starts its first backend, or when TensorFlow is imported (XLA reads XLA_FLAGS
+        once, when it starts)."""
         ours = os.environ.get("XLA_BUGKIT_XLA_FLAGS")
         root = os.environ.get("XLA_BUGKIT_DUMP_DIR")
         if not ours or not root:
@@ -296,14 +297,21 @@ def _watch_setrlimit(recorder: Recorder) -> None:
 
 
 def jax_imported() -> None:
-    """jax has just been imported: start this process's file and patch jax."""
+    """jax has just been imported: start this process's file and patch jax. collect's XLA
+    flags go back into XLA_FLAGS when jax starts its first backend (the program may still
+    set its own until then), or now where the patch of that could not be made."""
     _patch("jax_patches")
+    if RECORDER is not None and not RECORDER.flags_at_backend:
+        RECORDER.keep_xla_flags()
 
 
 def tensorflow_imported() -> None:
     """TensorFlow has just been imported: start this process's file (unless jax did) and
-    record the inputs of its ``jit_compile`` functions (``tf_patches``)."""
+    record the inputs of its ``jit_compile`` functions (``tf_patches``); collect's XLA flags
+    go back into XLA_FLAGS now, before TensorFlow's XLA reads them."""
     _patch("tf_patches")
+    if RECORDER is not None:
+        RECORDER.keep_xla_flags()
 
 
 def _patch(patches_name: str) -> None:
@@ -325,7 +333,6 @@ def _started() -> Recorder | None:
         return RECORDER
     recorder = Recorder(folder)
     recorder.open()
-    recorder.keep_xla_flags()
     RECORDER = recorder
     atexit.register(_on_exit)
     _watch_exit()
