@@ -48,3 +48,31 @@ def test_a_failing_process_the_command_started_is_named_by_its_own_arguments() -
     assert not runs_as(["train.py", "--data", "d.npz"], ["python", "launch.py"])
     assert not runs_as(["train.py"], ["bash", "run.sh"])
     assert not runs_as(["/v/ipykernel_launcher.py", "-f", "k.json"], ["jupyter", "execute", "n"])
+
+
+def test_a_spawned_worker_with_its_parents_arguments_is_still_said_to_be_a_child() -> None:
+    from pathlib import Path
+
+    from xla_bugkit import flags
+    from xla_bugkit.run.evidence import ProcessEvidence
+    from xla_bugkit.run.processes import Culprit
+    from xla_bugkit.run.rerun import RunRecord
+
+    parent = ProcessEvidence(100, 1, ("sweep.py",), (), platform="cpu")
+    worker = ProcessEvidence(101, 100, ("sweep.py",), (), platform="cpu")
+    run = RunRecord(
+        command=("python", "sweep.py"),
+        exit_status=1,
+        timed_out=False,
+        interrupted=False,
+        duration=1.0,
+        log=Path("run.log"),
+        output="",
+        xla_flags=flags.MergedFlags((), (), ()),
+        failure=CRASH,
+        culprit=Culprit(worker, "it crashed", (parent,)),
+    )
+    assert report._failing_child(run) is None  # multiprocessing gave it the parent's argv
+    assert report._started_by(run) == (101, 100)
+    alone = RunRecord(**{**run.__dict__, "culprit": Culprit(parent, "it crashed", ())})
+    assert report._started_by(alone) is None

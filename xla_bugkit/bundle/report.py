@@ -155,6 +155,13 @@ def _description(
             f"The failure is in a process the command started, not the command's own: "
             f"Python ran {issue.code_span(child)} there."
         )
+    elif (started := _started_by(run)) is not None:
+        pid, parent = started
+        paragraphs.append(
+            f"The failure is in a process the command started, not the command's own: pid "
+            f"{pid}, started by pid {parent} (a worker of `multiprocessing`, say, which runs "
+            "with its parent's arguments)."
+        )
     label = native.replay_label(verdicts)
     if staged.framework and (
         said := framework_text.describe(staged.framework, bool(verdicts), label)
@@ -259,6 +266,16 @@ def _failing_child(run: RunRecord) -> str | None:
         return None
     argv = list(run.culprit.process.argv)
     return None if _runs_as(argv, list(run.command)) else shlex.join(argv)
+
+
+def _started_by(run: RunRecord) -> tuple[int, int] | None:
+    """The failing process's pid and that of the recorded process that started it, when it
+    has the command's arguments all the same (``multiprocessing``'s spawned workers take
+    their parent's ``sys.argv``)."""
+    if run.culprit is None:
+        return None
+    p = run.culprit.process
+    return (p.pid, p.ppid) if p.ppid in {o.pid for o in run.culprit.others} else None
 
 
 def _runs_as(argv: list[str], command: list[str]) -> bool:
