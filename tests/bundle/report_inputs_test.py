@@ -3,6 +3,10 @@ the bundle, replayed on generated inputs, shows it too."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from helpers.programs import run_record
+
 from xla_bugkit.bundle import report
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase
@@ -51,28 +55,14 @@ def test_a_failing_process_the_command_started_is_named_by_its_own_arguments() -
 
 
 def test_a_spawned_worker_with_its_parents_arguments_is_still_said_to_be_a_child() -> None:
-    from pathlib import Path
-
-    from xla_bugkit import flags
     from xla_bugkit.run.evidence import ProcessEvidence
     from xla_bugkit.run.processes import Culprit
-    from xla_bugkit.run.rerun import RunRecord
 
     parent = ProcessEvidence(100, 1, ("sweep.py",), (), platform="cpu")
     worker = ProcessEvidence(101, 100, ("sweep.py",), (), platform="cpu")
-    run = RunRecord(
-        command=("python", "sweep.py"),
-        exit_status=1,
-        timed_out=False,
-        interrupted=False,
-        duration=1.0,
-        log=Path("run.log"),
-        output="",
-        xla_flags=flags.MergedFlags((), (), ()),
-        failure=CRASH,
-        culprit=Culprit(worker, "it crashed", (parent,)),
-    )
+    culprit = Culprit(worker, "it crashed", (parent,))
+    run = run_record("", CRASH, command=("python", "sweep.py"), culprit=culprit)
     assert report._failing_child(run) is None  # multiprocessing gave it the parent's argv
     assert report._started_by(run) == (101, 100)
-    alone = RunRecord(**{**run.__dict__, "culprit": Culprit(parent, "it crashed", ())})
+    alone = replace(run, culprit=Culprit(parent, "it crashed", ()))
     assert report._started_by(alone) is None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from helpers.programs import run_record
+
 from xla_bugkit.collecting.driver import _cannot_run_again
 
 
@@ -20,27 +22,13 @@ def test_a_program_read_from_standard_input_cannot_run_a_second_time() -> None:
 
 
 def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None:
-    from pathlib import Path
-
-    from xla_bugkit import flags
     from xla_bugkit.collecting.own_flags import unproven_wrong_result
     from xla_bugkit.failure.classify import classify
     from xla_bugkit.replay.verdict import Outcome, Verdict
-    from xla_bugkit.run.rerun import RunRecord
 
     fast = ("--xla_cpu_enable_fast_math=true", "--xla_cpu_fast_math_honor_nans=false")
     output = "AssertionError: masked loss is NaN at steps [36]\n"
-    run = RunRecord(
-        command=("python", "masked.py"),
-        exit_status=1,
-        timed_out=False,
-        interrupted=False,
-        duration=1.0,
-        log=Path("run.log"),
-        output=output,
-        xla_flags=flags.MergedFlags(fast, fast, ()),
-        failure=classify(output, exit_status=1),
-    )
+    run = run_record(output, classify(output, exit_status=1), user_flags=fast)
     agreed = Verdict("module_0012.jit_step", Outcome.NOT_REPRODUCED, "ran to completion", "x")
     said = unproven_wrong_result(run, [agreed])
     assert said is not None and said.startswith(

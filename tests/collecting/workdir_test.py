@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.programs import run_record
 
 from xla_bugkit import leftovers
 from xla_bugkit.collecting import warm, workdir
@@ -159,10 +160,8 @@ def test_a_work_dir_kept_for_the_user_is_no_later_collects_to_remove(
 
 
 def test_the_run_record_keeps_which_lines_collect_alone_made(tmp_path: Path) -> None:
-    from xla_bugkit import flags
     from xla_bugkit.failure import xla_log
     from xla_bugkit.failure.classify import classify
-    from xla_bugkit.run.rerun import RunRecord
 
     output = (
         "I1205 08:33:22.760705     539 pjrt_client.cc:579] PjRt-IFRT device count: total=1\n"
@@ -172,16 +171,11 @@ def test_the_run_record_keeps_which_lines_collect_alone_made(tmp_path: Path) -> 
     hide = xla_log.hidden_on_terminal({}, all_info=True)
     assert hide is not None
     (tmp_path / workdir.LOG).write_text(output)
-    run = RunRecord(
-        command=("python", "x.py"),
+    run = run_record(
+        output,
+        classify(output, exit_status=0),
         exit_status=0,
-        timed_out=False,
-        interrupted=False,
-        duration=1.0,
         log=tmp_path / workdir.LOG,
-        output=output,
-        xla_flags=flags.MergedFlags((), (), ()),
-        failure=classify(output, exit_status=0),
         hidden=hide.pattern.decode("latin-1"),
     )
     assert run.program_output == "step 1: loss 0.5\n"

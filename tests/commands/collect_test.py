@@ -284,23 +284,31 @@ def test_sigterm_outside_xla_stops_the_program_and_still_bundles(tmp: Path) -> N
     assert [m["name"] for m in c.manifest()["modules"]] == ["jit_scale"]
 
 
+def _stopped_after(out: Path, program: str, line: str, cwd: Path | None = None) -> tuple[str, dict]:  # type: ignore[type-arg]
+    """collect (replays of at most 60 s) on ``python PROGRAM``, stopped with SIGTERM once the
+    program has printed ``line``, as a user stops a hang: its stderr and the manifest."""
+    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "60", "-o", str(out), "--",
+            sys.executable, program]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=cwd, env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert child.stdout is not None
+    assert line in iter(child.stdout.readline, ""), "collect ended before the program"
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=READY_TIMEOUT)
+    return stderr, Collected(child.returncode, stderr, out).manifest()
+
+
 @pytest.mark.slow
 def test_a_later_call_that_never_ends_is_found_and_replayed_on_its_own_inputs(tmp: Path) -> None:
     """jit(solve)'s second call hangs; jax dispatched it from C++, unseen by the hook, and
     its first call's inputs converge. Asked before the stop, the program names the call and
     its arguments, and the replay on them hangs as the run did."""
-    out = tmp / "later.zip"
-    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "60", "-o", str(out), "--",
-            sys.executable, "solve.py"]  # fmt: skip
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=PROGRAMS / "shapes" / "later_call_hang",
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
-    assert child.stdout is not None
-    said = "solving again to a residual of 1e-09\n"
-    assert said in iter(child.stdout.readline, ""), "collect ended before the program"
-    child.send_signal(signal.SIGTERM)
-    _, stderr = child.communicate(timeout=READY_TIMEOUT)
-    m = Collected(child.returncode, stderr, out).manifest()
+    stderr, m = _stopped_after(
+        tmp / "later.zip",
+        "solve.py",
+        "solving again to a residual of 1e-09\n",
+        cwd=PROGRAMS / "shapes" / "later_call_hang",
+    )
     assert m["failure"]["kind"] == "hang", stderr
     assert "jax ran through its C++ fast path" in m["failure"]["evidence"]
     first = m["modules"][0]
@@ -315,18 +323,9 @@ def test_a_hung_call_whose_inputs_were_rebound_is_read_in_a_second_run(tmp: Path
     by the stop `x` names its output: its inputs cannot be read. collect runs the program
     again with XLA's snapshot of every execution, under which the call holds its thread,
     reads the inputs there, and the replay on them hangs."""
-    out = tmp / "rebound.zip"
-    argv = [XLA_BUGKIT, "collect", "--replay-timeout", "60", "-o", str(out), "--",
-            sys.executable, str(PROGRAMS / "later_hang_rebound.py")]  # fmt: skip
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
-    assert child.stdout is not None
-    said = "solving to a residual of 1e-09\n"
-    assert said in iter(child.stdout.readline, ""), "collect ended before the program"
-    child.send_signal(signal.SIGTERM)
-    _, stderr = child.communicate(timeout=READY_TIMEOUT)
+    program = str(PROGRAMS / "later_hang_rebound.py")
+    stderr, m = _stopped_after(tmp / "rebound.zip", program, "solving to a residual of 1e-09\n")
     assert "running the program again with XLA's snapshot of every execution" in stderr
-    m = Collected(child.returncode, stderr, out).manifest()
     assert any(n.startswith("the program ran twice: ") for n in m["notes"]), m["notes"]
     assert m["failure"]["kind"] == "hang", stderr
     assert not m["failure"]["unread_inputs"]

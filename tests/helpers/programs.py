@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import proc
+from xla_bugkit import flags, proc
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.hlo_proto import HloSnapshot
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
 from xla_bugkit.run import evidence, rerun
@@ -300,3 +301,29 @@ def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Comple
     """``argv`` run to its end in ``env``, its output captured."""
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=READY_TIMEOUT)  # fmt: skip
+
+
+def run_record(
+    output: str,
+    failure: Failure,
+    *,
+    command: tuple[str, ...] = ("python", "x.py"),
+    exit_status: int = 1,
+    user_flags: tuple[str, ...] = (),
+    log: Path = Path("run.log"),
+    **fields: Any,
+) -> rerun.RunRecord:
+    """A run's record made by hand, for a test of what is read from one: ``output`` and its
+    ``failure``, the user's XLA flags, and any other field of ``RunRecord``."""
+    return rerun.RunRecord(
+        command=command,
+        exit_status=exit_status,
+        timed_out=False,
+        interrupted=False,
+        duration=1.0,
+        log=log,
+        output=output,
+        xla_flags=flags.MergedFlags(user_flags, user_flags, ()),
+        failure=failure,
+        **fields,
+    )

@@ -32,7 +32,7 @@ from xla_bugkit.main import main
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.run import evidence, hook
-from xla_bugkit.run.hook import JAXPRS, jax_patches
+from xla_bugkit.run.hook import JAXPRS, jax_patches, recorder
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
 # a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.
@@ -160,7 +160,7 @@ def test_only_collects_own_dump_folder_moves() -> None:
     assert (
         jax_patches.own_dump_flags(spaced, "/w/a b", "/w/a b/9") == "--xla_dump_to='/w/a b/9' --b"
     )
-    assert jax_patches.dump_dir_of(spaced) == "/w/a b"
+    assert recorder.dump_dir_of(spaced) == "/w/a b"
 
 
 # --- what the hook recorded, through collect and verify ---------------------------------

@@ -72,7 +72,7 @@ def probe(
     """Replay the first module that reproduced the failure without the XLA flags that the
     run set (its XLA_FLAGS in force, less the dump flags and the device count); None when it
     set none, or nothing reproduced."""
-    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)
+    own = _own(run)
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
     if not own or proof is None or chosen is None:
@@ -104,7 +104,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     not tell them apart from XLA's doing. None when the run set none, or it is no such case."""
     from xla_bugkit.failure.classify import Kind
 
-    own = tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)
+    own = _own(run)
     if not own or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None
     if any(v.reproduced for v in verdicts):
@@ -114,3 +114,9 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
         "check that they are meant before reporting a wrong value (some flags, such as fast "
         "math, change results on purpose)"
     )
+
+
+def _own(run: RunRecord) -> tuple[str, ...]:
+    """The XLA flags the run set itself: those in force, less the dump flags and the
+    device count a replay sets for itself."""
+    return tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)

@@ -83,19 +83,6 @@ def _quoted(path: str) -> str:
     return shlex.quote(path) if " " in path else path
 
 
-def dump_dir_of(value: str) -> str | None:
-    """The folder ``--xla_dump_to`` names in an XLA_FLAGS value (the last one wins)."""
-    try:
-        words = shlex.split(value)
-    except ValueError:
-        words = value.split()
-    found = None
-    for word in words:
-        if word.startswith("--xla_dump_to="):
-            found = word.split("=", 1)[1]
-    return found
-
-
 def _patch_backend(recorder: Any) -> None:
     from jax._src import xla_bridge
 
@@ -182,7 +169,7 @@ def _record_backend(recorder: Any, backend: Any) -> None:
             device_list=[f"{d!r} {d} kind={d.device_kind!r}" for d in devices[:_LISTED]],
             env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
             jax_config=_config(),
-            dump_dir=dump_dir_of(flags),
+            dump_dir=recorder.dump_dir_of(flags),
             versions=_versions(),
         )
     except Exception as e:

@@ -85,6 +85,12 @@ class Recorder:
         self._catch_stacks()
         self._listen()
 
+    @staticmethod
+    def dump_dir_of(value: str) -> str | None:
+        """``dump_dir_of``, for the patches, which reach this module only through a
+        recorder (both are loaded by file path)."""
+        return dump_dir_of(value)
+
     def keep_xla_flags(self) -> None:
         """Put collect's XLA flags back into XLA_FLAGS when the program's value lacks its
         dump folder: it replaced them, or collect left XLA_FLAGS unset so that the program's
@@ -205,20 +211,28 @@ class Recorder:
                 faulthandler.register(sig, self.stack_file, all_threads=True, chain=True)
 
 
-def _dumps_under(value: str, root: str) -> bool:
-    """Whether an XLA_FLAGS value's ``--xla_dump_to`` (the last wins) is ``root`` or a
-    folder inside it."""
+def dump_dir_of(value: str) -> str | None:
+    """The folder ``--xla_dump_to`` names in an XLA_FLAGS value (the last one wins)."""
     import shlex
 
     try:
         words = shlex.split(value)
     except ValueError:
         words = value.split()
-    dump_to = [w.split("=", 1)[1] for w in words if w.startswith("--xla_dump_to=")]
-    if not dump_to:
+    found = None
+    for word in words:
+        if word.startswith("--xla_dump_to="):
+            found = word.split("=", 1)[1]
+    return found
+
+
+def _dumps_under(value: str, root: str) -> bool:
+    """Whether an XLA_FLAGS value's ``--xla_dump_to`` is ``root`` or a folder inside it."""
+    dump_to = dump_dir_of(value)
+    if dump_to is None:
         return False
-    folder = os.path.normpath(dump_to[-1])
-    return folder == os.path.normpath(root) or folder.startswith(os.path.normpath(root) + os.sep)
+    folder, root = os.path.normpath(dump_to), os.path.normpath(root)
+    return folder == root or folder.startswith(root + os.sep)
 
 
 def current_limits() -> dict[str, list[int]]:
