@@ -10,8 +10,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from tests.choose.snapshot_test import NAN, snapshot
 from xla_bugkit import flags, frameworks
 from xla_bugkit.run import hook, rerun
 from xla_bugkit.run.capture import EVERY, FIRST, NEWEST_KEPT, Capture, Pruner
@@ -53,6 +55,36 @@ def test_over_the_budget_the_oldest_go_first_and_each_modules_newest_stays(
     Pruner(tmp_path, budget=2500).prune()
     # 4000 bytes: step's first (the oldest) goes, then its older newest; both newest stay.
     assert sorted(tmp_path.iterdir()) == sorted([step[-1], helper[0]])
+
+
+def test_a_module_keeps_the_snapshot_that_made_the_first_nan(tmp_path: Path) -> None:
+    """A loop feeds a NaN back into every later step: the step whose result first held it
+    is kept beside the first and the newest, and no later one."""
+    values = [(1, 2), (2, 3), (NAN, NAN), (NAN, NAN), (NAN, NAN), (NAN, NAN), (NAN, NAN)]
+    made = [
+        snapshot(
+            tmp_path / f"module_0004.jit_step.snapshot.{100 + i}.pb",
+            [np.full(8, a, np.float32)],
+            np.full(8, b, np.float32),
+            mtime=1_000_000 + i,
+        )
+        for i, (a, b) in enumerate(values)
+    ]
+    pruner = Pruner(tmp_path, budget=10**9)
+    pruner.prune()
+    pruner.prune()  # a later look keeps it still
+    assert sorted(tmp_path.iterdir()) == sorted([made[0], made[2], *made[-NEWEST_KEPT:]])
+    assert pruner.removed == len(values) - 2 - NEWEST_KEPT
+    # A module whose results held NaN from the first on keeps no such step.
+    for i in range(5):
+        snapshot(
+            tmp_path / "normal" / f"module_0006.jit_masked.snapshot.{200 + i}.pb",
+            [np.ones(2, np.float32)],
+            np.full(2, NAN, np.float32),
+            mtime=1_000_000 + i,
+        )
+    pruner.prune()
+    assert len(list((tmp_path / "normal").iterdir())) == 1 + NEWEST_KEPT
 
 
 def test_the_pruner_runs_while_a_program_writes(tmp_path: Path) -> None:
@@ -172,6 +204,30 @@ def test_a_wrong_result_only_later_values_show_runs_the_program_again_with_every
     )  # fmt: skip
     assert again.returncode == 3, again.stderr
     assert "running the program again" not in again.stderr
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_a_nan_fed_back_into_later_steps_is_replayed_where_it_was_made(tmp_path: Path) -> None:
+    """The program's own fast-math flags let a NaN through its mask at step 24 and every
+    later step inherits it: the newest inputs show only NaN staying NaN, so the replay runs
+    on the step whose result first held one."""
+    shape = Path(__file__).resolve().parents[1] / "programs" / "shapes" / "masked_nan_onset"
+    out = tmp_path / "b.zip"
+    done = subprocess.run(
+        [XLA_BUGKIT, "collect", "--snapshots", "every", "-o", str(out), "--",
+         sys.executable, "fit_gauges.py"],
+        capture_output=True, text=True, timeout=1200, cwd=shape,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(out) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    first = manifest["modules"][0]
+    assert first["name"] == "jit_fit_step"
+    assert first["replay"]["outcome"] == "reproduced: wrong result"
+    assert any("replayed on the execution whose result first held a NaN" in n
+               for n in manifest["notes"])  # fmt: skip
+    assert "without them its result agrees with its references" in done.stderr
 
 
 FAILED_ARGUMENT = """

@@ -14,6 +14,7 @@ from xla_bugkit import archive
 from xla_bugkit.bundle import members
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.choose.selection import Chosen
+from xla_bugkit.choose.snapshot import replay_snapshot
 from xla_bugkit.redact import Redactor, left_note
 from xla_bugkit.run.hook import JAXPRS
 
@@ -53,7 +54,7 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
     for c in chosen:
         m = c.module
         files = [f for f in m.files if f.role in KEPT_ROLES]
-        snapshot = m.newest_snapshot if data else None
+        snapshot = replay_snapshot(index.root, m) if data else None
         for f in [*files, *([snapshot] if snapshot else [])]:
             sub = "pjrt/" if len(f.path.parts) == 2 else ""
             arcname = members.module_member(m.label, f"{sub}{f.path.name}")

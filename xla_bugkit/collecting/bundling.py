@@ -17,6 +17,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.bundle import trackers, triage
 from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.choose.snapshot import replay_note
 from xla_bugkit.collecting import own_flags, workdir
 from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps
 from xla_bugkit.collecting.replays import Replays
@@ -80,6 +81,10 @@ def bundle_from(
             found = Dumps(
                 found.index, (*found.problems, search.note) if search.note else found.problems
             )
+        # A module whose newest inputs already hold a NaN replays where it was made.
+        chosen = (c.module for c in selection.chosen)
+        if options.data and (earlier := replay_note(dump_dir, chosen)):
+            found = Dumps(found.index, (*found.problems, earlier))
         # The search replayed on the real inputs; --no-data replays on generated ones.
         known = differential.known_verdicts(search if options.data else None, selection.chosen)
         replays = (

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import flags
+from xla_bugkit.choose import snapshot as snapshots
 from xla_bugkit.choose.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
@@ -95,9 +96,10 @@ def replay_platform(recorded: str) -> str:
 
 
 def module_files(root: Path, module: DumpModule) -> dict[str, Path]:
-    """A dump module's files by role, as ``replay_input`` takes them (newest snapshot)."""
+    """A dump module's files by role, as ``replay_input`` takes them (its newest snapshot, or
+    the one that made a NaN its newest's inputs hold: ``snapshots.replay_snapshot``)."""
     files = {f.role.value: root / f.path for f in module.files if f.role in REPLAY_ROLES}
-    snapshot = module.newest_snapshot
+    snapshot = snapshots.replay_snapshot(root, module)
     if snapshot is not None:
         files[Role.SNAPSHOT.value] = root / snapshot.path
     return files

@@ -10,8 +10,10 @@ cost does not grow with the number of steps. The inputs are the first call's val
 failure that depends on later values needs ``every``.
 
 ``every`` keeps XLA's snapshot of every execution, pruned while the program runs
-(``Pruner``): each module keeps its first snapshot and its newest few, and all of them
-together stay within the budget, the oldest going first.
+(``Pruner``): each module keeps its first snapshot, its newest few, and, where its first
+result was finite, the first whose result holds a NaN or an infinity (a loop feeds a NaN
+back into every later step, so the newest inputs would only show NaN staying NaN), and all
+of them together stay within the budget, the oldest going first.
 
 The budget (``--max-dump-size``) bounds the inputs a run keeps on disk either way.
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import config
+from xla_bugkit.hlo import finite
 
 FIRST, EVERY = "first", "every"
 MODES = (FIRST, EVERY)
@@ -71,6 +74,11 @@ class Pruner:
         self.dump_dir, self.budget, self.interval = dump_dir, budget, interval
         self.removed = 0
         self.removed_bytes = 0
+        # Per module: the snapshot kept as the first whose result held a NaN or an
+        # infinity, once found; or None where the first result already held one (nothing
+        # to look for: such values are that module's normal).
+        self._onset: dict[tuple[str, str], Path | None] = {}
+        self._first_looked: set[tuple[str, str]] = set()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="xla-bugkit-pruner", daemon=True)
 
@@ -104,7 +112,7 @@ class Pruner:
                 by_module.setdefault(key, []).append((stat.st_mtime, stat.st_size, path))
         spare: list[tuple[float, int, Path]] = []  # removable if over the budget, oldest first
         total = 0
-        for files in by_module.values():
+        for key, files in by_module.items():
             files.sort()
             first, rest = files[0], files[1:]
             # The newest may still be being written: it is never removed.
@@ -112,11 +120,20 @@ class Pruner:
                 rest[:-NEWEST_KEPT] if len(rest) > NEWEST_KEPT else [],
                 rest[-NEWEST_KEPT:],
             )
+            kept = [first, *newest]
+            if old and key not in self._onset and key not in self._first_looked:
+                self._first_looked.add(key)
+                if finite.result_finite(first[2]) is False:
+                    self._onset[key] = None
             for item in old:
-                self._remove(item)
-            total += first[1] + sum(size for _, size, _ in newest)
-            spare += newest[:-1]
-            spare.append(first)
+                if key not in self._onset and finite.result_finite(item[2]) is False:
+                    self._onset[key] = item[2]
+                if item[2] == self._onset.get(key):
+                    kept.append(item)
+                else:
+                    self._remove(item)
+            total += sum(size for _, size, _ in kept)
+            spare += [item for item in kept if item is not newest[-1]] if newest else kept
         for item in sorted(spare):
             if total <= self.budget:
                 break
