@@ -36,3 +36,21 @@ def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None
     )
     assert "such as fast math, change results on purpose" in said
     assert unproven_wrong_result(run, []) is None  # no replay ran with them
+
+
+def test_the_run_ended_names_whose_signal_it_was() -> None:
+    from dataclasses import replace
+
+    from xla_bugkit.collecting.driver import _how_it_ended
+    from xla_bugkit.failure.classify import classify
+
+    output = "F0000 buffer_assignment_util.cc:46] Check failed: const_instr == nullptr\n"
+    aborted = classify(output, exit_status=-6)
+    assert _how_it_ended(run_record(output, aborted, exit_status=-6)) == (
+        f"{aborted.kind.value} (SIGABRT)"
+    )
+    # A worker of the program died on SIGABRT (its record says so); the program exited 1.
+    worker = run_record(output, replace(aborted, exit_status=1), exit_status=1)
+    assert _how_it_ended(worker) == (
+        f"{aborted.kind.value} (SIGABRT in a process it started; the program exited with status 1)"
+    )

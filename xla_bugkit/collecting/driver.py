@@ -302,9 +302,16 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
 def _how_it_ended(run: RunRecord) -> str:
     """The run's failure in a few words; the summary, printed once the bundle is written,
     gives its headline (printing it here too would say it twice)."""
+    from xla_bugkit.failure.classify import signal_name  # loaded while the program ran
+
     f = run.failure
     if f.signal and f.stopped_by is None:
-        return f"{f.kind.value} ({f.signal})"
+        if run.exit_status is None or f.signal == signal_name(run.exit_status):
+            return f"{f.kind.value} ({f.signal})"
+        # A process it started died on the signal; the program itself exited.
+        where = run.culprit.label if run.culprit is not None else "a process it started"
+        exited = f"the program exited with status {run.exit_status}"
+        return f"{f.kind.value} ({f.signal} in {where}; {exited})"
     if f.stopped_by is not None or run.exit_status in (None, 0):
         return f.kind.value
     return f"{f.kind.value} (exit status {run.exit_status})"

@@ -116,7 +116,7 @@ def classify(
         started = list(COMPILING_RE.finditer(output))
         compiling = started[-1].group("name") if started else None
     base = Failure(
-        Kind.SUCCESS, phase, "", "", exit_status, _signal_name(exit_status), compiling=compiling
+        Kind.SUCCESS, phase, "", "", exit_status, signal_name(exit_status), compiling=compiling
     )
     if timed_out or interrupted:
         return _stopped(output, base, by="timeout" if timed_out else "user", stop=stop)
@@ -301,7 +301,8 @@ def _first_line_after(output: str, pos: int, *, prefix: str) -> str:
     return f" ({rest.strip()})" if rest.startswith(prefix) else ""
 
 
-def _signal_name(exit_status: int | None) -> str | None:
+def signal_name(exit_status: int | None) -> str | None:
+    """The signal a return code says killed the process (``SIGABRT``); None for an exit."""
     if exit_status is None:
         return None
     # A shell reports a child's death by signal N as exit status 128 + N.
