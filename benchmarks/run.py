@@ -86,9 +86,11 @@ def _figures_only(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     _importable()
-    from _common import Config
+    from _common import Config, compile_bytecode
     from _report import render
     from _suite import measure
+
+    compile_bytecode()
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)

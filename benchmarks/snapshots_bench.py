@@ -26,6 +26,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from _common import compile_bytecode
+
 BENCH = Path(__file__).resolve().parent
 LOOP = BENCH / "loop_program.py"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
@@ -72,6 +74,9 @@ class Peak:
 def run(argv: Sequence[str], env: dict[str, str], folder: Path) -> tuple[float, int]:
     """Wall time of ``argv`` and the peak size of ``folder`` meanwhile."""
     folder.mkdir(parents=True, exist_ok=True)
+    # What the previous side wrote (GBs by hand with the dump flags) is flushed first, not
+    # while this one runs.
+    os.sync()
     with Peak(folder) as peak:
         started = time.perf_counter()
         done = subprocess.run(list(argv), env=env, capture_output=True, text=True)
@@ -140,6 +145,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=100, help="the pairs' steps")
     p.add_argument("--mb", type=int, default=16, help="the pairs' state size in MB")
     args = p.parse_args()
+    compile_bytecode()
     if args.pairs:
         with tempfile.TemporaryDirectory(prefix="snapshots-bench-") as tmp:
             print(pairs(args.pairs, Path(tmp), args.steps, args.mb))

@@ -148,10 +148,13 @@ def run_program(
 
 def _redactor(command: Sequence[str], work: Path) -> object:
     """The redactor ``write_bundle`` builds (while the program runs, its host name lookups
-    and regular expressions are made once, off the user's wait)."""
+    and regular expressions, for text and for binary protos, are made once, off the user's
+    wait)."""
     from xla_bugkit.redact import Redactor
 
-    return Redactor.for_this_machine(command, private=(work,))
+    redactor = Redactor.for_this_machine(command, private=(work,))
+    redactor.binary_rules()
+    return redactor
 
 
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:

@@ -112,8 +112,11 @@ class Redactor:
 
         Meant for a local warning ("model.hlo.pb contains /home/alice"), not for the bundle.
         """
-        rules = binary.binary_rules(self.home, self.user, self.host, self.secrets)
-        return binary.find_in_bytes(b, rules)
+        return binary.find_in_bytes(b, self.binary_rules())
+
+    def binary_rules(self) -> tuple[Rule, ...]:
+        """The rules made to scan bytes (built once per redactor's values)."""
+        return binary.binary_rules(self.home, self.user, self.host, self.secrets)
 
     def copy_binary(self, src: Path, dst: Path, *, chunk: int = 8 << 20) -> binary.BinaryCopy:
         """Copy a binary dump file (an HLO proto, a snapshot, compile options), redacting it.
@@ -123,8 +126,9 @@ class Redactor:
         a snapshot's arguments stream through untouched. What remains anywhere else is
         reported by kind in the result's ``left``, to be named in the bundle's notes.
         """
-        scan = binary.binary_rules(self.home, self.user, self.host, self.secrets)
-        return binary.copy_proto(src, dst, self.text_with_report, self._rules, scan, chunk=chunk)
+        return binary.copy_proto(
+            src, dst, self.text_with_report, self._rules, self.binary_rules(), chunk=chunk
+        )
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""
