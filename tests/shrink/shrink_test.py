@@ -82,6 +82,26 @@ def test_a_flag_crash_names_the_flag_and_is_module_independent(
     assert main(["verify", str(tmp_path / "out.zip")]) == ExitCode.OK
 
 
+def test_a_crash_that_needs_a_pass_disabled_says_so_and_names_the_flags_it_does_not_need(
+    shrink_bundles: Callable[..., Collected], tmp_path: Path
+) -> None:
+    no_copies = "--xla_disable_hlo_passes=copy-insertion"
+    flags = f"--xla_cpu_enable_fast_math=false {no_copies}"
+    bundle = shrink_bundles("split_without_copies", xla_flags=flags).bundle
+    out = tmp_path / "out.zip"
+    # The flags and the passes are what this is about: the module stage is left out.
+    code, record = _shrink(bundle, out, "--only", "flags,passes", "--probe-timeout", "60")
+    assert code == ExitCode.OK
+    assert record["needed_flags"] == [no_copies]
+    assert "--xla_cpu_enable_fast_math=false" in record["unneeded_flags"]
+    # Every pass disabled disables copy insertion too: that probe says nothing here.
+    assert record["culprit"] == {"pass": "copy-insertion", "how": "needs-disabled"}
+    with zipfile.ZipFile(out) as z:
+        issue = z.read("ISSUE.md").decode()
+    assert "it fails only with HLO pass copy-insertion disabled" in issue
+    assert "not an HLO pass" not in issue
+
+
 def test_only_the_module_stage_claims_no_flag_is_needed(
     shrink_bundles: Callable[..., Collected], tmp_path: Path
 ) -> None:

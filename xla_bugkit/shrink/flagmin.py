@@ -65,6 +65,17 @@ def with_flag(base: Sequence[str], extra: str) -> list[str]:
     return [*rest, f"{DISABLED_PASSES}={','.join(passes)}"]
 
 
+def disabled_passes(needed: Sequence[str]) -> list[str]:
+    """The HLO passes that ``needed`` flags disable: the failure needs them off."""
+    return [
+        name
+        for f in needed
+        if flags.name_of(f) == DISABLED_PASSES
+        for name in (flags.value_of(f) or "").split(",")
+        if name
+    ]
+
+
 def needed_flags(s: Session, module: Candidate, user_flags: Sequence[str]) -> list[str]:
     """The user's flags the failure needs: none when it fails without them."""
     if not user_flags or s.check(module, xla_flags=[]).answer is Answer.SAME:

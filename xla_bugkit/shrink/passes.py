@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_bugkit.shrink.flagmin import DISABLED_PASSES, ddmin, with_flag
@@ -56,7 +57,7 @@ def read_trace(log: str) -> Trace:
 @dataclass(frozen=True)
 class Culprit:
     pass_name: str | None
-    how: str  # "crash-inside" | "disabling-hides" | "not-a-pass"
+    how: str  # "crash-inside" | "disabling-hides" | "not-a-pass" | "needs-disabled"
 
     def to_json(self) -> dict[str, str | None]:
         return {"pass": self.pass_name, "how": self.how}
@@ -69,6 +70,12 @@ class Culprit:
                 f"disabling HLO pass {self.pass_name} hides the failure "
                 f"(not proof that {self.pass_name} is at fault)"
             )
+        if self.how == "needs-disabled":
+            return (
+                f"it fails only with HLO pass {self.pass_name} disabled "
+                f"({DISABLED_PASSES}={self.pass_name}): XLA compiles the module with the "
+                "pass on"
+            )
         return "not an HLO pass: it fails with every HLO pass disabled (backend or codegen)"
 
 
@@ -77,10 +84,16 @@ def _disabling(s: Session, module: Candidate, names: list[str]) -> Answer:
     return s.check(module, xla_flags=with_flag(s.xla_flags, flag)).answer
 
 
-def find_culprit(s: Session, module: Candidate) -> tuple[Culprit | None, str, str]:
-    """(the culprit or None, a note when inconclusive, the trace's log)."""
+def find_culprit(
+    s: Session, module: Candidate, needs_disabled: Sequence[str] = ()
+) -> tuple[Culprit | None, str, str]:
+    """(the culprit or None, a note when inconclusive, the trace's log). ``needs_disabled``:
+    the passes the flags stage showed the failure needs disabled; disabling every pass
+    disables them too, so that probe would say nothing of the rest."""
     run = s.run(module, fresh_env=TRACE_ENV)
     log, trace = run.output, read_trace(run.output)
+    if needs_disabled:
+        return Culprit(",".join(needs_disabled), "needs-disabled"), "", log
     if not trace.passes:
         if s.check_run(module, run).answer is Answer.SAME:
             # No pass ran (the flags disable them all), and it failed all the same.

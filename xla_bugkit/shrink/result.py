@@ -20,6 +20,7 @@ class ShrinkResult:
     culprit: Culprit | None = None
     needed_flags: tuple[str, ...] = ()
     user_flags: int = 0  # how many flags the ddmin started from
+    unneeded_flags: tuple[str, ...] = ()  # of those, the ones the failure was shown not to need
     module_independent: bool = False
     workarounds: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # budget exhausted, inconclusive pass search, ...
@@ -41,6 +42,7 @@ class ShrinkResult:
             "probe_seconds": round(self.probe_seconds, 1),
             "culprit": self.culprit.to_json() if self.culprit else None,
             "needed_flags": list(self.needed_flags),
+            "unneeded_flags": list(self.unneeded_flags),
             "module_independent": self.module_independent,
             "workarounds": list(self.workarounds),
             "notes": list(self.notes),
@@ -56,9 +58,14 @@ class ShrinkResult:
         if self.culprit is not None:
             lines.append(self.culprit.sentence())
         if self.needed_flags:
+            rest = (
+                f"; not {' '.join(self.unneeded_flags)}, also in force in the run"
+                if self.unneeded_flags
+                else ""
+            )
             lines.append(
                 f"needs {' '.join(self.needed_flags)} "
-                f"({len(self.needed_flags)} of {self.user_flags} flags)"
+                f"({len(self.needed_flags)} of {self.user_flags} flags{rest})"
             )
         elif self.user_flags:
             lines.append(f"fails without any of the {self.user_flags} recorded flags")

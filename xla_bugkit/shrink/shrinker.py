@@ -244,10 +244,10 @@ def _stages(
             if reduction.exhausted:
                 raise Exhausted
         if "passes" in options.stages:
-            culprit, note, trace = passes.find_culprit(s, best)
+            culprit, note, trace = passes.find_culprit(s, best, flagmin.disabled_passes(needed))
             notes += [note] if note else []
         extra = []
-        if culprit is not None and culprit.pass_name:
+        if culprit is not None and culprit.pass_name and culprit.how != "needs-disabled":
             extra.append(f"{flagmin.DISABLED_PASSES}={culprit.pass_name}")
             around = around_pass(s, best, culprit)
         found = flagmin.workarounds(s, best, extra)
@@ -265,6 +265,7 @@ def _stages(
         culprit=culprit,
         needed_flags=tuple(needed),
         user_flags=len(user_flags),
+        unneeded_flags=tuple(f for f in user_flags if f not in needed) if needed else (),
         module_independent=independent,
         workarounds=tuple(found),
         notes=tuple(notes),

@@ -130,7 +130,7 @@ OTHER_PROCESS: Checks = {
 
 
 # The shrink record: the keys it must have (others, such as notes, are free-form).
-_CULPRIT_HOW = frozenset({"crash-inside", "disabling-hides", "not-a-pass"})
+_CULPRIT_HOW = frozenset({"crash-inside", "disabling-hides", "not-a-pass", "needs-disabled"})
 
 
 def _is_culprit(value: object) -> bool:
