@@ -56,7 +56,7 @@ def test_child_env_without_user_settings(tmp_path: Path) -> None:
     assert merged.user_flags == () and merged.notes == ()
     assert env["XLA_FLAGS"] == merged.value
     assert env["LIBTPU_INIT_ARGS"] == f"--xla_mosaic_dump_to={tmp_path / 'mosaic'}"
-    assert env["JAX_TRACEBACK_FILTERING"] == "off"
+    assert "JAX_TRACEBACK_FILTERING" not in env  # tracebacks as the program prints them
     assert "JAX_LOG_COMPILES" not in env
 
 
@@ -116,6 +116,13 @@ def test_rerun_of_a_compile_error(
     hidden = [line for line in record.output.splitlines() if line and line not in out + err]
     assert hidden and not [line for line in hidden if line in record.program_output]
     assert "Too many extra compilation parts" in record.program_output
+    # Its traceback is the one it prints bare: jax's filtering on, the hook's frames out.
+    bare = subprocess.run(command, env=user_env, capture_output=True, text=True, timeout=600)
+
+    def frames(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip().startswith('File "')]
+
+    assert frames(record.program_output) == frames(bare.stderr) != []
 
     # The user's flag reached XLA, next to the program's own and collect's dump flags.
     assert record.xla_flags.user_flags == ("--xla_cpu_enable_fast_math=false",)

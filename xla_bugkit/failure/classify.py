@@ -69,7 +69,7 @@ _XLA_HINTS = re.compile(
 )
 # Frames in a fatal error's stack trace that only appear while compiling.
 _COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPasses|RunBackend")
-# Python frames of JAX's compile path (visible with JAX_TRACEBACK_FILTERING=off).
+# Python frames of JAX's compile path (a traceback printed with JAX_TRACEBACK_FILTERING=off).
 _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
 
 # Colours: Jupyter prints a cell's traceback with them (`jupyter execute`, nbconvert).

@@ -7,7 +7,8 @@ own small set of patches, each checked against the names it needs and skipped (w
 ``hook_error`` record) when a jax release moved them. Checked against jax 0.10.2.
 
 Patched, each wrapper calling the original with the same arguments and returning its result
-or raising its exception unchanged:
+or raising its exception unchanged (and left out of the tracebacks jax filters, as jax's own
+frames are: ``traceback_util.register_exclusion``):
 
 - ``xla_bridge._init_backend``: before the first backend starts, collect's ``--xla_dump_to``
   is moved to a folder of this process's own (``_own_dump_dir``); afterwards, the
@@ -54,6 +55,7 @@ def apply(recorder: Any) -> None:
         recorder.write("hook_error", error=f"jax {jax.__version__} is older than the hook knows")
         return
     for patch in (
+        _hide_own_frames,
         _quiet_jaxpr_dumps,
         _patch_backend,
         _patch_compile,
@@ -64,6 +66,15 @@ def apply(recorder: Any) -> None:
             patch(recorder)
         except Exception as e:  # the others still help
             recorder.write("hook_error", error=f"{patch.__name__}: {type(e).__name__}: {e}")
+
+
+def _hide_own_frames(recorder: Any) -> None:
+    """The patches' wrappers stand between the program's call and jax's: jax's traceback
+    filtering leaves them out, as it leaves out its own frames, so that the program's
+    tracebacks read as they do without the hook."""
+    from jax._src import traceback_util
+
+    traceback_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
 
 # --- backend start -------------------------------------------------------------------
