@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,9 @@ class VerifyResult:
     # why to read it before running it (``script_check``).
     scripts: tuple[tuple[str, str], ...] = ()
     flags: tuple[str, ...] = ()  # the reporter's XLA flags, which each replay applies
+    # Each module's own compile options (``compiler_options``), by label: in its debug
+    # options, which its replay applies.
+    compiler_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def reproduced(self) -> bool:
@@ -77,6 +81,7 @@ class VerifyResult:
             "scripts": dict(self.scripts),
             "failure": self.failure.to_json(),
             "xla_flags": list(self.flags),
+            "compiler_options": {label: list(own) for label, own in self.compiler_options},
             "reproduced": self.reproduced,
             "unverified": self.unverified,
             "modules": [
@@ -149,7 +154,28 @@ def verify_bundle(
                 spares.start(upcoming)  # the next module's child, ready in time
             check = _replay_module(b, module, failure, timeout, ui, context, spares)
             checks.append(check)
-    return VerifyResult(path, failure, tuple(checks), b.edited, scripts, context.process_flags)
+    return VerifyResult(
+        path,
+        failure,
+        tuple(checks),
+        b.edited,
+        scripts,
+        context.process_flags,
+        _compiler_options(b.manifest["modules"]),
+    )
+
+
+def _compiler_options(
+    modules: Sequence[Mapping[str, Any]],
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each module's ``compiler_options`` as the manifest lists them (only to be shown:
+    its replay applies them from the module's debug options)."""
+    found = []
+    for m in modules:
+        own = m.get("compiler_options")
+        if isinstance(own, list) and own and all(isinstance(o, str) for o in own):
+            found.append((str(m.get("label", "")), tuple(own)))
+    return tuple(found)
 
 
 _SCRIPT_SAID = {"checked": "xla-bugkit's own script, its settings checked (verify runs none of it)"}

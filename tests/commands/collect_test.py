@@ -523,6 +523,33 @@ def test_a_relative_workdir_holds_when_the_program_changes_directory(tmp_path: P
     assert not (tmp_path / "run-1" / "work").exists()
 
 
+@pytest.mark.jax
+def test_options_passed_to_one_compile_are_named_first_as_the_cause(tmp_path: Path) -> None:
+    # jax.jit(f, compiler_options=...) reaches XLA without XLA_FLAGS: the hook records it.
+    out = tmp_path / "b.zip"
+    done = run_collect(out, [sys.executable, str(PROGRAMS / "compile_options_crash.py")])
+    assert done.returncode == 0, done.stderr
+    finding = (
+        "the program compiled jit(sample_noise) with XLA options of its own (compiler_options: "
+        "--xla_disable_hlo_passes=copy-insertion); without them the module compiles and runs"
+    )
+    assert f"  first: {finding}" in done.stderr
+    manifest = done.manifest()
+    assert manifest["xla_flags"] == []  # no flag of the run's
+    first = manifest["modules"][0]
+    assert first["name"] == "jit_sample_noise"
+    assert first["compiler_options"] == ["--xla_disable_hlo_passes=copy-insertion"]
+    assert f"**First:** {finding}" in done.text("ISSUE.md")
+    verified = subprocess.run(
+        [XLA_BUGKIT, "verify", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert (
+        f"the reporter's own compile options of {first['label']}, applied to its replay: "
+        "--xla_disable_hlo_passes=copy-insertion"
+    ) in verified.stdout
+
+
 def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() -> None:
     from xla_bugkit.collecting.own_flags import OwnFlags
     from xla_bugkit.replay.verdict import Outcome, Verdict
@@ -539,3 +566,28 @@ def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() 
         "this run set its own XLA flags (--xla_disable_hlo_passes=copy-insertion); without "
         "them its result agrees with its references (op-by-op, conservative flags): check"
     )
+    # Both the run's flags and options passed to the module's own compile.
+    both = OwnFlags(
+        ("--xla_cpu_enable_fast_math=true",),
+        agreed,
+        wrong_result=True,
+        options=("--xla_cpu_fast_math_honor_nans=false",),
+        module="jit_integrate",
+    )
+    assert both.finding().startswith(
+        "this run set its own XLA flags (--xla_cpu_enable_fast_math=true) and compiled "
+        "jit(integrate) with options of its own (compiler_options: "
+        "--xla_cpu_fast_math_honor_nans=false); without them its result agrees"
+    )
+
+
+def test_a_manifests_compiler_options_are_shown_only_when_they_are_lists_of_strings() -> None:
+    from xla_bugkit.verify import _compiler_options
+
+    modules = [
+        {"label": "module_0001.jit_a", "compiler_options": ["--xla_disable_hlo_passes=x"]},
+        {"label": "module_0002.jit_b", "compiler_options": "--xla_dump_to=/etc"},
+        {"label": "module_0003.jit_c", "compiler_options": [1, 2]},
+        {"label": "module_0004.jit_d"},
+    ]
+    assert _compiler_options(modules) == (("module_0001.jit_a", ("--xla_disable_hlo_passes=x",)),)

@@ -105,3 +105,25 @@ def test_processes_in_start_order_files_without_start_skipped(tmp_path: Path) ->
     write(tmp_path, 20, start(20, t=3.0))
     write(tmp_path, 40, {"e": "compile", "n": 1, "module": "jit_f"})
     assert [p.pid for p in evidence.load(tmp_path)] == [20, 30]
+
+
+def test_a_compiles_own_options_are_read_and_hostile_ones_left_out(tmp_path: Path) -> None:
+    from xla_bugkit.run.processes import compile_options
+
+    write(
+        tmp_path, 11,
+        start(11),
+        {"e": "compile", "t": 2, "n": 1, "module": "jit_f", "id": None,
+         "options": ["--xla_disable_hlo_passes=algsimp", 7, {"x": 1}]},
+        {"e": "compiled", "t": 3, "n": 1},
+        {"e": "compile", "t": 4, "n": 2, "module": "jit_f", "id": None,
+         "options": ["--xla_disable_hlo_passes=copy-insertion", "--xla_cpu_enable_fast_math=true"]},
+        {"e": "compile", "t": 5, "n": 3, "module": "jit_g", "id": None, "options": "not a list"},
+    )  # fmt: skip
+    (p,) = evidence.load(tmp_path)
+    # A later value of a name replaces the earlier one.
+    assert compile_options(p, "jit_f") == (
+        "--xla_disable_hlo_passes=copy-insertion",
+        "--xla_cpu_enable_fast_math=true",
+    )
+    assert compile_options(p, "jit_g") == () == compile_options(p, "jit_h")

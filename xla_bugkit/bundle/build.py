@@ -70,6 +70,9 @@ def build(
     counts.update(_write_texts(stage, run, selection, env, redactor))
     text = redactor.text
     modules = _module_entries(selection.chosen, planned, verdicts)
+    for m in modules:  # options the program passed to this compile: XLA_FLAGS never shows them
+        if own := run.compile_options(m["name"]):
+            m["compiler_options"] = [text(o) for o in own]
     notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(triage.headline(triage.triage(run.failure, verdicts, module=first), run.failure))

@@ -29,6 +29,8 @@ class OwnFlags:
     flags: tuple[str, ...]
     without: Verdict
     wrong_result: bool = False  # the failure is a wrong value, not a crash or an error
+    options: tuple[str, ...] = ()  # the module's own compile options (``compiler_options``)
+    module: str = ""  # its name, ``jit_f``
 
     @property
     def needed(self) -> bool:
@@ -37,10 +39,9 @@ class OwnFlags:
 
     def finding(self) -> str:
         """One line for the summary and the report."""
-        # Its own, not "non-default": a flag may spell XLA's default value.
-        named = " ".join(self.flags)
+        named = _set_own(self.flags, self.options, self.module)
         if not self.needed:
-            return f"this run set its own XLA flags ({named}); it fails without them too"
+            return f"{named}; it fails without them too"
         failed = self.without.failure
         agreed = self.without.numbers.get("reference")
         if failed is not None:
@@ -56,7 +57,23 @@ class OwnFlags:
             )
         else:
             then = "say so in the report (a crash or an error is XLA's bug under any flags)"
-        return f"this run set its own XLA flags ({named}); without them {without}: {then}"
+        return f"{named}; without them {without}: {then}"
+
+
+def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> str:
+    """Who set which of them: the run (its XLA_FLAGS in force), the program's compile of
+    ``module`` (``jax.jit(f, compiler_options=...)``, which XLA_FLAGS never shows), or both.
+    Its own, not "non-default": a flag may spell XLA's default value."""
+    fun = f"jit({module[4:]})" if module.startswith("jit_") else module or "the module"
+    compiled = f"compiler_options: {' '.join(options)}"
+    if not options:
+        return f"this run set its own XLA flags ({' '.join(run_flags)})"
+    if not run_flags:
+        return f"the program compiled {fun} with XLA options of its own ({compiled})"
+    return (
+        f"this run set its own XLA flags ({' '.join(run_flags)}) and compiled {fun} with "
+        f"options of its own ({compiled})"
+    )
 
 
 def probe(
@@ -75,14 +92,16 @@ def probe(
     own = _own(run)
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
-    if not own or proof is None or chosen is None:
+    options = run.compile_options(chosen.module.name) if chosen is not None else ()
+    if not (own or options) or proof is None or chosen is None:
         return None
     m = chosen.module
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
     context = RunContext(run.flags_in_force, run.memory_cap, python=run.program_python)
-    names = {flags.name_of(f) for f in own}
+    # The module's debug options hold its compile's own options: a replay applies them.
+    names = {flags.name_of(f) for f in (*own, *options)}
     as_run = context.input(inp)
     kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in names)
     bare = replace(as_run, xla_flags=kept, flags_given=True)
@@ -95,7 +114,8 @@ def probe(
             use_data=use_data,
             reference=proof.outcome.name == "REPRODUCED_WRONG",
         )
-    return OwnFlags(own, without, wrong_result=proof.outcome.name == "REPRODUCED_WRONG")
+    wrong = proof.outcome.name == "REPRODUCED_WRONG"
+    return OwnFlags(own, without, wrong_result=wrong, options=options, module=m.name)
 
 
 def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
@@ -105,12 +125,14 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     from xla_bugkit.failure.classify import Kind
 
     own = _own(run)
-    if not own or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
+    module = verdicts[0].module.partition(".")[2] if verdicts else ""
+    options = run.compile_options(module)
+    if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None
     if any(v.reproduced for v in verdicts):
         return None  # ``probe`` replays without them
     return (
-        f"this run set its own XLA flags ({' '.join(own)}), and every replay ran with them: "
+        f"{_set_own(own, options, module)}, and every replay ran with them: "
         "check that they are meant before reporting a wrong value (some flags, such as fast "
         "math, change results on purpose)"
     )

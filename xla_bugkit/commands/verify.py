@@ -64,6 +64,10 @@ def render_table(result: VerifyResult) -> str:
     if result.flags:
         # They can be the cause (a pass turned off): a reader of the verdicts must know.
         lines.append(f"the reporter's XLA flags, applied to each replay: {' '.join(result.flags)}")
+    for label, own in result.compiler_options:
+        lines.append(
+            f"the reporter's own compile options of {label}, applied to its replay: {' '.join(own)}"
+        )
     # The program's own ending ("non-XLA failure: ALERT ...") and what the reporter's replay
     # made of it (a wrong result) are both part of what was recorded.
     wrong = Outcome.REPRODUCED_WRONG.value

@@ -18,7 +18,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``compile``    a compilation started: ``n`` (sequence number in this process), ``fun``
                (``jit(f)``), ``module`` (``jit_f``), ``id`` (the dump's module number, null when
                not known yet), ``shapes`` (argument shapes as text), ``dump_to`` (only when the
-               program's compile options sent this module's dumps elsewhere)
+               program's compile options sent this module's dumps elsewhere), ``options``
+               (the XLA options the program passed to this compile, as flags; only when any)
 ``compiled``   that compilation ended: ``n``, ``id`` (when known), ``error`` (when it raised)
 ``execute``    an execution started: ``n``, ``module``, ``id`` or ``c`` (the ``n`` of its
                compilation); ``seen``, for one the hook found under way only when collect
@@ -82,6 +83,7 @@ class Event:
     error: str | None = None  # the exception it raised, when it ended by raising one
     dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
     seen: str = ""  # what showed it, for an execution the hook did not see start
+    options: tuple[str, ...] = ()  # a compile's own XLA options (``compiler_options``), as flags
 
     @property
     def finished(self) -> bool:
@@ -313,6 +315,9 @@ def _event(r: dict[str, Any]) -> Event:
         error=r["error"] if isinstance(r.get("error"), str) else None,
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
         seen=str(r.get("seen") or ""),
+        options=tuple(o for o in r.get("options") or () if isinstance(o, str))
+        if isinstance(r.get("options"), list)
+        else (),
     )
 
 

@@ -132,6 +132,16 @@ def flags_in_force(p: ProcessEvidence) -> tuple[str, ...]:
     return flags.without_dump_flags(flags.split(p.env.get("XLA_FLAGS")))
 
 
+def compile_options(p: ProcessEvidence, module: str) -> tuple[str, ...]:
+    """The XLA options ``p`` passed to its compiles of ``module`` (``jit_f``), as flags, in
+    the order first passed; a later value of a name replaces an earlier one."""
+    found: dict[str, str] = {}
+    for e in p.events:
+        if e.kind == "compile" and e.module == module:
+            found.update((flags.name_of(o), o) for o in e.options)
+    return tuple(found.values())
+
+
 def program_python(p: ProcessEvidence) -> str | None:
     """The interpreter ``p`` ran under, when its jaxlib is not the one xla-bugkit runs with
     (xla-bugkit installed with pipx, or in a venv of its own): replays of its modules run

@@ -72,6 +72,15 @@ class RunRecord:
             return flags_in_force(self.culprit.process)
         return self.xla_flags.user_flags
 
+    def compile_options(self, module: str) -> tuple[str, ...]:
+        """The XLA options the failing process passed to its compiles of ``module``
+        (``jax.jit(f, compiler_options=...)``), as flags; () without the hook's records."""
+        if self.culprit is None:
+            return ()
+        from xla_bugkit.run.processes import compile_options
+
+        return compile_options(self.culprit.process, module)
+
     @property
     def program_python(self) -> str | None:
         """The failing process's interpreter, when its jaxlib is not xla-bugkit's."""

@@ -24,6 +24,8 @@ class ModuleEntry(TypedDict):
     reasons: list[str]
     files: dict[str, str]  # role -> path in the bundle
     replay: dict[str, Any] | None
+    # The XLA options the program passed to this module's compile, as flags (only when any).
+    compiler_options: NotRequired[list[str]]
 
 
 class ProcessEntry(TypedDict):

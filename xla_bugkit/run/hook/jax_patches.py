@@ -13,7 +13,8 @@ frames are: ``traceback_util.register_exclusion``):
 - ``xla_bridge._init_backend``: before the first backend starts, collect's ``--xla_dump_to``
   is moved to a folder of this process's own (``_own_dump_dir``); afterwards, the
   ``backend`` record.
-- ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records.
+- ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records, with the XLA
+  options the program passed to that compile (``options``).
 - nothing patched: the recorder's answer to collect's question before a stop
   (``waiting.state``) finds a call under way that took jax's C++ fast path.
 - ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records, and the arguments
@@ -261,6 +262,17 @@ def _overridden_dump_dir(options: Any) -> str | None:
     return None
 
 
+def _own_options(options: Any) -> list[str]:
+    """The XLA options the program passed to this compile (``jax.jit(f, compiler_options=...)``,
+    ``.compile(compiler_options=...)``), as flags: they reach XLA without XLA_FLAGS."""
+    own = []
+    for key, value in getattr(options, "env_option_overrides", None) or ():
+        if isinstance(key, str) and not key.startswith("xla_dump"):
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            own.append(f"--{key}={text}")
+    return own
+
+
 def _patch_compile(recorder: Any) -> None:
     from jax._src import compiler
 
@@ -268,13 +280,16 @@ def _patch_compile(recorder: Any) -> None:
 
     def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
         n = recorder.next_n()
-        name, shapes, extra = "", "", {}
+        name, shapes = "", ""
+        extra: dict[str, Any] = {}
         results: list[str] = []
         try:
             computation = args[1] if len(args) > 1 else kwargs["computation"]
             options = args[3] if len(args) > 3 else kwargs.get("compile_options")
             name, shapes, results = _describe(computation)
             extra = {"dump_to": d} if (d := _overridden_dump_dir(options)) else {}
+            if own := _own_options(options):
+                extra["options"] = own
         except Exception:  # the start is still worth recording, nameless
             pass
         fun = f"jit({name[4:]})" if name.startswith("jit_") else name
