@@ -214,5 +214,5 @@ def test_a_title_keeps_the_message_behind_repeated_wrappers() -> None:
     reproduced = Verdict("module_0044.jit_fit", Outcome.REPRODUCED_ERROR, "RESOURCE_EXHAUSTED", "x")
     t = triage(oom, [reproduced])
     assert title(t, oom, "cpu") == (
-        "XLA CPU runtime error: INTERNAL: Out of memory allocating 2048064016 bytes."
+        "XLA CPU runtime error: Out of memory allocating 2048064016 bytes."
     )

@@ -288,9 +288,12 @@ def _with_numbers(signature: str, headline: str) -> str:
     code = re.match(r"[A-Z_]+: ", parts[0])
     if found is None and code is not None and headline.startswith(code.group()):
         # The status code heads the signature, which drops the wrappers between it and the
-        # message ("INTERNAL: Error dispatching computation: ... Out of memory ...").
-        inner = [parts[0][code.end() :], *parts[1:]]
-        found = re.search(r"(\d[\d,.]*)".join(map(re.escape, inner)), headline)
+        # message ("INTERNAL: Error dispatching computation: ... Out of memory ..."). The
+        # code is the outer wrapper's, not the message's (RESOURCE_EXHAUSTED, say): the
+        # message goes alone, as the run printed it.
+        signature = signature[code.end() :]
+        parts = [parts[0][code.end() :], *parts[1:]]
+        found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
     if found is None:
         return ""  # they do not line up: the headline, as the run printed it
     numbers = iter(found.groups())
