@@ -86,7 +86,7 @@ def test_compile_error_chooses_train_step(program_runs: ProgramRuns) -> None:
     assert not selection.guess
     assert [c.module.name for c in selection.chosen] == ["jit_train_step"]
     assert selection.chosen[0].reasons[0] == (
-        "JAX was compiling jit(train_step) when the run stopped"
+        "JAX was compiling jit(train_step) when XLA raised the error"
     )
     assert selection.others == ()
 
@@ -435,9 +435,7 @@ def test_an_execution_that_raised_wins_over_what_ran_after_it(tmp_path: Path) ->
     evidence = [process(execute_event(0, 12), raised, execute_event(2, 30))]
     selection = select(idx, RUNTIME, "", evidence=evidence)
     assert labels(selection)[:2] == ["module_0014.jit__lambda", "module_0030.jit_checksum"]
-    assert selection.chosen[0].reasons == (
-        f"XLA was executing it (jit__lambda) when the process raised {oom}",
-    )
+    assert selection.chosen[0].reasons == (f"XLA raised {oom} while executing it (jit__lambda)",)
 
 
 # --- the same loop under collect, with the start-up hook recording each process ------------
@@ -467,8 +465,7 @@ def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
     assert "f32[1048576,1048576]" in before  # the activation map, not a sibling
     assert first["reasons"][0] == ALLOCATED
     assert first["reasons"][1].startswith(
-        "XLA was executing it (jit__lambda) when the process raised JaxRuntimeError: "
-        "RESOURCE_EXHAUSTED: Out of memory allocating"
+        "XLA raised JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating"
     )
     assert first["replay"]["outcome"] == "reproduced: error"
 

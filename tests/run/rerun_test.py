@@ -56,7 +56,10 @@ def test_child_env_without_user_settings(tmp_path: Path) -> None:
     assert merged.user_flags == () and merged.notes == ()
     assert env["XLA_FLAGS"] == merged.value
     assert env["LIBTPU_INIT_ARGS"] == f"--xla_mosaic_dump_to={tmp_path / 'mosaic'}"
-    assert "JAX_TRACEBACK_FILTERING" not in env  # tracebacks as the program prints them
+    # No hook to record whether XLA was compiling: JAX's frames in the traceback tell.
+    assert env["JAX_TRACEBACK_FILTERING"] == "off"
+    hooked, _ = rerun.child_env({}, tmp_path, tmp_path / "processes")
+    assert "JAX_TRACEBACK_FILTERING" not in hooked  # tracebacks as the program prints them
     assert "JAX_LOG_COMPILES" not in env
 
 

@@ -117,8 +117,11 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
         wanted = _loose(f"jit{failure.compiling}")
         matches = [m for m in index.modules if _loose(m.name) == wanted]
         if matches:
+            when = (
+                "XLA raised the error" if failure.kind is Kind.COMPILE_ERROR else "the run stopped"
+            )
             reasons[matches[-1].label].append(
-                (_COMPILING, f"JAX was compiling jit({failure.compiling}) when the run stopped")
+                (_COMPILING, f"JAX was compiling jit({failure.compiling}) when {when}")
             )
     if failure.function is not None:
         # TensorFlow names the failing function in its error: "[Op:__inference_f_13]".
@@ -295,7 +298,8 @@ def _process_reason(
             return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped{seen}"
         error = event.error or ""
         error = f"{error[:120]}…" if len(error) > 120 else error
-        return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} raised {error}"
+        # The program may have caught it and gone on: said as what happened, not as a stop.
+        return module, _IN_FLIGHT, f"XLA raised {error} while {doing} it{_call(event)}"
     # A compile failure is not about executions; a rank that ended well is no evidence.
     if failure.phase is Phase.COMPILE or (several and process.exited and not process.exit_status):
         return None
@@ -314,8 +318,15 @@ def _who(process: ProcessEvidence) -> str:
 
 
 def _call(event: Event) -> str:
+    """`` (jit(f) on f32[8], f32[8,4])``: a long list of argument types shortened."""
     what = event.fun or event.module
-    return f" ({what}{' on ' + event.shapes if event.shapes else ''})" if what else ""
+    types = event.shapes.split(", ") if event.shapes else []
+    if len(types) > _TYPES_SHOWN:
+        types = [*types[: _TYPES_SHOWN - 1], f"and {len(types) - _TYPES_SHOWN + 1} more"]
+    return f" ({what}{' on ' + ', '.join(types) if types else ''})" if what else ""
+
+
+_TYPES_SHOWN = 4  # argument types a reason names, the rest counted
 
 
 def _event_module(index: DumpIndex, process: ProcessEvidence, event: Event) -> DumpModule | None:

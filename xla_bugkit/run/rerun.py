@@ -137,6 +137,10 @@ def child_env(
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     # Tiny computations are dumped too: the failing one may be tiny.
     env.setdefault("JAX_COMPILER_DETAILED_LOGGING_MIN_OPS", "0")
+    if not hooked or processes is None:
+        # No hook records whether XLA was compiling or running: JAX's own frames in the
+        # traceback tell. With the hook, tracebacks stay as the program prints them.
+        env.setdefault("JAX_TRACEBACK_FILTERING", "off")
     # Pallas/Mosaic TPU kernels dump through libtpu's own flags.
     mosaic = flags.join([f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"])
     env["LIBTPU_INIT_ARGS"] = f"{base.get('LIBTPU_INIT_ARGS', '')} {mosaic}".strip()
