@@ -216,3 +216,25 @@ def test_a_title_keeps_the_message_behind_repeated_wrappers() -> None:
     assert title(t, oom, "cpu") == (
         "XLA CPU runtime error: Out of memory allocating 2048064016 bytes."
     )
+
+
+def test_an_allocation_larger_than_the_programs_own_cap_is_not_called_xlas_bug() -> None:
+    oom = Failure(
+        kind=Kind.RUNTIME_ERROR,
+        phase=Phase.RUN,
+        headline="INTERNAL: Error dispatching computation: Out of memory allocating "
+        "4384032004 bytes.",
+        signature="INTERNAL: Out of memory allocating N bytes.",
+        status_code="INTERNAL",
+    )
+    # The replay under the same cap fails the same way: that proves nothing of XLA.
+    reproduced = Verdict("module_0024.jit_kde", Outcome.REPRODUCED_ERROR, "RESOURCE_EXHAUSTED", "x")
+    capped = triage(oom, [reproduced], memory_cap=3 << 30)
+    assert not capped.xla
+    assert capped.reason.startswith(
+        "XLA could not allocate 4,384,032,004 bytes in one piece under the 3,221,225,472-byte "
+        "address-space cap (RLIMIT_AS) the program set itself"
+    )
+    # Under a cap it fits, or with none, the replay stands as proof.
+    assert triage(oom, [reproduced], memory_cap=8 << 30).xla
+    assert triage(oom, [reproduced]).xla

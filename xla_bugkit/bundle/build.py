@@ -75,7 +75,12 @@ def build(
             m["compiler_options"] = [text(o) for o in own]
     notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
     first = selection.chosen[0].module.name if selection.chosen else None
-    saw = text(triage.headline(triage.triage(run.failure, verdicts, module=first), run.failure))
+    saw = text(
+        triage.headline(
+            triage.triage(run.failure, verdicts, module=first, memory_cap=run.memory_cap),
+            run.failure,
+        )
+    )
     target = _target(selection.chosen, planned, verdicts, arrays)
     user_flags = [text(f) for f in run.flags_in_force]
     reproducer = _reproducer(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_bugkit.bundle import issue
+from xla_bugkit.choose import allocation
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 
@@ -48,12 +49,21 @@ def _module_name(label: str) -> str:
     return label.split(".", 1)[1] if label.startswith("module_") and "." in label else label
 
 
-def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None = None) -> Triage:
+def triage(
+    failure: Failure,
+    verdicts: Sequence[Verdict],
+    *,
+    module: str | None = None,
+    memory_cap: int | None = None,
+) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
-    module's name (``jit_f``), used for ``where`` when nothing better is known."""
+    module's name (``jit_f``), used for ``where`` when nothing better is known;
+    ``memory_cap``: the address-space limit the program set itself, if it did."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
+    if (capped := _over_own_cap(failure, memory_cap)) is not None:
+        return Triage(False, _what(failure, proof), where, capped, proof)
     if proof is not None:
         reason = f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
         return Triage(True, _what(failure, proof), where, reason, proof)
@@ -98,6 +108,23 @@ def triage(failure: Failure, verdicts: Sequence[Verdict], *, module: str | None 
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _over_own_cap(f: Failure, cap: int | None) -> str | None:
+    """For an allocation XLA could not make that alone is larger than the address-space
+    cap the program set itself: what that rests on (a replay under the same cap fails the
+    same way, and proves nothing of XLA)."""
+    if cap is None or f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR):
+        return None
+    size = allocation.failed_allocation(f.headline)
+    if size is None or size <= cap:
+        return None
+    return (
+        f"XLA could not allocate {size:,} bytes in one piece under the {cap:,}-byte "
+        "address-space cap (RLIMIT_AS) the program set itself: an allocation larger than "
+        "the cap cannot succeed, so raise the cap; if this computation should not need that "
+        "much, the module's buffer assignment (in the bundle) shows what XLA planned"
+    )
 
 
 def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:

@@ -135,7 +135,9 @@ def bundle_from(
         fmt,
         replay_interrupted=replays.interrupted,
         own_flags=said,
-        judged=triage.triage(run.failure, replays.verdicts, module=_first(selection)),
+        judged=triage.triage(
+            run.failure, replays.verdicts, module=_first(selection), memory_cap=run.memory_cap
+        ),
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo
         ),
