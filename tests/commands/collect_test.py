@@ -151,8 +151,9 @@ def test_the_runs_own_flags_are_named_first_as_the_cause(compile_crash: Collecte
     # compiles and runs; that is said before any issue link, and kept in the bundle's notes.
     finding = (
         "this run set its own XLA flags (--xla_cpu_enable_fast_math=false "
-        "--xla_disable_all_hlo_passes=true); without them the module compiles and runs: say "
-        "so in the report"
+        "--xla_disable_all_hlo_passes=true); without them the module compiles and runs, and "
+        "with --xla_disable_all_hlo_passes=true alone it fails the same way: say so in the "
+        "report"
     )
     summary = compile_crash.stderr[compile_crash.stderr.rindex("\nxla-bugkit: ") :]
     assert summary.splitlines()[2].startswith(f"  first: {finding}")

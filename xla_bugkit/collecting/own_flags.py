@@ -31,6 +31,7 @@ class OwnFlags:
     wrong_result: bool = False  # the failure is a wrong value, not a crash or an error
     options: tuple[str, ...] = ()  # the module's own compile options (``compiler_options``)
     module: str = ""  # its name, ``jit_f``
+    alone: str = ""  # of several, one that fails the same way without the others
 
     @property
     def needed(self) -> bool:
@@ -57,6 +58,8 @@ class OwnFlags:
             )
         else:
             then = "say so in the report (a crash or an error is XLA's bug under any flags)"
+        if self.alone:
+            without += f", and with {self.alone} alone it fails the same way"
         return f"{named}; without them {without}: {then}"
 
 
@@ -103,19 +106,35 @@ def probe(
     # The module's debug options hold its compile's own options: a replay applies them.
     names = {flags.name_of(f) for f in (*own, *options)}
     as_run = context.input(inp)
-    kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in names)
-    bare = replace(as_run, xla_flags=kept, flags_given=True)
-    with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
-        without = judge.replay(
-            bare,
+    wrong = proof.outcome.name == "REPRODUCED_WRONG"
+
+    def replay_keeping(keep: frozenset[str]) -> Verdict:
+        """The module replayed with the run's own flags and options less all but ``keep``."""
+        drop = names - keep
+        kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in drop)
+        return judge.replay(
+            replace(as_run, xla_flags=kept, flags_given=True),
             expected=run.failure,
             timeout=timeout,
             memory_limit=context.memory_limit(inp),
             use_data=use_data,
-            reference=proof.outcome.name == "REPRODUCED_WRONG",
+            reference=wrong,
         )
-    wrong = proof.outcome.name == "REPRODUCED_WRONG"
-    return OwnFlags(own, without, wrong_result=wrong, options=options, module=m.name)
+
+    with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
+        without = replay_keeping(frozenset())
+    alone = ""
+    if not without.reproduced and 1 < len(names) <= MOST_TRIED_ALONE:
+        # Which one is enough: a maintainer asks for the smallest set.
+        with ui.phase(f"replaying {m.label} with each of them alone"):
+            for f in (*own, *options):
+                if replay_keeping(frozenset({flags.name_of(f)})).reproduced:
+                    alone = f
+                    break
+    return OwnFlags(own, without, wrong_result=wrong, options=options, module=m.name, alone=alone)
+
+
+MOST_TRIED_ALONE = 4  # own flags and options, each tried alone after all of them are dropped
 
 
 def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
