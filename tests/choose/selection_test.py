@@ -438,6 +438,20 @@ def test_an_execution_that_raised_wins_over_what_ran_after_it(tmp_path: Path) ->
     assert selection.chosen[0].reasons == (f"XLA raised {oom} while executing it (jit__lambda)",)
 
 
+def test_an_error_raised_again_and_again_names_the_earlier_modules(tmp_path: Path) -> None:
+    """A program that catches each error and goes on (one metric after another): the last
+    module that raised is chosen, and its reason says it was not the only one."""
+    idx = siblings_dump(tmp_path)
+    unimplemented = "JaxRuntimeError: UNIMPLEMENTED: TopK is not yet supported"
+    events = [replace(execute_event(i, 10 + 2 * i), error=unimplemented) for i in range(3)]
+    selection = select(idx, RUNTIME, "", evidence=[process(*events, execute_event(3, 30))])
+    assert selection.chosen[0].module.label == "module_0014.jit__lambda"
+    assert selection.chosen[0].reasons[0] == (
+        f"XLA raised {unimplemented} while executing it (jit__lambda); it raised the same "
+        "before, in module_0010.jit__lambda, module_0012.jit__lambda"
+    )
+
+
 # --- the same loop under collect, with the start-up hook recording each process ------------
 
 

@@ -297,9 +297,14 @@ def _process_reason(
             seen = f": {event.seen}" if event.seen else ""
             return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped{seen}"
         error = event.error or ""
+        same = _raised_before(index, process, event)
         error = f"{error[:120]}…" if len(error) > 120 else error
         # The program may have caught it and gone on: said as what happened, not as a stop.
-        return module, _IN_FLIGHT, f"XLA raised {error} while {doing} it{_call(event)}"
+        why = f"XLA raised {error} while {doing} it{_call(event)}"
+        if same:
+            more = f" and {len(same) - 3} more" if len(same) > 3 else ""
+            why += f"; it raised the same before, in {', '.join(same[:3])}{more}"
+        return module, _IN_FLIGHT, why
     # A compile failure is not about executions; a rank that ended well is no evidence.
     if failure.phase is Phase.COMPILE or (several and process.exited and not process.exit_status):
         return None
@@ -315,6 +320,21 @@ def _process_reason(
 def _who(process: ProcessEvidence) -> str:
     rank = f" (rank {process.rank})" if process.rank is not None else ""
     return f"process {process.pid}{rank}"
+
+
+def _raised_before(index: DumpIndex, process: ProcessEvidence, event: Event) -> list[str]:
+    """The modules whose earlier compile or execution raised the error ``event`` raised (a
+    program that catches it and goes on, one metric after another): the last is chosen,
+    and the report says it was not the only one."""
+    labels = []
+    for e in process.events:
+        if e is event:
+            break
+        if e.error == event.error and e.kind == event.kind:
+            m = _event_module(index, process, e)
+            if m is not None and m.label not in labels:
+                labels.append(m.label)
+    return labels
 
 
 def _call(event: Event) -> str:
