@@ -68,11 +68,14 @@ def test_an_unreadable_snapshot_or_one_without_a_result_is_neither(tmp_path: Pat
         assert finite.result_finite(path) is None, path
 
 
-def _loop(folder: Path, values: list[tuple[float, float]]) -> list[Path]:
-    """One module's snapshots of a loop, oldest first: each (input, output) value."""
+def loop(
+    folder: Path, values: list[tuple[float, float]], label: str = "module_0003.jit_step"
+) -> list[Path]:
+    """One module's snapshots of a loop, oldest first (mtimes a second apart): each
+    (input, output) value."""
     return [
         snapshot(
-            folder / f"module_0003.jit_step.snapshot.{100 + i}.pb",
+            folder / f"{label}.snapshot.{100 + i}.pb",
             [np.full(4, a, np.float32)],
             np.full(4, b, np.float32),
             mtime=1_000_000 + i,
@@ -85,7 +88,7 @@ def test_a_replay_runs_on_the_execution_whose_result_first_held_a_nan(
     tmp_path: Path,
 ) -> None:
     # Its input may hold NaN by design (a masked target): the result is what counts.
-    made = _loop(tmp_path, [(1, 2), (NAN, NAN), (NAN, NAN), (NAN, NAN)])
+    made = loop(tmp_path, [(1, 2), (NAN, NAN), (NAN, NAN), (NAN, NAN)])
     (tmp_path / "module_0003.jit_step.before_optimizations.txt").write_text("HloModule step\n")
     (module,) = dumps.index(tmp_path).modules
     chosen = snapshots.replay_snapshot(tmp_path, module)
@@ -97,11 +100,22 @@ def test_a_replay_runs_on_the_execution_whose_result_first_held_a_nan(
 def test_a_replay_runs_on_the_newest_when_its_inputs_are_finite(tmp_path: Path) -> None:
     # A NaN made and gone (a step that recovers), or none at all: the newest inputs stand.
     for name, values in {"recovers": [(1, 2), (1, NAN), (1, 2)], "clean": [(1, 2), (2, 3)]}.items():
-        made = _loop(tmp_path / name, values)
+        made = loop(tmp_path / name, values)
         (module,) = dumps.index(tmp_path / name).modules
         assert snapshots.replay_snapshot(tmp_path / name, module).name == made[-1].name  # type: ignore[union-attr]
         assert snapshots.replay_note(tmp_path / name, [module]) is None
     # NaN from the first result on: that module's normal, not a change to look into.
-    made = _loop(tmp_path / "poisoned", [(NAN, NAN), (NAN, NAN)])
+    made = loop(tmp_path / "poisoned", [(NAN, NAN), (NAN, NAN)])
     (module,) = dumps.index(tmp_path / "poisoned").modules
     assert snapshots.replay_snapshot(tmp_path / "poisoned", module).name == made[-1].name  # type: ignore[union-attr]
+
+
+def test_a_strangers_snapshot_of_tuples_nested_without_end_is_unreadable(tmp_path: Path) -> None:
+    from xla_bugkit.hlo import protowire
+
+    literal = b""
+    for _ in range(10_000):  # LiteralProto.tuple_literals (10), each holding the next
+        literal = protowire.length_field(10, literal)
+    path = tmp_path / "deep.pb"
+    path.write_bytes(protowire.length_field(3, literal))  # HloSnapshot.result
+    assert finite.result_finite(path) is None

@@ -10,10 +10,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.choose.snapshot_test import NAN, snapshot
+from tests.choose.snapshot_test import NAN, loop
 from xla_bugkit import flags, frameworks
 from xla_bugkit.run import hook, rerun
 from xla_bugkit.run.capture import EVERY, FIRST, NEWEST_KEPT, Capture, Pruner
@@ -61,28 +60,14 @@ def test_a_module_keeps_the_snapshot_that_made_the_first_nan(tmp_path: Path) -> 
     """A loop feeds a NaN back into every later step: the step whose result first held it
     is kept beside the first and the newest, and no later one."""
     values = [(1, 2), (2, 3), (NAN, NAN), (NAN, NAN), (NAN, NAN), (NAN, NAN), (NAN, NAN)]
-    made = [
-        snapshot(
-            tmp_path / f"module_0004.jit_step.snapshot.{100 + i}.pb",
-            [np.full(8, a, np.float32)],
-            np.full(8, b, np.float32),
-            mtime=1_000_000 + i,
-        )
-        for i, (a, b) in enumerate(values)
-    ]
+    made = loop(tmp_path, values, "module_0004.jit_step")
     pruner = Pruner(tmp_path, budget=10**9)
     pruner.prune()
     pruner.prune()  # a later look keeps it still
     assert sorted(tmp_path.iterdir()) == sorted([made[0], made[2], *made[-NEWEST_KEPT:]])
     assert pruner.removed == len(values) - 2 - NEWEST_KEPT
     # A module whose results held NaN from the first on keeps no such step.
-    for i in range(5):
-        snapshot(
-            tmp_path / "normal" / f"module_0006.jit_masked.snapshot.{200 + i}.pb",
-            [np.ones(2, np.float32)],
-            np.full(2, NAN, np.float32),
-            mtime=1_000_000 + i,
-        )
+    loop(tmp_path / "normal", [(1, NAN)] * 5, "module_0006.jit_masked")
     pruner.prune()
     assert len(list((tmp_path / "normal").iterdir())) == 1 + NEWEST_KEPT
 

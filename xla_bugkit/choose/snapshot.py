@@ -11,19 +11,18 @@ from xla_bugkit.choose.dumps import DumpFile, DumpModule, Role
 from xla_bugkit.hlo.finite import result_finite
 
 
-@functools.lru_cache(maxsize=256)
 def replay_snapshot(root: Path, module: DumpModule) -> DumpFile | None:
     """The snapshot a replay of ``module`` (a module of the dump at ``root``) runs on: its
     newest, unless its result holds a NaN or an infinity that an earlier execution's was
     the first to hold, after results that held none (``onset``): that one, then."""
-    made = onset(root, module)
-    snapshots = module.all(Role.SNAPSHOT)
-    return made or (max(snapshots, key=lambda f: (f.mtime, f.rel)) if snapshots else None)
+    return onset(root, module) or module.newest_snapshot
 
 
+@functools.lru_cache(maxsize=256)
 def onset(root: Path, module: DumpModule) -> DumpFile | None:
     """Of a module's snapshots in time order, whose first result was finite and newest
-    not: the first whose result holds a NaN or an infinity; None otherwise."""
+    not: the first whose result holds a NaN or an infinity; None otherwise. Read once per
+    module: the bundle's note, its layout and each replay ask."""
     snapshots = sorted(module.all(Role.SNAPSHOT), key=lambda f: (f.mtime, f.rel))
     if len(snapshots) < 2:
         return None

@@ -21,6 +21,7 @@ _TUPLE = 10  # LiteralProto.tuple_literals
 _FLOATS = {8: "<f4", 9: "<f8", 12: "<f4", 18: "<f8"}  # f32s, f64s, c64s, c128s
 # 16-bit floats stored as bytes: the mask of their exponent bits, all set for NaN and inf.
 _HALVES = {11: 0x7C00, 13: 0x7F80}  # f16s, bf16s
+_DEEPEST = 64  # tuples nested deeper are no snapshot XLA wrote (a stranger's file may be one)
 
 
 def result_finite(path: Path) -> bool | None:
@@ -37,22 +38,27 @@ def result_finite(path: Path) -> bool | None:
                     (0, -1),
                 )
                 return None if end < 0 else _finite(view[at:end])
+            except BugkitError:  # not protobuf, or nested without end
+                return None  # handled here, its traceback's slices of the view are gone
             finally:
                 view.release()
-    except (OSError, ValueError, BugkitError):  # ValueError: an empty file cannot be mapped
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
         return None
 
 
-def _finite(literal: memoryview) -> bool:
+def _finite(literal: memoryview, depth: int = 0) -> bool:
     """Whether a ``LiteralProto`` (a tuple's elements included) holds only finite values."""
     import numpy as np  # not before a run starts: collect's snapshot pruner imports this module
+
+    if depth > _DEEPEST:
+        raise BugkitError("tuples nested too deep")
 
     for number, kind, _, at, end in protowire.spans(literal):
         if kind != protowire.LENGTH or at == end:
             continue
         payload = literal[at:end]
         if number == _TUPLE:
-            if not _finite(payload):
+            if not _finite(payload, depth + 1):
                 return False
         elif (name := _FLOATS.get(number)) is not None:
             dtype = np.dtype(name)

@@ -97,7 +97,7 @@ def replay_platform(recorded: str) -> str:
 
 def module_files(root: Path, module: DumpModule) -> dict[str, Path]:
     """A dump module's files by role, as ``replay_input`` takes them (its newest snapshot, or
-    the one that made a NaN its newest's inputs hold: ``snapshots.replay_snapshot``)."""
+    the first whose result held a NaN the newest's also holds: ``snapshots.replay_snapshot``)."""
     files = {f.role.value: root / f.path for f in module.files if f.role in REPLAY_ROLES}
     snapshot = snapshots.replay_snapshot(root, module)
     if snapshot is not None:
