@@ -44,8 +44,8 @@ def function_name(module_name: str) -> str:
     return f"{m.group(1)}({m.group(2)})" if m else module_name
 
 
-def _module_name(label: str) -> str:
-    # A label is "module_0006.jit_train_step"; the name may itself hold dots.
+def module_name(label: str) -> str:
+    """``module_0006.jit_train_step`` -> ``jit_train_step`` (the name may itself hold dots)."""
     return label.split(".", 1)[1] if label.startswith("module_") and "." in label else label
 
 
@@ -140,7 +140,7 @@ def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
     references = str(agreed.numbers["reference"])
     reason = (
         f"the program's own check found a wrong value, but XLA computes "
-        f"{function_name(_module_name(agreed.module))} on the recorded inputs as its "
+        f"{function_name(module_name(agreed.module))} on the recorded inputs as its "
         f"references do ({references}): the values the check rejected are what the module "
         "computes as JAX lowered it, so look at the function's jaxpr (in the bundle) and at "
         "the check before XLA's passes (a wrong op that the references share would not show "
@@ -179,15 +179,15 @@ def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | Non
 
 def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:
     recorded = failure.compiling or failure.executing
-    if proof is not None and recorded and _module_name(proof.module) != f"jit_{recorded}":
+    if proof is not None and recorded and module_name(proof.module) != f"jit_{recorded}":
         # Execution is asynchronous: the process can be waiting on one function while
         # another crashes; the replay that reproduces the failure names the one.
-        return function_name(_module_name(proof.module))
+        return function_name(module_name(proof.module))
     if recorded:
         return f"jit({recorded})"
     if failure.function:
         return failure.function  # the framework's own name: TensorFlow's __inference_f_13
-    name = _module_name(proof.module) if proof is not None else module
+    name = module_name(proof.module) if proof is not None else module
     return function_name(name) if name else None
 
 

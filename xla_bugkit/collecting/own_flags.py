@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xla_bugkit import flags
+from xla_bugkit.bundle import triage
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.replay import judge, spawn
 from xla_bugkit.replay.context import RunContext
@@ -67,7 +68,7 @@ def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> s
     """Who set which of them: the run (its XLA_FLAGS in force), the program's compile of
     ``module`` (``jax.jit(f, compiler_options=...)``, which XLA_FLAGS never shows), or both.
     Its own, not "non-default": a flag may spell XLA's default value."""
-    fun = f"jit({module[4:]})" if module.startswith("jit_") else module or "the module"
+    fun = triage.function_name(module) if module else "the module"
     compiled = f"compiler_options: {' '.join(options)}"
     if not options:
         return f"this run set its own XLA flags ({' '.join(run_flags)})"
@@ -144,7 +145,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     from xla_bugkit.failure.classify import Kind
 
     own = _own(run)
-    module = verdicts[0].module.partition(".")[2] if verdicts else ""
+    module = triage.module_name(verdicts[0].module) if verdicts else ""
     options = run.compile_options(module)
     if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None
