@@ -324,6 +324,8 @@ def test_within_the_room_members_deflate_would_pack_little_are_stored(
     assert coder["modules/a/a.before_optimizations.txt"] == "LZMA2"
     for name, path in files.items():
         assert read_member(out, name, 1 << 30) == path.read_bytes()
+    with py7zr.SevenZipFile(out) as z:
+        assert z.testzip() is None  # each member's CRC, in a stored folder of two too
     _seven_zip_reads(out)  # the stored folders too
     # One byte short of room for everything as it is: packed, as before.
     (tmp_path / "tight").mkdir()
@@ -368,3 +370,18 @@ def test_not_worth_packing_reads_many_small_samples(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(body)
         assert packing.not_worth_packing(tmp_path / name) is expected, name
     assert not packing.not_worth_packing(tmp_path / "gone")
+
+
+def test_the_header_is_packed_and_py7zr_left_as_it_was(tmp_path: Path, parallel: None) -> None:
+    before = py7zr.properties.DEFAULT_FILTERS.ENCODED_HEADER_FILTER
+    src = tmp_path / "src"
+    src.mkdir()
+    for small in (False, True):
+        out = tmp_path / f"b{small}.7z"
+        write_archive(_files(src, n=3 if small else 24), out, "7z")
+        data = out.read_bytes()
+        offset = int.from_bytes(data[12:20], "little")
+        assert data[32 + offset] == 0x17  # kEncodedHeader: the header is LZMA-packed
+        with py7zr.SevenZipFile(out) as z:
+            assert z.testzip() is None
+    assert before == py7zr.properties.DEFAULT_FILTERS.ENCODED_HEADER_FILTER

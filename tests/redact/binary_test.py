@@ -232,3 +232,35 @@ def test_a_real_dumps_text_changes_only_where_it_names_user_and_host(scratch_dum
         assert NAMES.text(text) == expected, path.name
         # Nothing there looks like a secret, even to a redactor that knows this machine.
         assert ALICE.text(text) == text, path.name
+
+
+def test_a_copy_made_ahead_is_linked_while_its_source_is_unchanged(tmp_path: Path) -> None:
+    src, ahead = tmp_path / "m.snapshot.recorded-7.pb", tmp_path / "ahead"
+    src.write_bytes(snapshot(hlo(SOURCE, SOURCE)))
+    expected = snapshot(hlo("~/proj/train.py", "~/proj/train.py"))
+    copy = ALICE.copy_ahead(src, ahead)
+    assert copy.parent == ahead and copy.read_bytes() == expected
+    dst = tmp_path / "stage" / "m.pb"
+    dst.parent.mkdir()
+    copied = ALICE.copy_binary(src, dst)
+    # The same bytes, the same file, and what it redacted said as the first copy said it.
+    assert dst.read_bytes() == expected and dst.stat().st_ino == copy.stat().st_ino
+    assert copied.counts == Counter({HOME_PATH: 2}) and copied.left == ()
+    # Another redactor, even of the same machine but another user: copied anew.
+    other = tmp_path / "other.pb"
+    bob = Redactor(home="/home/alice", user="bob", host="alice-box")
+    bob.copy_binary(src, other)
+    assert other.stat().st_ino != copy.stat().st_ino
+    # A source written again (a new file): redacted from what it now holds.
+    again = tmp_path / "again.pb"
+    src.write_bytes(snapshot(hlo("/home/alice/proj/eval.py", SOURCE)))
+    ALICE.copy_binary(src, again)
+    assert again.stat().st_ino != copy.stat().st_ino
+    assert again.read_bytes() == snapshot(hlo("~/proj/eval.py", "~/proj/train.py"))
+    # A copy changed since it was made is never linked.
+    src.write_bytes(snapshot(hlo(SOURCE, SOURCE)))
+    copy = ALICE.copy_ahead(src, ahead)
+    copy.write_bytes(b"changed")
+    last = tmp_path / "last.pb"
+    ALICE.copy_binary(src, last)
+    assert last.read_bytes() == expected

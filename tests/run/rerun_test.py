@@ -17,7 +17,7 @@ from xla_bugkit.choose.dumps import Role, index
 from xla_bugkit.errors import ProcessError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.run import rerun
+from xla_bugkit.run import evidence, main_end, rerun
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
@@ -229,3 +229,38 @@ def test_rerun_of_a_missing_command(user_env: dict[str, str], tmp_path: Path) ->
             timeout=10,
             echo=False,
         )
+
+
+_ENDS = {
+    # A worker that imports jax and ends first is not the program.
+    "returns": "subprocess.run([sys.executable, '-c', 'import jax'], check=True)\n",
+    "raises": "raise RuntimeError('the step failed')\n",
+    "leaves by os._exit": "os._exit(3)\n",
+}
+
+
+@pytest.mark.parametrize("ending", list(_ENDS))
+def test_the_program_says_when_its_main_module_has_finished(
+    user_env: dict[str, str], tmp_path: Path, ending: str
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "import jax, jax.numpy as jnp\n"
+        "print(jax.jit(lambda x: x + 1)(jnp.ones(3)).sum(), flush=True)\n" + _ENDS[ending]
+    )
+    heard: list[int] = []
+    record = rerun.rerun(
+        [sys.executable, str(script)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+        at_main_end=lambda pid, exited: heard.append(pid),
+    )
+    assert record.exit_status == {"returns": 0, "raises": 1}.get(ending, 3), record.output
+    processes = evidence.read(tmp_path / "processes")
+    program = next(p for p in processes if p.ppid == os.getpid())
+    # Once, by the program itself: os._exit runs no teardown, so it tells nothing.
+    assert heard == ([] if ending == "leaves by os._exit" else [program.pid])
+    assert not (tmp_path / "processes" / main_end.FIFO).exists()

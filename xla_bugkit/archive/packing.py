@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from xla_bugkit import filememo
+
 Family = tuple[int, str]  # (kind, the first module of its group): see ``arrange``
 
 
@@ -204,9 +206,24 @@ def how_to_pack(path: Path, alongside: Sequence[Path] = (), *, store: bool = Fal
     return DEFLATE if deflate_suffices(path, alongside) else None
 
 
+def weigh_ahead(path: Path) -> None:
+    """Read, before it is needed, what ``how_to_pack`` reads of a large file that nothing
+    writes again (a snapshot): whether Deflate would pack it little, and its windows' hashes;
+    ``how_to_pack`` then finds them (``filememo``)."""
+    _DENSE.put(path, not_worth_packing(path))
+    _HASHES.put(path, tuple(_kept_hashes(path)))
+
+
+# What ``weigh_ahead`` read, by file: ``not_worth_packing``, and ``_kept_hashes``.
+_DENSE: filememo.Memo[bool] = filememo.Memo()
+_HASHES: filememo.Memo[tuple[int, ...]] = filememo.Memo()
+
+
 def not_worth_packing(path: Path) -> bool:
     """Whether Deflate would pack the file at ``path`` to more than ``_STORE_RATIO`` of it,
     by samples: time spent for little (near-random bytes, float weights)."""
+    if (known := _DENSE.get(path)) is not None:
+        return known
     try:
         samples = _samples(path, _STORE_SAMPLES, _STORE_SAMPLE)
     except OSError:  # the writer reports it, where it reads the file for the archive
@@ -264,6 +281,9 @@ def _kept_hashes(path: Path) -> Iterator[int]:
     """The hashes of the windows ``_window_hashes`` takes from the file at ``path`` (mapped,
     not read), one in ``_KEEP_ONE_IN``: those whose first byte is 0 modulo it, the same
     windows in every file."""
+    if (known := _HASHES.get(path)) is not None:
+        yield from known
+        return
     with path.open("rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -47,7 +48,8 @@ from xla_bugkit.proc import usable_cores
 PARALLEL_FROM = 2 << 20
 # Per file: (arcname, input size, packed size, crc32), in archive order.
 _Packed = tuple[str, int, int, int]
-OpenSource = Callable[[Path], AbstractContextManager[tuple[BinaryIO, int]]]
+# A source file and its size; its reads counted for the progress, unless told not to count.
+OpenSource = Callable[[Path, bool], AbstractContextManager[tuple[BinaryIO, int]]]
 Filters = Callable[[int], list[dict[str, int]]]
 
 
@@ -98,24 +100,55 @@ def write_parallel(
             folder = header.initialize()
             folder.prepare_coderinfo(_CODERS[seg.method] if seg.method else filters(seg.size))
             folders.append(folder)
+        members = [[sources[order[i]] for i in seg.members] for seg in segments]
         # The costliest first: the pool is then never left with one long stream at the end.
         jobs = {
             g: pool.submit(
-                _compress, folders[g], [sources[order[i]] for i in seg.members], open_source
+                _store if seg.method == packing.STORE else _compress,
+                folders[g],
+                members[g],
+                open_source,
             )
             for g, seg in sorted(enumerate(segments), key=lambda gs: -gs[1].cost)
         }
         done = [jobs[g].result() for g in range(len(segments))]  # all, or the first error
     try:
-        for g, (folder, (packed, stream)) in enumerate(zip(folders, done, strict=True)):
-            _add_folder(sz, header, g, folder, packed)
+        for g, (packed, stream) in enumerate(done):
+            _add_folder(sz, header, g, folders[g], packed)
+            if stream is None:  # stored: the folder's bytes are its files, read once more
+                for _, src in members[g]:
+                    with open_source(src, False) as (reader, _):
+                        shutil.copyfileobj(reader, f, 1 << 20)
+                continue
             stream.seek(0)
             shutil.copyfileobj(stream, f, 1 << 20)
     finally:
         for _, stream in done:
-            stream.close()
+            if stream is not None:
+                stream.close()
     header._initialized = False  # every folder is flushed: close() writes only the header
-    sz.close()
+    close(sz)
+
+
+# py7zr packs an archive's header (the member names and sizes: a few KB) with LZMA2 at
+# preset 7, whose 8 MiB dictionary takes the encoder ~20 ms to set up; with a 64 KiB one
+# the same preset packs such a header as small (3 bytes more on a training step's bundle).
+_HEADER_FILTERS = [{"id": py7zr.FILTER_LZMA2, "preset": 7, "dict_size": 1 << 16}]
+
+
+def close(sz: py7zr.SevenZipFile) -> None:
+    """``sz.close()``, its header packed with ``_HEADER_FILTERS`` where py7zr has the
+    setting (its ``DEFAULT_FILTERS``, checked on 1.x)."""
+    defaults: Any = type(getattr(py7zr.properties, "DEFAULT_FILTERS", None))
+    before = getattr(defaults, "ENCODED_HEADER_FILTER", None)
+    if before is None:
+        sz.close()
+        return
+    defaults.ENCODED_HEADER_FILTER = _HEADER_FILTERS
+    try:
+        sz.close()
+    finally:
+        defaults.ENCODED_HEADER_FILTER = before
 
 
 @dataclass(frozen=True)
@@ -148,16 +181,33 @@ def _segments(
     return segments
 
 
+def _store(
+    folder: Any, sources: Sequence[tuple[str, Path]], open_source: OpenSource
+) -> tuple[_Folder, None]:
+    """The sizes and checksums of ``sources``, stored as they are: the writer then copies
+    them into the archive straight from their files (in a worker)."""
+    packed, digest = [], 0
+    for arcname, src in sources:
+        crc = size = 0
+        with open_source(src, True) as (reader, _):
+            while chunk := reader.read(1 << 20):
+                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+                digest = zlib.crc32(chunk, digest) if len(sources) > 1 else crc
+        packed.append((arcname, size, size, crc))
+    total = sum(p[1] for p in packed)
+    return _Folder(packed, digest, total, [total]), None
+
+
 def _compress(
     folder: Any, sources: Sequence[tuple[str, Path]], open_source: OpenSource
-) -> tuple[list[_Packed], IO[bytes]]:
+) -> tuple[_Folder, IO[bytes]]:
     """Compress ``sources`` into one stream with ``folder``'s compressor (in a worker)."""
     stream = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (closed by caller)
     try:
         packed = []
         compressor = folder.get_compressor()
         for arcname, src in sources:
-            with open_source(src) as (reader, _):
+            with open_source(src, True) as (reader, _):
                 insize, outsize, crc = compressor.compress(reader, stream)
             packed.append((arcname, insize, outsize, crc))
         tail = compressor.flush(stream)
@@ -167,7 +217,7 @@ def _compress(
     except BaseException:
         stream.close()
         raise
-    return packed, stream
+    return _Folder(packed, compressor.digest, compressor.packsize, compressor.unpacksizes), stream
 
 
 _CODERS = {
@@ -178,10 +228,20 @@ _CODERS = {
 _SPEEDUP = {packing.DEFLATE: 8, packing.STORE: 100}
 
 
-def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]) -> None:
-    """The header entries py7zr's writer makes for ``packed``, the members of folder ``g``."""
+@dataclass(frozen=True)
+class _Folder:
+    """One folder as written: its members, and its packed stream's checksum and size."""
+
+    members: list[_Packed]
+    digest: int
+    packsize: int
+    unpacksizes: list[int]
+
+
+def _add_folder(sz: Any, header: Any, g: int, folder: Any, written: _Folder) -> None:
+    """The header entries py7zr's writer makes for ``written``, the members of folder ``g``."""
     sub, pack = header.main_streams.substreamsinfo, header.main_streams.packinfo
-    for arcname, insize, outsize, crc in packed:
+    for arcname, insize, outsize, crc in written.members:
         info = sz._make_file_info_from_name(None, insize, arcname)
         info["maxsize"], info["digest"] = outsize, crc
         header.files_info.files.append(info)
@@ -191,10 +251,9 @@ def _add_folder(sz: Any, header: Any, g: int, folder: Any, packed: list[_Packed]
         sub.digests.append(crc)
         sub.unpacksizes.append(insize)
         sub.num_unpackstreams_folders[g] += 1
-    compressor = folder.get_compressor()
     pack.numstreams += 1
     if pack.enable_digests:
-        pack.crcs.append(compressor.digest)
+        pack.crcs.append(written.digest)
         pack.digestdefined.append(True)
-    pack.packsizes.append(compressor.packsize)
-    folder.unpacksizes = compressor.unpacksizes
+    pack.packsizes.append(written.packsize)
+    folder.unpacksizes = written.unpacksizes

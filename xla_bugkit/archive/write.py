@@ -135,19 +135,21 @@ class _Counter:
 class _CountingReader(io.BufferedReader):
     """A source file that reports every read; all three writers read through ``read``."""
 
-    def __init__(self, raw: io.FileIO, counter: _Counter) -> None:
+    def __init__(self, raw: io.FileIO, counter: _Counter | None) -> None:
         super().__init__(raw, CHUNK)
         self._counter = counter
 
     def read(self, size: int | None = -1, /) -> bytes:
         data = super().read(size)
-        if data:
+        if data and self._counter is not None:
             self._counter.add(len(data))
         return data
 
 
 @contextlib.contextmanager
-def _open_source(src: Path, counter: _Counter) -> Iterator[tuple[_CountingReader, int]]:
+def _open_source(src: Path, counter: _Counter | None) -> Iterator[tuple[_CountingReader, int]]:
+    """``src``, checked to be a regular file, with its size; its reads are counted into
+    ``counter`` (None: read a second time, already counted)."""
     try:
         # O_NONBLOCK: should a FIFO have replaced the file since it was checked, opening it
         # fails the check below instead of waiting forever for a writer.
@@ -187,7 +189,7 @@ def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter, store:
             sources,
             sizes,
             streams,
-            lambda src: _open_source(src, counter),
+            lambda src, count: _open_source(src, counter if count else None),
             _7z_filters,
             families,
             store=store,
@@ -199,7 +201,7 @@ def _write_7z(f: BinaryIO, sources: Sequence[_Source], counter: _Counter, store:
             # writef on our open file, not write(path): write() would store a symlink as one.
             sz.writef(reader, arcname)
     # Only on success: close() writes the header, wasted work for a temp file being removed.
-    sz.close()
+    sevenzip.close(sz)
 
 
 def _write_zip(f: BinaryIO, sources: Sequence[_Source], counter: _Counter, store: bool) -> None:

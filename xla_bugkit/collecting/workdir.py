@@ -36,7 +36,9 @@ from xla_bugkit.run.rerun import RunRecord
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
 PROCESSES = "processes"  # what each process recorded (``capture.evidence``)
-NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES)
+# Redacted copies made while the program tore itself down, for staging to link (``filememo``).
+AHEAD = "ahead"
+NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES, AHEAD)
 RECORD_SCHEMA = 1
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xla_bugkit import filememo
 from xla_bugkit.redact import binary
 from xla_bugkit.redact.command import command_secrets
 from xla_bugkit.redact.environ import env_secrets
@@ -126,9 +127,23 @@ class Redactor:
         a snapshot's arguments stream through untouched. What remains anywhere else is
         reported by kind in the result's ``left``, to be named in the bundle's notes.
         """
+        ahead = _AHEAD.get(src)
+        if ahead is not None and ahead[0] == self and _linked(ahead[1], dst, ahead[2]):
+            return ahead[3]
         return binary.copy_proto(
             src, dst, self.text_with_report, self._rules, self.binary_rules(), chunk=chunk
         )
+
+    def copy_ahead(self, src: Path, folder: Path) -> Path:
+        """``copy_binary`` of ``src`` into ``folder``, done before it is needed: a later
+        ``copy_binary`` of the same unchanged ``src`` by an equal redactor links this copy
+        instead (``filememo``). Returns the copy."""
+        folder.mkdir(parents=True, exist_ok=True)
+        copy = folder / f"{len(os.listdir(folder))}.{src.name}"
+        result = self.copy_binary(src, copy)
+        if (key := filememo.key_of(copy)) is not None:
+            _AHEAD.put(src, (self, copy, key, result))
+        return copy
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The allowlisted, non-secret variables of ``environ`` with redacted values, sorted."""
@@ -179,3 +194,19 @@ def _occurrences(s: str, folders: Sequence[str]) -> int:
             count += found
             s = s.replace(folder, "")
     return count
+
+
+# Redacted copies made ahead of need (``copy_ahead``), by source file: the redactor, the
+# copy and its identity then, and what copying did.
+_AHEAD: filememo.Memo[tuple[Redactor, Path, filememo.FileKey, binary.BinaryCopy]] = filememo.Memo()
+
+
+def _linked(copy: Path, dst: Path, key: filememo.FileKey) -> bool:
+    """Link ``dst`` to ``copy`` where ``copy`` is still as it was made."""
+    if filememo.key_of(copy) != key:
+        return False
+    try:
+        os.link(copy, dst)
+    except OSError:  # another file system, or one without links: copied the usual way
+        return False
+    return True

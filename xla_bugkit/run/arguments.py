@@ -74,6 +74,24 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
     return notes
 
 
+def recorded_snapshots(dump_dir: Path, process: ProcessEvidence) -> list[Path]:
+    """The snapshots ``write_snapshots`` wrote in ``dump_dir`` for ``process``'s saved
+    arguments, the newest execution first."""
+    if not any(e.args is not None for e in process.events):
+        return []
+    protos = _before_protos(dump_dir)
+    saved = sorted(
+        ((e.n, e.id) for e in process.events if e.args is not None and e.id is not None),
+        reverse=True,
+    )
+    found = (
+        dump_dir / snapshot_name(protos[module_id][1], n)
+        for n, module_id in saved
+        if module_id in protos
+    )
+    return [path for path in found if path.is_file()]
+
+
 def _before_protos(dump_dir: Path) -> dict[int, tuple[Path, str]]:
     """module id -> (its before_optimizations.hlo.pb, its ``module_NNNN.NAME`` label)."""
     try:

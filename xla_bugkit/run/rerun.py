@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import flags, frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.run import adapt, ask, evidence, hook
+from xla_bugkit.run import main_end as ends
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 
 if TYPE_CHECKING:
@@ -182,12 +183,15 @@ def rerun(
     processes: Path | None = None,
     capture: Capture = DEFAULT_CAPTURE,
     pass_re: str | None = None,
+    at_main_end: ends.Then | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
     (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
     what it did under ``processes`` (default: ``processes/`` next to ``dump_dir``), and
     each one that starts an XLA backend dumps into a subfolder of ``dump_dir`` named by its
-    pid (``hook.process_dump_dir``).
+    pid (``hook.process_dump_dir``). ``at_main_end`` runs in a thread once the
+    program's main module has finished, while it tears itself down (``main_end``); the run
+    returns after it has.
 
     A run stopped by ``timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy is a
     hang; how long it ran and went without output before the stop go into its failure.
@@ -216,7 +220,13 @@ def rerun(
     # XLA's snapshots of every execution are pruned as they come: the disk stays bounded.
     pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
     pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
-    with pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
+    hooked = hook.ENV_PROCESSES in env
+    main_end = (
+        ends.MainEnd(processes, at_main_end) if at_main_end and hooked else contextlib.nullcontext()
+    )
+    with main_end, pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
+        if isinstance(main_end, ends.MainEnd) and main_end.env_value is not None:
+            env[ends.ENV] = main_end.env_value
         done = proc.run(
             command,
             env=env,

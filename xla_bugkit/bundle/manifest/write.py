@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from xla_bugkit import __version__
+from xla_bugkit import __version__, filememo
 from xla_bugkit.bundle.manifest.schema import FileEntry, Manifest
 from xla_bugkit.bundle.members import MANIFEST
 
@@ -21,11 +21,22 @@ def tool_name() -> str:
 
 
 def sha256_of(path: Path) -> str:
+    if (known := _KNOWN.get(path)) is not None:
+        return known
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def hash_ahead(path: Path) -> None:
+    """Hash a file that nothing writes again before it is needed (``filememo``): its
+    ``sha256_of`` is then found, through any hard link to it, for as long as it is unchanged."""
+    _KNOWN.put(path, sha256_of(path))
+
+
+_KNOWN: filememo.Memo[str] = filememo.Memo()
 
 
 def file_entries(root: Path) -> list[FileEntry]:

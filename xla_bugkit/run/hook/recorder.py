@@ -292,6 +292,38 @@ def _watch_exit() -> None:
     sys.exit = noting_exit
 
 
+def _tell_main_end() -> None:
+    """Tell collect when the program's main module has finished, through the FIFO that
+    ``XLA_BUGKIT_MAIN_END`` names (``<collect's pid>:<path>``): Python then waits for the
+    program's threads and runs its atexit functions (jax's own teardown: a tenth of a
+    second or more), which collect spends on the bundle's first stages. Only the process
+    collect started tells: a worker's end is not the program's. Writes this pid, or
+    nothing when collect no longer listens."""
+    parent, _, path = os.environ.get("XLA_BUGKIT_MAIN_END", "").partition(":")
+    # Run by threading's shutdown, before atexit's functions (CPython 3.9 and later).
+    register = getattr(threading, "_register_atexit", None)
+    if not path or register is None or parent != str(os.getppid()):
+        return
+    pid = os.getpid()
+
+    def tell() -> None:
+        if os.getpid() != pid:
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody listens
+        except OSError:
+            return
+        try:
+            os.write(fd, str(pid).encode())
+        except OSError:
+            pass
+        finally:
+            _close_quietly(fd)
+
+    with contextlib.suppress(RuntimeError):  # already shutting down
+        register(tell)
+
+
 def _watch_setrlimit(recorder: Recorder) -> None:
     """``resource.setrlimit`` records what the program sets, then does exactly that."""
     import resource
@@ -350,6 +382,7 @@ def _started() -> Recorder | None:
     RECORDER = recorder
     atexit.register(_on_exit)
     _watch_exit()
+    _tell_main_end()
     os.register_at_fork(after_in_child=_after_fork)
     _watch_setrlimit(recorder)
     return recorder
