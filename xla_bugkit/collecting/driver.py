@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xla_bugkit import frameworks, leftovers
 from xla_bugkit.collecting import warm, workdir
@@ -28,9 +27,6 @@ from xla_bugkit.errors import (
 from xla_bugkit.run import capture
 from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui
-
-if TYPE_CHECKING:
-    from xla_bugkit.redact import Redactor
 
 
 def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = None) -> CollectResult:
@@ -55,7 +51,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
 
         envinfo.start_device_probe()
     try:
-        with warm.importing(prepare=lambda: _redactor(command, work)):
+        with warm.importing(prepare=lambda: warm.redactor(command, work)):
             run = _run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
 
@@ -147,51 +143,8 @@ def run_program(
         echo=echo,
         capture=options.capture,
         pass_re=options.dump_passes,
-        at_main_end=lambda pid, exited: _ahead(command, work, pid, exited),
+        at_main_end=lambda pid, exited: warm.at_main_end(command, work, pid, exited),
     )
-
-
-def _ahead(
-    command: Sequence[str],
-    work: Path,
-    pid: int,
-    exited: Callable[[], bool],
-) -> None:
-    """Once the program's main module has finished, while it tears itself down: what the
-    stages after the run would do first for its process ``pid``. The snapshots of the
-    arguments it saved, written in its dump folder (``arguments.write_snapshots`` then finds
-    them written); then, newest first until the program has exited, each one's redacted
-    copy, sha256 and packing, which staging and the archive then find (``filememo``). A
-    process that did not fail leaves them unread."""
-    from xla_bugkit.archive import packing  # imported while the program ran (warm)
-    from xla_bugkit.bundle.manifest.write import hash_ahead
-    from xla_bugkit.run import arguments, evidence
-
-    found = next((p for p in evidence.load(work) if p.pid == pid), None)
-    if found is None:
-        return
-    own = found.dump_dir is not None and found.dump_dir.is_dir()
-    folder = found.dump_dir if own and found.dump_dir is not None else work / workdir.DUMP
-    arguments.write_snapshots(folder, (found,))
-    redactor = _redactor(command, work)
-    for snapshot in arguments.recorded_snapshots(folder, found):
-        if exited():
-            return
-        copy = redactor.copy_ahead(snapshot, work / workdir.AHEAD)
-        hash_ahead(copy)
-        if copy.stat().st_size >= packing.DENSE_FROM:
-            packing.weigh_ahead(copy)
-
-
-def _redactor(command: Sequence[str], work: Path) -> Redactor:
-    """The redactor ``write_bundle`` builds (while the program runs, its host name lookups
-    and regular expressions, for text and for binary protos, are made once, off the user's
-    wait)."""
-    from xla_bugkit.redact import Redactor
-
-    redactor = Redactor.for_this_machine(command, private=(work,))
-    redactor.binary_rules()
-    return redactor
 
 
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
@@ -276,7 +229,7 @@ def _run_again(
     second = None
     try:
         workdir.clear(work)
-        with warm.importing(prepare=lambda: _redactor(command, work)):
+        with warm.importing(prepare=lambda: warm.redactor(command, work)):
             run = _run_stage(work, command, again, ui)
         notes = (*run.xla_flags.notes, note)
         run = replace(run, xla_flags=replace(run.xla_flags, notes=notes))

@@ -1,4 +1,5 @@
-"""What collect needs after the program, imported while the program runs.
+"""What collect needs after the program, imported while the program runs; and what it
+does of the bundle once the program's main module has finished (``at_main_end``).
 
 The stages after the run pull in py7zr, numpy, protobuf and most of xla-bugkit: a third of
 a second of imports that, made before the program starts, would add to every run. A thread
@@ -17,6 +18,11 @@ import contextlib
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xla_bugkit.redact import Redactor
 
 # The stages after the run; what they import, they import.
 AFTER_RUN = (
@@ -60,3 +66,47 @@ def _import(modules: Sequence[str], prepare: Callable[[], object] | None) -> Non
     if prepare is not None:
         with contextlib.suppress(Exception):  # the stage does it again, and says why it fails
             prepare()
+
+
+def at_main_end(
+    command: Sequence[str],
+    work: Path,
+    pid: int,
+    exited: Callable[[], bool],
+) -> None:
+    """Once the program's main module has finished, while it tears itself down: what the
+    stages after the run would do first for its process ``pid``. The snapshots of the
+    arguments it saved, written in its dump folder (``arguments.write_snapshots`` then finds
+    them written); then, newest first until the program has exited, each one's redacted
+    copy, sha256 and packing, which staging and the archive then find (``filememo``). A
+    process that did not fail leaves them unread."""
+    from xla_bugkit.archive import packing  # imported while the program ran (warm)
+    from xla_bugkit.bundle.manifest.write import hash_ahead
+    from xla_bugkit.collecting import workdir
+    from xla_bugkit.run import arguments, evidence
+
+    found = next((p for p in evidence.load(work) if p.pid == pid), None)
+    if found is None:
+        return
+    own = found.dump_dir is not None and found.dump_dir.is_dir()
+    folder = found.dump_dir if own and found.dump_dir is not None else work / workdir.DUMP
+    arguments.write_snapshots(folder, (found,))
+    redacting = redactor(command, work)
+    for snapshot in arguments.recorded_snapshots(folder, found):
+        if exited():
+            return
+        copy = redacting.copy_ahead(snapshot, work / workdir.AHEAD)
+        hash_ahead(copy)
+        if copy.stat().st_size >= packing.DENSE_FROM:
+            packing.weigh_ahead(copy)
+
+
+def redactor(command: Sequence[str], work: Path) -> Redactor:
+    """The redactor ``write_bundle`` builds (while the program runs, its host name lookups
+    and regular expressions, for text and for binary protos, are made once, off the user's
+    wait)."""
+    from xla_bugkit.redact import Redactor
+
+    redactor = Redactor.for_this_machine(command, private=(work,))
+    redactor.binary_rules()
+    return redactor
