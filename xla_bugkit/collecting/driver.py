@@ -143,7 +143,9 @@ def run_program(
         echo=echo,
         capture=options.capture,
         pass_re=options.dump_passes,
-        at_main_end=lambda pid, exited: warm.at_main_end(command, work, pid, exited),
+        at_main_end=lambda pid, exited: warm.at_main_end(
+            command, work, pid, exited, max_size=options.max_size
+        ),
     )
 
 

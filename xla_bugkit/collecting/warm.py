@@ -73,13 +73,16 @@ def at_main_end(
     work: Path,
     pid: int,
     exited: Callable[[], bool],
+    *,
+    max_size: int | None = None,
 ) -> None:
     """Once the program's main module has finished, while it tears itself down: what the
     stages after the run would do first for its process ``pid``. The snapshots of the
     arguments it saved, written in its dump folder (``arguments.write_snapshots`` then finds
     them written); then, newest first until the program has exited, each one's redacted
     copy, sha256 and packing, which staging and the archive then find (``filememo``). A
-    process that did not fail leaves them unread."""
+    process that did not fail leaves them unread, and a snapshot larger than the bundle may
+    be (``max_size``), which the size budget leaves out before staging, gets no copy."""
     from xla_bugkit.archive import packing  # imported while the program ran (warm)
     from xla_bugkit.bundle.manifest.write import hash_ahead
     from xla_bugkit.collecting import workdir
@@ -95,6 +98,8 @@ def at_main_end(
     for snapshot in arguments.recorded_snapshots(folder, found):
         if exited():
             return
+        if max_size is not None and snapshot.stat().st_size > max_size:
+            continue
         copy = redacting.copy_ahead(snapshot, work / workdir.AHEAD)
         hash_ahead(copy)
         if copy.stat().st_size >= packing.DENSE_FROM:
