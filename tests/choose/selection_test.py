@@ -12,8 +12,8 @@ import pytest
 from helpers.programs import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 
 from xla_bugkit import proc
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index
-from xla_bugkit.choose.selection import Selection, is_helper, select
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index, is_helper
+from xla_bugkit.choose.selection import Selection, select
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import PROGRAMS, ProgramRuns, run_collect
 
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
-from xla_bugkit.choose.selection import Chosen, Selection, is_helper
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index, is_helper
+from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.collecting import CollectOptions, rebundle_command
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, classify

@@ -315,3 +315,34 @@ def without(index: DumpIndex, broken: Iterable[Path]) -> DumpIndex:
             modules.append(DumpModule(m.id, m.name, files))
     stray = tuple(f for f in index.stray if (index.root / f.path).resolve() not in drop)
     return DumpIndex(index.root, tuple(modules), stray)
+
+
+# Modules JAX compiles for single primitives (jnp helpers, dispatch of one op). They are in
+# every dump and are almost never the bug, so they rank below the user's own functions.
+# A table: laid out by hand (the formatter would give each name a line of its own).
+HELPER_NAMES = frozenset(
+    {
+        "convert_element_type", "broadcast_in_dim", "reshape", "iota", "concatenate",
+        "squeeze", "expand_dims", "transpose", "_where", "where", "clip", "_reduce_sum",
+        "_reduce_max", "_reduce_min", "_multi_slice", "_unstack", "dynamic_slice",
+        "dynamic_update_slice", "gather", "scatter", "select_n", "add", "mul", "sub",
+        "div", "neg", "integer_pow", "pow", "exp", "log", "sqrt", "copy", "copy_p",
+        "random_bits", "random_seed", "random_wrap", "random_unwrap", "threefry2x32",
+        "_uniform", "_normal", "_split", "_fold_in", "eq", "ne", "lt", "gt", "le", "ge",
+        "max", "min", "abs", "sign", "floor", "ceil", "round", "dot_general", "cumsum",
+        "sort", "argmax", "argmin", "_identity_fn", "zeros_like", "full", "_full",
+        "reduce_sum", "reduce_max", "reduce_min", "equal", "not_equal", "stage", "less",
+        "greater", "multiply", "subtract", "true_divide", "divide", "square", "isnan",
+    }
+)  # fmt: skip
+
+
+def is_helper(module: DumpModule) -> bool:
+    """Whether JAX compiled ``module`` for one primitive (``HELPER_NAMES``)."""
+    bare = re.sub(r"^(?:jit|pmap|xla_pmap)_", "", module.name)
+    return bare in HELPER_NAMES or bare.lstrip("_") in HELPER_NAMES
+
+
+def loose_name(name: str) -> str:
+    """Compare JAX names and module names loosely: ``<lambda>`` is dumped as ``jit__lambda``."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())

@@ -7,33 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xla_bugkit import frameworks
-from xla_bugkit.choose import allocation
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose import allocation, recorded
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, is_helper, loose_name
 from xla_bugkit.choose.search import search_symbol
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import ptxla_log, xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.compile_log import COMPILING_RE
-from xla_bugkit.run.evidence import Event, ProcessEvidence
-
-# Modules JAX compiles for single primitives (jnp helpers, dispatch of one op). They are in
-# every dump and are almost never the bug, so they rank below the user's own functions.
-# A table: laid out by hand (the formatter would give each name a line of its own).
-HELPER_NAMES = frozenset(
-    {
-        "convert_element_type", "broadcast_in_dim", "reshape", "iota", "concatenate",
-        "squeeze", "expand_dims", "transpose", "_where", "where", "clip", "_reduce_sum",
-        "_reduce_max", "_reduce_min", "_multi_slice", "_unstack", "dynamic_slice",
-        "dynamic_update_slice", "gather", "scatter", "select_n", "add", "mul", "sub",
-        "div", "neg", "integer_pow", "pow", "exp", "log", "sqrt", "copy", "copy_p",
-        "random_bits", "random_seed", "random_wrap", "random_unwrap", "threefry2x32",
-        "_uniform", "_normal", "_split", "_fold_in", "eq", "ne", "lt", "gt", "le", "ge",
-        "max", "min", "abs", "sign", "floor", "ceil", "round", "dot_general", "cumsum",
-        "sort", "argmax", "argmin", "_identity_fn", "zeros_like", "full", "_full",
-        "reduce_sum", "reduce_max", "reduce_min", "equal", "not_equal", "stage", "less",
-        "greater", "multiply", "subtract", "true_divide", "divide", "square", "isnan",
-    }
-)  # fmt: skip
+from xla_bugkit.run.evidence import ProcessEvidence
 
 # Scores: explicit choice > what the process was doing when it died (by module number) >
 # named by the failure > crash evidence > the last-compiled guess.
@@ -56,16 +37,6 @@ class Selection:
     chosen: tuple[Chosen, ...]
     guess: bool  # nothing pointed at a module: the choice is the last one compiled
     others: tuple[str, ...] = field(default=())  # labels of every module not chosen
-
-
-def is_helper(module: DumpModule) -> bool:
-    bare = re.sub(r"^(?:jit|pmap|xla_pmap)_", "", module.name)
-    return bare in HELPER_NAMES or bare.lstrip("_") in HELPER_NAMES
-
-
-def _loose(name: str) -> str:
-    """Compare JAX names and module names loosely: ``<lambda>`` is dumped as ``jit__lambda``."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def select(
@@ -114,8 +85,8 @@ def _chose_something(index: DumpIndex, reasons: Reasons, what: str) -> None:
 
 def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
     if failure.compiling is not None:
-        wanted = _loose(f"jit{failure.compiling}")
-        matches = [m for m in index.modules if _loose(m.name) == wanted]
+        wanted = loose_name(f"jit{failure.compiling}")
+        matches = [m for m in index.modules if loose_name(m.name) == wanted]
         if matches:
             when = (
                 "XLA raised the error" if failure.kind is Kind.COMPILE_ERROR else "the run stopped"
@@ -274,103 +245,10 @@ def _process_evidence(
     runtime failure."""
     several = len(processes) > 1
     for process in processes:
-        found = _process_reason(index, failure, process, several=several)
+        found = recorded.reason(index, failure, process, several=several)
         if found is not None:
-            module, score, why = found
-            reasons[module.label].append((score, why))
-
-
-def _process_reason(
-    index: DumpIndex, failure: Failure, process: ProcessEvidence, *, several: bool
-) -> tuple[DumpModule, int, str] | None:
-    who = _who(process) if several else "the process"
-    busy = process.unfinished
-    raised = next((e for e in reversed(process.events) if e.error), None)
-    for event in (busy, raised):
-        if event is None:
-            continue
-        module = _event_module(index, process, event)
-        doing = "compiling" if event.kind == "compile" else "executing"
-        if module is None:
-            return None
-        if event is busy:
-            seen = f": {event.seen}" if event.seen else ""
-            return module, _IN_FLIGHT, f"XLA was {doing} it{_call(event)} when {who} stopped{seen}"
-        error = event.error or ""
-        same = _raised_before(index, process, event)
-        error = f"{error[:120]}…" if len(error) > 120 else error
-        # The program may have caught it and gone on: said as what happened, not as a stop.
-        why = f"XLA raised {error} while {doing} it{_call(event)}"
-        if same:
-            more = f" and {len(same) - 3} more" if len(same) > 3 else ""
-            why += f"; it raised the same before, in {', '.join(same[:3])}{more}"
-        return module, _IN_FLIGHT, why
-    # A compile failure is not about executions; a rank that ended well is no evidence.
-    if failure.phase is Phase.COMPILE or (several and process.exited and not process.exit_status):
-        return None
-    for event in reversed(process.events):
-        if event.kind == "execute" and event.finished:
-            module = _event_module(index, process, event)
-            if module is not None and not is_helper(module):
-                why = f"the last execution dispatched before {who} failed (it may still have run)"
-                return module, _LAST_EXECUTED, why
-    return None
-
-
-def _who(process: ProcessEvidence) -> str:
-    rank = f" (rank {process.rank})" if process.rank is not None else ""
-    return f"process {process.pid}{rank}"
-
-
-def _raised_before(index: DumpIndex, process: ProcessEvidence, event: Event) -> list[str]:
-    """The modules whose earlier compile or execution raised the error ``event`` raised (a
-    program that catches it and goes on, one metric after another): the last is chosen,
-    and the report says it was not the only one."""
-    labels = []
-    for e in process.events:
-        if e is event:
-            break
-        if e.error == event.error and e.kind == event.kind:
-            m = _event_module(index, process, e)
-            if m is not None and m.label not in labels:
-                labels.append(m.label)
-    return labels
-
-
-def _call(event: Event) -> str:
-    """`` (jit(f) on f32[8], f32[8,4])``: a long list of argument types shortened."""
-    what = event.fun or event.module
-    types = event.shapes.split(", ") if event.shapes else []
-    if len(types) > _TYPES_SHOWN:
-        types = [*types[: _TYPES_SHOWN - 1], f"and {len(types) - _TYPES_SHOWN + 1} more"]
-    return f" ({what}{' on ' + ', '.join(types) if types else ''})" if what else ""
-
-
-_TYPES_SHOWN = 4  # argument types a reason names, the rest counted
-
-
-def _event_module(index: DumpIndex, process: ProcessEvidence, event: Event) -> DumpModule | None:
-    """The dumped module of ``event``: by number when the hook knew it (same-name siblings
-    differ only there), else the newest module of that name, preferring one whose
-    compilation did not finish."""
-    named = [m for m in index.modules if not event.module or _loose(m.name) == _loose(event.module)]
-    if event.id is not None:
-        same = [m for m in (named or index.modules) if m.id == event.id]
-        mine = [m for m in same if _under(index, m, process)]
-        found = mine or same
-        return found[-1] if found else None
-    if not event.module or not named:
-        return None
-    unfinished = [m for m in named if not m.compiled]
-    return (unfinished or named)[-1]
-
-
-def _under(index: DumpIndex, module: DumpModule, process: ProcessEvidence) -> bool:
-    """Whether ``module``'s files are in ``process``'s own dump folder."""
-    if process.dump_dir is None or not module.files:
-        return False
-    path = index.root / module.files[0].path
-    return path.parent.resolve() == process.dump_dir.resolve()
+            module, under_way, why = found
+            reasons[module.label].append((_IN_FLIGHT if under_way else _LAST_EXECUTED, why))
 
 
 def _rank(index: DumpIndex, failure: Failure, reasons: Reasons, limit: int) -> Selection:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
-from xla_bugkit.choose.selection import Chosen, Selection, is_helper
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, is_helper
+from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.context import UNRECORDED, RunContext
