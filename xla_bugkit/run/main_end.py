@@ -2,7 +2,7 @@
 
 After its last line a Python program waits for its threads and runs its atexit functions
 (jax's among them: a tenth of a second or more). The hook tells collect when that begins
-(``recorder._tell_main_end``) by opening a FIFO that a thread of collect's waits on, so the
+(``hook.ending``) by opening a FIFO that a thread of collect's waits on, so the
 bundle's first stages run in that time rather than after it. What they do there must be
 what they would do after the exit, and harmless when it turns out unused: the stages after
 the run find it done, or do it again.

@@ -386,19 +386,7 @@ def _answer_state(recorder: Any) -> None:
     path, as this module is) only when asked: a run that is never stopped pays nothing."""
 
     def answer() -> dict[str, Any]:
-        import importlib.util
-        import sys
-
-        name = "_xla_bugkit_waiting"
-        module = sys.modules.get(name)
-        if module is None:
-            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waiting.py")
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        return module.state(recorder, _COMPILED)  # type: ignore[no-any-return]
+        waiting = recorder.load_sibling("waiting")
+        return waiting.state(recorder, _COMPILED)  # type: ignore[no-any-return]
 
     recorder.answer_with(answer)

@@ -12,7 +12,6 @@ line being written, and nothing waits on a buffer.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import faulthandler
 import json
@@ -90,6 +89,11 @@ class Recorder:
         """``dump_dir_of``, for the patches, which reach this module only through a
         recorder (both are loaded by file path)."""
         return dump_dir_of(value)
+
+    @staticmethod
+    def load_sibling(name: str) -> Any:
+        """The hook's module ``name`` (``waiting``, say), loaded by file path once."""
+        return _load_sibling(name)
 
     def keep_xla_flags(self) -> None:
         """Put collect's XLA flags back into XLA_FLAGS when the program's value lacks its
@@ -264,66 +268,6 @@ def _close_quietly(fd: int) -> None:
 RECORDER: Recorder | None = None
 
 
-_EXIT_STATUS: list[int] = []  # what the program asked sys.exit for, the last call last
-
-
-def _on_exit() -> None:
-    # An uncaught exception was printed before atexit runs, leaving sys.last_value.
-    if RECORDER is not None:
-        failed = getattr(sys, "last_value", None) is not None
-        if failed:
-            RECORDER.write("exit", status=1, how="exception")
-        elif _EXIT_STATUS:
-            RECORDER.write("exit", status=_EXIT_STATUS[-1], how="sys.exit")
-        else:
-            RECORDER.write("exit", status=None)
-
-
-def _watch_exit() -> None:
-    """``sys.exit`` notes the status the program asks for (a SystemExit leaves no trace
-    by the time atexit runs), then does exactly what it did."""
-    original = sys.exit
-
-    def noting_exit(status: object = None, /) -> Any:
-        code = 0 if status is None else status if isinstance(status, int) else 1
-        _EXIT_STATUS.append(code)
-        return original(status)  # type: ignore[arg-type]  # as the program passed it
-
-    sys.exit = noting_exit
-
-
-def _tell_main_end() -> None:
-    """Tell collect when the program's main module has finished, through the FIFO that
-    ``XLA_BUGKIT_MAIN_END`` names (``<collect's pid>:<path>``): Python then waits for the
-    program's threads and runs its atexit functions (jax's own teardown: a tenth of a
-    second or more), which collect spends on the bundle's first stages. Only the process
-    collect started tells: a worker's end is not the program's. Writes this pid, or
-    nothing when collect no longer listens."""
-    parent, _, path = os.environ.get("XLA_BUGKIT_MAIN_END", "").partition(":")
-    # Run by threading's shutdown, before atexit's functions (CPython 3.9 and later).
-    register = getattr(threading, "_register_atexit", None)
-    if not path or register is None or parent != str(os.getppid()):
-        return
-    pid = os.getpid()
-
-    def tell() -> None:
-        if os.getpid() != pid:
-            return
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody listens
-        except OSError:
-            return
-        try:
-            os.write(fd, str(pid).encode())
-        except OSError:
-            pass
-        finally:
-            _close_quietly(fd)
-
-    with contextlib.suppress(RuntimeError):  # already shutting down
-        register(tell)
-
-
 def _watch_setrlimit(recorder: Recorder) -> None:
     """``resource.setrlimit`` records what the program sets, then does exactly that."""
     import resource
@@ -380,9 +324,10 @@ def _started() -> Recorder | None:
     recorder = Recorder(folder)
     recorder.open()
     RECORDER = recorder
-    atexit.register(_on_exit)
-    _watch_exit()
-    _tell_main_end()
+    try:
+        _load_sibling("ending").watch(recorder)
+    except Exception as e:
+        recorder.write("hook_error", error=f"ending: {type(e).__name__}: {e}")
     os.register_at_fork(after_in_child=_after_fork)
     _watch_setrlimit(recorder)
     return recorder
@@ -399,6 +344,8 @@ def _after_fork() -> None:
 def _load_sibling(name: str) -> Any:
     import importlib.util
 
+    if (loaded := sys.modules.get(f"_xla_bugkit_{name}")) is not None:
+        return loaded
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_xla_bugkit_{name}", path)
     if spec is None or spec.loader is None:

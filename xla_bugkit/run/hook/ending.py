@@ -1,0 +1,76 @@
+"""How a process of the run ends, as its recorder records it (loaded by file path, as the
+recorder is; standard library only): the ``exit`` record, and the word to collect that the
+program's main module has finished."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+from typing import Any
+
+
+def watch(recorder: Any) -> None:
+    """Record how ``recorder``'s process exits, and tell collect when its main module ends."""
+    _record_exit(recorder)
+    _tell_main_end()
+
+
+def _record_exit(recorder: Any) -> None:
+    """The ``exit`` record, at atexit: how the interpreter is leaving."""
+    statuses: list[int] = []  # what the program asked sys.exit for, the last call last
+    original = sys.exit
+
+    def noting_exit(status: object = None, /) -> Any:
+        # A SystemExit leaves no trace by the time atexit runs: its status is noted here,
+        # then sys.exit does exactly what it did.
+        code = 0 if status is None else status if isinstance(status, int) else 1
+        statuses.append(code)
+        return original(status)  # type: ignore[arg-type]  # as the program passed it
+
+    def on_exit() -> None:
+        # An uncaught exception was printed before atexit runs, leaving sys.last_value.
+        if getattr(sys, "last_value", None) is not None:
+            recorder.write("exit", status=1, how="exception")
+        elif statuses:
+            recorder.write("exit", status=statuses[-1], how="sys.exit")
+        else:
+            recorder.write("exit", status=None)
+
+    sys.exit = noting_exit
+    atexit.register(on_exit)
+
+
+def _tell_main_end() -> None:
+    """Tell collect when the program's main module has finished, through the FIFO that
+    ``XLA_BUGKIT_MAIN_END`` names (``<collect's pid>:<path>``): Python then waits for the
+    program's threads and runs its atexit functions (jax's own teardown: a tenth of a
+    second or more), which collect spends on the bundle's first stages. Only the process
+    collect started tells: a worker's end is not the program's. Writes this pid, or
+    nothing when collect no longer listens."""
+    parent, _, path = os.environ.get("XLA_BUGKIT_MAIN_END", "").partition(":")
+    # Run by threading's shutdown, before atexit's functions (CPython 3.9 and later).
+    register = getattr(threading, "_register_atexit", None)
+    if not path or register is None or parent != str(os.getppid()):
+        return
+    pid = os.getpid()
+
+    def tell() -> None:
+        if os.getpid() != pid:
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody listens
+        except OSError:
+            return
+        try:
+            os.write(fd, str(pid).encode())
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    with contextlib.suppress(RuntimeError):  # already shutting down
+        register(tell)
