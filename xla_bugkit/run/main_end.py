@@ -32,7 +32,7 @@ class MainEnd:
     the wait when nothing came, and returns once ``then`` has returned; the FIFO is removed."""
 
     def __init__(self, folder: Path, then: Then) -> None:
-        self.path = folder / FIFO
+        self.path = (folder / FIFO).absolute()  # the program may change its folder
         self.then = then
         self.heard: int | None = None  # the pid that said its main module had finished
         self._closing = threading.Event()
