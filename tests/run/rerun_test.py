@@ -264,3 +264,49 @@ def test_the_program_says_when_its_main_module_has_finished(
     # Once, by the program itself: os._exit runs no teardown, so it tells nothing.
     assert heard == ([] if ending == "leaves by os._exit" else [program.pid])
     assert not (tmp_path / "processes" / main_end.FIFO).exists()
+
+
+WENT_ON = """\
+import atexit, threading
+import jax, jax.numpy as jnp
+
+split = jax.jit(lambda x: x * 2, compiler_options={"xla_cpu_parallel_codegen_split_count": 0})
+
+def loader():
+    raise ValueError("a bad batch")  # the program's own: not XLA's
+
+def evaluator():
+    print(split(jnp.ones(4)))  # XLA fails to compile it: the thread ends
+
+for target in (loader, evaluator):
+    t = threading.Thread(target=target, name=target.__name__)
+    t.start()
+    t.join()
+atexit.register(lambda: print(split(jnp.ones(8))))
+print("main done", flush=True)
+"""
+
+
+def test_an_xla_error_python_printed_and_went_on_from_is_the_failure(
+    user_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(WENT_ON)
+    record = rerun.rerun(
+        [sys.executable, str(script)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+    )
+    assert record.exit_status == 0, record.output
+    assert record.culprit is not None
+    where = [(u.where, u.type.rsplit(".", 1)[-1]) for u in record.culprit.process.uncaught]
+    assert where == [
+        ("thread 'loader'", "ValueError"),
+        ("thread 'evaluator'", "JaxRuntimeError"),
+        ("an atexit function", "JaxRuntimeError"),
+    ]
+    assert record.failure.kind is Kind.COMPILE_ERROR, record.failure
+    assert "Too many extra compilation parts" in record.failure.headline
+    assert record.went_on_from == "an atexit function"  # the newest of them

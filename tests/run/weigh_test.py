@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
-from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.processes import Culprit, failing
 from xla_bugkit.run.weigh import weigh
 
@@ -200,3 +200,23 @@ def test_a_process_that_answered_is_not_read_from_its_stack_alone() -> None:
     assert unasked.kind is Kind.HANG and unasked.executing == "step"
     answered = weigh(stopped, failing([process(7, *events, stack=waiting, answered=True)]))
     assert answered.executing is None
+
+
+def test_an_xla_error_that_ended_a_thread_is_the_failure_though_the_program_exited_0() -> None:
+    oom = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    run = classify(f"Exception in thread evaluator:\n...\njax.errors.{oom}\n", exit_status=0)
+    assert run.kind is Kind.SUCCESS  # Python printed it and went on: status 0
+    thrown = Uncaught("thread 'evaluator'", "jax.errors.JaxRuntimeError", oom)
+    weighed = weigh(run, failing([process(6, exited=True, exit_status=None, uncaught=(thrown,))]))
+    assert weighed.kind is Kind.RUNTIME_ERROR and weighed.exit_status == 0
+    assert weighed.headline == "RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    assert "in thread 'evaluator'; Python printed it and went on" in str(weighed.evidence)
+    # Raised by a compile the process recorded: a compile error, naming what it compiled.
+    split = "JaxRuntimeError: INTERNAL: Too many extra compilation parts due to non-default"
+    compiled = Event("compile", 1, "jit_eval", 3, fun="jit(eval)", started=1, ended=2, error=split)
+    at_exit = Uncaught("an atexit function", "jax.errors.JaxRuntimeError", split)
+    weighed = weigh(run, failing([process(6, compiled, exited=True, uncaught=(at_exit,))]))
+    assert weighed.kind is Kind.COMPILE_ERROR and weighed.compiling == "eval"
+    # A Python error that ended a thread is the program's own: the run stays a success.
+    value = Uncaught("thread 'loader'", "builtins.ValueError", "ValueError: bad batch")
+    assert weigh(run, failing([process(6, exited=True, uncaught=(value,))])) == run

@@ -256,6 +256,8 @@ def _exit_text(run: RunRecord) -> str:
         return "stopped by the user"
     if run.failure.signal:
         return f"killed by {run.failure.signal}"
+    if (where := run.went_on_from) is not None:
+        return f"exit status 0: uncaught in {where}, and Python went on"
     return f"exit status {run.exit_status}"
 
 

@@ -307,6 +307,8 @@ def _how_it_ended(run: RunRecord) -> str:
         where = run.culprit.label if run.culprit is not None else "a process it started"
         exited = f"the program exited with status {run.exit_status}"
         return f"{f.kind.value} ({f.signal} in {where}; {exited})"
+    if (thrown_in := run.went_on_from) is not None:
+        return f"{f.kind.value} (uncaught in {thrown_in}; Python went on, and it exited with 0)"
     if f.stopped_by is not None or run.exit_status in (None, 0):
         return f.kind.value
     return f"{f.kind.value} (exit status {run.exit_status})"

@@ -46,6 +46,10 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``program`` (the value the program had set, which now follows them)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
+``uncaught``   an exception Python printed and went on from, which the exit status never
+               shows: ``where`` ("thread 'evaluator'", "an atexit function", "a
+               finalizer"), ``type`` (``jax.errors.JaxRuntimeError``), ``error`` (its type's
+               name and first line)
 ``hook_error`` the hook could not record something (a jax release it does not know)
 
 Unknown records and keys are ignored, so the hook can grow without breaking readers.
@@ -101,6 +105,20 @@ class SavedInputs:
 
 
 @dataclass(frozen=True)
+class Uncaught:
+    """An exception Python printed and went on from (an ``uncaught`` record)."""
+
+    where: str  # "thread 'evaluator'", "an atexit function", "a finalizer"
+    type: str  # "jax.errors.JaxRuntimeError"
+    error: str  # "JaxRuntimeError: INTERNAL: ..."
+
+    @property
+    def from_jax(self) -> bool:
+        """Whether jax or jaxlib raised it: XLA's errors reach Python as theirs."""
+        return self.type.split(".", 1)[0] in ("jax", "jaxlib")
+
+
+@dataclass(frozen=True)
 class ProcessEvidence:
     pid: int
     ppid: int
@@ -125,6 +143,7 @@ class ProcessEvidence:
     inputs: tuple[SavedInputs, ...] = ()  # oldest first
     versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
     answered: bool = False  # it answered collect's question before the stop (``state``)
+    uncaught: tuple[Uncaught, ...] = ()  # exceptions printed and gone on from, oldest first
 
     @property
     def unfinished(self) -> Event | None:
@@ -168,6 +187,7 @@ def _load_one(path: Path) -> _Loaded | None:
     rlimits: dict[str, tuple[int, int]] = {}
     exit_record: dict[str, Any] | None = None
     inputs: list[SavedInputs] = []
+    uncaught: list[Uncaught] = []
     answered = False
     for r in _records(path):
         kind = r["e"]
@@ -193,6 +213,8 @@ def _load_one(path: Path) -> _Loaded | None:
             exit_record = r
         elif kind == "state" and "error" not in r:
             answered = True
+        elif kind == "uncaught" and all(isinstance(r.get(k), str) for k in _UNCAUGHT):
+            uncaught.append(Uncaught(*(r[k] for k in _UNCAUGHT)))
     if not isinstance(start.get("pid"), int):
         return None
     stack_file = path.with_name(f"{start['pid']}.stack.txt")
@@ -228,9 +250,12 @@ def _load_one(path: Path) -> _Loaded | None:
         inputs=tuple(inputs),
         versions=_strings(main.get("versions")),
         answered=answered,
+        uncaught=tuple(uncaught),
         pid_order=float(start.get("t", 0.0)),
     )
 
+
+_UNCAUGHT = ("where", "type", "error")  # an ``uncaught`` record's fields, in Uncaught's order
 
 # faulthandler's block for the hook's own listening thread (``hook.recorder._listen``).
 _LISTENER = re.compile(

@@ -59,6 +59,9 @@ def _why(p: ProcessEvidence) -> tuple[int, str]:
     if raised is not None and (not p.exited or p.exit_status):
         verb = "compiling" if raised.kind == "compile" else "running"
         return 4, f"XLA raised while {verb} {raised.module}: {raised.error}"
+    thrown = next((u for u in reversed(p.uncaught) if u.from_jax), None)
+    if thrown is not None:
+        return 4, f"an uncaught {thrown.error[:160]} in {thrown.where}"
     if unfinished is not None:
         return 3, f"it stopped{doing}"
     if not p.exited:

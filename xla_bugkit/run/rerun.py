@@ -97,6 +97,16 @@ class RunRecord:
         return memory_cap(self.culprit.process) if self.culprit is not None else None
 
     @property
+    def went_on_from(self) -> str | None:
+        """Where the failing process's XLA error was raised and left uncaught, when the run
+        still exited 0 (a thread it ended, an atexit function: Python printed it and went
+        on); None otherwise."""
+        if self.exit_status != 0 or not self.failure.kind.is_failure or self.culprit is None:
+            return None
+        thrown = (u for u in reversed(self.culprit.process.uncaught) if u.from_jax)
+        return next((u.where for u in thrown), None)
+
+    @property
     def culprit_evidence(self) -> tuple[evidence.ProcessEvidence, ...]:
         return (self.culprit.process,) if self.culprit is not None else ()
 

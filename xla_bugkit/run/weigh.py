@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase, busy_headline, classify
 from xla_bugkit.failure.signature import normalise
-from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.processes import Culprit
 
 # faulthandler's first line for each fatal signal it catches.
@@ -56,6 +56,9 @@ def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
         caught = _caught(failure, raised, culprit)
         if caught.kind in errors:
             return caught
+    thrown = next((u for u in reversed(p.uncaught) if u.from_jax), None)
+    if failure.kind is Kind.SUCCESS and thrown is not None:
+        return _went_on(failure, thrown, p, culprit)
     if failure.kind in errors and raised is not None and not _said_busy(failure):
         if raised.kind == "compile":
             return replace(
@@ -117,6 +120,29 @@ def _caught(failure: Failure, raised: Event, culprit: Culprit) -> Failure:
         executing=None if compiling else _name(raised),
         evidence=f"{culprit.label} recorded that XLA raised while {doing} {_call(raised)}; the "
         f"program went on and ended with its own message: {failure.headline[:160]}",
+    )
+
+
+def _went_on(failure: Failure, thrown: Uncaught, p: ProcessEvidence, culprit: Culprit) -> Failure:
+    """The XLA error that ended a thread of the process, or that an atexit function raised:
+    Python printed it and went on, and the exit status says nothing of it (0)."""
+    raised = next((e for e in reversed(p.events) if e.error == thrown.error), None)
+    phase = None if raised is None else Phase.COMPILE if raised.kind == "compile" else Phase.RUN
+    found = classify(f"{thrown.error}\n", exit_status=1, phase=phase)
+    if raised is not None:
+        compiling = raised.kind == "compile"
+        found = replace(
+            found,
+            compiling=_name(raised) if compiling else None,
+            executing=None if compiling else _name(raised),
+        )
+    return replace(
+        found,
+        exit_status=failure.exit_status,
+        signal=failure.signal,
+        evidence=f"{culprit.label} recorded an uncaught {thrown.error[:160]} in {thrown.where}; "
+        f"Python printed it and went on, and the program exited with status "
+        f"{failure.exit_status}",
     )
 
 

@@ -1,6 +1,6 @@
 """How a process of the run ends, as its recorder records it (loaded by file path, as the
-recorder is; standard library only): the ``exit`` record, and the word to collect that the
-program's main module has finished."""
+recorder is; standard library only): the ``exit`` record, exceptions Python prints and goes
+on from (``uncaught``), and the word to collect that the program's main module has finished."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 def watch(recorder: Any) -> None:
     """Record how ``recorder``'s process exits, and tell collect when its main module ends."""
     _record_exit(recorder)
+    _record_uncaught(recorder)
     _tell_main_end()
 
 
@@ -41,6 +42,43 @@ def _record_exit(recorder: Any) -> None:
 
     sys.exit = noting_exit
     atexit.register(on_exit)
+
+
+def _record_uncaught(recorder: Any) -> None:
+    """An exception that ends a thread, or that an atexit function or a finalizer raises, is
+    printed and Python goes on: the exit status never shows it (a worker thread's XLA error,
+    an evaluation at exit). Each is recorded (``uncaught``: where, the exception's type as
+    ``module.QualName``, its first line), then handled as it was."""
+    thread_hook, unraisable_hook = threading.excepthook, sys.unraisablehook
+
+    def excepthook(args: Any) -> None:
+        name = getattr(args.thread, "name", None) or "?"
+        _note(recorder, f"thread {name!r}", args.exc_type, args.exc_value)
+        thread_hook(args)
+
+    def unraisablehook(unraisable: Any) -> None:
+        said = unraisable.err_msg or ""
+        where = "an atexit function" if "atexit" in said else "a finalizer"
+        _note(recorder, where, unraisable.exc_type, unraisable.exc_value)
+        unraisable_hook(unraisable)
+
+    threading.excepthook = excepthook
+    sys.unraisablehook = unraisablehook
+
+
+def _note(recorder: Any, where: str, kind: Any, value: Any) -> None:
+    try:
+        if kind is None or issubclass(kind, (SystemExit, KeyboardInterrupt)):
+            return
+        lines = str(value).strip().splitlines()
+        recorder.write(
+            "uncaught",
+            where=where,
+            type=f"{kind.__module__}.{kind.__qualname__}",
+            error=f"{kind.__name__}: {lines[0][:300] if lines else ''}",
+        )
+    except Exception:  # a record lost is better than a program broken
+        pass
 
 
 def _tell_main_end() -> None:
