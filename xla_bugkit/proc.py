@@ -345,6 +345,16 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def memory_and_swap() -> int | None:
+    """This machine's RAM and swap in bytes (Linux's ``/proc/meminfo``), the most any one
+    allocation of a process here can get; None where it cannot be read."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return sum(int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "SwapTotal"))
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
 # Signals that stop a run the way Ctrl-C does. One that is ignored (``nohup`` ignores SIGHUP)
 # or has a handler of someone else's is left as it is.
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

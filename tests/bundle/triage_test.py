@@ -238,3 +238,27 @@ def test_an_allocation_larger_than_the_programs_own_cap_is_not_called_xlas_bug()
     # Under a cap it fits, or with none, the replay stands as proof.
     assert triage(oom, [reproduced], memory_cap=8 << 30).xla
     assert triage(oom, [reproduced]).xla
+
+
+def test_an_allocation_larger_than_the_machines_memory_is_not_called_xlas_bug() -> None:
+    # A 4 TiB result asked for on a CPU with 24 GiB of RAM and 2 of swap.
+    oom = Failure(
+        kind=Kind.RUNTIME_ERROR,
+        phase=Phase.RUN,
+        headline="INTERNAL: Error dispatching computation: Out of memory allocating "
+        "4398046511104 bytes.",
+        signature="INTERNAL: Out of memory allocating N bytes.",
+        status_code="INTERNAL",
+    )
+    reproduced = Verdict("module_0014.jit_heat_map", Outcome.REPRODUCED_ERROR, "OOM", "x")
+    judged = triage(oom, [reproduced], host_memory=26 << 30)
+    assert not judged.xla
+    assert judged.reason.startswith(
+        "XLA could not allocate 4,398,046,511,104 bytes in one piece, more than the "
+        "27,917,287,424 bytes of RAM and swap of the machine it ran on"
+    )
+    # One that fits in the machine's memory, or an accelerator's (no host memory given):
+    # the replay stands as proof.
+    fits = replace(oom, headline="RESOURCE_EXHAUSTED: Out of memory allocating 8589934592 bytes.")
+    assert triage(fits, [reproduced], host_memory=26 << 30).xla
+    assert triage(oom, [reproduced]).xla

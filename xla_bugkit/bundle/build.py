@@ -77,7 +77,13 @@ def build(
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(
         triage.headline(
-            triage.triage(run.failure, verdicts, module=first, memory_cap=run.memory_cap),
+            triage.triage(
+                run.failure,
+                verdicts,
+                module=first,
+                memory_cap=run.memory_cap,
+                host_memory=run.host_memory,
+            ),
             run.failure,
         )
     )

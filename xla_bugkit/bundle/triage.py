@@ -55,14 +55,17 @@ def triage(
     *,
     module: str | None = None,
     memory_cap: int | None = None,
+    host_memory: int | None = None,
 ) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
     module's name (``jit_f``), used for ``where`` when nothing better is known;
-    ``memory_cap``: the address-space limit the program set itself, if it did."""
+    ``memory_cap``: the address-space limit the program set itself, if it did;
+    ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
-    if (capped := _over_own_cap(failure, memory_cap)) is not None:
+    capped = _over_own_cap(failure, memory_cap) or _over_host_memory(failure, host_memory)
+    if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
     if proof is not None:
         reason = f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
@@ -124,6 +127,24 @@ def _over_own_cap(f: Failure, cap: int | None) -> str | None:
         "address-space cap (RLIMIT_AS) the program set itself: an allocation larger than "
         "the cap cannot succeed, so raise the cap; if this computation should not need that "
         "much, the module's buffer assignment (in the bundle) shows what XLA planned"
+    )
+
+
+def _over_host_memory(f: Failure, memory: int | None) -> str | None:
+    """For an allocation XLA could not make on the CPU that alone is larger than the
+    machine's RAM and swap: no allocator can give it there, whatever XLA does, and a replay
+    (capped below the RAM) fails the same way; what that rests on."""
+    if memory is None or f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR):
+        return None
+    size = allocation.failed_allocation(f.headline)
+    if size is None or size <= memory:
+        return None
+    return (
+        f"XLA could not allocate {size:,} bytes in one piece, more than the "
+        f"{memory:,} bytes of RAM and swap of the machine it ran on: no allocator can "
+        "give that there, so the replay failing the same way proves nothing of XLA; if "
+        "this computation should not need that much, the module's buffer assignment (in "
+        "the bundle) shows what XLA planned and for which shape"
     )
 
 

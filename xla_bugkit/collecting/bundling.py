@@ -136,7 +136,11 @@ def bundle_from(
         replay_interrupted=replays.interrupted,
         own_flags=said,
         judged=triage.triage(
-            run.failure, replays.verdicts, module=_first(selection), memory_cap=run.memory_cap
+            run.failure,
+            replays.verdicts,
+            module=_first(selection),
+            memory_cap=run.memory_cap,
+            host_memory=run.host_memory,
         ),
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xla_bugkit import flags
+from xla_bugkit import flags, proc
 from xla_bugkit.run.evidence import ProcessEvidence
 
 if TYPE_CHECKING:  # the manifest's types; capture does not depend on bundle at run time
@@ -163,6 +163,12 @@ def memory_cap(p: ProcessEvidence) -> int | None:
     """The address-space cap the process ran under, when it had one (it set it itself)."""
     caps = [soft for name in _LIMIT_NAMES if (soft := p.rlimits.get(name, (-1, -1))[0]) >= 0]
     return min(caps) if caps else None
+
+
+def host_memory(p: ProcessEvidence) -> int | None:
+    """The memory (RAM and swap) any one allocation of ``p`` could have had, where it ran
+    XLA on this machine's CPU; None for an accelerator, whose memory is its own."""
+    return proc.memory_and_swap() if p.platform == "cpu" else None
 
 
 def dump_folder(dump_dir: Path, culprit: Culprit | None) -> Path:

@@ -97,6 +97,14 @@ class RunRecord:
         return memory_cap(self.culprit.process) if self.culprit is not None else None
 
     @property
+    def host_memory(self) -> int | None:
+        """The RAM and swap of the machine the failing process ran XLA on, when that was
+        its CPU (``processes.host_memory``)."""
+        from xla_bugkit.run.processes import host_memory
+
+        return host_memory(self.culprit.process) if self.culprit is not None else None
+
+    @property
     def went_on_from(self) -> str | None:
         """Where the failing process's XLA error was raised and left uncaught, when the run
         still exited 0 (a thread it ended, an atexit function: Python printed it and went
