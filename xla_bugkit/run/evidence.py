@@ -47,9 +47,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``uncaught``   an exception Python printed and went on from, which the exit status never
-               shows: ``where`` ("thread 'evaluator'", "an atexit function", "a
-               finalizer"), ``type`` (``jax.errors.JaxRuntimeError``), ``error`` (its type's
-               name and first line)
+               shows: ``where`` ("thread 'evaluator'", "an atexit function"), ``type``
+               (``jax.errors.JaxRuntimeError``), ``error`` (its type's name and first line)
 ``hook_error`` the hook could not record something (a jax release it does not know)
 
 Unknown records and keys are ignored, so the hook can grow without breaking readers.
@@ -108,7 +107,7 @@ class SavedInputs:
 class Uncaught:
     """An exception Python printed and went on from (an ``uncaught`` record)."""
 
-    where: str  # "thread 'evaluator'", "an atexit function", "a finalizer"
+    where: str  # "thread 'evaluator'", "an atexit function"
     type: str  # "jax.errors.JaxRuntimeError"
     error: str  # "JaxRuntimeError: INTERNAL: ..."
 

@@ -45,9 +45,9 @@ def _record_exit(recorder: Any) -> None:
 
 
 def _record_uncaught(recorder: Any) -> None:
-    """An exception that ends a thread, or that an atexit function or a finalizer raises, is
-    printed and Python goes on: the exit status never shows it (a worker thread's XLA error,
-    an evaluation at exit). Each is recorded (``uncaught``: where, the exception's type as
+    """An exception that ends a thread, or that an atexit function raises, is printed and
+    Python goes on: the exit status never shows it (a worker thread's XLA error, an
+    evaluation at exit). Each is recorded (``uncaught``: where, the exception's type as
     ``module.QualName``, its first line), then handled as it was."""
     thread_hook, unraisable_hook = threading.excepthook, sys.unraisablehook
 
@@ -57,9 +57,10 @@ def _record_uncaught(recorder: Any) -> None:
         thread_hook(args)
 
     def unraisablehook(unraisable: Any) -> None:
-        said = unraisable.err_msg or ""
-        where = "an atexit function" if "atexit" in said else "a finalizer"
-        _note(recorder, where, unraisable.exc_type, unraisable.exc_value)
+        # An atexit function's ("Exception ignored in atexit callback"); a finalizer's at
+        # teardown (an array freed after its backend) is no failure of the program.
+        if "atexit" in (unraisable.err_msg or ""):
+            _note(recorder, "an atexit function", unraisable.exc_type, unraisable.exc_value)
         unraisable_hook(unraisable)
 
     threading.excepthook = excepthook
