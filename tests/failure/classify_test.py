@@ -773,3 +773,20 @@ def test_without_xlas_own_line_an_asynchronous_failure_is_quoted_as_python_saw_i
         exit_status=1,
     )
     assert failure.same_bug(replayed)
+
+
+def test_xlas_status_quoted_in_the_programs_own_words_is_xlas_error() -> None:
+    # The program caught XLA's error, said so in its own words and left (os._exit(3)).
+    said = (
+        "batch 2: n=512 nearest-neighbour distance 0.412\n"
+        "job failed in XLA: INTERNAL: Error dispatching computation: Error dispatching "
+        "computation: Out of memory allocating 4398046511104 bytes.\n"
+    )
+    f = classify(said, exit_status=3)
+    assert f.kind is Kind.RUNTIME_ERROR and f.status_code == "INTERNAL"
+    assert f.signature == "INTERNAL: Out of memory allocating N bytes."
+    # A Python exception line is still what the run ended on; a line without a status code
+    # is the program's own.
+    raised = f"{said}Traceback (most recent call last):\nValueError: bad batch\n"
+    assert classify(raised, exit_status=1).kind is Kind.EXIT
+    assert classify("job failed: disk full\n", exit_status=3).kind is Kind.EXIT

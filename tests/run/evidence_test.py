@@ -127,3 +127,22 @@ def test_a_compiles_own_options_are_read_and_hostile_ones_left_out(tmp_path: Pat
         "--xla_cpu_enable_fast_math=true",
     )
     assert compile_options(p, "jit_g") == () == compile_options(p, "jit_h")
+
+
+def test_a_compiles_options_are_its_modules_own_not_a_same_name_siblings(tmp_path: Path) -> None:
+    from xla_bugkit.run.processes import compile_options
+
+    # jit(score) for two shapes, from two threads: only the wide one with options.
+    split = "--xla_cpu_parallel_codegen_split_count=0"
+    write(
+        tmp_path, 12,
+        start(12),
+        {"e": "compile", "t": 2, "n": 1, "module": "jit_score", "id": 34},
+        {"e": "compile", "t": 3, "n": 2, "module": "jit_score", "id": 36, "options": [split]},
+        {"e": "compiled", "t": 4, "n": 1},
+        {"e": "compiled", "t": 5, "n": 2, "error": "JaxRuntimeError: INTERNAL: Too many"},
+    )  # fmt: skip
+    (p,) = evidence.load(tmp_path)
+    assert compile_options(p, "jit_score", 34) == ()
+    assert compile_options(p, "jit_score", 36) == (split,)
+    assert compile_options(p, "jit_score") == (split,)  # by name alone: any of them

@@ -71,7 +71,7 @@ def build(
     text = redactor.text
     modules = _module_entries(selection.chosen, planned, verdicts)
     for m in modules:  # options the program passed to this compile: XLA_FLAGS never shows them
-        if own := run.compile_options(m["name"]):
+        if own := run.compile_options(m["label"]):
             m["compiler_options"] = [text(o) for o in own]
     notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
     first = selection.chosen[0].module.name if selection.chosen else None

@@ -333,6 +333,7 @@ HELPER_NAMES = frozenset(
         "sort", "argmax", "argmin", "_identity_fn", "zeros_like", "full", "_full",
         "reduce_sum", "reduce_max", "reduce_min", "equal", "not_equal", "stage", "less",
         "greater", "multiply", "subtract", "true_divide", "divide", "square", "isnan",
+        "mean", "var", "std", "sum", "prod", "average", "nanmean", "nansum", "argsort",
     }
 )  # fmt: skip
 

@@ -96,7 +96,7 @@ def probe(
     own = _own(run)
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
-    options = run.compile_options(chosen.module.name) if chosen is not None else ()
+    options = run.compile_options(chosen.module.label) if chosen is not None else ()
     if not (own or options) or proof is None or chosen is None:
         return None
     m = chosen.module
@@ -146,7 +146,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
 
     own = _own(run)
     module = triage.module_name(verdicts[0].module) if verdicts else ""
-    options = run.compile_options(module)
+    options = run.compile_options(verdicts[0].module) if verdicts else ()
     if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None
     if any(v.reproduced for v in verdicts):

@@ -93,17 +93,22 @@ _STATUS_RE = re.compile(
     rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{STATUS}))?: (?P<msg>.*)$", re.M
 )
 _BARE_STATUS_RE = re.compile(rf"^(?P<code>{STATUS}): (?P<msg>.*)$", re.M)
+# XLA's status quoted in a program's own words: "job failed in XLA: INTERNAL: ...".
+_QUOTED_STATUS_RE = re.compile(rf"^[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M)
 DISPATCH = "Error dispatching computation: "
 
 
 def last_status(output: str) -> Status | None:
-    """The last Python exception line, as (type, status code or None, message)."""
+    """The last Python exception line, as (type, status code or None, message); without
+    one, the last line that is XLA's status, alone or quoted in a program's own message (a
+    program that caught XLA's error and said so before it exited)."""
     found: tuple[str, str | None, str] | None = None
     for m in _STATUS_RE.finditer(output):
         found = (m.group("exc"), m.group("code"), m.group("msg").strip())
-    if found is None:
-        for m in _BARE_STATUS_RE.finditer(output):
-            found = ("", m.group("code"), m.group("msg").strip())
+    for pattern in (_BARE_STATUS_RE, _QUOTED_STATUS_RE):
+        if found is None:
+            for m in pattern.finditer(output):
+                found = ("", m.group("code"), m.group("msg").strip())
     return _unwrapped(found, output) if found is not None else None
 
 

@@ -135,13 +135,20 @@ def flags_in_force(p: ProcessEvidence) -> tuple[str, ...]:
     return flags.without_dump_flags(flags.split(p.env.get("XLA_FLAGS")))
 
 
-def compile_options(p: ProcessEvidence, module: str) -> tuple[str, ...]:
+def compile_options(
+    p: ProcessEvidence, module: str, module_id: int | None = None
+) -> tuple[str, ...]:
     """The XLA options ``p`` passed to its compiles of ``module`` (``jit_f``), as flags, in
-    the order first passed; a later value of a name replaces an earlier one."""
+    the order first passed; a later value of a name replaces an earlier one. With
+    ``module_id``, only the compile of that dumped module: functions of one name compiled
+    for other shapes, or with other options, are modules of their own."""
     found: dict[str, str] = {}
     for e in p.events:
-        if e.kind == "compile" and e.module == module:
-            found.update((flags.name_of(o), o) for o in e.options)
+        if e.kind != "compile" or e.module != module:
+            continue
+        if module_id is not None and e.id is not None and e.id != module_id:
+            continue
+        found.update((flags.name_of(o), o) for o in e.options)
     return tuple(found.values())
 
 

@@ -73,14 +73,19 @@ class RunRecord:
             return flags_in_force(self.culprit.process)
         return self.xla_flags.user_flags
 
-    def compile_options(self, module: str) -> tuple[str, ...]:
-        """The XLA options the failing process passed to its compiles of ``module``
-        (``jax.jit(f, compiler_options=...)``), as flags; () without the hook's records."""
+    def compile_options(self, label: str) -> tuple[str, ...]:
+        """The XLA options the failing process passed to its compile of the module ``label``
+        (``module_0034.jit_f``; ``jax.jit(f, compiler_options=...)``), as flags; () without
+        the hook's records."""
         if self.culprit is None:
             return ()
         from xla_bugkit.run.processes import compile_options
 
-        return compile_options(self.culprit.process, module)
+        numbered = re.match(r"module_(\d+)\.(.+)$", label)
+        if numbered is None:
+            return compile_options(self.culprit.process, label)
+        name, module_id = numbered.group(2), int(numbered.group(1))
+        return compile_options(self.culprit.process, name, module_id)
 
     @property
     def program_python(self) -> str | None:
