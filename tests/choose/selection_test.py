@@ -495,3 +495,21 @@ def test_a_choice_that_matches_nothing_is_said(program_runs: ProgramRuns) -> Non
     assert idx.modules[-1].label in message
     with pytest.raises(BugkitError, match="--symbol 'no-such-op' is in none of the run's"):
         select(idx, failure, output, symbol="no-such-op")
+
+
+def test_of_modules_with_equally_strong_evidence_the_one_more_evidence_points_at_leads() -> None:
+    from xla_bugkit.choose import selection
+    from xla_bugkit.choose.dumps import DumpIndex, DumpModule
+
+    # Both plan the allocation XLA could not make (the second was given the first's broken
+    # result); only the first was also the last execution before the failure.
+    index = DumpIndex(
+        Path("/d"), (DumpModule(46, "jit_pairwise", ()), DumpModule(48, "jit_sort", ())), ()
+    )
+    reasons = {
+        "module_0046.jit_pairwise": [(95, "plans the allocation"), (55, "the last execution")],
+        "module_0048.jit_sort": [(95, "plans the allocation")],
+    }
+    failure = Failure(Kind.RUNTIME_ERROR, Phase.RUN, "x", "x")
+    ranked = selection._rank(index, failure, reasons, 3)
+    assert [c.module.name for c in ranked.chosen] == ["jit_pairwise", "jit_sort"]

@@ -260,7 +260,10 @@ def _rank(index: DumpIndex, failure: Failure, reasons: Reasons, limit: int) -> S
     candidates = [m for m in index.modules if reasons[m.label]]
     # What the user chose (--module, --symbol) is what they get; other evidence only ranks.
     explicit = [m for m in candidates if score(m) >= _EXPLICIT]
-    ranked = sorted(explicit or candidates, key=lambda m: (-score(m), -m.id))
+    # Equal strongest evidence: the module more pieces of evidence point at, then the newest.
+    ranked = sorted(
+        explicit or candidates, key=lambda m: (-score(m), -len(reasons[m.label]), -m.id)
+    )
     chosen = [Chosen(m, _strongest_first(reasons[m.label]), score(m)) for m in ranked[:limit]]
     guess = not chosen
     if guess and index.modules:

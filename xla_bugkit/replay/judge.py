@@ -11,6 +11,7 @@ abort, a segfault or a hang cannot take it down.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import replace
@@ -21,6 +22,7 @@ import numpy as np
 
 from xla_bugkit import config, proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
+from xla_bugkit.failure.xla_status import DISPATCH
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol, spawn
 from xla_bugkit.replay.children import Spares
@@ -201,7 +203,7 @@ def _judge_failure(
         elif not expected.message_lost and expected.signature != failure.signature:
             # The same failure, spelled otherwise: by another build (names, literals), or as
             # the program met it (an abort reading a result XLA failed to compute).
-            evidence += f" (the run showed it as: {expected.headline[:160]})"
+            evidence += f" (the run showed it as: {_quoted(expected.headline)})"
         return Verdict(inp.name, outcome, evidence, child.inputs, failure)
     if failure.kind is Kind.EXIT:
         # No XLA error, crash or hang: a Python error of the replay's own code (an input or a
@@ -327,3 +329,10 @@ def _judge_result(
         {"reference": agreed},
         matches,
     )
+
+
+def _quoted(headline: str, limit: int = 160) -> str:
+    """A run's headline as a verdict quotes it: its wrappers of an asynchronous failure
+    said once, and a long one cut between words (never inside a number)."""
+    once = re.sub(f"(?:{re.escape(DISPATCH)}){{2,}}", DISPATCH, headline)
+    return once if len(once) <= limit else once[:limit].rsplit(" ", 1)[0] + "…"
