@@ -3,6 +3,7 @@ anything is compressed (their LZMA would take longer than the run)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -49,3 +50,34 @@ def test_repro_py_reads_the_snapshot_so_its_arguments_travel_once(tmp_path: Path
     assert members.REPRO in done.names() and members.INPUTS not in done.names()
     assert "SNAPSHOT = HERE / 'modules/" in done.text(members.REPRO)
     assert (tmp_path / "b.zip").stat().st_size <= 20_000_000
+
+
+# The same inputs; a second function is given the first's failed result, and plans the
+# same allocation: both modules are bundled, each with its extra files.
+TWO_MODULES = PROGRAM.replace(
+    "print(spread(x))",
+    "@jax.jit\ndef halve(y):\n    return y / 2\nprint(halve(spread(x)))",
+)
+
+
+def test_over_the_budget_after_compressing_the_next_files_go_together(tmp_path: Path) -> None:
+    # Estimated before compressing, the 16 MB snapshot fits 14 MB; compressed, it does not.
+    program = tmp_path / "spread.py"
+    program.write_text(TWO_MODULES)
+    timings = tmp_path / "timings.jsonl"
+    done = run_collect(
+        tmp_path / "b.zip",
+        [sys.executable, str(program)],
+        "--max-size",
+        "14MB",
+        env={"XLA_BUGKIT_TIMINGS": str(timings)},
+    )
+    said = [line for line in done.stderr.splitlines() if "over the size budget" in line]
+    assert len(said) > 2 and ".snapshot." in said[-1], done.stderr
+    # The other module's files and the snapshot left out at once: the archive written twice,
+    # not once more for each file.
+    archives = [
+        s for s in map(json.loads, timings.read_text().splitlines()) if s["stage"] == "archive"
+    ]
+    assert len(archives) == 2, done.stderr
+    assert (tmp_path / "b.zip").stat().st_size <= 14_000_000

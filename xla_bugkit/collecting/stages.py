@@ -144,11 +144,12 @@ def write_bundle(
     ui: Ui,
     arrays: Path | None = None,
 ) -> tuple[Manifest, int]:
-    """Write the bundle; while it is over ``max_size``, leave out the next least useful file.
+    """Write the bundle; while it is over ``max_size``, leave out the next least useful files.
 
     Files that cannot fit even by an optimistic estimate of their compressed size
     (``layout.cannot_fit``) are left out before anything is compressed; the exact size is
-    only known after compressing, so each drop after that rewrites the archive.
+    only known after compressing, so each drop after that rewrites the archive, and leaves
+    out at once the fewest next files whose sizes add up to what the archive is over.
     """
     redactor = Redactor.for_this_machine(run.command, private=(run.log.parent,))
     if note := command_note(run.command):
@@ -195,8 +196,15 @@ def write_bundle(
         if len(dropped) == len(order):
             ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
             return manifest, size
-        dropped.append(order[len(dropped)].arcname)
-        ui.say(f"over the size budget: leaving out {dropped[-1]}")
+        # A file takes at most its own size in the archive: the next ones in the order go
+        # together until they hold as much as the archive is over (each archive written in
+        # between would still be over, and compressing a large snapshot again takes seconds).
+        freed = 0
+        while len(dropped) < len(order) and freed < size - options.max_size:
+            planned = order[len(dropped)]
+            dropped.append(planned.arcname)
+            freed += planned.source.stat().st_size
+            ui.say(f"over the size budget: leaving out {dropped[-1]}")
 
 
 def seen_devices(run: RunRecord) -> envinfo.SeenDevices | None:
