@@ -252,3 +252,9 @@ def test_a_failure_only_the_frameworks_own_xla_shows_is_replayed_there() -> None
     assert "shows under torch_xla 2.9.0's own XLA only" in steps
     assert "python repro.py" not in steps  # jaxlib's script would show nothing
     assert "xla-bugkit verify bundle.zip" in steps
+
+
+def test_a_run_that_did_not_fail_shows_no_empty_key_line() -> None:
+    body = render_issue(_ctx(signature="", failure_kind="success"))
+    assert "**Key line:** none (no failure)" in body
+    assert "``" not in body.split("**Command**")[0]

@@ -94,7 +94,8 @@ def render_issue(ctx: IssueContext) -> str:
         "description": ctx.description.strip(),
         "failure_kind": plain(ctx.failure_kind),
         "exit_status": plain(ctx.exit_status),
-        "signature": code_span(ctx.signature),
+        # A run that did not fail (collect --always) has no key line to show.
+        "signature": code_span(ctx.signature) if ctx.signature.strip() else "none (no failure)",
         "command": fenced(ctx.command, "shell"),
         "bundle": code_span(ctx.bundle_name),
         "jax_version": plain(ctx.jax_version),

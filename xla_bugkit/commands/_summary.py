@@ -94,7 +94,8 @@ def summary(
     if run.culprit is not None and run.culprit.others:
         lines.append(
             f"  failing process: {run.culprit.label}: {run.culprit.why} "
-            f"({len(run.culprit.others)} other processes listed in manifest.json)"
+            f"({len(run.culprit.others)} other "
+            f"{'process' if len(run.culprit.others) == 1 else 'processes'} listed in manifest.json)"
         )
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
