@@ -310,3 +310,31 @@ def test_an_xla_error_python_printed_and_went_on_from_is_the_failure(
     assert record.failure.kind is Kind.COMPILE_ERROR, record.failure
     assert "Too many extra compilation parts" in record.failure.headline
     assert record.went_on_from == "an atexit function"  # the newest of them
+
+
+CAPTURES_A_WORKER = """\
+import subprocess, sys
+work = "import jax; print(float(jax.jit(lambda x: x + 1)(1.0)))"
+taken = subprocess.run([sys.executable, "-c", work], capture_output=True, text=True)
+print("worker's stderr, as the program read it:", repr(taken.stderr), flush=True)
+subprocess.run([sys.executable, "-c", work.replace("x + 1", "x + 2")], check=True)
+"""
+
+
+def test_a_worker_whose_stderr_the_program_reads_logs_as_it_does_bare(
+    user_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "sweep.py"
+    script.write_text(CAPTURES_A_WORKER)
+    record = rerun.rerun(
+        [sys.executable, str(script)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+    )
+    assert record.exit_status == 0, record.output
+    read = next(line for line in record.output.splitlines() if "as the program read it" in line)
+    assert read.endswith("read it: ''"), read  # as bare: XLA logged nothing there
+    # The worker that writes where the program does still names each file XLA dumps.
+    assert any("Dumping module_" in line for line in record.output.splitlines())

@@ -128,19 +128,26 @@ def test_nothing_recorded_leaves_the_failure_as_it_was() -> None:
 
 
 def test_an_xla_error_the_program_caught_and_logged() -> None:
-    # The program logs XLA's error with log.error and exits 1 on its own terms.
+    # The program logs XLA's error with log.error and exits 1 on its own terms: XLA's status
+    # quoted in its line is XLA's error, and the process's record names the execution.
     logged = (
         "ERROR nightly: pair table failed: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
     )
     run = classify(f"{logged}\n", exit_status=1)
-    assert run.kind is Kind.EXIT
+    assert run.kind is Kind.RUNTIME_ERROR
     oom = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
     raised = Event("execute", 1, "jit_pair_table", 4, started=1.0, ended=2.0, error=oom)
     weighed = weigh(run, failing([process(6, raised, exited=True, exit_status=1)]))
     assert weighed.kind is Kind.RUNTIME_ERROR and weighed.status_code == "RESOURCE_EXHAUSTED"
     assert weighed.headline == "RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
     assert weighed.executing == "pair_table"
-    assert str(weighed.evidence).endswith(f"its own message: {logged}")
+    # Said without XLA's status, only the record shows it was XLA's.
+    reworded = "ERROR nightly: pair table failed: out of memory"
+    run = classify(f"{reworded}\n", exit_status=1)
+    assert run.kind is Kind.EXIT
+    weighed = weigh(run, failing([process(6, raised, exited=True, exit_status=1)]))
+    assert weighed.kind is Kind.RUNTIME_ERROR and weighed.executing == "pair_table"
+    assert str(weighed.evidence).endswith(f"its own message: {reworded}")
     # A Python error it caught is no XLA error: the run stays as it was.
     python = Event("execute", 1, "jit_f", 4, started=1.0, ended=2.0, error="ValueError: bad")
     assert weigh(run, failing([process(6, python, exited=True, exit_status=1)])) == run
@@ -220,3 +227,20 @@ def test_an_xla_error_that_ended_a_thread_is_the_failure_though_the_program_exit
     # A Python error that ended a thread is the program's own: the run stays a success.
     value = Uncaught("thread 'loader'", "builtins.ValueError", "ValueError: bad batch")
     assert weigh(run, failing([process(6, exited=True, uncaught=(value,))])) == run
+
+
+def test_a_worker_that_ended_inside_a_compile_with_no_exception_crashed_there() -> None:
+    # LLVM's option parser exits 1 on a misspelled --xla_backend_extra_options: the worker
+    # leaves no exception, no fatal signal and no exit of Python's; its parent sums up.
+    run = classify("sweep: best 0.00000 mean 2.00838; failed: ['unrolled']\n", exit_status=1)
+    assert run.kind is Kind.EXIT
+    worker = process(7, compiling(1, "convert_element_type"))
+    weighed = weigh(run, failing([process(6, exited=True, exit_status=1), worker]))
+    assert weighed.kind is Kind.COMPILE_CRASH and weighed.message_lost
+    assert weighed.compiling == "convert_element_type"
+    assert "never returned: the process ended inside the compile" in str(weighed.evidence)
+    assert str(weighed.evidence).endswith("the run itself ended with: sweep: best 0.00000 "
+                                          "mean 2.00838; failed: ['unrolled']")  # fmt: skip
+    # One that exited as Python does, after the compile it was in, is not read so.
+    done = process(7, compiling(1, "convert_element_type"), exited=True, exit_status=1)
+    assert weigh(run, failing([process(6, exited=True, exit_status=1), done])).kind is Kind.EXIT

@@ -311,6 +311,10 @@ def _how_it_ended(run: RunRecord) -> str:
         return f"{f.kind.value} (uncaught in {thrown_in}; Python went on, and it exited with 0)"
     if f.stopped_by is not None or run.exit_status in (None, 0):
         return f.kind.value
+    if run.culprit is not None and run.culprit.process.ppid != os.getpid():
+        # A process the program started failed; the program exited on its own terms.
+        exited = f"the program exited with status {run.exit_status}"
+        return f"{f.kind.value} (in {run.culprit.label}; {exited})"
     return f"{f.kind.value} (exit status {run.exit_status})"
 
 

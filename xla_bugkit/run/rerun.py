@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import signal
@@ -176,6 +177,9 @@ def child_env(
         env[hook.ENV_XLA_FLAGS] = merged.value
         if hook_sets_flags and "XLA_FLAGS" not in base:
             del env["XLA_FLAGS"]
+        logs = {name: base.get(name) for name in xla_log.log_env(base)}
+        env[hook.ENV_LOG_BEFORE] = json.dumps(logs)
+        env[hook.ENV_COLLECT_PID] = str(os.getpid())
     return env, merged
 
 

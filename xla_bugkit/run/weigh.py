@@ -50,6 +50,8 @@ def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
         return _crashed(failure, crashed, busy, culprit)
     if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and busy is not None:
         return _with_busy(failure, busy)
+    if failure.kind is Kind.EXIT and busy is not None and busy.kind == "compile" and not p.exited:
+        return _ended_compiling(failure, busy, culprit)
     raised = next((e for e in reversed(p.events) if e.error), None)
     errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
     if failure.kind is Kind.EXIT and raised is not None:
@@ -143,6 +145,26 @@ def _went_on(failure: Failure, thrown: Uncaught, p: ProcessEvidence, culprit: Cu
         evidence=f"{culprit.label} recorded an uncaught {thrown.error[:160]} in {thrown.where}; "
         f"Python printed it and went on, and the program exited with status "
         f"{failure.exit_status}",
+    )
+
+
+def _ended_compiling(failure: Failure, busy: Event, culprit: Culprit) -> Failure:
+    """A process whose record ends inside a compilation, with no exception, no fatal signal
+    and no exit of Python's own: it ended there (LLVM's option parser exits 1 on an
+    unknown ``--xla_backend_extra_options``), and what the run printed last is someone
+    else's (a parent's summary). Its message did not reach collect as its own: the replay's
+    stands in for it once it fails the same way."""
+    return replace(
+        failure,
+        kind=Kind.COMPILE_CRASH,
+        phase=Phase.COMPILE,
+        headline=f"{culprit.label} ended while XLA was compiling {_call(busy)}",
+        signature="compile crash",
+        compiling=_name(busy),
+        message_lost=True,
+        evidence=f"{culprit.label} recorded that XLA was compiling {_call(busy)} and never "
+        "returned: the process ended inside the compile, with no exception and no fatal "
+        f"signal; the run itself ended with: {failure.headline[:160]}",
     )
 
 

@@ -31,6 +31,11 @@ ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
 # program replaced them (``os.environ["XLA_FLAGS"] = "--xla_..."``), or was given none to
 # keep its own ``setdefault`` working (``recorder.Recorder.keep_xla_flags``).
 ENV_XLA_FLAGS = "XLA_BUGKIT_XLA_FLAGS"
+# The log settings the user had before collect's (JSON: name -> value, null for unset), and
+# collect's pid: a process whose stderr its parent took for itself gets the user's back
+# (``site/sitecustomize.py``), so that its parent reads what it would read bare.
+ENV_LOG_BEFORE = "XLA_BUGKIT_LOG_BEFORE"
+ENV_COLLECT_PID = "XLA_BUGKIT_COLLECT_PID"
 
 # A traceback frame of the hook's own wrappers (wherever xla-bugkit is installed), with the
 # source and caret lines Python prints under it.

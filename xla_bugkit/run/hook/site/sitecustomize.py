@@ -89,7 +89,38 @@ def _chain_shadowed() -> None:
     spec.loader.exec_module(module)
 
 
+def _log_as_bare_when_captured() -> None:
+    """collect's XLA log settings make XLA write a line to stderr for each file it dumps:
+    collect reads those from the output it gave the program, and hides them there. A
+    process whose stderr its parent took for itself (``subprocess.run(capture_output=True)``,
+    a redirect to a file) gets the user's own settings back before XLA reads them, so that
+    what its parent reads is what it would read bare. The process collect started, and one
+    that writes where its parent does, keep collect's."""
+    before = os.environ.get("XLA_BUGKIT_LOG_BEFORE")
+    parent = os.getppid()
+    if not before or str(parent) == os.environ.get("XLA_BUGKIT_COLLECT_PID"):
+        return
+    try:
+        mine = os.fstat(2)
+        theirs = [os.stat(f"/proc/{parent}/fd/{fd}") for fd in (1, 2)]
+    except OSError:  # no /proc (not Linux), or the parent is gone: left as it is
+        return
+    if any((mine.st_dev, mine.st_ino) == (t.st_dev, t.st_ino) for t in theirs):
+        return
+    import json
+
+    for name, value in json.loads(before).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 if os.environ.get("XLA_BUGKIT_PROCESSES"):
+    try:  # noqa: SIM105 (contextlib is not imported at start-up: this costs nothing)
+        _log_as_bare_when_captured()
+    except Exception:  # the program must run as it would without the hook
+        pass
     for _name in [n for n in _WATCHED if n in sys.modules]:
         _start_recorder(_WATCHED[_name])
     _unseen = [n for n in _WATCHED if n not in sys.modules]
