@@ -54,3 +54,34 @@ def test_the_run_ended_names_whose_signal_it_was() -> None:
     assert _how_it_ended(worker) == (
         f"{aborted.kind.value} (SIGABRT in a process it started; the program exited with status 1)"
     )
+
+
+def test_a_wrong_value_only_fast_math_flags_make_is_what_they_allow() -> None:
+    from xla_bugkit.bundle.triage import triage
+    from xla_bugkit.collecting.own_flags import OwnFlags
+    from xla_bugkit.failure.classify import Failure, Kind, Phase
+    from xla_bugkit.replay.verdict import Outcome, Verdict
+
+    agreed = Verdict(
+        "module_0010.jit_eval_error",
+        Outcome.NOT_REPRODUCED,
+        "ran to completion; result agrees with op-by-op, conservative flags",
+        "snapshot",
+        numbers={"reference": "op-by-op, conservative flags"},
+    )
+    fast = ("--xla_cpu_enable_fast_math=true", "--xla_cpu_fast_math_honor_nans=false")
+    own = OwnFlags(fast, agreed, wrong_result=True)
+    assert own.relaxing == fast
+    # A pass disabled beside them, or a crash, is no licence of theirs.
+    assert OwnFlags((*fast, "--xla_disable_hlo_passes=algsimp"), agreed, True).relaxing == ()
+    assert OwnFlags(fast, agreed, wrong_result=False).relaxing == ()
+    wrong = Failure(Kind.WRONG_RESULT, Phase.RUN, "eval mismatch", "eval mismatch")
+    reproduced = Verdict("module_0010.jit_eval_error", Outcome.REPRODUCED_WRONG, "differs", "x")
+    judged = triage(wrong, [reproduced], relaxed_by=own.relaxing)
+    assert not judged.xla
+    assert judged.reason.startswith(
+        "the result differs only under the run's own XLA flags that let XLA change "
+        "floating-point results on purpose (--xla_cpu_enable_fast_math=true "
+        "--xla_cpu_fast_math_honor_nans=false"
+    )
+    assert triage(wrong, [reproduced]).xla  # without that finding, the replay stands

@@ -77,13 +77,7 @@ def build(
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(
         triage.headline(
-            triage.triage(
-                run.failure,
-                verdicts,
-                module=first,
-                memory_cap=run.memory_cap,
-                host_memory=run.host_memory,
-            ),
+            triage.of_run(run, verdicts, module=first),
             run.failure,
         )
     )

@@ -69,9 +69,7 @@ def render(
         # Nothing optimized to name it (a compile error): the failing process's backend.
         platform = run.culprit.process.platform or None
     first = selection.chosen[0].module.name if selection.chosen else None
-    judged = triage.triage(
-        f, verdicts, module=first, memory_cap=run.memory_cap, host_memory=run.host_memory
-    )
+    judged = triage.of_run(run, verdicts, module=first)
     title = text(triage.title(judged, f, platform))
     rep = staged.repro
     before = _before_text(stage, rep)

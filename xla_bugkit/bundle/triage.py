@@ -18,6 +18,7 @@ from xla_bugkit.bundle import issue
 from xla_bugkit.choose import allocation
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
+from xla_bugkit.run.rerun import RunRecord
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
@@ -56,15 +57,25 @@ def triage(
     module: str | None = None,
     memory_cap: int | None = None,
     host_memory: int | None = None,
+    relaxed_by: Sequence[str] = (),
 ) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
     module's name (``jit_f``), used for ``where`` when nothing better is known;
     ``memory_cap``: the address-space limit the program set itself, if it did;
-    ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did."""
+    ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did;
+    ``relaxed_by``: the run's own fast-math flags, when a wrong value goes away without
+    them."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
     capped = _over_own_cap(failure, memory_cap) or _over_host_memory(failure, host_memory)
+    if capped is None and relaxed_by and failure.kind is Kind.WRONG_RESULT:
+        capped = (
+            f"the result differs only under the run's own XLA flags that let XLA change "
+            f"floating-point results on purpose ({' '.join(relaxed_by)}: no NaN, infinity "
+            "or exact division promised); without them it agrees with its references, as "
+            "those flags are documented to allow"
+        )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
     if proof is not None:
@@ -390,3 +401,16 @@ def sentence(t: Triage, failure: Failure) -> str:
 
 def _article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = None) -> Triage:
+    """``triage`` of ``run``'s failure, with what its failing process recorded: its memory
+    cap, the machine's memory where it ran on the CPU, and its own fast-math flags."""
+    return triage(
+        run.failure,
+        verdicts,
+        module=module,
+        memory_cap=run.memory_cap,
+        host_memory=run.host_memory,
+        relaxed_by=run.relaxed_by,
+    )

@@ -115,7 +115,8 @@ def bundle_from(
         )
         if said is not None:
             found = Dumps(found.index, (said, *found.problems))
-            run = replace(run, own_flags=said)
+            relaxed = own.relaxing if own is not None else ()
+            run = replace(run, own_flags=said, relaxed_by=relaxed)
         try:
             with ui.phase("writing the bundle"):
                 manifest, size = write_bundle(
@@ -135,13 +136,7 @@ def bundle_from(
         fmt,
         replay_interrupted=replays.interrupted,
         own_flags=said,
-        judged=triage.triage(
-            run.failure,
-            replays.verdicts,
-            module=_first(selection),
-            memory_cap=run.memory_cap,
-            host_memory=run.host_memory,
-        ),
+        judged=triage.of_run(run, replays.verdicts, module=_first(selection)),
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo
         ),

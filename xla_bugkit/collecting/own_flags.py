@@ -22,6 +22,20 @@ from xla_bugkit.replay.verdict import NO_REFERENCE, Verdict
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
 
+# XLA flags whose purpose is to let the compiler change floating-point results: a wrong value
+# that goes away without them is what they are documented to do.
+RELAXING = frozenset(
+    {
+        "--xla_cpu_enable_fast_math",
+        "--xla_cpu_fast_math_honor_nans",
+        "--xla_cpu_fast_math_honor_infs",
+        "--xla_cpu_fast_math_honor_division",
+        "--xla_cpu_fast_math_honor_functions",
+        "--xla_cpu_enable_fast_min_max",
+        "--xla_gpu_enable_fast_min_max",
+    }
+)
+
 
 @dataclass(frozen=True)
 class OwnFlags:
@@ -38,6 +52,17 @@ class OwnFlags:
     def needed(self) -> bool:
         """The module fails with the run's flags and not without them."""
         return not self.without.reproduced
+
+    @property
+    def relaxing(self) -> tuple[str, ...]:
+        """For a wrong value that agrees with its references without them, the run's own
+        flags and options when every one of them lets XLA change results on purpose (fast
+        math, NaNs or infinities not honoured: ``RELAXING``); () otherwise."""
+        every = (*self.flags, *self.options)
+        agreed = self.without.numbers.get("reference") not in (None, NO_REFERENCE)
+        if not (self.needed and self.wrong_result and agreed and self.without.failure is None):
+            return ()
+        return every if all(flags.name_of(f) in RELAXING for f in every) else ()
 
     def finding(self) -> str:
         """One line for the summary and the report."""

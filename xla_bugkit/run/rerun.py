@@ -49,6 +49,9 @@ class RunRecord:
     # What a replay without the run's own XLA flags showed (``collecting.own_flags``), once
     # it ran: one line for the summary and the report.
     own_flags: str | None = None
+    # The run's own flags that let XLA change results on purpose (fast math), when a wrong
+    # value agrees with its references without them (``collecting.own_flags``).
+    relaxed_by: tuple[str, ...] = ()
     # The lines of ``output`` that only collect's log settings made (``re.match`` on a line):
     # the terminal hid them, and the report shows the program's output without them.
     hidden: str | None = None
