@@ -115,3 +115,17 @@ def test_outputs_combine_and_indices_name_the_output() -> None:
 def test_scalars_compare() -> None:
     assert compare_arrays(np.float32(2.0), np.float32(2.0)).close
     assert compare_arrays(np.float32(2.0), np.float32(3.0)).first_indices == ((0,),)
+
+
+def test_a_nan_where_the_reference_has_a_number_is_said_as_such() -> None:
+    expected = np.array([0.0308, np.nan, 2.0], np.float32)  # the masked entry: NaN in both
+    nan_out = compare_arrays(np.array([np.nan, np.nan, 2.0], np.float32), expected)
+    assert nan_out.nans == 2 and nan_out.new_nans == 1
+    assert nan_out.summary() == (
+        "1/3 elements differ (1 NaN where the reference has a number), first at [0] of output 0"
+    )
+    both = compare_arrays(np.array([np.nan, np.nan, 3.0], np.float32), expected)
+    assert both.summary().startswith(
+        "2/3 elements differ (max abs error inf, max rel error inf, 1 NaN where the reference "
+        "has a number)"
+    )

@@ -33,6 +33,7 @@ class Comparison:
     max_abs: float = 0.0
     max_rel: float = 0.0
     nans: int = 0  # NaNs in the actual outputs
+    new_nans: int = 0  # of them, where the reference has a number
     first_indices: tuple[tuple[int, ...], ...] = ()
     notes: tuple[str, ...] = field(default=())  # structural differences (count, shape, dtype)
 
@@ -56,9 +57,14 @@ class Comparison:
         """One line: what differs and by how much."""
         if self.notes:
             return "; ".join(self.notes)
+        new = f"{self.new_nans} NaN where the reference has a number"
+        if self.new_nans and self.new_nans == self.mismatches:
+            how = new  # the errors are the NaNs: "max abs error inf" would say less
+        else:
+            how = f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
+            how += f", {new}" if self.new_nans else ""
         return (
-            f"{self.mismatches}/{self.total} elements differ (max abs error {self.max_abs:.3g}, "
-            f"max rel error {self.max_rel:.3g}, {self.nans} NaN), first at "
+            f"{self.mismatches}/{self.total} elements differ ({how}), first at "
             f"{_where(self.first_indices[0]) if self.first_indices else '-'}"
         )
 
@@ -125,7 +131,9 @@ def compare_arrays(
         abs_err, rel_err = _errors(actual, expected)
         bound = _scaled(abs_bound, actual, expected) if scaled else abs_bound
         bad = (abs_err > bound) & (rel_err > rel_bound)
-        nans = int(np.count_nonzero(np.isnan(_as_float(actual))))
+        lone = np.isnan(_as_float(actual))
+        nans = int(np.count_nonzero(lone))
+        new_nans = int(np.count_nonzero(lone & ~np.isnan(_as_float(expected))))
     else:
         # Exact types: any difference counts; errors are reported as plain magnitudes.
         diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
@@ -133,7 +141,7 @@ def compare_arrays(
         with np.errstate(invalid="ignore", divide="ignore"):
             rel_err = np.where(diff == 0, 0.0, diff / np.abs(expected.astype(np.float64)))
         bad = actual != expected
-        nans = 0
+        nans = new_nans = 0
     indices = tuple((output, *map(int, i)) for i in np.argwhere(bad)[:MAX_INDICES])
     return Comparison(
         mismatches=int(np.count_nonzero(bad)),
@@ -141,6 +149,7 @@ def compare_arrays(
         max_abs=_max(abs_err),
         max_rel=_max(rel_err),
         nans=nans,
+        new_nans=new_nans,
         first_indices=indices,
     )
 
@@ -203,6 +212,7 @@ def _combine(parts: Sequence[Comparison]) -> Comparison:
         max_abs=max((p.max_abs for p in parts), default=0.0),
         max_rel=max((p.max_rel for p in parts), default=0.0),
         nans=sum(p.nans for p in parts),
+        new_nans=sum(p.new_nans for p in parts),
         first_indices=tuple(first[:MAX_INDICES]),
         notes=tuple(notes),
     )
