@@ -85,3 +85,18 @@ def test_a_wrong_value_only_fast_math_flags_make_is_what_they_allow() -> None:
         "--xla_cpu_fast_math_honor_nans=false"
     )
     assert triage(wrong, [reproduced]).xla  # without that finding, the replay stands
+
+
+def test_the_reports_failure_line_names_a_workers_signal_apart_from_the_programs_exit() -> None:
+    from dataclasses import replace
+
+    from xla_bugkit.bundle.report import _exit_text
+    from xla_bugkit.failure.classify import classify
+
+    output = "F0000 buffer_assignment_util.cc:46] Check failed: const_instr == nullptr\n"
+    aborted = classify(output, exit_status=-6)
+    assert _exit_text(run_record(output, aborted, exit_status=-6)) == "killed by SIGABRT"
+    worker = run_record(output, replace(aborted, exit_status=1), exit_status=1)
+    assert _exit_text(worker) == (
+        "SIGABRT in a process it started; the program exited with status 1"
+    )
