@@ -66,3 +66,16 @@ def test_a_spawned_worker_with_its_parents_arguments_is_still_said_to_be_a_child
     assert report._started_by(run) == (101, 100)
     alone = replace(run, culprit=Culprit(parent, "it crashed", ()))
     assert report._started_by(alone) is None
+
+
+def test_a_worker_whose_parent_never_started_xla_is_still_said_to_be_a_child() -> None:
+    from xla_bugkit.run.evidence import ProcessEvidence
+    from xla_bugkit.run.processes import failing
+
+    # A process pool's parent only hands out work: it records itself, with no backend.
+    parent = ProcessEvidence(100, 1, ("augment.py",), ())
+    worker = ProcessEvidence(101, 100, ("augment.py",), (), platform="cpu")
+    culprit = failing([parent, worker])
+    assert culprit is not None and culprit.process is worker and culprit.others == ()
+    run = run_record("", CRASH, command=("python", "augment.py"), culprit=culprit)
+    assert report._started_by(run) == (101, 100)

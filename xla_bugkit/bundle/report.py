@@ -281,7 +281,8 @@ def _started_by(run: RunRecord) -> tuple[int, int] | None:
     if run.culprit is None:
         return None
     p = run.culprit.process
-    return (p.pid, p.ppid) if p.ppid in {o.pid for o in run.culprit.others} else None
+    parents = run.culprit.recorded | {o.pid for o in run.culprit.others}
+    return (p.pid, p.ppid) if p.ppid in parents else None
 
 
 def _runs_as(argv: list[str], command: list[str]) -> bool:

@@ -32,7 +32,8 @@ class Culprit:
 
     process: ProcessEvidence
     why: str
-    others: tuple[ProcessEvidence, ...] = ()
+    others: tuple[ProcessEvidence, ...] = ()  # the run's other processes with an XLA backend
+    recorded: frozenset[int] = frozenset()  # the pid of every process the hook recorded
 
     @property
     def label(self) -> str:
@@ -89,7 +90,8 @@ def failing(
         if len(reasons) == 1:
             (best,) = [p for p in xla if id(p) in reasons]
             why = f"no process recorded a failure, but {reasons[id(best)]}"
-            return Culprit(best, why, tuple(p for p in xla if p is not best))
+            others = tuple(p for p in xla if p is not best)
+            return Culprit(best, why, others, frozenset(p.pid for p in processes))
     # The strongest sign of failure wins; among equals, the one that stopped first (a rank
     # that died takes the others down after it), unless they ran one after another.
     in_sequence = _in_sequence(xla)
@@ -109,7 +111,8 @@ def failing(
         best = best if in_sequence else xla[0] if len(xla) > 1 else best
     elif in_sequence and len(tied) > 1:
         why += f" (the last of {len(tied)} that ran one after another and did so)"
-    return Culprit(best, why, tuple(p for p in xla if p is not best))
+    others = tuple(p for p in xla if p is not best)
+    return Culprit(best, why, others, frozenset(p.pid for p in processes))
 
 
 def _in_sequence(xla: Sequence[ProcessEvidence]) -> bool:
