@@ -218,15 +218,19 @@ def test_a_title_keeps_the_message_behind_repeated_wrappers() -> None:
     )
 
 
-def test_an_allocation_larger_than_the_programs_own_cap_is_not_called_xlas_bug() -> None:
-    oom = Failure(
+def _out_of_memory(size: int) -> Failure:
+    """The failure a run that XLA could not give ``size`` bytes shows as."""
+    return Failure(
         kind=Kind.RUNTIME_ERROR,
         phase=Phase.RUN,
-        headline="INTERNAL: Error dispatching computation: Out of memory allocating "
-        "4384032004 bytes.",
+        headline=f"INTERNAL: Error dispatching computation: Out of memory allocating {size} bytes.",
         signature="INTERNAL: Out of memory allocating N bytes.",
         status_code="INTERNAL",
     )
+
+
+def test_an_allocation_larger_than_the_programs_own_cap_is_not_called_xlas_bug() -> None:
+    oom = _out_of_memory(4384032004)
     # The replay under the same cap fails the same way: that proves nothing of XLA.
     reproduced = Verdict("module_0024.jit_kde", Outcome.REPRODUCED_ERROR, "RESOURCE_EXHAUSTED", "x")
     capped = triage(oom, [reproduced], memory_cap=3 << 30)
@@ -242,14 +246,7 @@ def test_an_allocation_larger_than_the_programs_own_cap_is_not_called_xlas_bug()
 
 def test_an_allocation_larger_than_the_machines_memory_is_not_called_xlas_bug() -> None:
     # A 4 TiB result asked for on a CPU with 24 GiB of RAM and 2 of swap.
-    oom = Failure(
-        kind=Kind.RUNTIME_ERROR,
-        phase=Phase.RUN,
-        headline="INTERNAL: Error dispatching computation: Out of memory allocating "
-        "4398046511104 bytes.",
-        signature="INTERNAL: Out of memory allocating N bytes.",
-        status_code="INTERNAL",
-    )
+    oom = _out_of_memory(4398046511104)
     reproduced = Verdict("module_0014.jit_heat_map", Outcome.REPRODUCED_ERROR, "OOM", "x")
     judged = triage(oom, [reproduced], host_memory=26 << 30)
     assert not judged.xla

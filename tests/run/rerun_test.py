@@ -231,6 +231,22 @@ def test_rerun_of_a_missing_command(user_env: dict[str, str], tmp_path: Path) ->
         )
 
 
+def _rerun_script(
+    tmp_path: Path, text: str, at_main_end: main_end.Then | None = None
+) -> rerun.RunRecord:
+    """``text`` written as a script in ``tmp_path``, run there under collect's rerun."""
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    return rerun.rerun(
+        [sys.executable, str(script)],
+        dump_dir=tmp_path / "dump",
+        log_path=tmp_path / "run.log",
+        timeout=600,
+        echo=False,
+        at_main_end=at_main_end,
+    )
+
+
 _ENDS = {
     # A worker that imports jax and ends first is not the program.
     "returns": "subprocess.run([sys.executable, '-c', 'import jax'], check=True)\n",
@@ -243,20 +259,14 @@ _ENDS = {
 def test_the_program_says_when_its_main_module_has_finished(
     user_env: dict[str, str], tmp_path: Path, ending: str
 ) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(
+    program_text = (
         "import os, subprocess, sys\n"
         "import jax, jax.numpy as jnp\n"
         "print(jax.jit(lambda x: x + 1)(jnp.ones(3)).sum(), flush=True)\n" + _ENDS[ending]
     )
     heard: list[int] = []
-    record = rerun.rerun(
-        [sys.executable, str(script)],
-        dump_dir=tmp_path / "dump",
-        log_path=tmp_path / "run.log",
-        timeout=600,
-        echo=False,
-        at_main_end=lambda pid, exited: heard.append(pid),
+    record = _rerun_script(
+        tmp_path, program_text, at_main_end=lambda pid, exited: heard.append(pid)
     )
     assert record.exit_status == {"returns": 0, "raises": 1}.get(ending, 3), record.output
     processes = evidence.read(tmp_path / "processes")
@@ -290,15 +300,7 @@ print("main done", flush=True)
 def test_an_xla_error_python_printed_and_went_on_from_is_the_failure(
     user_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(WENT_ON)
-    record = rerun.rerun(
-        [sys.executable, str(script)],
-        dump_dir=tmp_path / "dump",
-        log_path=tmp_path / "run.log",
-        timeout=600,
-        echo=False,
-    )
+    record = _rerun_script(tmp_path, WENT_ON)
     assert record.exit_status == 0, record.output
     assert record.culprit is not None
     where = [(u.where, u.type.rsplit(".", 1)[-1]) for u in record.culprit.process.uncaught]
@@ -324,15 +326,7 @@ subprocess.run([sys.executable, "-c", work.replace("x + 1", "x + 2")], check=Tru
 def test_a_worker_whose_stderr_the_program_reads_logs_as_it_does_bare(
     user_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = tmp_path / "sweep.py"
-    script.write_text(CAPTURES_A_WORKER)
-    record = rerun.rerun(
-        [sys.executable, str(script)],
-        dump_dir=tmp_path / "dump",
-        log_path=tmp_path / "run.log",
-        timeout=600,
-        echo=False,
-    )
+    record = _rerun_script(tmp_path, CAPTURES_A_WORKER)
     assert record.exit_status == 0, record.output
     read = next(line for line in record.output.splitlines() if "as the program read it" in line)
     assert read.endswith("read it: ''"), read  # as bare: XLA logged nothing there

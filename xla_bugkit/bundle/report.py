@@ -13,7 +13,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
-from xla_bugkit.failure.classify import Failure, signal_name
+from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import native
 from xla_bugkit.replay.verdict import Verdict
@@ -255,11 +255,7 @@ def _exit_text(run: RunRecord) -> str:
     if run.interrupted:
         return "stopped by the user"
     if run.failure.signal:
-        if run.exit_status is None or signal_name(run.exit_status) == run.failure.signal:
-            return f"killed by {run.failure.signal}"
-        # A process the program started died on it; the program itself exited.
-        who = run.culprit.label if run.culprit is not None else "a process it started"
-        return f"{run.failure.signal} in {who}; the program exited with status {run.exit_status}"
+        return run.signal_elsewhere or f"killed by {run.failure.signal}"
     if (thrown_in := run.went_on_from) is not None:
         return f"exit status 0: uncaught in {thrown_in}, and Python went on"
     return f"exit status {run.exit_status}"

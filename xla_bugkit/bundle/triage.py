@@ -14,8 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xla_bugkit.bundle import issue
-from xla_bugkit.choose import allocation
+from xla_bugkit.bundle import excused, issue
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 from xla_bugkit.run.rerun import RunRecord
@@ -68,14 +67,9 @@ def triage(
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
-    capped = _over_own_cap(failure, memory_cap) or _over_host_memory(failure, host_memory)
-    if capped is None and relaxed_by and failure.kind is Kind.WRONG_RESULT:
-        capped = (
-            f"the result differs only under the run's own XLA flags that let XLA change "
-            f"floating-point results on purpose ({' '.join(relaxed_by)}: no NaN, infinity "
-            "or exact division promised); without them it agrees with its references, as "
-            "those flags are documented to allow"
-        )
+    capped = excused.reason(
+        failure, memory_cap=memory_cap, host_memory=host_memory, relaxed_by=relaxed_by
+    )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
     if proof is not None:
@@ -122,41 +116,6 @@ def triage(
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
-
-
-def _over_own_cap(f: Failure, cap: int | None) -> str | None:
-    """For an allocation XLA could not make that alone is larger than the address-space
-    cap the program set itself: what that rests on (a replay under the same cap fails the
-    same way, and proves nothing of XLA)."""
-    if cap is None or f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR):
-        return None
-    size = allocation.failed_allocation(f.headline)
-    if size is None or size <= cap:
-        return None
-    return (
-        f"XLA could not allocate {size:,} bytes in one piece under the {cap:,}-byte "
-        "address-space cap (RLIMIT_AS) the program set itself: an allocation larger than "
-        "the cap cannot succeed, so raise the cap; if this computation should not need that "
-        "much, the module's buffer assignment (in the bundle) shows what XLA planned"
-    )
-
-
-def _over_host_memory(f: Failure, memory: int | None) -> str | None:
-    """For an allocation XLA could not make on the CPU that alone is larger than the
-    machine's RAM and swap: no allocator can give it there, whatever XLA does, and a replay
-    (capped below the RAM) fails the same way; what that rests on."""
-    if memory is None or f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR):
-        return None
-    size = allocation.failed_allocation(f.headline)
-    if size is None or size <= memory:
-        return None
-    return (
-        f"XLA could not allocate {size:,} bytes in one piece, more than the "
-        f"{memory:,} bytes of RAM and swap of the machine it ran on: no allocator can "
-        "give that there, so the replay failing the same way proves nothing of XLA; if "
-        "this computation should not need that much, the module's buffer assignment (in "
-        "the bundle) shows what XLA planned and for which shape"
-    )
 
 
 def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:

@@ -297,16 +297,10 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
 def _how_it_ended(run: RunRecord) -> str:
     """The run's failure in a few words; the summary, printed once the bundle is written,
     gives its headline (printing it here too would say it twice)."""
-    from xla_bugkit.failure.classify import signal_name  # loaded while the program ran
-
     f = run.failure
     if f.signal and f.stopped_by is None:
-        if run.exit_status is None or f.signal == signal_name(run.exit_status):
-            return f"{f.kind.value} ({f.signal})"
-        # A process it started died on the signal; the program itself exited.
-        where = run.culprit.label if run.culprit is not None else "a process it started"
-        exited = f"the program exited with status {run.exit_status}"
-        return f"{f.kind.value} ({f.signal} in {where}; {exited})"
+        # A process it started may have died on the signal, the program itself exited.
+        return f"{f.kind.value} ({run.signal_elsewhere or f.signal})"
     if (thrown_in := run.went_on_from) is not None:
         return f"{f.kind.value} (uncaught in {thrown_in}; Python went on, and it exited with 0)"
     if f.stopped_by is not None or run.exit_status in (None, 0):

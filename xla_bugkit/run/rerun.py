@@ -114,6 +114,18 @@ class RunRecord:
         return host_memory(self.culprit.process) if self.culprit is not None else None
 
     @property
+    def signal_elsewhere(self) -> str | None:
+        """When a process the program started died on the failure's signal and the program
+        itself exited: "SIGABRT in pid 4242; the program exited with status 1"."""
+        from xla_bugkit.failure.classify import signal_name  # read once the run has ended
+
+        sig = self.failure.signal
+        if not sig or self.exit_status is None or signal_name(self.exit_status) == sig:
+            return None
+        who = self.culprit.label if self.culprit is not None else "a process it started"
+        return f"{sig} in {who}; the program exited with status {self.exit_status}"
+
+    @property
     def went_on_from(self) -> str | None:
         """Where the failing process's XLA error was raised and left uncaught, when the run
         still exited 0 (a thread it ended, an atexit function: Python printed it and went

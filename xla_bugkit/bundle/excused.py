@@ -1,0 +1,73 @@
+"""Failures that reproduce and are still not XLA's doing, and what each verdict rests on: an
+allocation no allocator could give where it ran, a wrong value the run's own fast-math flags
+allow. ``triage`` asks here before it takes a replay for proof."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xla_bugkit.choose import allocation
+from xla_bugkit.failure.classify import Failure, Kind
+
+# The failures an allocation XLA could not make shows as.
+_ALLOCATING = (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR)
+
+
+def reason(
+    f: Failure,
+    *,
+    memory_cap: int | None = None,
+    host_memory: int | None = None,
+    relaxed_by: Sequence[str] = (),
+) -> str | None:
+    """Why ``f`` is not XLA's doing however its replay ends, or None: an allocation larger
+    than the address-space cap the program set itself (``memory_cap``) or, on the CPU, than
+    the machine's RAM and swap (``host_memory``); a wrong value that only the run's own
+    fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
+    return (
+        _over_own_cap(f, memory_cap) or _over_host_memory(f, host_memory) or _relaxed(f, relaxed_by)
+    )
+
+
+def _too_large(f: Failure, limit: int | None) -> int | None:
+    """The size of the allocation XLA said it could not make, when it alone is over
+    ``limit``: a replay under the same limit fails the same way whatever XLA does."""
+    if limit is None or f.kind not in _ALLOCATING:
+        return None
+    size = allocation.failed_allocation(f.headline)
+    return size if size is not None and size > limit else None
+
+
+def _over_own_cap(f: Failure, cap: int | None) -> str | None:
+    if (size := _too_large(f, cap)) is None:
+        return None
+    return (
+        f"XLA could not allocate {size:,} bytes in one piece under the {cap:,}-byte "
+        "address-space cap (RLIMIT_AS) the program set itself: an allocation larger than "
+        "the cap cannot succeed, so raise the cap; if this computation should not need that "
+        "much, the module's buffer assignment (in the bundle) shows what XLA planned"
+    )
+
+
+def _over_host_memory(f: Failure, memory: int | None) -> str | None:
+    # The replay runs capped below the RAM (``replay.limits``): it fails the same way too.
+    if (size := _too_large(f, memory)) is None:
+        return None
+    return (
+        f"XLA could not allocate {size:,} bytes in one piece, more than the "
+        f"{memory:,} bytes of RAM and swap of the machine it ran on: no allocator can "
+        "give that there, so the replay failing the same way proves nothing of XLA; if "
+        "this computation should not need that much, the module's buffer assignment (in "
+        "the bundle) shows what XLA planned and for which shape"
+    )
+
+
+def _relaxed(f: Failure, relaxed_by: Sequence[str]) -> str | None:
+    if not relaxed_by or f.kind is not Kind.WRONG_RESULT:
+        return None
+    return (
+        f"the result differs only under the run's own XLA flags that let XLA change "
+        f"floating-point results on purpose ({' '.join(relaxed_by)}: no NaN, infinity "
+        "or exact division promised); without them it agrees with its references, as "
+        "those flags are documented to allow"
+    )
