@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "xla_bugkit"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(units.split())
     for units in (
-        "errors __version__ streams filememo",
+        "errors __version__ streams filememo templates",
         "config proc ui _lazy github flags leftovers",
         "hlo failure",
         "frameworks redact archive",

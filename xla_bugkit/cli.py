@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     _add_bisect(sub)
     _add_convert(sub)
     _add_cache(sub)
+    _add_doctor(sub)
     return p
 
 
@@ -298,3 +299,17 @@ def _add_cache(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         epilog=cache.EPILOG,
     )
     cache.add_arguments(p)
+
+
+def _add_doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from xla_bugkit.commands import doctor
+
+    p = opts.subcommand(
+        sub,
+        "doctor",
+        help="check that the installation is whole: modules, data files, dependencies",
+        description="Import every module of xla-bugkit, look for every data file it reads, and "
+        "print the versions of its dependencies; say what is missing and how to reinstall.",
+        epilog=doctor.EPILOG,
+    )
+    doctor.add_arguments(p)

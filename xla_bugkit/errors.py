@@ -21,6 +21,12 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
+# What to do about an install that lacks a module of its own (main's handler, doctor).
+REINSTALL = (
+    "reinstall it: python -m pip install --force-reinstall xla-bugkit (from a clone: "
+    "python -m pip install --force-reinstall .; with pipx: pipx reinstall xla-bugkit)"
+)
+
 # What each code means, for the table in docs/exit-codes.md (a test keeps the two equal).
 MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "`collect`: bundle written and the failure reproduced by replay; `verify`: the "
@@ -99,6 +105,10 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "cache": {
         ExitCode.OK: "listed or cleared",
         ExitCode.ERROR: "the cache or its limit cannot be read",
+    },
+    "doctor": {
+        ExitCode.OK: "the installation is whole",
+        ExitCode.ERROR: "a module, data file or dependency is missing",
     },
     "convert": {
         ExitCode.OK: "written",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from xla_bugkit import cli, cli_collect, cli_options, config, proc
-from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.errors import REINSTALL, BugkitError, ExitCode
 from xla_bugkit.ui import Ui, shown
 
 
@@ -89,6 +89,10 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         from xla_bugkit.commands.cache import cache_command
 
         return cache_command(clear=args.clear, ui=ui)
+    if args.command == "doctor":
+        from xla_bugkit.commands.doctor import doctor_command
+
+        return doctor_command(json_output=args.json)
     if args.command == "show":
         from xla_bugkit.commands.show import show
 
@@ -155,8 +159,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader of our output went away (`| head`): not an error of ours or theirs.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except ImportError as e:
+        if (e.name or "").startswith("xla_bugkit") or "xla_bugkit" in str(e):
+            return _incomplete(e)
+        return _internal_error()
     except Exception:
         return _internal_error()
+
+
+def _incomplete(e: ImportError) -> int:
+    """A module of xla-bugkit's own is missing: the install is broken, not the program."""
+    print(
+        f"xla-bugkit: error: this installation of xla-bugkit is incomplete ({e}); {REINSTALL}; "
+        "then xla-bugkit doctor checks it",
+        file=sys.stderr,
+    )
+    return ExitCode.INTERNAL
 
 
 def _internal_error() -> int:

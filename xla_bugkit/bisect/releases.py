@@ -8,7 +8,6 @@ machine's architecture); the others are listed with the reason, never silently l
 from __future__ import annotations
 
 import functools
-import json
 import platform
 import re
 import sys
@@ -38,6 +37,8 @@ def needs_numpy_1(version: str) -> bool:
 
 
 PIP_TIMEOUT = 120.0
+# What `pip index versions` prints, from pip 21.2 on: "Available versions: 0.10.2, 0.10.1, ..."
+_AVAILABLE = re.compile(r"^Available versions: (?P<versions>.*)$", re.MULTILINE)
 # A wheel's name: jaxlib-0.8.1-cp311-cp311-manylinux_2_27_x86_64.whl
 _WHEEL = re.compile(
     r"^(?P<name>jaxlib|jax)-(?P<version>\d+(?:\.\d+)+)-(?P<python>[^-]+)-[^-]+-(?P<arch>[^-]+)\.whl$"
@@ -153,22 +154,22 @@ def from_index(python: str | None = None) -> Releases:
     return _split(here, elsewhere, "the package index")
 
 
-def _index_versions(python_version: str | None) -> set[str]:
-    argv = [sys.executable, "-m", "pip", "index", "versions", "jaxlib", "--json"]
+def _index_versions(python_version: str | None, pip_python: str = sys.executable) -> set[str]:
+    """The jaxlib releases ``pip index versions`` lists, read from the text every pip since
+    21.2 prints (``--json`` needs a pip from 2024); through ``pip_python``'s own pip, so that
+    the user's pip configuration (index URL, extra index, find-links, proxy) holds."""
+    argv = [pip_python, "-m", "pip", "index", "versions", "jaxlib"]
     if python_version is not None:
         argv += ["--python-version", python_version, "--only-binary=:all:"]
     done = proc.run_captured(argv, timeout=PIP_TIMEOUT)
-    text = done.output
-    start = text.find("{")
-    if done.returncode == 0 and start >= 0:
-        try:
-            data = json.loads(text[start : text.rindex("}") + 1])
-            return {str(v) for v in data.get("versions", [])}
-        except (ValueError, AttributeError):
-            pass
-    last = [line for line in text.splitlines() if line.strip()][-1:] or ["no output"]
+    found = _AVAILABLE.search(done.output)
+    if done.returncode == 0 and found is not None:
+        listed = (v.strip() for v in found["versions"].split(","))
+        return {v for v in listed if re.fullmatch(r"\d+(?:\.\d+)+", v)}
+    lines = [line for line in done.output.splitlines() if line.strip()]
+    said = [line for line in lines if "experimental command" not in line][-1:] or ["no output"]
     raise BugkitError(
-        f"cannot list jaxlib releases through pip ({last[0].strip()}); "
+        f"cannot list jaxlib releases through pip ({said[0].strip()}); "
         "download the wheels (pip download --no-deps jaxlib==V jax==V) and give --wheels DIR"
     )
 

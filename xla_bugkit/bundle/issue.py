@@ -14,7 +14,6 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xla_bugkit import __version__
@@ -320,12 +319,8 @@ def _split_site(sig: str) -> tuple[str, str]:
 
 
 def load_template(name: str) -> string.Template:
-    """A template shipped in ``xla_bugkit.templates`` (``templates/`` in the source tree)."""
-    try:
-        text = resources.files("xla_bugkit.templates").joinpath(name).read_text("utf-8")
-    except (ModuleNotFoundError, FileNotFoundError):
-        # Running from a source checkout: templates/ is only mapped to the package on install.
-        text = (Path(__file__).resolve().parents[2] / "templates" / name).read_text("utf-8")
+    """A template shipped in ``xla_bugkit.templates``."""
+    text = resources.files("xla_bugkit.templates").joinpath(name).read_text("utf-8")
     return string.Template(text)
 
 

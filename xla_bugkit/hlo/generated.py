@@ -2,7 +2,7 @@
 
 The replay, ``verify``, ``shrink`` and the bundle's repro.py all draw these same values, so a
 failure that shows on them shows everywhere. repro.py runs without xla-bugkit and carries its
-own copy of ``draw`` (templates/repro.py.in); a test holds the two equal.
+own copy of ``draw`` (xla_bugkit/templates/repro.py.in); a test holds the two equal.
 """
 
 from __future__ import annotations
