@@ -238,7 +238,7 @@ def _unverified(
     return Unverified(
         needs=elsewhere.needs(inp.platform, versions),
         checked=("integrity ok", *elsewhere.checks(inp)),
-        cpu=elsewhere.cpu_line(cpu),
+        cpu=elsewhere.cpu_line(cpu, inp.platform),
         command=elsewhere.command(b.path.name, inp.platform, versions, install_command()),
         cpu_verdict=cpu,
     )

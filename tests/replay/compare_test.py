@@ -57,8 +57,24 @@ def test_nan_rules() -> None:
     assert both.close and both.nans == 1
     lone = compare_arrays(np.array([NAN, 1.0]), np.array([0.0, 1.0]))
     assert lone.mismatches == 1 and lone.nans == 1 and lone.max_abs == INF
+    # A reference that is NaN where the output is a number proves nothing there.
     missing = compare_arrays(np.array([0.0]), np.array([NAN]))
-    assert missing.mismatches == 1 and missing.nans == 0
+    assert missing.mismatches == 0 and missing.unreferenced == 1 and missing.close
+
+
+def test_a_reference_that_overflowed_proves_nothing_where_the_output_is_a_number() -> None:
+    # An op-by-op reference on huge generated inputs: exp overflows to inf and inf - inf is
+    # NaN, where the compiled module, which rewrote the expression, gave numbers.
+    expected = np.array([INF, NAN, -INF, 0.5, 2.0], np.float32)
+    actual = np.array([3.0, -3.0, 1.0, 0.5, 2.0], np.float32)
+    result = compare_arrays(actual, expected)
+    assert result.close and result.unreferenced == 3 and result.max_abs == 0.0
+    wrong = compare_arrays(np.array([3.0, -3.0, 1.0, 0.9, 2.0], np.float32), expected)
+    assert wrong.mismatches == 1 and wrong.first_indices == ((0, 3),)
+    assert wrong.summary() == (
+        "1/5 elements differ (max abs error 0.4, max rel error 0.8; 3 more where the "
+        "reference is NaN or infinite, not judged), first at [3] of output 0"
+    )
 
 
 def test_infinities_match_only_themselves() -> None:

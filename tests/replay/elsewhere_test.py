@@ -48,7 +48,7 @@ def _verdict(outcome: Outcome, failure: Failure | None = None) -> Verdict:
     ],
 )
 def test_the_cpu_run_says_what_it_shows(verdict: Verdict, line: str) -> None:
-    assert elsewhere.cpu_line(verdict).startswith(line)
+    assert elsewhere.cpu_line(verdict, "gpu").startswith(line)
 
 
 def test_a_platform_is_absent_when_no_plugin_could_give_it(

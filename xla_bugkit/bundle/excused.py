@@ -1,5 +1,6 @@
 """Failures that reproduce and are still not XLA's doing, and what each verdict rests on: an
-allocation no allocator could give where it ran, a wrong value the run's own fast-math flags
+allocation no allocator could give where it ran, a module larger than the accelerator's
+memory, a wrong value the run's own fast-math flags
 allow. ``triage`` asks here before it takes a replay for proof."""
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ def reason(
     memory_cap: int | None = None,
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
+    largest_buffers: Sequence[str] = (),
 ) -> str | None:
     """Why ``f`` is not XLA's doing however its replay ends, or None: an allocation larger
     than the address-space cap the program set itself (``memory_cap``) or, on the CPU, than
     the machine's RAM and swap (``host_memory``); a wrong value that only the run's own
     fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
     return (
-        _over_own_cap(f, memory_cap) or _over_host_memory(f, host_memory) or _relaxed(f, relaxed_by)
+        _over_own_cap(f, memory_cap)
+        or _over_host_memory(f, host_memory)
+        or _over_device_memory(f, largest_buffers)
+        or _relaxed(f, relaxed_by)
     )
 
 
@@ -59,6 +64,23 @@ def _over_host_memory(f: Failure, memory: int | None) -> str | None:
         "give that there, so the replay failing the same way proves nothing of XLA; if "
         "this computation should not need that much, the module's buffer assignment (in "
         "the bundle) shows what XLA planned and for which shape"
+    )
+
+
+def _over_device_memory(f: Failure, largest: Sequence[str]) -> str | None:
+    # The TPU compiler checks the whole module against the chip's memory before it runs.
+    if f.kind not in _ALLOCATING or (sizes := allocation.over_device_memory(f.headline)) is None:
+        return None
+    need, have = sizes
+    buffers = f" (largest: {'; '.join(largest)})" if largest else ""
+    return (
+        f"the module needs {need} of the accelerator's memory (HBM) at once and the chip has "
+        f"{have}: the program is too large for this chip, which no compiler can fix; the "
+        f"memory-usage report (in the bundle) lists the largest buffers{buffers}. Usual "
+        "remedies: a smaller batch or sequence, jax.checkpoint (rematerialization) on the largest "
+        "activations, donate_argnums for buffers the step replaces, bfloat16, or the arrays "
+        "sharded over more chips; if it should need far less, compare the report's buffers "
+        "with the shapes you expect"
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from xla_bugkit.bundle import excused, issue
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 from xla_bugkit.run.rerun import RunRecord
 
@@ -40,8 +41,9 @@ class Triage:
 
 def function_name(module_name: str) -> str:
     """``jit_train_step`` -> ``jit(train_step)``: how JAX's own log names the function."""
-    m = re.fullmatch(r"(jit|pmap|xla_pmap)_(.+)", module_name)
-    return f"{m.group(1)}({m.group(2)})" if m else module_name
+    name = program_name(module_name)
+    m = re.fullmatch(r"(jit|pmap|xla_pmap)_(.+)", name)
+    return f"{m.group(1)}({m.group(2)})" if m else name
 
 
 def module_name(label: str) -> str:
@@ -57,18 +59,23 @@ def triage(
     memory_cap: int | None = None,
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
+    largest_buffers: Sequence[str] = (),
 ) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
     module's name (``jit_f``), used for ``where`` when nothing better is known;
     ``memory_cap``: the address-space limit the program set itself, if it did;
     ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did;
     ``relaxed_by``: the run's own fast-math flags, when a wrong value goes away without
-    them."""
+    them; ``largest_buffers``: the chosen module's largest, for want of device memory."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
     capped = excused.reason(
-        failure, memory_cap=memory_cap, host_memory=host_memory, relaxed_by=relaxed_by
+        failure,
+        memory_cap=memory_cap,
+        host_memory=host_memory,
+        relaxed_by=relaxed_by,
+        largest_buffers=largest_buffers,
     )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
@@ -372,4 +379,5 @@ def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = 
         memory_cap=run.memory_cap,
         host_memory=run.host_memory,
         relaxed_by=run.relaxed_by,
+        largest_buffers=run.largest_buffers,
     )

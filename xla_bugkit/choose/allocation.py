@@ -15,6 +15,15 @@ from collections.abc import Sequence
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 
 _OOM = re.compile(r"Out of memory allocating (\d+) bytes")
+# The TPU compiler's own check of a module against the chip's memory, at compile time.
+_HBM = re.compile(
+    r"Ran out of memory (?:on|in memory space) \w+[^(]*\((?P<need>[\d.]+\s*[KMGT]i?B?)\)"
+    r"\s*exceeds available \w+\s*\((?P<have>[\d.]+\s*[KMGT]i?B?)\)"
+)
+# One row of a memory-usage report: "24.00GiB( 50%);   24.00GiB;  offset;  4; shapes".
+_REPORT_ROW = re.compile(
+    r"^\s*[\d.]+\w+\(\s*\d+%\);\s*(?P<size>[\d.]+\w+);\s*\d+;\s*\d+;\s*(?P<shapes>.+)$", re.M
+)
 _READ_LIMIT = 64 << 20  # a buffer assignment past this is left unread
 
 
@@ -22,6 +31,43 @@ def failed_allocation(text: str) -> int | None:
     """The size of the last allocation XLA said it could not make, in bytes."""
     sizes = _OOM.findall(text)
     return int(sizes[-1]) if sizes else None
+
+
+def over_device_memory(text: str) -> tuple[str, str] | None:
+    """(needed, available) when the TPU compiler said a module needs more device memory
+    than the chip has ("... HLO temporaries (24.00G) exceeds available HBM (15.75G)")."""
+    m = _HBM.search(text)
+    if m is None:
+        return None
+    return m.group("need").replace(" ", ""), m.group("have").replace(" ", "")
+
+
+def largest_allocations(report: str, count: int = 3) -> list[str]:
+    """The ``count`` largest allocations of a memory-usage report (its first table, which
+    is the device's memory), each as "24.00GiB: f32[1536,2048,2048]" (its shapes as the
+    report lists them)."""
+    first = report.split("\n\n", 1)[0]
+    rows = [(m["size"], m["shapes"].strip()) for m in _REPORT_ROW.finditer(first)]
+    rows.sort(key=lambda r: -_bytes(r[0]))
+    return [f"{size}: {shapes}" for size, shapes in rows[:count]]
+
+
+def device_report(index: DumpIndex, module: DumpModule) -> list[str]:
+    """``largest_allocations`` of ``module``'s memory-usage report; [] without one."""
+    report = next((f for f in module.all(Role.MEMORY_REPORT) if f.path.suffix == ".txt"), None)
+    if report is None or report.size > _READ_LIMIT:
+        return []
+    try:
+        return largest_allocations((index.root / report.path).read_text("utf-8", "replace"))
+    except OSError:
+        return []
+
+
+def _bytes(size: str) -> float:
+    m = re.fullmatch(r"([\d.]+)([KMGT]?)i?B?", size)
+    if m is None:
+        return 0.0
+    return float(m.group(1)) * float(1024 ** " KMGT".index(m.group(2) or " "))
 
 
 def modules_allocating(

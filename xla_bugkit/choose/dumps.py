@@ -37,6 +37,9 @@ class Role(StrEnum):
     PJRT_MLIR = "module.mlir"
     COMPILE_OPTIONS = "compile_options.pb"
     TOPOLOGY = "topology.pb"
+    # The TPU compiler's environment (module_NNNN.NAME.tpu_comp_env.txt): written only by a
+    # TPU compile, whose other dump names carry no platform prefix.
+    TPU_ENV = "tpu_comp_env.txt"
     OTHER = "other"
 
 
@@ -59,6 +62,7 @@ _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
         (Role.DEBUG_OPTIONS, r"debug_options"),
         (Role.GPU_TARGET, r"gpu_target_config\.pbtxt"),
         (Role.AUTOTUNE, r"autotune_results\.pbtxt"),
+        (Role.TPU_ENV, r"tpu_comp_env\.txt"),
         # snapshot.recorded-N.pb: written from the hook's saved arguments (capture/arguments.py)
         (
             Role.SNAPSHOT,
@@ -207,7 +211,7 @@ def _classify(rest: str) -> tuple[Role, str, str] | None:
         m = pattern.match(rest)
         if m:
             platform = (m.groupdict().get("platform") or "").rstrip("_")
-            return role, m.group("name"), platform
+            return role, m.group("name"), "tpu" if role is Role.TPU_ENV else platform
     return None
 
 

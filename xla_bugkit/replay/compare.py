@@ -6,8 +6,11 @@ The absolute bound follows the scale of the reference: ``abs_bound`` (1e-3) for 
 values around 1 or more, that much less for an output of small values (an output of values
 near 1e-5 that is 24% off is wrong, though each error is under 1e-5), and never under a few
 units in the last place of the output's type. A NaN where the reference has none (or the
-reverse) always mismatches, as does an infinity that the reference does not have. Integers,
-booleans and shapes must match exactly.
+reverse) always mismatches, as does an infinity that the reference does not have, with one
+exception: where the reference itself is NaN or infinite and the output a number, the
+reference overflowed (or divided by zero) and proves nothing of the output; such elements are
+counted apart (``unreferenced``), never as mismatches. Integers, booleans and shapes must
+match exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Comparison:
     max_rel: float = 0.0
     nans: int = 0  # NaNs in the actual outputs
     new_nans: int = 0  # of them, where the reference has a number
+    unreferenced: int = 0  # numbers where the reference is NaN or infinite: not judged
     first_indices: tuple[tuple[int, ...], ...] = ()
     notes: tuple[str, ...] = field(default=())  # structural differences (count, shape, dtype)
 
@@ -49,6 +53,7 @@ class Comparison:
             "mismatches": self.mismatches,
             "elements": self.total,
             "nans": self.nans,
+            "unreferenced": self.unreferenced,
             "first_indices": [list(i) for i in self.first_indices],
             "notes": list(self.notes),
         }
@@ -63,6 +68,8 @@ class Comparison:
         else:
             how = f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
             how += f", {new}" if self.new_nans else ""
+        if self.unreferenced:
+            how += f"; {self.unreferenced} more where the reference is NaN or infinite, not judged"
         return (
             f"{self.mismatches}/{self.total} elements differ ({how}), first at "
             f"{_where(self.first_indices[0]) if self.first_indices else '-'}"
@@ -129,6 +136,12 @@ def compare_arrays(
         return Comparison(notes=(f"output {output}: dtype {actual.dtype} vs {expected.dtype}",))
     if _is_floating(actual):
         abs_err, rel_err = _errors(actual, expected)
+        # A reference that overflowed (or divided by zero) where the output is a number
+        # proves nothing there: not a mismatch, and not the largest error either.
+        no_reference = ~np.isfinite(_as_float(expected)) & np.isfinite(_as_float(actual))
+        abs_err = np.where(no_reference, 0.0, abs_err)
+        rel_err = np.where(no_reference, 0.0, rel_err)
+        unreferenced = int(np.count_nonzero(no_reference))
         bound = _scaled(abs_bound, actual, expected) if scaled else abs_bound
         bad = (abs_err > bound) & (rel_err > rel_bound)
         lone = np.isnan(_as_float(actual))
@@ -141,7 +154,7 @@ def compare_arrays(
         with np.errstate(invalid="ignore", divide="ignore"):
             rel_err = np.where(diff == 0, 0.0, diff / np.abs(expected.astype(np.float64)))
         bad = actual != expected
-        nans = new_nans = 0
+        nans = new_nans = unreferenced = 0
     indices = tuple((output, *map(int, i)) for i in np.argwhere(bad)[:MAX_INDICES])
     return Comparison(
         mismatches=int(np.count_nonzero(bad)),
@@ -150,6 +163,7 @@ def compare_arrays(
         max_rel=_max(rel_err),
         nans=nans,
         new_nans=new_nans,
+        unreferenced=unreferenced,
         first_indices=indices,
     )
 
@@ -213,6 +227,7 @@ def _combine(parts: Sequence[Comparison]) -> Comparison:
         max_rel=max((p.max_rel for p in parts), default=0.0),
         nans=sum(p.nans for p in parts),
         new_nans=sum(p.new_nans for p in parts),
+        unreferenced=sum(p.unreferenced for p in parts),
         first_indices=tuple(first[:MAX_INDICES]),
         notes=tuple(notes),
     )

@@ -117,7 +117,7 @@ def _custom_calls(inp: ReplayInput) -> list[str]:
     return sorted(set(custom_call_targets(text)))
 
 
-def cpu_line(verdict: Verdict) -> str:
+def cpu_line(verdict: Verdict, platform: str) -> str:
     """What the CPU run of the unoptimized module says about the recorded failure."""
     if verdict.reproduced:
         return f"also fails on the CPU, the same way: {verdict.evidence}"
@@ -125,7 +125,8 @@ def cpu_line(verdict: Verdict) -> str:
         return f"not run on the CPU: {verdict.evidence}"
     if verdict.failure is not None:
         return f"fails differently on the CPU: {verdict.evidence}"
-    return f"the CPU runs it correctly ({verdict.evidence}): the failure may be the GPU's alone"
+    whose = "the TPU's" if platform == "tpu" else "the GPU's"
+    return f"the CPU runs it correctly ({verdict.evidence}): the failure may be {whose} alone"
 
 
 def command(bundle: str, platform: str, versions: Mapping[str, str], install: str) -> str:

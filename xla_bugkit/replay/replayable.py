@@ -40,6 +40,10 @@ INTERNAL_TARGETS = frozenset(
     }
 )
 
+# Targets a platform's own compiler lowers, never registered as handlers: a Pallas kernel
+# (Mosaic) is compiled by the TPU compiler from the call's backend config, which carries it.
+COMPILER_TARGETS: dict[str, frozenset[str]] = {"tpu": frozenset({"tpu_custom_call"})}
+
 # jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
 LAPACK_PREFIX = "lapack_"
 
@@ -74,7 +78,7 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
                 f"the module is partitioned with Shardy (custom-call {target}), and only its "
                 "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
             )
-    registered = _jaxlib.custom_call_targets(platform)
+    registered = _jaxlib.custom_call_targets(platform) | COMPILER_TARGETS.get(platform, set())
     missing = [
         t
         for t in targets

@@ -291,6 +291,7 @@ def work(spec: dict[str, Any]) -> int:
         )
     module_bytes, text = _loaded(spec)
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
+    targets -= replayable.COMPILER_TARGETS.get(platform, frozenset())
     if targets - _jaxlib.custom_call_targets(platform):
         _jaxlib.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
     if any(t.startswith(replayable.LAPACK_PREFIX) for t in targets):

@@ -67,6 +67,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xla_bugkit.hlo.names import program_name
+
 PROCESSES = "processes"  # the folder under the work dir
 
 
@@ -310,7 +312,7 @@ def _fill_ids(ordered: list[dict[str, Any]], dump_dir: Path | None) -> None:
             continue
         dumped, at = cursors.get(folder) or (_dumped(folder), 0)
         name = str(r.get("module") or "")
-        hit = next((i for i in range(at, len(dumped)) if dumped[i][1] == name), None)
+        hit = next((i for i in range(at, len(dumped)) if program_name(dumped[i][1]) == name), None)
         if hit is not None:
             r["id"], at = dumped[hit][0], hit + 1
         cursors[folder] = (dumped, at)

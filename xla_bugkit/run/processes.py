@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, proc
+from xla_bugkit.hlo.names import program_name
 from xla_bugkit.run.evidence import ProcessEvidence
 
 if TYPE_CHECKING:  # the manifest's types; capture does not depend on bundle at run time
@@ -147,7 +148,7 @@ def compile_options(
     for other shapes, or with other options, are modules of their own."""
     found: dict[str, str] = {}
     for e in p.events:
-        if e.kind != "compile" or e.module != module:
+        if e.kind != "compile" or e.module != program_name(module):
             continue
         if module_id is not None and e.id is not None and e.id != module_id:
             continue

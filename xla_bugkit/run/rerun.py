@@ -52,6 +52,9 @@ class RunRecord:
     # The run's own flags that let XLA change results on purpose (fast math), when a wrong
     # value agrees with its references without them (``collecting.own_flags``).
     relaxed_by: tuple[str, ...] = ()
+    # The largest buffers of the chosen module's memory-usage report, when the run failed
+    # for want of device memory (``choose.allocation.largest_allocations``).
+    largest_buffers: tuple[str, ...] = ()
     # The lines of ``output`` that only collect's log settings made (``re.match`` on a line):
     # the terminal hid them, and the report shows the program's output without them.
     hidden: str | None = None
