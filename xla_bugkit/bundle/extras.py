@@ -39,12 +39,13 @@ def pass_dump_notes(planned: Sequence[Planned], dropped: Sequence[str]) -> list[
 
 
 def files_by_role(planned: Sequence[Planned], label: str) -> dict[str, str]:
-    """A module's bundled files by role; its pass dumps, many of one role, are in the
-    manifest's file list and under its ``passes/`` folder; of several jaxprs, the newest."""
+    """A module's bundled files by role; its pass dumps and Mosaic dumps, many of one role,
+    are in the manifest's file list and under its ``passes/`` and ``mosaic/`` folders; of
+    several jaxprs, the newest."""
     return {
         p.role.value: p.arcname
         for p in planned
-        if p.module == label and p.role is not Role.PASS_DUMP
+        if p.module == label and p.role not in (Role.PASS_DUMP, Role.MOSAIC)
     }
 
 

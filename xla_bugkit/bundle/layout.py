@@ -12,9 +12,11 @@ from pathlib import Path
 
 from xla_bugkit import archive
 from xla_bugkit.bundle import members
+from xla_bugkit.choose import mosaic
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.choose.snapshot import replay_snapshot
+from xla_bugkit.hlo.names import program_name
 from xla_bugkit.redact import Redactor, left_note
 from xla_bugkit.run.hook import JAXPRS
 
@@ -34,6 +36,7 @@ KEPT_ROLES = (
     Role.TOPOLOGY,
     Role.GPU_TARGET,
     Role.AUTOTUNE,
+    Role.MOSAIC,
 )
 # Text files are redacted on the way in; binary protos field by field (redact.binary).
 _TEXT_SUFFIXES = (".txt", ".mlir", ".md", ".log", ".json", ".pbtxt")
@@ -51,6 +54,7 @@ class Planned:
 def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> list[Planned]:
     """The dump files that go into the bundle, each with its name inside the archive."""
     planned: list[Planned] = []
+    kernels = mosaic.dumps_of(index, [c.module for c in chosen])
     for c in chosen:
         m = c.module
         files = [f for f in m.files if f.role in KEPT_ROLES]
@@ -70,6 +74,10 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
             # JAX names the file by the function, as written: jax_000002_<lambda>.jaxpr.txt
             arcname = members.module_member(m.label, re.sub(r"[^\w.-]", "_", path.name))
             planned.append(Planned(path, arcname, Role.JAXPR, m.label))
+        # Its Pallas kernels as Mosaic dumped them, pass by pass, in the order written.
+        for path in kernels.get(m.label, ()):
+            arcname = members.module_member(m.label, f"{mosaic.FOLDER}/{path.name}")
+            planned.append(Planned(path, arcname, Role.MOSAIC, m.label))
     return planned
 
 
@@ -91,7 +99,9 @@ def jaxprs_of(index: DumpIndex, module: DumpModule) -> list[Path]:
         names = os.listdir(folder)
     except OSError:
         return []
-    function = _words(module.name).partition("_")[2]  # after the API's prefix: jit, pmap
+    function = _words(program_name(module.name)).partition("_")[
+        2
+    ]  # after the API's prefix: jit, pmap
     found = sorted(
         (int(m["n"]), folder / name)
         for name in names

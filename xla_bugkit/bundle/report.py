@@ -13,6 +13,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import native
@@ -141,6 +142,11 @@ def _description(
             "before taking this for XLA's hang."
         )
     paragraphs = [" ".join(lines)]
+    if (kernel := mosaic.find(run.output)) is not None:
+        paragraphs.append(
+            f"**Pallas kernel:** {issue.plain(kernel.line())}. Mosaic's dump of the kernel after "
+            "each of its passes is in the bundle, in the module's `mosaic/` folder."
+        )
     if run.own_flags:
         paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
     if run.memory_cap:

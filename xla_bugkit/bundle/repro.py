@@ -215,6 +215,11 @@ def _not_for_run_hlo_module(stage: Path, target: Target) -> str:
     compiles, from the PJRT folder's StableHLO."""
     if target.verdict is not None and target.verdict.outcome is Outcome.NOT_REPLAYABLE:
         return f"the module cannot be replayed ({target.verdict.evidence})"
+    if target.platform == "tpu":
+        return (
+            "no public build of run_hlo_module runs on a TPU: replay the module there with "
+            "repro.py or xla-bugkit verify"
+        )
     text = target.files.get(Role.BEFORE_TEXT.value)
     if text is None:
         return ""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_bugkit.bundle import excused, issue
+from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
@@ -298,6 +299,11 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         doing = "compiling" if failure.kind is Kind.COMPILE_CRASH else "running"
         sig = f" ({failure.signal})" if failure.signal else ""
         return issue.cut_title(f"{xla} crash{sig} while {doing} {t.where or 'a module'}")
+    kernel = mosaic.find(failure.headline) if failure.kind is Kind.COMPILE_ERROR else None
+    if kernel is not None and kernel.code:
+        return issue.cut_title(
+            f"Pallas TPU kernel refused by Mosaic: {kernel.code} {kernel.name}: {kernel.message}"
+        )
     message = _with_numbers(failure.signature, failure.headline) or failure.headline
     return issue.title_for(failure.kind.value, message, platform=platform)
 

@@ -40,6 +40,7 @@ class Role(StrEnum):
     # The TPU compiler's environment (module_NNNN.NAME.tpu_comp_env.txt): written only by a
     # TPU compile, whose other dump names carry no platform prefix.
     TPU_ENV = "tpu_comp_env.txt"
+    MOSAIC = "mosaic dump"  # a Pallas kernel after one Mosaic pass (``choose.mosaic``)
     OTHER = "other"
 
 

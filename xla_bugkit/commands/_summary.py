@@ -15,6 +15,7 @@ from xla_bugkit.bundle.triage import Triage, headline
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir
+from xla_bugkit.failure import mosaic
 from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run.rerun import RunRecord
 
@@ -99,6 +100,8 @@ def summary(
         )
     for c in selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
+    if (kernel := mosaic.find(run.output)) is not None:
+        lines.append(f"  kernel: {kernel.line()}")
     for v in verdicts:
         under = f" under {v.under}" if v.under else ""
         inputs = f" ({v.inputs})" if v.inputs else ""  # none: refused before it read any
