@@ -29,7 +29,8 @@ def child_env(
     ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
-    env["JAX_PLATFORMS"] = platform
+    # A TPU module's op-by-op reference runs on the CPU (``worker.run_reference``).
+    env["JAX_PLATFORMS"] = "tpu,cpu" if platform == "tpu" else platform
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
     # that lie beside it in an installed site-packages.

@@ -126,9 +126,12 @@ def compare_arrays(
     rel_bound: float = REL_BOUND,
     output: int = 0,
     scaled: bool = True,
+    every_element: bool = False,
 ) -> Comparison:
     """Compare one output array with its reference; ``output`` prefixes reported indices;
-    ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is)."""
+    ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is);
+    ``every_element``: a NaN or infinite reference is judged too (shrink keeps a failure's
+    class, whatever the reference is)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
@@ -139,6 +142,7 @@ def compare_arrays(
         # A reference that overflowed (or divided by zero) where the output is a number
         # proves nothing there: not a mismatch, and not the largest error either.
         no_reference = ~np.isfinite(_as_float(expected)) & np.isfinite(_as_float(actual))
+        no_reference &= not every_element
         abs_err = np.where(no_reference, 0.0, abs_err)
         rel_err = np.where(no_reference, 0.0, rel_err)
         unreferenced = int(np.count_nonzero(no_reference))
@@ -199,14 +203,22 @@ def compare_outputs(
     expected: Sequence[np.ndarray],
     *,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    every_element: bool = False,
 ) -> Comparison:
-    """Compare every output with its reference and combine the results."""
+    """Compare every output with its reference and combine the results (``every_element``:
+    as ``compare_arrays``)."""
     if len(actual) != len(expected):
         return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
     atol = ABS_BOUND if tolerance.atol is None else tolerance.atol
     parts = [
         compare_arrays(
-            a, e, abs_bound=atol, rel_bound=tolerance.rtol, output=i, scaled=tolerance.atol is None
+            a,
+            e,
+            abs_bound=atol,
+            rel_bound=tolerance.rtol,
+            output=i,
+            scaled=tolerance.atol is None,
+            every_element=every_element,
         )
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]

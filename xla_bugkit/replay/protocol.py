@@ -33,11 +33,12 @@ EXIT_NEEDS_DEVICES = 4
 EXIT_REJECTED_FLAG = 5
 
 # The arrays' file stems in ``out``: the module under test, the snapshot's recorded result,
-# and the two references.
+# the two references, and a TPU module run with its float dots at HIGHEST precision.
 TEST = "test"
 RECORDED = "recorded"
 OPBYOP = "opbyop"
 CONSERVATIVE = "conservative"
+HIGHEST = "highest"
 SPEC = "spec.json"
 # The worker's argument when it is started ahead of its module (``children.Spares``): it imports
 # jax, then reads its spec from stdin, with the memory limit to set on itself.

@@ -39,6 +39,7 @@ import numpy as np
 
 from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import precision
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
@@ -48,6 +49,7 @@ from xla_bugkit.replay.protocol import (
     EXIT_NEEDS_DEVICES,
     EXIT_NOT_REPLAYABLE,
     EXIT_REJECTED_FLAG,
+    HIGHEST,
     INPUTS,
     NEEDS_DEVICES,
     NOT_REPLAYABLE,
@@ -252,11 +254,35 @@ def run_reference(
         _partitioned_conservative(spec, module_bytes, args, layout)
         return
     chosen = _conservative(spec, module_bytes, args)
+    if spec["platform"] == "tpu":
+        _tpu_references(spec, text, args)
+        return
     try:
         runner = opbyop.compile_and_run(spec["platform"], chosen)
         save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
     except Exception as e:
         error_path(out, OPBYOP).write_text(str(e))
+
+
+def _tpu_references(spec: dict[str, Any], text: str, args: list[Any]) -> None:
+    """A TPU module's op-by-op reference runs on the CPU: the TPU's own ops are what is
+    under test (an eager op is a module of one), and the CPU computes float32 in float32.
+    Where the module's float dots run at the default precision (one bfloat16 pass), the
+    module also runs with them at HIGHEST: what tells that precision from a wrong result."""
+    out = Path(spec["out"])
+    try:
+        runner = opbyop.compile_and_run("cpu", overrides(spec["conservative"]))
+        save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
+    except Exception as e:  # the reference is best effort; the parent reports why
+        error_path(out, OPBYOP).write_text(str(e))
+    if not precision.at_default(text):
+        return
+    try:
+        highest = _jaxlib.hlo_text_to_module_bytes(precision.at_highest(text))
+        exe = _jaxlib.compile(_jaxlib.hlo_proto_to_stablehlo(highest), platform="tpu")
+        save_arrays(arrays_path(out, HIGHEST), _jaxlib.execute(exe, [np.asarray(a) for a in args]))
+    except Exception as e:
+        error_path(out, HIGHEST).write_text(str(e))
 
 
 # Where a process's own temporary files go, by what each reader of the environment looks at

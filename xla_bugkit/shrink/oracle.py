@@ -43,7 +43,7 @@ def _floats(a: np.ndarray) -> np.ndarray | None:
 
 def mismatch_class(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> str | None:
     """None when close; else "nan" (NaNs differ), "inf" (infinities differ) or "values"."""
-    if compare_outputs(actual, expected).close:
+    if compare_outputs(actual, expected, every_element=True).close:
         return None
     found = "values"
     for a, e in zip(actual, expected, strict=False):
