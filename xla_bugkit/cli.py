@@ -106,6 +106,12 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
     p.add_argument(
+        "--platform",
+        choices=("cpu", "gpu", "tpu"),
+        help="replay on this platform (default: the one the dump was written on, from its "
+        "files; a TPU's modules need a TPU, and their Pallas kernels run nowhere else)",
+    )
+    p.add_argument(
         "--flags",
         default="",
         metavar='"--xla_a=1 ..."',

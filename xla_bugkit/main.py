@@ -110,6 +110,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         args.target,
         module_re=args.module_re,
         snapshot=args.snapshot,
+        platform=args.platform,
         flags=args.flags,
         timeout=args.timeout,
         json_output=args.json,

@@ -239,6 +239,6 @@ def _unverified(
         needs=elsewhere.needs(inp.platform, versions),
         checked=("integrity ok", *elsewhere.checks(inp)),
         cpu=elsewhere.cpu_line(cpu, inp.platform),
-        command=elsewhere.command(b.path.name, inp.platform, versions, install_command()),
+        command=elsewhere.command(b.path.resolve().name, inp.platform, versions, install_command()),
         cpu_verdict=cpu,
     )

@@ -120,10 +120,29 @@ def triage(
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
+    if (precise := _default_precision(verdicts)) is not None:
+        return Triage(False, what, where, precise)
     as_lowered = _as_lowered(failure, verdicts)
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _default_precision(verdicts: Sequence[Verdict]) -> str | None:
+    """When a TPU module's replay differs from its float32 reference only by the TPU's
+    default matmul precision (``judge.DEFAULT_PRECISION``): what that rests on, and the fix."""
+    found = next((v for v in verdicts if v.numbers.get("precision") == "default"), None)
+    if found is None:
+        return None
+    return (
+        f"{function_name(module_name(found.module))} runs its float32 matmuls at the TPU's "
+        "default precision, one bfloat16 pass, which is documented to differ from float32 "
+        f"arithmetic (max abs error {found.numbers.get('max_abs', 0):.3g} here); with every "
+        "matmul at precision HIGHEST the replay agrees with the float32 reference. For "
+        "float32 accuracy: precision=jax.lax.Precision.HIGHEST on the dot, "
+        "jax.default_matmul_precision('highest') around the call, or "
+        "JAX_DEFAULT_MATMUL_PRECISION=highest for the whole program"
+    )
 
 
 def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:

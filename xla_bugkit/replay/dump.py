@@ -28,6 +28,7 @@ def replay_dump(
     *,
     module_re: str | None = None,
     snapshot: Path | None = None,
+    platform: str | None = None,
     xla_flags: str = "",
     timeout: float = config.REPLAY_TIMEOUT,
     ui: Ui | None = None,
@@ -37,7 +38,8 @@ def replay_dump(
     """Replay every module ``target`` names (a dump folder or one dump file).
 
     ``xla_flags`` replace the recorded flags (the dumped debug options, and those recorded
-    in the PJRT folder's compile_options.pb); ``snapshot`` gives the inputs. A module with
+    in the PJRT folder's compile_options.pb); ``snapshot`` gives the inputs; ``platform``
+    replaces the one the dump was written on. A module with
     neither a before-optimizations proto nor its text is skipped with a warning on ``ui``;
     a ``BugkitError`` says when that leaves nothing to replay.
     """
@@ -56,7 +58,7 @@ def replay_dump(
         files = module_files(root, module)
         if snapshot is not None:
             files["snapshot"] = snapshot
-        inp = replay_input(module.label, files, module.platform)
+        inp = replay_input(module.label, files, platform or module.platform)
         if inp is None:
             ui.warn(
                 f"{module.label}: no before_optimizations.hlo.pb or .txt "

@@ -77,7 +77,7 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         return None
     options = files.get(Role.DEBUG_OPTIONS.value)
     xla_flags = flags.from_debug_options(options.read_text("utf-8", "replace")) if options else ()
-    on = replay_platform(platform)
+    on = replay_platform(platform or _platform_of(files))
     return ReplayInput(
         name=name,
         hlo=hlo,
@@ -88,6 +88,26 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         platform=on,
         autotune=files.get(Role.AUTOTUNE.value) if on == "gpu" else None,
     )
+
+
+# What a TPU's PJRT folder's topology.pb holds: its description's type name.
+_TPU_TOPOLOGY = b"TpuPjRtTopologyDescriptionProto"
+
+
+def _platform_of(files: Mapping[str, Path]) -> str:
+    """The platform a module's own files name, where its record names none (a bundle
+    written on a TPU before the manifest said so): "tpu", or "" (unknown)."""
+    if Role.TPU_ENV.value in files:
+        return "tpu"
+    topology = files.get(Role.TOPOLOGY.value)
+    if topology is None:
+        return ""
+    try:
+        with topology.open("rb") as f:
+            head = f.read(1 << 16)  # a topology is a few hundred bytes
+    except OSError:
+        return ""
+    return "tpu" if _TPU_TOPOLOGY in head else ""
 
 
 def replay_platform(recorded: str) -> str:
