@@ -123,11 +123,13 @@ class SeenDevices:
     local: int
     processes: int
     listed: tuple[str, ...]
+    runtime: str = ""  # the backend's platform_version: libtpu's build on a TPU
 
     def summary(self) -> str:
+        built = f"; runtime: {self.runtime}" if self.runtime and self.platform != "cpu" else ""
         return (
             f"{self.kind}-{self.count}, {self.local} local devices, backend {self.platform}, "
-            f"process_count {self.processes} (as the program saw them)"
+            f"process_count {self.processes} (as the program saw them){built}"
         )
 
 

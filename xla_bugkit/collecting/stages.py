@@ -221,6 +221,7 @@ def seen_devices(run: RunRecord) -> envinfo.SeenDevices | None:
         local=p.local_devices or count,
         processes=p.processes or 1,
         listed=p.device_list,
+        runtime=p.platform_version,
     )
 
 

@@ -11,9 +11,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``backend``    the moment XLA's backend started in this process: ``platform``, ``rank``,
                ``processes``, ``devices``, ``env`` (``XLA_FLAGS``, ``LIBTPU_INIT_ARGS`` as in
                force then, empty values kept), ``jax_config`` (name -> repr), ``dump_dir``,
-               ``local_devices``, ``device_kind``, ``device_list`` (at most 64), ``versions``
-               (this interpreter's: ``python``, ``python_executable``, ``jax``, ``jaxlib``,
-               ``numpy``, ... as imported).
+               ``local_devices``, ``device_kind``, ``device_list`` (at most 64),
+               ``platform_version``, ``versions`` (this interpreter's: ``python``,
+               ``python_executable``, ``jax``, ``jaxlib``, ``numpy``, ... as imported).
                One per platform started; the first holds the flags XLA read.
 ``compile``    a compilation started: ``n`` (sequence number in this process), ``fun``
                (``jit(f)``), ``module`` (``jit_f``), ``id`` (the dump's module number, null when
@@ -141,6 +141,7 @@ class ProcessEvidence:
     local_devices: int | None = None
     device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
+    platform_version: str = ""  # the runtime's build: "PJRT C API TFRT TPU v5 lite Built on ..."
     inputs: tuple[SavedInputs, ...] = ()  # oldest first
     versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
     answered: bool = False  # it answered collect's question before the stop (``state``)
@@ -248,6 +249,7 @@ def _load_one(path: Path) -> _Loaded | None:
         local_devices=_int(main.get("local_devices")),
         device_kind=str(main.get("device_kind") or ""),
         device_list=_texts(main.get("device_list")),
+        platform_version=" ".join(str(main.get("platform_version") or "").split()),
         inputs=tuple(inputs),
         versions=_strings(main.get("versions")),
         answered=answered,

@@ -178,6 +178,8 @@ def _record_backend(recorder: Any, backend: Any) -> None:
             # What the environment report lists (as jax.print_environment_info does), seen
             # here at no cost instead of by a probe that imports jax again.
             device_kind=str(devices[0].device_kind) if devices else "",
+            # The runtime's own build ("TFRT TPU v5 lite\nBuilt on ... cl/933746096").
+            platform_version=str(getattr(backend, "platform_version", "")),
             device_list=[f"{d!r} {d} kind={d.device_kind!r}" for d in devices[:_LISTED]],
             env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
             jax_config=_config(),
