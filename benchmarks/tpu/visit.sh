@@ -3,6 +3,8 @@
 # install the wheel from .whl-tpu, then run each program of benchmarks/tpu/programs bare and
 # under collect, verify each bundle there, and pack what came out into $OUT.
 #   bash benchmarks/tpu/visit.sh [PROGRAM ...]     (default: every program)
+# BARE=1 also times each program bare; VERIFY="a b" verifies only those programs' bundles
+# (default: all); DIR=heldout takes the programs from benchmarks/tpu/heldout.
 set -u
 export PYTHONUNBUFFERED=1
 PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
@@ -13,7 +15,8 @@ out=${OUT:-/tmp/out}
 work=/tmp/tpu-visit
 mkdir -p "$out" "$work"
 programs=("$@")
-[ ${#programs[@]} -gt 0 ] || programs=($(cd benchmarks/tpu/programs && ls *.py | sed 's/\.py$//'))
+folder=$root/benchmarks/tpu/${DIR:-programs}
+[ ${#programs[@]} -gt 0 ] || programs=($(cd "$folder" && ls *.py | sed 's/\.py$//'))
 python3 - <<'PY' 2>&1 | tee "$work/machine.txt"
 import importlib.metadata as m, jax
 print("jax", jax.__version__, "jaxlib", m.version("jaxlib"), "libtpu", m.version("libtpu"))
@@ -22,9 +25,12 @@ print("devices", jax.devices(), d.device_kind, getattr(d, "platform", ""))
 print("platform_version", d.client.platform_version)
 PY
 for p in "${programs[@]}"; do
-  src="$root/benchmarks/tpu/programs/$p.py"
+  src="$folder/$p.py"
   timeout=${TIMEOUT:-90}
-  [ "$p" = while_hang ] && timeout=${HANG_TIMEOUT:-40}
+  extra=()
+  case "$p" in
+    *hang*) timeout=${HANG_TIMEOUT:-40}; extra=(--replay-timeout 30) ;;
+  esac
   if [ -n "${BARE:-}" ]; then
   echo "=== $p: bare"
   start=$(date +%s.%N)
@@ -33,13 +39,13 @@ for p in "${programs[@]}"; do
   fi
   echo "=== $p: collect"
   start=$(date +%s.%N)
-  (cd "$work" && python3 -m xla_bugkit collect ${COLLECT_ARGS:-} --timeout "$timeout" --keep-workdir \
+  (cd "$work" && python3 -m xla_bugkit collect ${COLLECT_ARGS:-} "${extra[@]}" --timeout "$timeout" --keep-workdir \
      --workdir "$work/$p.work" -o "$work/$p.zip" -- python3 "$src" > "$work/$p.collect.log" 2>&1); rc=$?
   echo "collect rc=$rc $(python3 -c "print(round($(date +%s.%N)-$start,1))") s"
-  grep -v "^  \|^    " "$work/$p.collect.log" | grep "^xla-bugkit" | tail -8
-  if [ -f "$work/$p.zip" ] && [ -z "${NO_VERIFY:-}" ]; then
+  sed -n '/^xla-bugkit: [^r]/,$p' "$work/$p.collect.log" | grep -v "^    \|^  next\|^  shares\|^  source\|^  work dir" | tail -14
+  if [ -f "$work/$p.zip" ] && { [ -z "${VERIFY+x}" ] || [[ " $VERIFY " == *" $p "* ]]; }; then
     echo "=== $p: verify"
-    (cd "$work" && python3 -m xla_bugkit verify "$work/$p.zip" > "$work/$p.verify.log" 2>&1); rc=$?
+    (cd "$work" && python3 -m xla_bugkit verify --timeout 60 "$work/$p.zip" > "$work/$p.verify.log" 2>&1); rc=$?
     echo "verify rc=$rc"; tail -6 "$work/$p.verify.log"
   fi
 done

@@ -168,6 +168,13 @@ def bisect_bundle(
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
+        if inp.platform == "tpu":
+            # A TPU's compiler ships in libtpu, released apart from jaxlib.
+            raise BugkitError(
+                f"{module['label']} was compiled for a TPU: bisect replays across jaxlib "
+                "releases on the CPU, and across libtpu releases is not supported yet; "
+                "on a TPU machine, xla-bugkit verify BUNDLE under each libtpu you install"
+            )
         inp = stack.enter_context(with_text(inp, ui.say))
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
         result = bisect_module(

@@ -18,6 +18,7 @@ from xla_bugkit.bundle import excused, issue
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo.names import program_name
+from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 from xla_bugkit.run.rerun import RunRecord
 
@@ -120,12 +121,34 @@ def triage(
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
+    if (kernel := _kernel_unchecked(failure, verdicts)) is not None:
+        return Triage(True, what, where, kernel)
     if (precise := _default_precision(verdicts)) is not None:
         return Triage(False, what, where, precise)
     as_lowered = _as_lowered(failure, verdicts)
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
+    """A wrong value the program found in a TPU module whose Pallas kernel nothing outside
+    the TPU can check: what the verdict rests on (the program's check alone), and how to
+    tell the kernel's own bug from Mosaic's or libtpu's."""
+    if f.kind is not Kind.WRONG_RESULT:
+        return None
+    found = next((v for v in verdicts if KERNEL_ONLY in v.evidence), None)
+    if found is None:
+        return None
+    return (
+        f"the program's own check found a wrong value, and "
+        f"{function_name(module_name(found.module))} holds a Pallas kernel (Mosaic's "
+        "tpu_custom_call) that runs only on the TPU: its replay ran there on the recorded "
+        "inputs, but no reference outside the kernel can check its values, so this rests on "
+        "the program's check alone. Run the kernel with pallas_call(..., interpret=True) on "
+        "the same inputs: if that gives the right values, the TPU's compiled kernel (Mosaic "
+        "or libtpu) is wrong; if not, the kernel's own code is"
+    )
 
 
 def _default_precision(verdicts: Sequence[Verdict]) -> str | None:

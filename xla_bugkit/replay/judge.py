@@ -320,6 +320,10 @@ def _judge_result(
         if not suspected:
             evidence = f"ran without the expected {_expected_kind(expected).value}; {evidence}"
         return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
+    if not found and suspected and any(protocol.KERNEL_ONLY in m for m in missing):
+        # Nothing outside the kernel can check it: unverified, neither way.
+        evidence = f"ran to completion on the TPU; no reference: {protocol.KERNEL_ONLY}"
+        return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, test.inputs, None, {}, matches)
     agreed = ", ".join(agreeing) or NO_REFERENCE
     evidence = f"ran to completion; result agrees with {agreed}{disputed}"
     if missing:

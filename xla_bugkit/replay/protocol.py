@@ -39,6 +39,11 @@ RECORDED = "recorded"
 OPBYOP = "opbyop"
 CONSERVATIVE = "conservative"
 HIGHEST = "highest"
+# Why a TPU module with a Pallas kernel has no reference: both would run the kernel again.
+KERNEL_ONLY = (
+    "the module's Pallas kernel (tpu_custom_call) runs only on the TPU, and a reference "
+    "that runs it again shares whatever it computes"
+)
 SPEC = "spec.json"
 # The worker's argument when it is started ahead of its module (``children.Spares``): it imports
 # jax, then reads its spec from stdin, with the memory limit to set on itself.

@@ -42,7 +42,8 @@ INTERNAL_TARGETS = frozenset(
 
 # Targets a platform's own compiler lowers, never registered as handlers: a Pallas kernel
 # (Mosaic) is compiled by the TPU compiler from the call's backend config, which carries it.
-COMPILER_TARGETS: dict[str, frozenset[str]] = {"tpu": frozenset({"tpu_custom_call"})}
+KERNEL_TARGET = "tpu_custom_call"
+COMPILER_TARGETS: dict[str, frozenset[str]] = {"tpu": frozenset({KERNEL_TARGET})}
 
 # jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
 LAPACK_PREFIX = "lapack_"

@@ -51,6 +51,7 @@ from xla_bugkit.replay.protocol import (
     EXIT_REJECTED_FLAG,
     HIGHEST,
     INPUTS,
+    KERNEL_ONLY,
     NEEDS_DEVICES,
     NOT_REPLAYABLE,
     OPBYOP,
@@ -252,6 +253,10 @@ def run_reference(
         )
         error_path(out, OPBYOP).write_text(reason)
         _partitioned_conservative(spec, module_bytes, args, layout)
+        return
+    if spec["platform"] == "tpu" and replayable.KERNEL_TARGET in custom_call_targets(text):
+        for stem in (OPBYOP, CONSERVATIVE):
+            error_path(out, stem).write_text(KERNEL_ONLY)
         return
     chosen = _conservative(spec, module_bytes, args)
     if spec["platform"] == "tpu":

@@ -1,0 +1,236 @@
+"""TPU features, kept honest on a machine without one: bundles and manifests that collect
+wrote on a real TPU v5e chip (jax 0.10.2, libtpu 0.0.42.1; recorded/README.md says how),
+read here as a maintainer without a TPU reads them."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit.bundle import excused, triage
+from xla_bugkit.choose import allocation, dumps, mosaic
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.failure import mosaic as mosaic_error
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo import precision
+from xla_bugkit.hlo.names import program_name
+from xla_bugkit.main import main
+from xla_bugkit.replay.inputs import replay_input
+from xla_bugkit.replay.protocol import KERNEL_ONLY
+from xla_bugkit.replay.verdict import Outcome, Verdict
+
+RECORDED = Path(__file__).parent / "recorded"
+BUNDLES = sorted(RECORDED.glob("*.zip"))
+
+
+def _manifest(name: str) -> dict:  # type: ignore[type-arg]
+    path = RECORDED / f"{name}.manifest.json"
+    if path.exists():
+        return json.loads(path.read_text("utf-8"))  # type: ignore[no-any-return]
+    with zipfile.ZipFile(RECORDED / f"{name}.zip") as z:
+        return json.loads(z.read("manifest.json"))  # type: ignore[no-any-return]
+
+
+def _triage(name: str) -> triage.Triage:
+    m = _manifest(name)
+    verdicts = [Verdict.from_json(x["replay"]) for x in m["modules"] if x.get("replay")]
+    return triage.triage(Failure.from_json(m["failure"]), verdicts)
+
+
+def _unpacked(name: str, into: Path) -> Path:
+    with zipfile.ZipFile(RECORDED / f"{name}.zip") as z:
+        z.extractall(into)
+    return into
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.stem)
+def test_every_module_of_a_tpu_bundle_is_a_tpu_module(bundle: Path) -> None:
+    modules = _manifest(bundle.stem)["modules"]
+    assert modules and {m["platform"] for m in modules} == {"tpu"}
+    assert _manifest(bundle.stem)["versions"]["libtpu"] == "0.0.42.1"
+
+
+def test_the_tpu_compilers_build_is_not_part_of_the_program_name() -> None:
+    assert program_name("jit_add_noise.cl_933746096") == "jit_add_noise"
+    assert program_name("jit_scatter-add.cl_933746096") == "jit_scatter-add"
+    assert program_name("jit_f.cl_x") == "jit_f.cl_x"
+    assert triage.function_name("jit_add_noise.cl_933746096") == "jit(add_noise)"
+
+
+def test_a_bundle_written_before_its_manifest_named_the_platform_is_known_by_its_topology(
+    tmp_path: Path,
+) -> None:
+    unpacked = _unpacked("readme_example", tmp_path)
+    (module,) = json.loads((unpacked / "manifest.json").read_text("utf-8"))["modules"]
+    files = {role: unpacked / path for role, path in module["files"].items()}
+    found = replay_input(module["label"], files, "")
+    assert found is not None and found.platform == "tpu"
+    del files[dumps.Role.TOPOLOGY.value]
+    found = replay_input(module["label"], files, "")
+    assert found is not None and found.platform == "cpu"  # no evidence left: the default
+
+
+def test_a_dump_file_of_the_tpu_compiler_names_the_platform(tmp_path: Path) -> None:
+    unpacked = _unpacked("readme_example", tmp_path / "bundle")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    label = "module_0000.jit_add_noise.cl_933746096"
+    before = next(unpacked.rglob("*.before_optimizations.txt"))
+    (dump / before.name).write_bytes(before.read_bytes())
+    assert dumps.index(dump).modules[0].platform == ""  # the names carry no prefix
+    (dump / f"{label}.tpu_comp_env.txt").write_text("xla_tpu_...: true\n")
+    (module,) = dumps.index(dump).modules
+    assert module.label == label and module.platform == "tpu"
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("name", ["readme_example", "hbm_oom", "mosaic_unaligned"])
+def test_verify_without_a_tpu_says_it_needs_one(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["verify", "--timeout", "120", str(RECORDED / f"{name}.zip")])
+    out = capsys.readouterr().out
+    assert code == ExitCode.UNVERIFIED, out
+    assert "unverified: needs a TPU, which this machine lacks" in out
+    assert "the recorded failure is unverified here: it needs a TPU" in out
+    assert "reproduces here" not in out and "does NOT reproduce" not in out
+    assert "pip install 'jax[tpu]==0.10.2'" in out
+
+
+@pytest.mark.jax
+def test_a_pallas_module_is_not_run_on_the_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(RECORDED / "mosaic_unaligned.zip")]) == ExitCode.UNVERIFIED
+    out = capsys.readouterr().out
+    assert "checked: custom calls: tpu_custom_call" in out
+    assert "not run on the CPU: custom-call target 'tpu_custom_call'" in out
+
+
+def test_mosaics_dumps_travel_with_the_module_whose_kernel_they_are() -> None:
+    with zipfile.ZipFile(RECORDED / "mosaic_unaligned.zip") as z:
+        names = z.namelist()
+        manifest = json.loads(z.read("manifest.json"))
+    kernel = [n for n in names if "/mosaic/" in n]
+    assert len(kernel) == 13
+    label = manifest["modules"][0]["label"]
+    assert all(n.startswith(f"modules/{label}/mosaic/") for n in kernel)
+    assert any(n.endswith("-mosaic-dump-anonymous-post-infer-memref-layout.txt") for n in kernel)
+
+
+def test_mosaic_dumps_are_given_to_the_module_compiled_when_they_were_written(
+    tmp_path: Path,
+) -> None:
+    unpacked = _unpacked("mosaic_unaligned", tmp_path / "bundle")
+    kernel_text = next(unpacked.rglob("*.before_optimizations.txt")).read_bytes()
+    assert mosaic.KERNEL_TARGET in kernel_text
+    dump = tmp_path / "dump"
+    (dump / mosaic.FOLDER).mkdir(parents=True)
+    written = sorted(unpacked.rglob("mosaic/*.txt"))
+    ns = int(written[0].name.split("-")[0])
+    # Two modules with kernels: the first began before the dumps, the second after them.
+    for n, began in ((1, ns / 1e9 - 5), (2, ns / 1e9 + 60)):
+        path = dump / f"module_000{n}.jit_k{n}.cl_1.before_optimizations.txt"
+        path.write_bytes(kernel_text)
+        os.utime(path, (began, began))
+    (dump / "module_0003.jit_plain.cl_1.before_optimizations.txt").write_text("HloModule p\n")
+    for f in written:
+        (dump / mosaic.FOLDER / f.name).write_bytes(f.read_bytes())
+    index = dumps.index(dump)
+    found = mosaic.dumps_of(index, index.modules)
+    assert set(found) == {"module_0001.jit_k1.cl_1"}
+    assert [p.name for p in found["module_0001.jit_k1.cl_1"]] == [f.name for f in written]
+
+
+def test_a_mosaic_error_is_named_by_its_code_page_and_kernel_line() -> None:
+    with zipfile.ZipFile(RECORDED / "mosaic_unaligned.zip") as z:
+        log = z.read("log.txt").decode()
+    found = mosaic_error.find(log)
+    assert found is not None
+    assert (found.code, found.name) == ("E2003", "CompileTimeMosaicUnprovenMemoryAccessAlignment")
+    assert found.page == "https://openxla.org/xla/errors/error_2003"
+    assert (found.kernel, found.source) == ("window_kernel", "mosaic_unaligned.py:14")
+    assert found.message.startswith("cannot statically prove that index in dimension 1")
+    failure = Failure.from_json(_manifest("mosaic_unaligned")["failure"])
+    title = triage.title(_triage("mosaic_unaligned"), failure, "tpu")
+    assert title.startswith("Pallas TPU kernel refused by Mosaic: E2003 CompileTimeMosaic")
+
+
+@pytest.mark.parametrize(("name", "need"), [("hbm_oom", "48.03G"), ("heldout_oom_train", "64.51G")])
+def test_a_module_larger_than_the_chip_is_not_called_an_xla_bug(name: str, need: str) -> None:
+    judged = _triage(name)
+    assert not judged.xla
+    assert judged.reason.startswith(
+        f"the module needs {need} of the accelerator's memory (HBM) at once and the chip has "
+        "15.75G: the program is too large for this chip"
+    )
+
+
+def test_the_largest_buffers_come_from_the_memory_usage_report(tmp_path: Path) -> None:
+    unpacked = _unpacked("hbm_oom", tmp_path)
+    report = next(unpacked.rglob("*-memory-usage-report.txt")).read_text("utf-8")
+    largest = allocation.largest_allocations(report, 2)
+    assert largest[0] == "24.00GiB: 2\u00d7f32[1536,2048,2048], 2\u00d7s32[1536,2048,2048]"
+    failure = Failure.from_json(_manifest("hbm_oom")["failure"])
+    said = excused.reason(failure, largest_buffers=largest)
+    assert said is not None and "(largest: 24.00GiB: 2\u00d7f32[1536,2048,2048]" in said
+
+
+@pytest.mark.parametrize("name", ["precision_check", "heldout_precision"])
+def test_a_difference_only_the_default_precision_makes_is_said_with_the_fix(name: str) -> None:
+    judged = _triage(name)
+    assert not judged.xla
+    assert "runs its float32 matmuls at the TPU's default precision, one bfloat16 pass" in (
+        judged.reason
+    )
+    assert "precision=jax.lax.Precision.HIGHEST" in judged.reason
+
+
+def test_the_eager_modules_wrong_result_is_the_culprit() -> None:
+    # jax-ml/jax#39025: the eager scatter-add (the gradient of x[:, idx, :]) is wrong on this
+    # libtpu; the jitted function that computes the same is right.
+    modules = _manifest("eager_gather_grad")["modules"]
+    first = modules[0]
+    assert first["label"] == "module_0057.jit_scatter-add.cl_933746096"
+    assert first["replay"]["outcome"] == "reproduced: wrong result"
+    assert first["replay"]["inputs"] == "snapshot"
+    assert first["replay"]["numbers"]["reference"] == "op-by-op"
+    judged = _triage("eager_gather_grad")
+    assert judged.xla and judged.where == "jit(scatter-add)"
+
+
+def test_a_pallas_wrong_value_rests_on_the_programs_check_alone() -> None:
+    m = _manifest("pallas_dma_zeros")
+    failure = Failure.from_json(m["failure"])
+    # What the replay on the TPU now says of it (the bundle was written before it did).
+    verdict = Verdict(
+        m["modules"][0]["label"],
+        Outcome.NOT_REPLAYABLE,
+        f"ran to completion on the TPU; no reference: {KERNEL_ONLY}",
+        "snapshot",
+    )
+    judged = triage.triage(failure, [verdict])
+    assert judged.xla
+    assert "rests on the program's check alone" in judged.reason
+    assert "pallas_call(..., interpret=True)" in judged.reason
+
+
+def test_highest_precision_is_set_on_every_float_dot_of_a_recorded_module(tmp_path: Path) -> None:
+    unpacked = _unpacked("bf16_train_step", tmp_path)
+    text = next(unpacked.rglob("*jit_step*.before_optimizations.txt")).read_text("utf-8")
+    assert precision.at_default(text) > 0
+    highest = precision.at_highest(text)
+    assert precision.at_default(highest) == 0
+    assert highest.count("operand_precision={highest,highest}") == precision.at_default(text)
+
+
+def test_bisect_says_a_tpu_bundle_is_not_supported_yet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "b.zip"
+    assert main(["bisect", str(RECORDED / "readme_example.zip"), "-o", str(out)]) == 1
+    said = capsys.readouterr().err
+    assert "was compiled for a TPU" in said and "libtpu releases is not supported yet" in said
+    assert not out.exists()
