@@ -39,8 +39,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile, or fails its integrity check",
     ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
     ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
-    "GPU or TPU bundle on a CPU-only machine), or none can be replayed outside the reporter's program "
-    "(a host callback), or the call that hung ran on inputs the reporter's run could not "
+    "GPU or TPU bundle on a CPU-only machine), or none can be replayed outside the reporter's "
+    "program (a host callback), or the call that hung ran on inputs the reporter's run could not "
     "record: unverified, neither reproduced nor not",
     ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
     ExitCode.INTERRUPTED: "interrupted",

@@ -339,10 +339,6 @@ def _judge_result(
     )
 
 
-# How a verdict says a TPU module's difference is its default matmul precision.
-DEFAULT_PRECISION = "the TPU's default matmul precision"
-
-
 def _default_precision(
     test: spawn.Child, reference: list[np.ndarray], differs: Comparison
 ) -> str | None:
@@ -352,9 +348,9 @@ def _default_precision(
     if highest is None or not compare_outputs(highest, reference).close:
         return None
     return (
-        f"ran to completion; differs from the op-by-op reference only at {DEFAULT_PRECISION} "
-        f"(float32 dots in one bfloat16 pass: {differs.summary()}); with every dot at "
-        "precision HIGHEST the result agrees with it"
+        f"ran to completion; differs from the op-by-op reference only at the TPU's default "
+        f"matmul precision (float32 dots in one bfloat16 pass: {differs.summary()}); with "
+        "every dot at precision HIGHEST the result agrees with it"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from xla_bugkit.choose import mosaic
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import _jaxlib
@@ -42,7 +43,7 @@ INTERNAL_TARGETS = frozenset(
 
 # Targets a platform's own compiler lowers, never registered as handlers: a Pallas kernel
 # (Mosaic) is compiled by the TPU compiler from the call's backend config, which carries it.
-KERNEL_TARGET = "tpu_custom_call"
+KERNEL_TARGET = mosaic.KERNEL_TARGET.decode()
 COMPILER_TARGETS: dict[str, frozenset[str]] = {"tpu": frozenset({KERNEL_TARGET})}
 
 # jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
