@@ -99,9 +99,8 @@ def jaxprs_of(index: DumpIndex, module: DumpModule) -> list[Path]:
         names = os.listdir(folder)
     except OSError:
         return []
-    function = _words(program_name(module.name)).partition("_")[
-        2
-    ]  # after the API's prefix: jit, pmap
+    # After the API's prefix (jit, pmap); a TPU's module names end with the compiler's build.
+    function = _words(program_name(module.name)).partition("_")[2]
     found = sorted(
         (int(m["n"]), folder / name)
         for name in names

@@ -153,7 +153,8 @@ def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
 
 def _default_precision(verdicts: Sequence[Verdict]) -> str | None:
     """When a TPU module's replay differs from its float32 reference only by the TPU's
-    default matmul precision (``judge.DEFAULT_PRECISION``): what that rests on, and the fix."""
+    default matmul precision (the judge's ``precision`` number): what that rests on, and the
+    fix."""
     found = next((v for v in verdicts if v.numbers.get("precision") == "default"), None)
     if found is None:
         return None
