@@ -7,23 +7,31 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from xla_bugkit.bundle import excused, triage
 from xla_bugkit.choose import allocation, dumps, mosaic
+from xla_bugkit.choose.selection import Selection
+from xla_bugkit.collecting import driver
+from xla_bugkit.collecting.options import CollectOptions, CollectResult
+from xla_bugkit.commands import _summary
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import precision
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.main import main
+from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.replay.verdict import Outcome, Verdict
 
 RECORDED = Path(__file__).parent / "recorded"
+UNCHECKED = f"ran to completion on the TPU; no reference: {KERNEL_ONLY}"
 BUNDLES = sorted(RECORDED.glob("*.zip"))
 
 
@@ -203,15 +211,10 @@ def test_the_eager_modules_wrong_result_is_the_culprit() -> None:
 
 def test_a_pallas_wrong_value_rests_on_the_programs_check_alone() -> None:
     m = _manifest("pallas_dma_zeros")
-    failure = Failure.from_json(m["failure"])
-    # What the replay on the TPU now says of it (the bundle was written before it did).
-    verdict = Verdict(
-        m["modules"][0]["label"],
-        Outcome.NOT_REPLAYABLE,
-        f"ran to completion on the TPU; no reference: {KERNEL_ONLY}",
-        "snapshot",
-    )
-    judged = triage.triage(failure, [verdict])
+    replayed = m["modules"][0]["replay"]
+    assert (replayed["outcome"], replayed["inputs"]) == ("not replayable", "snapshot")
+    assert replayed["evidence"] == UNCHECKED  # the replay ran on the chip, with no reference
+    judged = _triage("pallas_dma_zeros")
     assert judged.xla
     assert "rests on the program's check alone" in judged.reason
     assert "pallas_call(..., interpret=True)" in judged.reason
@@ -234,3 +237,32 @@ def test_bisect_says_a_tpu_bundle_is_not_supported_yet(
     said = capsys.readouterr().err
     assert "was compiled for a TPU" in said and "libtpu releases is not supported yet" in said
     assert not out.exists()
+
+
+def test_a_search_among_pallas_modules_says_it_could_check_none() -> None:
+    note = differential._fell_back(1, 1, "", unchecked=1)
+    assert note.startswith("the 1 module with real inputs holds a Pallas kernel that runs only")
+    mixed = differential._fell_back(3, 3, "", unchecked=1)
+    assert "none of the 3 modules" in mixed and "(1 of them could not be checked" in mixed
+
+
+def test_a_pallas_wrong_value_is_not_run_again_for_later_inputs(tmp_path: Path) -> None:
+    """No reference can check the kernel on any inputs: a second run would prove nothing."""
+    m = _manifest("pallas_dma_zeros")
+    failure = Failure.from_json(m["failure"])
+    unchecked = Verdict.from_json(m["modules"][0]["replay"])
+    run = SimpleNamespace(failure=failure)  # all a run is asked here
+    result = CollectResult(
+        ExitCode.NOT_REPRODUCED, run, Selection((), False), verdicts=(unchecked,)
+    )  # type: ignore[arg-type]
+    options = CollectOptions(output=tmp_path / "b.zip")
+    assert not driver._needs_newest_inputs(result, options)
+    checked = replace(unchecked, outcome=Outcome.NOT_REPRODUCED, evidence="ran to completion")
+    assert driver._needs_newest_inputs(replace(result, verdicts=(checked,)), options)
+
+
+def test_what_an_unproven_verdict_rests_on_is_said_before_the_link(tmp_path: Path) -> None:
+    judged = _triage("pallas_dma_zeros")
+    lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
+    assert lines[0].startswith("  unproven by replay: the program's own check found a wrong")
+    assert lines[1].startswith("  next: read ISSUE.md")

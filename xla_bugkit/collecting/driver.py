@@ -150,14 +150,18 @@ def run_program(
 
 
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
-    """A wrong result not reproduced on first-call inputs, when the mode was not chosen."""
+    """A wrong result not reproduced on first-call inputs, when the mode was not chosen
+    (and not where every replay ran a Pallas kernel, which no reference can check on any
+    inputs)."""
     from xla_bugkit.failure.classify import Kind  # imported while the program ran (warm)
+    from xla_bugkit.replay.protocol import KERNEL_ONLY
 
     return (
         options.snapshots is None
         and options.replay
         and result.exit_code == ExitCode.NOT_REPRODUCED
         and result.run.failure.kind is Kind.WRONG_RESULT
+        and not (result.verdicts and all(KERNEL_ONLY in v.evidence for v in result.verdicts))
     )
 
 

@@ -142,10 +142,13 @@ def _next_steps(path: Path | None, title: str, repo: str, judged: Triage) -> lis
             "  no issue link: look into the program first; the bundle is written anyway "
             f"(xla-bugkit show --issue {shown})",
         ]
+    # No replay proved it: what points at XLA is said before the link, as ISSUE.md says it.
+    rests_on = [] if judged.verdict is not None else [f"  unproven by replay: {judged.reason}"]
     # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
     link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
     gh = github.gh_command(repo, title, "-")
     return [
+        *rests_on,
         f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue",
         f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}",
         f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}",

@@ -22,6 +22,7 @@ from pathlib import Path
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, is_helper
 from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.failure.classify import Failure
+from xla_bugkit.replay import protocol
 from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
@@ -141,7 +142,8 @@ def search(
             queue[:0] = [m for m in group if m.label not in run.done]
     except KeyboardInterrupt:
         run.stopped = "it was interrupted"
-    note = "" if run.found else _fell_back(len(run.verdicts), len(pool), run.stopped)
+    unchecked = sum(protocol.KERNEL_ONLY in v.evidence for v in run.verdicts)
+    note = "" if run.found else _fell_back(len(run.verdicts), len(pool), run.stopped, unchecked)
     if note:
         ui.warn(note)
     return Differential(tuple(run.found), tuple(run.verdicts), len(pool), note)
@@ -258,24 +260,35 @@ class _Search:
             self.found.append(Chosen(module, (reason(verdict),), DIFFERS_SCORE))
 
 
-def _fell_back(checked: int, candidates: int, stopped: str) -> str:
-    """What the bundle's notes say when the search found nothing."""
+def _fell_back(checked: int, candidates: int, stopped: str, unchecked: int = 0) -> str:
+    """What the bundle's notes say when the search found nothing; ``unchecked`` of the
+    ``checked`` modules ran a Pallas kernel that no reference can check."""
     fallback = "so the choice falls back to the other evidence"
     if not candidates:
         return (
             "no module has real inputs (a snapshot) to replay against the op-by-op reference, "
             + fallback
         )
+    if unchecked and unchecked == checked == candidates:
+        return (
+            f"the {_modules(candidates)} with real inputs {'holds' if candidates == 1 else 'hold'} "
+            "a Pallas kernel that runs only on the TPU, which no reference can check, " + fallback
+        )
+    kernels = f" ({unchecked} of them could not be checked: a Pallas kernel)" if unchecked else ""
     if stopped:
         return (
             f"the search for the module that computes the wrong value stopped after "
-            f"{checked} of {candidates} modules with real inputs ({stopped}); "
+            f"{checked} of {candidates} modules with real inputs ({stopped}){kernels}; "
             f"none differed from its reference, {fallback}"
         )
     return (
         f"none of the {candidates} modules with real inputs differs from its op-by-op "
-        f"reference when replayed on them, {fallback}"
+        f"reference when replayed on them{kernels}, {fallback}"
     )
+
+
+def _modules(n: int) -> str:
+    return "1 module" if n == 1 else f"{n} modules"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,111 @@
+"""collect and verify on a TPU chip: the `tpu` tier (``python -m pytest -q -m tpu``).
+
+Skipped (with the reason) where libtpu is not installed or jax sees no TPU, which is every CI
+machine; CI keeps the TPU features honest with the bundles recorded on a chip
+(``recorded_test.py``). On a TPU machine this runs real programs of
+``benchmarks/tpu/programs`` under collect, one process on the chip at a time (no ``-n``: a
+second process cannot open it), and checks what collect and verify answer there. Nothing is
+probed while tests are collected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tpu
+
+PROGRAMS = Path(__file__).resolve().parents[2] / "benchmarks" / "tpu" / "programs"
+# Opening the chip costs 10 to 30 s a process; a collect runs the program and a replay child.
+PROBE_TIMEOUT = 300.0
+RUN_TIMEOUT = 900.0
+
+
+@pytest.fixture(scope="module")
+def tpu_env() -> dict[str, str]:
+    """The environment for a run on the chip; skips (with the reason) where there is none."""
+    try:
+        metadata.version("libtpu")
+    except metadata.PackageNotFoundError:
+        pytest.skip("libtpu is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    probe = "import jax; print(jax.devices()[0].platform)"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT, env=env)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"opening the TPU took over {PROBE_TIMEOUT:g} s")
+    if done.returncode != 0 or done.stdout.strip() != "tpu":
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"jax sees no TPU here: {last}")
+    return env
+
+
+def _bugkit(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "xla_bugkit", *args], capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT, cwd=cwd, env=env)  # fmt: skip
+    print(done.stdout[-4000:], done.stderr[-6000:])
+    return done
+
+
+def _collect(program: str, tmp_path: Path, env: dict[str, str]) -> tuple[int, str, dict]:  # type: ignore[type-arg]
+    out = tmp_path / f"{program}.zip"
+    done = _bugkit(["collect", "--timeout", "120", "-o", str(out), "--", sys.executable,
+                    str(PROGRAMS / f"{program}.py")], tmp_path, env)  # fmt: skip
+    assert out.exists(), done.stderr
+    with zipfile.ZipFile(out) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    return done.returncode, done.stderr, manifest
+
+
+def test_a_mosaic_error_is_reproduced_on_the_chip_and_verified_there(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    code, said, manifest = _collect("mosaic_unaligned", tmp_path, tpu_env)
+    assert code == 0, said
+    first = manifest["modules"][0]
+    assert first["platform"] == "tpu" and "jit_features" in first["label"]
+    assert first["replay"]["outcome"] == "reproduced: error"
+    assert "kernel: Mosaic E2003" in said and "window_kernel (mosaic_unaligned.py:" in said
+    with zipfile.ZipFile(tmp_path / "mosaic_unaligned.zip") as z:
+        assert any(f"modules/{first['label']}/mosaic/" in n for n in z.namelist())
+    verify = _bugkit(["verify", "--json", str(tmp_path / "mosaic_unaligned.zip")], tmp_path,
+                     tpu_env)  # fmt: skip
+    assert verify.returncode == 0, verify.stderr
+    result = json.loads(verify.stdout)
+    assert result["integrity"] == "ok"
+    assert result["modules"][0]["verdict"]["outcome"] == "reproduced: error"
+
+
+def test_the_default_matmul_precision_is_not_called_an_xla_bug(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    code, said, manifest = _collect("precision_check", tmp_path, tpu_env)
+    first = manifest["modules"][0]
+    assert "jit_dense" in first["label"] and first["platform"] == "tpu"
+    assert first["replay"]["numbers"]["precision"] == "default"
+    said = " ".join(said.split())
+    assert "runs its float32 matmuls at the TPU's default precision" in said
+    assert "precision=jax.lax.Precision.HIGHEST" in said
+    assert code == 3  # no XLA failure reproduced
+
+
+def test_a_pallas_kernels_wrong_result_rests_on_the_programs_check(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    code, said, manifest = _collect("pallas_dma_zeros", tmp_path, tpu_env)
+    first = manifest["modules"][0]
+    assert "jit_head" in first["label"] and first["platform"] == "tpu"
+    assert manifest["failure"]["kind"] == "wrong result"
+    assert first["replay"]["outcome"] == "not replayable", first["replay"]
+    said = " ".join(said.split())
+    assert "no reference outside the kernel can check its values" in said
+    assert "interpret=True" in said
+    assert code == 3
