@@ -1,6 +1,6 @@
 """Collect each program of tests/programs/shapes with xla-bugkit and check what it says.
 
-    python benchmarks/shapes.py [--only NAME]... [--work DIR] [--out FILE] [--bare]
+    python benchmarks/shapes.py [--only NAME]... [--work DIR] [--out FILE] [--bare] [--root DIR]
 
 Every folder of tests/programs/shapes is a user's program of one shape (a pytest file, a
 package run with -m, a launcher of ranks, spawned workers, ...) that fails inside XLA for
@@ -20,8 +20,9 @@ benchmarks/SHAPES.md too, with what collect said for each FAIL.
 
 `python` in a command is the interpreter running this script (its folder goes first on
 PATH), and XLA_FLAGS is taken out of the environment: the programs set the flags they need.
-`--bare` first runs each command without the tool and checks its exit status against
-expect.json's `bare_exit`. An optional `collect_args` list in expect.json goes to collect
+`--root DIR` takes the folders from DIR instead (a set of held-out shapes). `--bare` first
+runs each command without the tool and checks its exit status against expect.json's
+`bare_exit`. An optional `collect_args` list in expect.json goes to collect
 before `--` (a hang's `--timeout 90`); a `--timeout` there stops the bare run too. Stdlib
 only. Exit status: 0 when every check passed, 1 otherwise.
 """
@@ -65,6 +66,8 @@ class Expect:
     prints: list[str]  # the starts of lines the program prints
     log_lines: dict[str, Any] | None  # {"match": regex, "expected": [the exact lines]}
     collect_args: list[str] = field(default_factory=list)  # collect's options, e.g. --timeout
+    xla_bug: bool = True  # false: the right answer is "does not look like an XLA bug" (exit 3)
+    dump_folder: str | None = None  # the program's own --xla_dump_to: collect writes none there
 
     @property
     def timeout(self) -> float:
@@ -85,6 +88,7 @@ class Collected:
     stderr: str
     manifest: dict[str, Any] | None
     seconds: float
+    written_to_dump_folder: int = 0  # files collect's run left in the program's dump folder
 
     @property
     def lines(self) -> list[str]:
@@ -158,12 +162,17 @@ def collect(expect: Expect, work: Path) -> Collected:
         *expect.collect_args,
         "--", *expect.command,
     ]  # fmt: skip
+    started = time.time()
     code, out, err, seconds = run(command, expect.folder, work / "collect.log")
     manifest = None
     if bundle.exists():
         with zipfile.ZipFile(bundle) as archive:
             manifest = json.loads(archive.read("manifest.json"))
-    return Collected(code, out, err, manifest, seconds)
+    written = 0
+    if expect.dump_folder is not None:
+        folder = expect.folder / expect.dump_folder
+        written = sum(f.is_file() and f.stat().st_mtime >= started for f in folder.rglob("*"))
+    return Collected(code, out, err, manifest, seconds, written)
 
 
 def output_kept(expect: Expect, lines: list[str]) -> bool:
@@ -196,8 +205,12 @@ def judge(expect: Expect, got: Collected) -> Row:
     replay = (first.get("replay") or {}).get("outcome", "none")
     kind = (manifest.get("failure") or {}).get("kind", "no bundle")
     culprit_first = first.get("name") == expect.module
-    verdict_class = got.exit_code == 0 and kind == expect.kind and replay == expect.replay
-    output = output_kept(expect, got.lines)
+    if expect.xla_bug:
+        verdict_class = got.exit_code == 0 and kind == expect.kind and replay == expect.replay
+    else:  # the program's own fault: said so, with no issue link
+        said = " ".join(got.stderr.split())
+        verdict_class = got.exit_code == 3 and "this does not look like an XLA bug" in said
+    output = output_kept(expect, got.lines) and got.written_to_dump_folder == 0
     passed = culprit_first and verdict_class and output
     return Row(
         name=expect.name,
@@ -253,9 +266,11 @@ def report(rows: list[Row], expects: dict[str, Expect], started: datetime) -> st
         "",
         "- **culprit first**: the first module in the bundle's manifest is the culprit's.",
         "- **verdict class**: collect exited 0, the manifest's failure kind is the expected one, "
-        "and the first module's replay reproduced it the expected way.",
-        "- **output**: the program's own lines came through as it prints them; for "
-        "`logging_info`, its log lines are exactly those of a run without the tool.",
+        "and the first module's replay reproduced it the expected way; for a program at fault "
+        "itself (`xla_bug: false`), collect exited 3 saying it does not look like an XLA bug.",
+        "- **output**: the program's own lines came through as it prints them; for a program "
+        "that logs, its log lines are exactly those of a run without the tool; for a program "
+        "with a dump folder of its own (`dump_folder`), collect wrote nothing into it.",
         "",
         f"{passed} of {len(rows)} shapes pass every check.",
         "",
@@ -298,9 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=BENCH / ".work" / "shapes")
     parser.add_argument("--out", type=Path, default=BENCH / "SHAPES.md")
     parser.add_argument("--bare", action="store_true", help="also run each program bare first")
+    parser.add_argument("--root", type=Path, default=SHAPES, help="the folder of shape folders")
     opts = parser.parse_args(argv)
 
-    folders = sorted(p.parent for p in SHAPES.glob("*/expect.json"))
+    folders = sorted(p.parent for p in opts.root.glob("*/expect.json"))
     expects = {f.name: Expect.load(f) for f in folders if not opts.only or f.name in opts.only}
     started = datetime.now(UTC)
     rows, bare_ok = [], True

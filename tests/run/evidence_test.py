@@ -146,3 +146,47 @@ def test_a_compiles_options_are_its_modules_own_not_a_same_name_siblings(tmp_pat
     assert compile_options(p, "jit_score", 34) == ()
     assert compile_options(p, "jit_score", 36) == (split,)
     assert compile_options(p, "jit_score") == (split,)  # by name alone: any of them
+
+
+def test_an_execution_is_running_until_its_outputs_are_ready(tmp_path: Path) -> None:
+    """Dispatch returns at once: ``executed`` with ``pending``, then ``ready`` when the
+    device is done. Without ``ready`` in a process that never exited, it was running."""
+    records = [
+        start(5),
+        {"e": "execute", "t": 2.0, "n": 1, "module": "jit_warmup"},
+        {"e": "executed", "t": 2.1, "n": 1, "pending": True},
+        {"e": "ready", "t": 2.5, "n": 1},
+        {"e": "execute", "t": 3.0, "n": 2, "module": "jit_solve"},
+        {"e": "executed", "t": 3.1, "n": 2, "pending": True},
+        {"e": "execute", "t": 3.2, "n": 3, "module": "jit_log"},
+        {"e": "executed", "t": 3.3, "n": 3},
+    ]
+    write(tmp_path, 5, *records)
+    (p,) = evidence.load(tmp_path)
+    assert [(e.module, e.finished, e.on_device) for e in p.events] == [
+        ("jit_warmup", True, False),
+        ("jit_solve", False, True),
+        ("jit_log", True, False),
+    ]
+    assert p.unfinished is not None and p.unfinished.module == "jit_solve"
+    # A normal exit leaves the watcher's last records unwritten: nothing is read from them.
+    write(tmp_path, 5, *records, {"e": "exit", "t": 4.0, "status": 0})
+    (p,) = evidence.load(tmp_path)
+    assert p.unfinished is None
+
+
+def test_an_exec_is_the_same_process_next_image(tmp_path: Path) -> None:
+    """os.execv keeps the pid: the records of the new image append to the same file, and
+    what it did is what the process did; the first image's calls are not mixed in."""
+    write(
+        tmp_path,
+        5,
+        start(5, t=1.0),
+        {"e": "compile", "t": 1.5, "n": 1, "module": "jit_probe"},
+        {"e": "compiled", "t": 1.6, "n": 1},
+        start(5, t=2.0, argv=["x.py", "--child"]),
+        {"e": "compile", "t": 2.5, "n": 1, "module": "jit_augment"},
+    )
+    (p,) = evidence.load(tmp_path)
+    assert p.argv == ("x.py", "--child")
+    assert [(e.module, e.finished) for e in p.events] == [("jit_augment", False)]

@@ -163,6 +163,24 @@ def test_only_collects_own_dump_folder_moves() -> None:
     assert recorder.dump_dir_of(spaced) == "/w/a b"
 
 
+def test_a_dump_folder_the_program_set_itself_gives_way_to_collects() -> None:
+    """XLA would dump into the program's folder (the last --xla_dump_to wins), adding
+    collect's files to the user's: the hook takes it out and says which it was."""
+    value = "--a=1 --xla_dump_to=/w/dump --xla_dump_to=./xla_dump --xla_dump_hlo_pass_re=.*"
+    kept, theirs = recorder._without_dump_dirs_besides(value, "/w/dump")
+    assert theirs == ["./xla_dump"] and recorder.dump_dir_of(kept) == "/w/dump"
+    assert "--xla_dump_hlo_pass_re=.*" in kept and "--a=1" in kept
+    # A rank's folder inside collect's stays; a quoted folder of the program's goes.
+    assert recorder._without_dump_dirs_besides("--xla_dump_to=/w/dump/12 --b", "/w/dump") == (
+        "--xla_dump_to=/w/dump/12 --b",
+        [],
+    )
+    assert recorder._without_dump_dirs_besides("--xla_dump_to='/my dir' --b", "/w/dump") == (
+        "--b",
+        ["/my dir"],
+    )
+
+
 # --- what the hook recorded, through collect and verify ---------------------------------
 
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
+from xla_bugkit.failure.classify import (
+    HANG_REPLAY_START_SECONDS,
+    Failure,
+    Kind,
+    Phase,
+    Stop,
+    classify,
+)
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.processes import Culprit, failing
 from xla_bugkit.run.weigh import weigh
@@ -244,3 +252,58 @@ def test_a_worker_that_ended_inside_a_compile_with_no_exception_crashed_there() 
     # One that exited as Python does, after the compile it was in, is not read so.
     done = process(7, compiling(1, "convert_element_type"), exited=True, exit_status=1)
     assert weigh(run, failing([process(6, exited=True, exit_status=1), done])).kind is Kind.EXIT
+
+
+def test_a_program_that_ended_itself_while_the_device_computed_a_call_hung_in_it() -> None:
+    """A watchdog's os._exit while a worker thread waited on a jitted result: the call's
+    dispatch had returned, its outputs were never ready."""
+    watchdog = "watchdog: request lr-range-test still running after 20 s, exiting"
+    failure = classify(f"{watchdog}\n", exit_status=75)
+    assert failure.kind is Kind.EXIT
+    hung = replace(running(3, "lr_range_test"), started=100.0, on_device=True)
+    p = process(7, running(1, "warmup", ended=1.5), hung)
+    weighed = weigh(failure, failing([p]), ended_at=121.0)
+    assert weighed.kind is Kind.HANG and weighed.executing == "lr_range_test"
+    assert weighed.stalled_seconds == 21.0  # what the replay waits for, and a minute more
+    assert weighed.headline.startswith("XLA was still executing jit(lr_range_test) for 21 s")
+    assert "its outputs were still not computed 21 s later" in (weighed.evidence or "")
+    # A call whose outputs were ready is no hang: the program's own exit stands.
+    done = replace(hung, ended=101.0, on_device=False)
+    assert weigh(failure, failing([process(7, done)]), ended_at=121.0).kind is Kind.EXIT
+
+
+def test_an_error_raised_in_the_programs_own_callback_stays_the_programs() -> None:
+    output = (
+        "jax.errors.JaxRuntimeError: INTERNAL: CpuCallback error calling callback: Traceback "
+        "(most recent call last):\n"
+        '  File "/home/u/calibrate.py", line 67, in main\n'
+        '  File "/site/jax/_src/callback.py", line 71, in __call__\n'
+        '  File "/home/u/calibrate.py", line 46, in lookup_calibration\n'
+        "KeyError: 7\n"
+    )
+    failure = classify(output, exit_status=1)
+    assert failure.kind is Kind.EXIT and failure.exception == "KeyError"
+    assert failure.callback == "lookup_calibration (calibrate.py:46)"
+    assert failure.headline == (
+        "KeyError: 7, raised in the program's host callback lookup_calibration (calibrate.py:46)"
+    )
+    # The hook recorded XLA's status as the call's error: the program's exception stands.
+    raised = replace(running(2, "calibrate_batch", ended=2.5), error="JaxRuntimeError: INTERNAL")
+    assert weigh(failure, failing([process(7, raised)])) == failure
+    # A jitted call that failed inside the callback is XLA's to answer for.
+    nested = output.replace("KeyError: 7", "jax.errors.JaxRuntimeError: INTERNAL: boom")
+    assert classify(nested, exit_status=1).kind is Kind.RUNTIME_ERROR
+
+
+def test_a_stop_from_outside_gets_how_long_the_hung_call_had_run() -> None:
+    """SIGTERM from a wrapper (``timeout 600 python ...``): collect measured no stall, so the
+    replay waits as long as the call had run, and a minute more, not the full limit."""
+    failure = classify("solving again to a residual of 1e-09\n", exit_status=124)
+    stack = 'Current thread 0x01 (most recent call first):\n  File "/home/u/solve.py", line 51\n'
+    p = process(7, replace(running(2, "solve"), started=50.0), stack=stack)
+    weighed = weigh(failure, failing([p]), ended_at=290.0)
+    assert weighed.kind is Kind.HANG and weighed.stopped_by == "signal"
+    assert weighed.stalled_seconds == 240.0
+    assert weighed.replay_timeout(300.0) == 300.0
+    early = weigh(failure, failing([p]), ended_at=80.0)
+    assert early.replay_timeout(300.0) == 30.0 + HANG_REPLAY_START_SECONDS

@@ -261,6 +261,12 @@ def _record_evidence(f: Failure) -> str | None:
 
 
 def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
+    if f.callback:
+        return (
+            f"the program's own host callback {f.callback} raised {f.exception} inside the "
+            "compiled computation, and XLA only passed its error on: the callback's own Python "
+            "is at fault, not XLA (its traceback is in the output)"
+        )
     if f.kind is Kind.WRONG_RESULT:
         ended = "the program's own check found a wrong value"
     elif f.kind is Kind.EXIT and f.exception:

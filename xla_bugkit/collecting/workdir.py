@@ -261,8 +261,13 @@ def _strings(value: object) -> list[str]:
 
 
 def replaced_dump_dir(run: RunRecord) -> str | None:
-    """The user's own ``--xla_dump_to`` folder, when collect dumped elsewhere for the run."""
+    """The user's own ``--xla_dump_to`` folder, when collect dumped elsewhere for the run:
+    set before collect started, or by the program itself (the hook's record)."""
     for flag in run.xla_flags.user_flags:
         if flags.name_of(flag) == "--xla_dump_to":
             return flags.value_of(flag) or ""
+    if run.culprit is not None:
+        for p in (run.culprit.process, *run.culprit.others):
+            if p.user_dump_dir is not None:
+                return p.user_dump_dir
     return None

@@ -28,7 +28,10 @@ def kept_lines(result: CollectResult) -> list[str]:
     lines = []
     if result.user_dumps is not None:
         theirs = f"--xla_dump_to={replaced_dump_dir(result.run)}"
-        lines.append(f"  your dumps: {result.user_dumps} (your {theirs} was replaced for this run)")
+        lines.append(
+            f"  your dumps: {result.user_dumps} (your {theirs} was replaced for this run: "
+            "nothing was written there)"
+        )
     if result.workdir is not None:
         again = f"xla-bugkit bundle {shlex.quote(str(result.workdir))} -o OUT"
         lines.append(f"  work dir kept: {result.workdir} (a bundle from it again: {again})")

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import replace
 
-from xla_bugkit.failure import ptxla_log, value_check
+from xla_bugkit.failure import callback, ptxla_log, value_check
 from xla_bugkit.failure.compile_log import (
     COMPILING_RE,
     FINISHED_RE,
@@ -208,6 +208,17 @@ def _classify_failure(output: str, base: Failure) -> Failure:
             status_code=status[1] if status else None,
             function=tf_function(output),
             message_lost=fatal is None,  # a signal and no fatal line in the output
+        )
+    if status is not None and (raised := callback.raised_in_callback(output)) is not None:
+        # XLA passed on what the program's own Python raised inside the computation.
+        headline = f"{raised.line}, raised in the program's host callback {raised.where}"
+        return replace(
+            base,
+            kind=Kind.EXIT,
+            headline=headline,
+            signature=normalise(headline),
+            exception=raised.exception,
+            callback=raised.where,
         )
     graph = graph_that_raised(output, status)
     from_xla = status is not None and (

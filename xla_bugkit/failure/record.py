@@ -75,6 +75,9 @@ class Failure:
     # it only at the stop, or a process waiting on a result with nothing under way): a
     # replay can run only on inputs recorded from an earlier call.
     unread_inputs: bool = False
+    # The program's own host callback raised (jax.pure_callback, io_callback, debug.callback)
+    # and XLA passed the error on: the callback, where it raised ("lookup (prog.py:46)").
+    callback: str | None = None
 
     @property
     def describe(self) -> str:

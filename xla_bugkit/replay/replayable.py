@@ -57,6 +57,33 @@ _REPLICAS = re.compile(r"\breplica_count=(\d+)")
 _PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
 
 
+# A host callback with no result (jax.debug.print, jax.debug.callback): a custom call of an
+# empty tuple, run only for what it prints or logs.
+_RESULTLESS_CALLBACK = re.compile(
+    r'^\s*%?(?P<name>[\w.\-]+) = \(\) custom-call\(.*custom_call_target="(?P<target>[^"]+)"'
+)
+
+
+def without_print_callbacks(text: str) -> tuple[str, int]:
+    """``text`` (a module's HLO) without its host callbacks that return nothing and whose
+    result no instruction reads (``jax.debug.print``, ``jax.debug.callback``): what they
+    print is the original process's, and the computation does not depend on them. Returns
+    the text and how many were left out; callbacks whose results the module uses stay (and
+    keep the module from replaying)."""
+    lines = text.splitlines(keepends=True)
+    dropped = set()
+    for i, line in enumerate(lines):
+        m = _RESULTLESS_CALLBACK.match(line)
+        if m is None or not CALLBACK_TARGETS.search(m.group("target")):
+            continue
+        used = re.compile(rf"(?<![\w.\-%])%?{re.escape(m.group('name'))}(?![\w.\-])")
+        if not any(used.search(other) for j, other in enumerate(lines) if j != i):
+            dropped.add(i)
+    if not dropped:
+        return text, 0
+    return "".join(x for i, x in enumerate(lines) if i not in dropped), len(dropped)
+
+
 class NotReplayable(BugkitError):
     """The module cannot be replayed here; the message says why."""
 

@@ -321,6 +321,13 @@ def work(spec: dict[str, Any]) -> int:
             f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
         )
     module_bytes, text = _loaded(spec)
+    text, printing = replayable.without_print_callbacks(text)
+    if printing:
+        module_bytes = _jaxlib.hlo_text_to_module_bytes(text)
+        spec["mlir"] = None  # the run's StableHLO still holds them
+        which = "callback that only prints" if printing == 1 else "callbacks that only print"
+        said = "or log (jax.debug.print, jax.debug.callback): left out of the replay"
+        say(WITHHELD, f"{printing} host {which} {said}")
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
     targets -= replayable.COMPILER_TARGETS.get(platform, frozenset())
     if targets - _jaxlib.custom_call_targets(platform):

@@ -24,7 +24,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``execute``    an execution started: ``n``, ``module``, ``id`` or ``c`` (the ``n`` of its
                compilation); ``seen``, for one the hook found under way only when collect
                asked before the stop (``hook.waiting``): what showed it
-``executed``   that execution ended: ``n``, ``error`` (when it raised)
+``executed``   its dispatch returned: ``n``, ``error`` (when it raised), ``pending`` (the device
+               was still computing its outputs: a ``ready`` record follows when they are)
 ``args``       the arguments of execution ``n`` were saved: ``n``, ``file`` (relative to
                ``processes/``; an ``.npz`` of ``arr_0``, ``arr_1``, ... in parameter order),
                ``bytes``. Only multi-device executions, which XLA writes no snapshot of, and
@@ -44,6 +45,10 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``calls`` (how many it recorded); or ``error``
 ``flags_kept`` collect's XLA flags were put back into XLA_FLAGS before XLA read them:
                ``program`` (the value the program had set, which now follows them)
+``dump_to_replaced`` the program set a ``--xla_dump_to`` of its own, taken out of XLA_FLAGS so
+               that XLA dumps where collect reads: ``folder`` (absolute)
+``ready``      the outputs of execution ``n``, whose ``executed`` record said ``pending`` (the
+               device was still computing as dispatch returned), are computed
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``uncaught``   an exception Python printed and went on from, which the exit status never
@@ -89,6 +94,9 @@ class Event:
     dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
     seen: str = ""  # what showed it, for an execution the hook did not see start
     options: tuple[str, ...] = ()  # a compile's own XLA options (``compiler_options``), as flags
+    # An execution whose dispatch had returned while the device still computed its outputs,
+    # which were not ready when the process ended (``ended`` is then None): it was running.
+    on_device: bool = False
 
     @property
     def finished(self) -> bool:
@@ -146,6 +154,7 @@ class ProcessEvidence:
     versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
     answered: bool = False  # it answered collect's question before the stop (``state``)
     uncaught: tuple[Uncaught, ...] = ()  # exceptions printed and gone on from, oldest first
+    user_dump_dir: str | None = None  # the program's own --xla_dump_to, replaced by collect's
 
     @property
     def unfinished(self) -> Event | None:
@@ -191,9 +200,14 @@ def _load_one(path: Path) -> _Loaded | None:
     inputs: list[SavedInputs] = []
     uncaught: list[Uncaught] = []
     answered = False
+    user_dump_dir: str | None = None
     for r in _records(path):
         kind = r["e"]
         if kind == "start":
+            if start:
+                # The process's next image (os.execv keeps the pid): what it records is
+                # the process now; the previous image's calls are history.
+                backends, events, exit_record, inputs = [], {}, None, []
             start = r
             rlimits.update(_limits(r.get("rlimits")))
         elif kind == "backend":
@@ -202,6 +216,8 @@ def _load_one(path: Path) -> _Loaded | None:
             events[(kind, r["n"])] = dict(r)
         elif kind in ("compiled", "executed") and isinstance(r.get("n"), int):
             _end(events.get(({"compiled": "compile", "executed": "execute"}[kind], r["n"])), r)
+        elif kind == "ready" and (begun := events.get(("execute", _int(r.get("n")) or -1))):
+            begun["ready"] = True
         elif kind == "args" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
             begun = events.get(("execute", r["n"]))
             if begun is not None:
@@ -213,12 +229,18 @@ def _load_one(path: Path) -> _Loaded | None:
             rlimits.update(_limits({r["name"]: [r.get("soft"), r.get("hard")]}))
         elif kind == "exit":
             exit_record = r
+        elif kind == "dump_to_replaced" and isinstance(r.get("folder"), str):
+            user_dump_dir = r["folder"]
         elif kind == "state" and "error" not in r:
             answered = True
         elif kind == "uncaught" and all(isinstance(r.get(k), str) for k in _UNCAUGHT):
             uncaught.append(Uncaught(*(r[k] for k in _UNCAUGHT)))
     if not isinstance(start.get("pid"), int):
         return None
+    if exit_record is None:  # an exit flushes nothing: only a process that never exited
+        for e in events.values():
+            if e["e"] == "execute" and e.get("pending") and not e.get("ready"):
+                e["ended"], e["on_device"] = None, True
     stack_file = path.with_name(f"{start['pid']}.stack.txt")
     stack = stack_file.read_text(errors="replace") if stack_file.is_file() else None
     stack = _without_listener(stack) if stack else stack
@@ -254,6 +276,7 @@ def _load_one(path: Path) -> _Loaded | None:
         versions=_strings(main.get("versions")),
         answered=answered,
         uncaught=tuple(uncaught),
+        user_dump_dir=user_dump_dir,
         pid_order=float(start.get("t", 0.0)),
     )
 
@@ -283,6 +306,8 @@ def _end(begun: dict[str, Any] | None, r: dict[str, Any]) -> None:
         begun["id"] = r["id"]
     if isinstance(r.get("error"), str):
         begun["error"] = r["error"]
+    if r.get("pending") is True:
+        begun["pending"] = True
 
 
 # The file every compiled module gets first (collect dumps text and protos of each).
@@ -343,6 +368,7 @@ def _event(r: dict[str, Any]) -> Event:
         error=r["error"] if isinstance(r.get("error"), str) else None,
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
         seen=str(r.get("seen") or ""),
+        on_device=bool(r.get("on_device")),
         options=tuple(o for o in r.get("options") or () if isinstance(o, str))
         if isinstance(r.get("options"), list)
         else (),

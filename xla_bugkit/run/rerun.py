@@ -284,6 +284,7 @@ def rerun(
             # What each process was waiting for, asked while it still runs.
             before_stop=lambda: ask.ask(processes),
         )
+    ended_at = time.time()
     ask.forget(processes)
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
@@ -318,7 +319,7 @@ def rerun(
         log=log_path,
         output=done.output,
         xla_flags=merged,
-        failure=weigh(failure, culprit),
+        failure=weigh(failure, culprit, ended_at=ended_at),
         culprit=culprit,
         hidden=hide.pattern.decode("latin-1") if hide is not None else None,
     )

@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.classify import Failure, Kind, Phase, busy_headline, classify
+from xla_bugkit.failure.classify import (
+    Failure,
+    Kind,
+    Phase,
+    busy_headline,
+    classify,
+    seconds,
+)
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.processes import Culprit
@@ -31,30 +38,34 @@ _FATAL_LINE = re.compile(r"^Fatal Python error: (?P<what>[^\n]+)$", re.M)
 _CAPTURED = (Kind.WRONG_RESULT, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
 
 
-def weigh(failure: Failure, culprit: Culprit | None) -> Failure:
+def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None = None) -> Failure:
     """``failure`` with what the failing process recorded: it crashed on a signal inside
     XLA (its own fatal line lost, or hidden behind a parent's exit), it was compiling or
-    running a given module, or it was stopped while XLA was busy."""
+    running a given module, or it was stopped while XLA was busy. ``ended_at``: when the
+    run ended (``time.time()``), for how long a call the device never finished had run."""
     if culprit is None or failure.evidence is not None:  # nothing to weigh, or done
         return failure
     p = culprit.process
     crashed = _fatal_signal(p)
     busy = p.unfinished
     if failure.stopped_by is not None:
-        return _stopped(failure, busy, culprit)
+        return _stopped(failure, busy, culprit, ended_at)
     if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and (busy or _awaited(p)):
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
-        return _stopped(replace(failure, stopped_by="signal"), busy, culprit)
+        return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
     if crashed is not None and failure.kind not in _CAPTURED:
         return _crashed(failure, crashed, busy, culprit)
     if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and busy is not None:
         return _with_busy(failure, busy)
     if failure.kind is Kind.EXIT and busy is not None and busy.kind == "compile" and not p.exited:
         return _ended_compiling(failure, busy, culprit)
+    if failure.kind is Kind.EXIT and busy is not None and busy.on_device:
+        return _ended_running(failure, busy, culprit, ended_at)
     raised = next((e for e in reversed(p.events) if e.error), None)
     errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
-    if failure.kind is Kind.EXIT and raised is not None:
+    # An error of the program's own host callback is the program's, whatever XLA recorded.
+    if failure.kind is Kind.EXIT and raised is not None and failure.callback is None:
         caught = _caught(failure, raised, culprit)
         if caught.kind in errors:
             return caught
@@ -168,6 +179,31 @@ def _ended_compiling(failure: Failure, busy: Event, culprit: Culprit) -> Failure
     )
 
 
+def _ended_running(
+    failure: Failure, busy: Event, culprit: Culprit, ended_at: float | None
+) -> Failure:
+    """A process that ended itself (``os._exit`` from its own watchdog, say) while the
+    device was still computing a call it had dispatched: whatever thread waited on it, the
+    call was running, so this is a hang in XLA until a replay shows the call ends."""
+    call = _call(busy)
+    running = max(ended_at - busy.started, 0.0) if ended_at is not None else None
+    during = f" for {seconds(running)}" if running is not None else ""
+    later = f" {seconds(running)} later," if running is not None else ","
+    return replace(
+        failure,
+        kind=Kind.HANG,
+        phase=Phase.RUN,
+        headline=f"XLA was still executing {call}{during} when the program ended itself "
+        f"({failure.headline[:120]})",
+        signature="hang",
+        executing=_name(busy),
+        stalled_seconds=round(running, 1) if running is not None else None,
+        evidence=f"{culprit.label} dispatched {call}, and its outputs were still not computed"
+        f"{later} when the process ended on its own (no exit of Python's, no fatal signal): "
+        "the thread that waited for them never got them",
+    )
+
+
 def _with_busy(failure: Failure, busy: Event) -> Failure:
     """``failure`` naming the compilation or execution its process never finished."""
     name = _name(busy)
@@ -200,10 +236,13 @@ def _awaited(p: ProcessEvidence) -> Event | None:
     return next((e for e in reversed(p.events) if e.kind == "execute"), None)
 
 
-def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
+def _stopped(
+    failure: Failure, busy: Event | None, culprit: Culprit, ended_at: float | None = None
+) -> Failure:
     """A run stopped by its timeout or by the user: a hang when the failing process had a
     compilation or execution under way, whatever the order its output lines arrived in, or
-    was waiting for the result of its last execution."""
+    was waiting for the result of its last execution. A stop with no figure of its own (a
+    signal from outside collect) is given how long that call had run by ``ended_at``."""
     # A process that answered collect's question before the stop said what it waited for;
     # its stack alone (a loop caught reading a value) is weaker evidence than that.
     p = culprit.process
@@ -232,9 +271,13 @@ def _stopped(failure: Failure, busy: Event | None, culprit: Culprit) -> Failure:
         else f"{culprit.label} was waiting for the result of {call}, its last execution, "
         "when it was stopped (its stack at the stop)"
     )
+    stalled = failure.stalled_seconds
+    if stalled is None and ended_at is not None and event.started and not event.seen:
+        stalled = round(max(ended_at - event.started, 0.0), 1)  # how long the call had run
     return replace(
         failure,
         kind=Kind.HANG,
+        stalled_seconds=stalled,
         unread_inputs=bool(event.seen) and event.args is None,
         phase=Phase.COMPILE if event.kind == "compile" else Phase.RUN,
         headline=busy_headline(f"XLA was {doing} {call}", failure),

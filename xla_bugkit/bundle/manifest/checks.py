@@ -89,7 +89,7 @@ FAILURE: Checks = {
         key: (_is_optional_str, "a string or null")
         for key in (
             *("kind", "phase", "signal", "status_code", "site", "exception", "compiling"),
-            *("stopped_by", "executing", "function", "evidence", "check_note"),
+            *("stopped_by", "executing", "function", "evidence", "check_note", "callback"),
         )
     },
     **{

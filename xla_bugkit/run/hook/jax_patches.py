@@ -17,7 +17,9 @@ frames are: ``traceback_util.register_exclusion``):
   options the program passed to that compile (``options``).
 - nothing patched: the recorder's answer to collect's question before a stop
   (``waiting.state``) finds a call under way that took jax's C++ fast path.
-- ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records, and the arguments
+- ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records (``pending``, and
+  later ``ready``, when the device was still computing as dispatch returned: ``ready.py``),
+  and the arguments
   (``args``) of multi-device executions, which XLA writes no snapshot of, and, when collect
   turned XLA's snapshots off, of each compiled function's first execution and of one that
   raises. Calls that jax's C++ fast path dispatches never reach Python and are not
@@ -127,12 +129,22 @@ def _own_dump_dir(recorder: Any) -> None:
     try:
         fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
+        if _claimed_by_this_pid(claim):
+            return  # this process's next image (os.execv): the folder is still its own
         own = os.path.join(ours, str(os.getpid()))
         os.environ["XLA_FLAGS"] = own_dump_flags(value, ours, own)
         _own_jaxpr_dir(ours, own)
         return
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
+
+
+def _claimed_by_this_pid(claim: str) -> bool:
+    try:
+        with open(claim, encoding="ascii") as f:
+            return f.read().strip() == str(os.getpid())
+    except (OSError, ValueError):
+        return False
 
 
 def _quiet_jaxpr_dumps(recorder: Any) -> None:
@@ -319,6 +331,7 @@ def _patch_execute(recorder: Any) -> None:
     from jax._src.interpreters import pxla
 
     first_arguments = bool(getattr(recorder, "first_arguments", False))
+    ready = recorder.load_sibling("ready")
     cls = pxla.ExecuteReplicated
     original = cls.__call__
 
@@ -347,7 +360,13 @@ def _patch_execute(recorder: Any) -> None:
             if first_arguments and not saved:
                 _save_arguments(recorder, n, self, args)  # the call that failed, if still there
             raise
-        recorder.write("executed", n=n)
+        outputs = ready.leaves(out)
+        if ready.pending(outputs):
+            # Dispatch returned, the device is still computing: ``ready`` says when it ends.
+            recorder.write("executed", n=n, pending=True)
+            ready.watch(recorder, n, outputs)
+        else:
+            recorder.write("executed", n=n)
         return out
 
     setattr(cls, "__call__", __call__)  # noqa: B010  # a method, replaced on its class

@@ -16,6 +16,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -107,6 +108,12 @@ class Recorder:
         if not ours or not root:
             return
         value = os.environ.get("XLA_FLAGS", "")
+        value, theirs = _without_dump_dirs_besides(value, root)
+        if theirs:
+            # The program's own dump folder: XLA writes into collect's instead, and the
+            # user's folder is left as it was (collect says where its dumps went).
+            self.write("dump_to_replaced", folder=os.path.abspath(theirs[-1]))
+            os.environ["XLA_FLAGS"] = value
         if _dumps_under(value, root):
             return  # ours, or a process's own folder under ours (``jax_patches``)
         os.environ["XLA_FLAGS"] = f"{ours} {value}".strip()
@@ -228,6 +235,25 @@ def dump_dir_of(value: str) -> str | None:
         if word.startswith("--xla_dump_to="):
             found = word.split("=", 1)[1]
     return found
+
+
+_DUMP_TO = re.compile(r"""(?:^|(?<=\s))--xla_dump_to=("[^"]*"|'[^']*'|\S*)""")
+
+
+def _without_dump_dirs_besides(value: str, root: str) -> tuple[str, list[str]]:
+    """``value`` (XLA_FLAGS) without the ``--xla_dump_to`` flags that name a folder outside
+    ``root``, and those folders, in order."""
+    theirs: list[str] = []
+
+    def drop(m: re.Match[str]) -> str:
+        folder = m.group(1).strip("\"'")
+        if _dumps_under(f"--xla_dump_to={folder}", root):
+            return m.group(0)
+        theirs.append(folder)
+        return ""
+
+    kept = _DUMP_TO.sub(drop, value)
+    return (kept.strip() if theirs else value), theirs
 
 
 def _dumps_under(value: str, root: str) -> bool:
