@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -288,6 +289,25 @@ def test_jaxprs_are_dumped_beside_the_dumps_and_never_logged_to_the_program(
     assert "Dumping jaxpr" not in done.stdout + done.stderr
     jaxprs = list((tmp_path / "dump" / JAXPRS).glob("jax_*_scale.jaxpr.txt"))
     assert len(jaxprs) == 1 and "mul" in jaxprs[0].read_text()
+
+
+@pytest.mark.jax
+def test_a_program_that_sets_up_logging_after_its_first_jit_prints_as_it_does_bare(
+    tmp_path: Path,
+) -> None:
+    """Under collect jax dumps each jaxpr and logs it with logging.log(), which would set up
+    the root logger before the program's own basicConfig (ignored then: its INFO lines and
+    format lost)."""
+    program = [sys.executable, str(PROGRAMS / "logs_after_first_jit.py")]
+    bare = run(program, clean_env(), tmp_path)
+    hooked = run(program, hooked_env(tmp_path / "work"), tmp_path)
+    assert bare.returncode == hooked.returncode == 0, hooked.stderr[-3000:]
+    assert "[INFO] job | first total 56.0" in bare.stderr  # what the program prints bare
+    assert hooked.stdout == bare.stdout
+    # XLA's own log lines at collect's log level, which collect keeps off the terminal.
+    xla_log = re.compile(r"^[IW]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] ")
+    shown = [line for line in hooked.stderr.splitlines() if not xla_log.match(line)]
+    assert shown == bare.stderr.splitlines()
 
 
 def test_the_hooks_own_frames_are_said_in_one_line() -> None:

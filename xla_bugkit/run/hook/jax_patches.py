@@ -162,6 +162,29 @@ def _quiet_jaxpr_dumps(recorder: Any) -> None:
         return not (record.msg == "Dumping jaxpr for %s to %s." and dumped_to.startswith(ours))
 
     logging.getLogger().addFilter(ours_only)
+    # jax logs it with logging.log(), which configures the root logger (basicConfig) when it
+    # has no handler yet: a program that sets up its logging after its first jitted call
+    # would find it done, and its format and level ignored. Bare, jax dumps nothing and
+    # never calls it; the root logger's own method logs without configuring anything.
+    try:
+        from jax._src import jaxpr_util
+
+        setattr(jaxpr_util, "logging", _LoggingWithoutConfig(logging))  # noqa: B010
+    except Exception as e:  # a jax release that moved it: the program's logging may change
+        recorder.write("hook_error", error=f"jaxpr dump logging: {type(e).__name__}: {e}")
+
+
+class _LoggingWithoutConfig:
+    """The ``logging`` module as jax's jaxpr dump uses it, less the root logger's set-up."""
+
+    def __init__(self, logging: Any) -> None:
+        self._logging = logging
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logging, name)
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        self._logging.getLogger().log(level, msg, *args, **kwargs)
 
 
 def _own_jaxpr_dir(ours: str, own: str) -> None:
