@@ -19,6 +19,7 @@ from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import driver
 from xla_bugkit.collecting.options import CollectOptions, CollectResult
 from xla_bugkit.commands import _summary
+from xla_bugkit.commands.verify import render_table
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure
@@ -29,6 +30,7 @@ from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verify import ModuleCheck, VerifyResult
 
 RECORDED = Path(__file__).parent / "recorded"
 UNCHECKED = f"ran to completion on the TPU; no reference: {KERNEL_ONLY}"
@@ -266,3 +268,15 @@ def test_what_an_unproven_verdict_rests_on_is_said_before_the_link(tmp_path: Pat
     lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
     assert lines[0].startswith("  unproven by replay: the program's own check found a wrong")
     assert lines[1].startswith("  next: read ISSUE.md")
+
+
+def test_verify_on_a_tpu_says_a_pallas_kernel_ran_but_nothing_checks_it() -> None:
+    """What verify prints on the chip, where the module runs but has no reference."""
+    m = _manifest("pallas_dma_zeros")
+    ran = Verdict.from_json(m["modules"][0]["replay"])
+    check = ModuleCheck(m["modules"][0]["label"], ran, ran.outcome.value)
+    result = VerifyResult(RECORDED / "pallas_dma_zeros.zip", Failure.from_json(m["failure"]),
+                          (check,))  # fmt: skip
+    said = render_table(result)
+    assert "the module ran, but its Pallas kernel has no reference" in said
+    assert "interpret=True" in said and "outside the reporter's program" not in said

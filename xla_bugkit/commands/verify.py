@@ -12,6 +12,7 @@ from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.replay import _jaxlib
+from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.ui import Ui, shown
@@ -117,6 +118,12 @@ def render_table(result: VerifyResult) -> str:
     lines.append("")
     if result.reproduced:
         lines.append("the recorded failure reproduces here")
+    elif result.unreplayable and _kernels_only(result):
+        lines.append(
+            "the recorded failure is unverified here: the module ran, but its Pallas kernel "
+            "has no reference to check its values against (see above); run the kernel with "
+            "pallas_call(..., interpret=True) on the same inputs to tell"
+        )
     elif result.unreplayable:
         lines.append(
             "the recorded failure is unverified here: no module of the bundle can be replayed "
@@ -133,3 +140,9 @@ def render_table(result: VerifyResult) -> str:
     else:
         lines.append("the recorded failure does NOT reproduce here")
     return "\n".join(lines)
+
+
+def _kernels_only(result: VerifyResult) -> bool:
+    """Every module ran (on a TPU) but holds a Pallas kernel that nothing can check."""
+    verdicts = [c.verdict for c in result.checks]
+    return bool(verdicts) and all(v is not None and KERNEL_ONLY in v.evidence for v in verdicts)
