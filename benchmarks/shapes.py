@@ -253,13 +253,15 @@ def versions() -> str:
         return "jax not installed here"
 
 
-def report(rows: list[Row], expects: dict[str, Expect], started: datetime) -> str:
+def report(
+    rows: list[Row], expects: dict[str, Expect], started: datetime, root: Path = SHAPES
+) -> str:
     passed = sum(r.passed for r in rows)
     lines = [
         "# xla-bugkit on programs of many shapes",
         "",
         f"Written by `benchmarks/shapes.py` on {started:%Y-%m-%d %H:%M} UTC, {versions()} on CPU."
-        " Each row is one folder of `tests/programs/shapes/`: a real program that fails "
+        f" Each row is one folder of `{_shown(root)}/`: a real program that fails "
         "inside XLA, run with `xla-bugkit collect -o bundle.zip --workdir DIR -- COMMAND` in "
         "that folder. The expected answer is the folder's `expect.json`; the program's "
         "docstring says what XLA does wrong.",
@@ -290,6 +292,13 @@ def report(rows: list[Row], expects: dict[str, Expect], started: datetime) -> st
         for r in failed:
             lines += [f"`{r.name}`:", "", "```text", *r.said, "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _shown(root: Path) -> str:
+    try:
+        return root.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(root)
 
 
 def write(path: Path, text: str) -> None:
@@ -328,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(table([row])[2:]), flush=True)
         rows.append(row)
 
-    text = report(rows, expects, started)
+    text = report(rows, expects, started, opts.root)
     write(opts.out, text)
     print("\n" + text)
     return 0 if bare_ok and all(r.passed for r in rows) else 1
