@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,10 @@ def expected(shape: str) -> dict:  # type: ignore[type-arg]
         "shard_map_wrong",  # a wrong result inside shard_map: no one-device reference
         "small_values_wrong",  # values near 1.5e-5, 21% off: every error is tiny
         "package_module",  # python -m; a later first call takes an argument XLA never made
+        "debug_print_crash",  # one jax.debug.print in the crashing function
+        "exec_self",  # os.execv: the same pid's next image crashes XLA
+        "own_dump_folder",  # the program's own --xla_dump_to: its folder stays as it was
+        "executor_hang",  # a watchdog's os._exit while an executor thread waits on XLA
     ],
 )
 def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
@@ -40,6 +45,7 @@ def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
     argv = [sys.executable if word == "python" else word for word in want["command"]]
     # The wrong-value search's budget is wall time: generous, for a loaded machine.
     options = ["--budget", "30m", *want.get("collect_args", [])]
+    started = time.time()
     done = run_collect(tmp_path / "bundle.zip", argv, *options, cwd=SHAPES / shape)
     assert done.returncode == 0, done.stderr
     m = done.manifest()
@@ -66,3 +72,26 @@ def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
     if shape == "spawn_workers":
         assert "died on SIGABRT" in m["failure"]["evidence"]
         assert "no sign of an XLA bug" not in m["title"]
+    if shape == "own_dump_folder":
+        written = [
+            f for f in (SHAPES / shape / "xla_dump").rglob("*") if f.stat().st_mtime >= started
+        ]
+        assert not written, written[:3]
+        assert "your dumps: " in done.stderr and "nothing was written there" in done.stderr
+    if shape == "executor_hang":
+        assert m["failure"]["evidence"].endswith("the thread that waited for them never got them")
+
+
+def test_an_exception_of_the_programs_own_host_callback_is_not_called_an_xla_bug(
+    tmp_path: Path,
+) -> None:
+    want = expected("callback_keyerror")
+    argv = [sys.executable if word == "python" else word for word in want["command"]]
+    done = run_collect(tmp_path / "bundle.zip", argv, cwd=SHAPES / "callback_keyerror")
+    assert done.returncode == 3, done.stderr
+    m = done.manifest()
+    assert m["failure"]["kind"] == "non-XLA failure"
+    assert m["failure"]["callback"] == "lookup_calibration (calibrate.py:46)"
+    said = " ".join(done.stderr.split())
+    assert "this does not look like an XLA bug: the program's own host callback" in said
+    assert m["title"].startswith("KeyError: 7, raised in the program's host callback")
