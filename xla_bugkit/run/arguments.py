@@ -71,7 +71,7 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
             notes.append(f"the arguments saved for {label} are not used: {e}")
             continue
         leftovers.write_whole(target, data)
-    return notes
+    return list(dict.fromkeys(notes))  # a module's first call and the one that raised: once
 
 
 def recorded_snapshots(dump_dir: Path, process: ProcessEvidence) -> list[Path]:
@@ -118,12 +118,19 @@ def _function_module(protos: dict[int, tuple[Path, str]], function: str) -> int 
 
 def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
     """The snapshot's serialized parts (``hlo_proto.snapshot_parts``)."""
+    from xla_bugkit.hlo import literal  # not at the top: see _literal
+
     hlo = hlo_proto.read_hlo_proto(before)
     arrays = _load(file)
     shapes = hlo_proto.parameter_shapes(hlo)
     if len(arrays) == len(shapes):
         pairs = enumerate(zip(arrays, shapes, strict=True))
         literals = [_literal(i, array, shape) for i, (array, shape) in pairs]
+    elif any(literal.format_shape(s) == "token[]" for s in shapes):
+        raise BugkitError(
+            "its parameters include a token (an ordered effect, such as "
+            "io_callback(..., ordered=True)), which no saved array stands for"
+        )
     else:
         literals = [[lit.SerializeToString()] for lit in _in_order(arrays, shapes)]
     return hlo_proto.snapshot_parts(hlo.SerializeToString(), literals)
