@@ -28,6 +28,8 @@ VERIFY_EPILOG = """\
 examples:
   xla-bugkit verify bundle.7z
   xla-bugkit verify --json bug.zip > verdicts.json
+  xla-bugkit verify bug/
+      a bundle unpacked by hand (unzip bug.zip -d bug): checked as its archive is
 """
 
 REPLAY_EPILOG = """\
@@ -69,7 +71,9 @@ def _add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "its modules, and say whether the recorded failure reproduces on this machine.",
         epilog=VERIFY_EPILOG,
     )
-    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument(
+        "bundle", type=Path, help="a .7z, .zip or .tar.gz bundle, or a folder one is unpacked into"
+    )
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
     from xla_bugkit.commands.bisect import add_range_options, release_number
 
@@ -154,7 +158,9 @@ def _add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  xla-bugkit show bundle.7z --graph module.html\n"
         "      draw the shrunk module (or the chosen one) as a page that renders its graph",
     )
-    p.add_argument("bundle", type=Path, help="a .7z, .zip or .tar.gz bundle")
+    p.add_argument(
+        "bundle", type=Path, help="a .7z, .zip or .tar.gz bundle, or a folder one is unpacked into"
+    )
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
     p.add_argument("--graph", type=Path, metavar="OUT",

@@ -13,11 +13,11 @@ TensorFlow's ``tf.function(jit_compile=True)`` segfaults at its first run with
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class FrameworkEntry(TypedDict):
@@ -29,6 +29,13 @@ class FrameworkEntry(TypedDict):
     # ``__xla_gitrev__``; the OpenXLA commit it builds is not in the wheel).
     revision: str | None
     detected_from: str
+    # Whose the version is: ``PROGRAM`` or ``HERE`` (absent in older bundles).
+    version_from: NotRequired[str]
+
+
+# Where a framework's version was read: the program's own interpreter (the start-up hook's
+# record), or, where it recorded none, xla-bugkit's environment.
+PROGRAM, HERE = "the program", "xla-bugkit's environment"
 
 
 class Framework(StrEnum):
@@ -173,6 +180,12 @@ def detect(
     return Detection(found, "the script's imports") if found is not None else None
 
 
+# The module whose ``__version__`` the start-up hook records for each (``hook.recorder``).
+_MODULES = {
+    Framework.JAX: "jaxlib",
+    Framework.TENSORFLOW: "tensorflow",
+    Framework.PYTORCH_XLA: "torch_xla",
+}
 _DISTS = {
     Framework.JAX: ("jaxlib",),
     Framework.TENSORFLOW: ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
@@ -203,17 +216,21 @@ class FrameworkInfo:
     """What the manifest's ``framework`` record holds."""
 
     name: Framework
-    version: str | None  # the installed distribution's version
+    version: str | None  # the program's, else the installed distribution's version
     revision: str | None  # its own git revision (torch_xla: the pytorch/xla commit)
     detected_from: str
+    version_from: str = ""  # PROGRAM or HERE; "" for no version, or an older bundle's
 
     def to_json(self) -> FrameworkEntry:
-        return {
+        entry: FrameworkEntry = {
             "name": self.name.value,
             "version": self.version,
             "revision": self.revision,
             "detected_from": self.detected_from,
         }
+        if self.version_from:
+            entry["version_from"] = self.version_from
+        return entry
 
     @property
     def describe(self) -> str:
@@ -221,15 +238,20 @@ class FrameworkInfo:
         return f"{self.name.display}{version}"
 
 
-def info(found: Detection) -> FrameworkInfo:
-    """Versions of the framework as installed where xla-bugkit runs (the program's own
-    environment, as a rule: collect runs next to it)."""
+def info(found: Detection, recorded: Mapping[str, str] | None = None) -> FrameworkInfo:
+    """The framework's version as the program's own interpreter imported it (``recorded``:
+    the start-up hook's record of it), else as installed where xla-bugkit runs, which may be
+    another environment (pipx, a venv of its own), and says so (``version_from``). The
+    revision is read from the installed files, so only when they are of that version."""
     from importlib import metadata  # its import costs what collect's start should not
 
     dist = _installed(_DISTS[found.framework])
-    version = metadata.version(dist) if dist else None
-    revision = _revision(found.framework, dist) if dist else None
-    return FrameworkInfo(found.framework, version, revision, found.source)
+    here = metadata.version(dist) if dist else None
+    version = (recorded or {}).get(_MODULES[found.framework]) or None
+    source = PROGRAM if version else HERE if here else ""
+    version = version or here
+    revision = _revision(found.framework, dist) if dist and here == version else None
+    return FrameworkInfo(found.framework, version, revision, found.source, source)
 
 
 def installed_version(framework: Framework) -> str | None:

@@ -18,6 +18,7 @@ from helpers.hostile import SUFFIX, write_raw
 
 from xla_bugkit import archive
 from xla_bugkit.archive import Entry, extract_safely, list_entries, read_member, write_archive
+from xla_bugkit.archive.folder import DirReader
 from xla_bugkit.errors import BadBundleError, BugkitError
 
 FORMATS = archive.FORMATS
@@ -498,6 +499,44 @@ def test_a_bundle_unpacked_by_hand_reads_as_its_archive_did(tmp_path: Path) -> N
     with pytest.raises(BadBundleError):
         extract_safely(folder, tmp_path / "fourth")
     assert not any((tmp_path / "fourth").iterdir())
+
+
+def test_a_folder_changed_between_its_listing_and_its_reading_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder on which a link takes a listed folder's place after the listing: the file
+    under it is opened from the folder one component at a time, and the link refused."""
+    folder = tmp_path / "unpacked"
+    _written_file(folder / "modules" / "m" / "m.txt", b"HloModule m\n")
+    _written_file(tmp_path / "elsewhere" / "m" / "m.txt", b"HloModule m\n")
+    listed = DirReader.__init__
+
+    def swapped_once_listed(reader: object, *args: object) -> None:
+        listed(reader, *args)  # type: ignore[arg-type]
+        (folder / "modules").rename(tmp_path / "old")
+        (folder / "modules").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+
+    monkeypatch.setattr(DirReader, "__init__", swapped_once_listed)
+    (tmp_path / "dest").mkdir()
+    with pytest.raises(BadBundleError, match=r"refusing 'modules/m/m\.txt': 'modules' is a link$"):
+        extract_safely(folder, tmp_path / "dest")
+    assert not any((tmp_path / "dest").iterdir())
+    _written_file(folder / "ISSUE.md", b"# title\n")
+    with pytest.raises(
+        BadBundleError, match=r"refusing 'ISSUE\.md/x': 'ISSUE\.md' is not a folder$"
+    ):
+        read_member(folder, "ISSUE.md/x", 100)
+
+
+def test_a_folder_is_no_archive_to_measure_by_its_ratio(tmp_path: Path) -> None:
+    # 4 MiB of zeros: over 10,000 times a 4-byte "archive", were a folder measured as one.
+    _written_file(tmp_path / "b" / "manifest.json", b"{}")
+    _written_file(tmp_path / "b" / "zeros.pb", bytes(4 << 20))
+    assert archive.read.archive_size(tmp_path / "b") is None
+    assert {e.name for e in list_entries(tmp_path / "b")} == {"manifest.json", "zeros.pb"}
+    with pytest.raises(BadBundleError, match="over the limit of 1000 bytes"):
+        (tmp_path / "dest").mkdir()
+        extract_safely(tmp_path / "b", tmp_path / "dest", max_total=1000)
 
 
 def _written_file(path: Path, data: bytes) -> Path:

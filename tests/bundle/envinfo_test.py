@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import socket
 import subprocess
 import sys
+from importlib import metadata
+from pathlib import Path
 
 import pytest
 from helpers.programs import clean_env
 
 from xla_bugkit import __version__
-from xla_bugkit.bundle.envinfo import NOT_INSTALLED, collect_env
+from xla_bugkit.bundle.envinfo import HERE_NOTE, NOT_INSTALLED, PYTHON_NOTE, collect_env
 from xla_bugkit.redact import Redactor
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
@@ -48,6 +51,35 @@ def test_the_programs_interpreter_is_reported_not_ours() -> None:
     assert report.version("protobuf") != NOT_INSTALLED  # not recorded: this machine's
     assert report.python == "3.12.7"
     assert "python: 3.12.7" in report.to_text()
+
+
+def test_what_is_read_here_is_said_so_where_the_program_ran_under_another_interpreter() -> None:
+    program = {"python": "3.12.7", "python_executable": "/opt/project/.venv/bin/python",
+               "jax": "0.4.38", "jaxlib": "0.4.38", "tensorflow": "2.21.0"}  # fmt: skip
+    report = collect_env(Redactor(), environ=_cpu_env(), program=program)
+    text = report.to_text()
+    assert re.search(r"^jaxlib: +0\.4\.38$", text, re.M), text
+    assert re.search(r"^tensorflow: +2\.21\.0$", text, re.M), text  # as the program ran it
+    assert re.search(rf"^numpy: +\S+ {re.escape(HERE_NOTE)}$", text, re.M), text
+    assert re.search(rf"^protobuf: +\S+ {re.escape(HERE_NOTE)}$", text, re.M), text
+    assert "python executable: /opt/project/.venv/bin/python\n" in text
+    assert PYTHON_NOTE not in text and "torch" not in text  # the program imported none
+    assert report.version("numpy") == metadata.version("numpy")  # the values stay plain
+
+
+def test_the_programs_own_environment_needs_no_note() -> None:
+    # The program's `python` beside xla-bugkit's own `python3`: one venv, the same packages.
+    for python in (sys.executable, str(Path(sys.executable).with_name("python3.99"))):
+        program = {"python": sys.version.split()[0], "python_executable": python}
+        text = collect_env(Redactor(), environ=_cpu_env(), program=program).to_text()
+        assert HERE_NOTE not in text and PYTHON_NOTE not in text
+
+
+def test_without_the_programs_record_the_interpreter_and_versions_are_said_to_be_ours() -> None:
+    text = collect_env(Redactor(), environ=_cpu_env()).to_text()
+    assert f"python executable: {sys.executable} {PYTHON_NOTE}\n" in text
+    assert re.search(rf"^jaxlib: +\S+ {re.escape(HERE_NOTE)}$", text, re.M), text
+    assert re.search(r"^xla-bugkit: +\S+$", text, re.M), text
 
 
 def test_collecting_does_not_import_jax_backends() -> None:

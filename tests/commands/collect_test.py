@@ -434,7 +434,7 @@ def test_a_replaced_dump_to_keeps_the_dumps_and_says_where(
     err = capsys.readouterr().err
     assert err.endswith(
         f"  your dumps: {work / 'dump'} (your --xla_dump_to={theirs} was replaced for this "
-        "run)\n"
+        "run: nothing was written there)\n"
         f"  work dir kept: {work} (a bundle from it again: xla-bugkit bundle {work} -o OUT)\n"
     )
     assert any(p.name.endswith(".jit_train_step.before_optimizations.txt")

@@ -10,6 +10,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import py7zr
 import pytest
 
 from xla_bugkit.main import main
@@ -53,6 +54,18 @@ def test_the_repacked_report_names_the_repacked_archive(bundle: Path, tmp_path: 
     assert "bundle.7z" not in report
     assert "attach for-github.zip" in report and "xla-bugkit verify for-github.zip" in report
     assert main(["verify", "-q", str(out)]) == 0  # its manifest records the new report
+
+
+def test_a_repacked_folder_keeps_its_report_as_it_is(bundle: Path, tmp_path: Path) -> None:
+    # The folder's name is none the report uses: "u" is no archive name to write over.
+    folder = tmp_path / "u"
+    with py7zr.SevenZipFile(bundle) as z:
+        z.extractall(folder)
+    out = tmp_path / "u.zip"
+    assert main(["repack", "-q", str(folder), str(out)]) == 0
+    with zipfile.ZipFile(out) as z:
+        assert z.read("ISSUE.md") == (folder / "ISSUE.md").read_bytes()
+    assert main(["show", str(out)]) == 0
 
 
 def test_repack_keeps_a_file_that_is_not_a_bundle_unless_forced(

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from helpers.bundles import (
 )
 from helpers.hostile import tree, write_raw
 
+from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.main import main
 from xla_bugkit.ui import shown
@@ -131,3 +133,126 @@ def test_a_strangers_escape_sequences_never_reach_the_terminal(
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J\\x1b]0;PWNED\\x07" in out  # spelled out, so the reader sees it
     assert shown("line\n\tindented") == "line\n\tindented"  # what text needs stays
+
+
+def unpacked(root: Path, members: Members) -> Path:
+    """``members`` written into the folder ``root``, as unzipping their archive would."""
+    for name, data in members:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``root`` and ``root`` itself: its mode, size and modification time."""
+    found = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        found[path.relative_to(root).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def test_show_lists_an_unpacked_bundle_and_writes_nothing_into_it(
+    tmp_path: Path, quiet_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = unpacked(tmp_path / "bug", bundle_members())
+    before = snapshot(folder)
+    assert main(["show", str(folder)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert out.startswith("bug: made by xla-bugkit 0.1.0")
+    assert f"{len(ISSUE_DATA):>14,}  {ISSUE}" in out and HLO in out
+    assert main(["show", "--issue", str(folder)]) == ExitCode.OK
+    assert capsys.readouterr().out == ISSUE_DATA.decode()
+    assert snapshot(folder) == before and tree(quiet_dirs) == set()
+
+
+# The lies of ``HOSTILE`` that a folder can hold (a file system has no duplicate names).
+IN_A_FOLDER = (
+    "a member bigger than listed",
+    "a member not listed",
+    "a sha256 mismatch",
+    "an ISSUE.md grown past its slack",
+)
+
+
+def _linked_out(folder: Path, name: str, tmp_path: Path) -> None:
+    """``name`` (a file or a folder) moved out of ``folder``, a link to it left in its
+    place: what it leads to is exactly what the manifest lists."""
+    (tmp_path / "elsewhere").mkdir(exist_ok=True)
+    target = (folder / name).rename(tmp_path / "elsewhere" / Path(name).name)
+    (folder / name).symlink_to(target, target_is_directory=target.is_dir())
+
+
+# What a stranger's folder can hold besides files, and the reason it is refused with.
+FOLDER_TRICKS: dict[str, tuple[Callable[[Path, Path], object], str]] = {
+    "a link to a file outside": (
+        lambda f, _: (f / "modules" / "passwd").symlink_to("/etc/passwd"),
+        "refusing symlink entry 'modules/passwd'",
+    ),
+    "a link to a folder outside": (
+        lambda f, _: (f / "modules" / "etc").symlink_to("/etc", target_is_directory=True),
+        "refusing symlink entry 'modules/etc'",
+    ),
+    "a listed file that is a link": (
+        lambda f, tmp: _linked_out(f, HLO, tmp),
+        f"refusing symlink entry '{HLO}'",
+    ),
+    "a listed folder that is a link": (
+        lambda f, tmp: _linked_out(f, "modules", tmp),
+        "refusing symlink entry 'modules'",
+    ),
+    "a manifest that is a link": (
+        lambda f, tmp: _linked_out(f, MANIFEST, tmp),
+        "refusing symlink entry 'manifest.json'",
+    ),
+    "a FIFO": (lambda f, _: os.mkfifo(f / "pipe"), "refusing special file entry 'pipe'"),
+    "a FIFO for a manifest": (
+        lambda f, _: (f / MANIFEST).unlink() or os.mkfifo(f / MANIFEST),
+        "refusing 'manifest.json': it is not a plain file",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", IN_A_FOLDER + tuple(FOLDER_TRICKS))
+def test_show_refuses_an_unpacked_bundle_as_it_would_its_archive(
+    case: str, tmp_path: Path, quiet_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if case in FOLDER_TRICKS:
+        trick, reason = FOLDER_TRICKS[case]
+        folder = unpacked(tmp_path / "bug", bundle_members())
+        trick(folder, tmp_path)
+        reason = re.escape(f"{folder}: {reason}") + "$"
+    else:
+        change, reason = HOSTILE[case]
+        folder = unpacked(tmp_path / "bug", bundle_members(change))
+    before = snapshot(folder)
+    for options in ([], ["--issue"]):
+        assert main(["show", *options, str(folder)]) == ExitCode.BAD_BUNDLE
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1
+        assert re.search(reason, captured.err.removeprefix(REFUSED).rstrip("\n")), captured.err
+    assert snapshot(folder) == before and tree(quiet_dirs) == set()
+
+
+def test_a_folder_that_is_no_bundle_is_said_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
+
+    def walked(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a folder without a manifest is walked end to end")
+
+    monkeypatch.setattr(os, "walk", walked)  # a home given by mistake is not read through
+    assert main(["show", str(tmp_path / "photos")]) == ExitCode.BAD_BUNDLE
+    err = capsys.readouterr().err
+    assert err == f"{REFUSED}{tmp_path / 'photos'} has no manifest.json: not an xla-bugkit bundle\n"
+
+
+def test_a_link_to_an_unpacked_bundle_is_followed_as_a_link_to_an_archive_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = unpacked(tmp_path / "bug", bundle_members())
+    (tmp_path / "latest").symlink_to(folder, target_is_directory=True)
+    assert main(["show", str(tmp_path / "latest")]) == ExitCode.OK
+    assert capsys.readouterr().out.startswith("latest: made by xla-bugkit")

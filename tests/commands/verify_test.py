@@ -342,3 +342,80 @@ def test_a_hang_whose_call_ran_on_unrecorded_inputs_is_unverified_not_unreproduc
         "reporter's run could not record, and the replays ran on an earlier call's"
     )
     assert not result.reproduced  # so the command exits 6 (unverified), not 3
+
+
+def unzipped(bundle: Path, folder: Path) -> Path:
+    """``bundle`` unpacked by hand into ``folder``, as a maintainer unzips an attachment."""
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(folder)
+    return folder
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``root`` and ``root`` itself: its mode, size and modification time."""
+    found = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        found[path.relative_to(root).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _same_parts(result: dict) -> dict:  # type: ignore[type-arg]
+    """A ``verify --json`` result less what names the bundle itself."""
+    modules = [{k: m[k] for k in ("label", "recorded", "same_as_reporter")} | {
+        "outcome": m["verdict"]["outcome"], "evidence": m["verdict"]["evidence"]}
+        for m in result["modules"]]  # fmt: skip
+    return {**{k: v for k, v in result.items() if k != "bundle"}, "modules": modules}
+
+
+def test_an_unpacked_bundle_verifies_as_its_archive_and_is_left_as_it_was(
+    bundle: Path, tmp_path: Path
+) -> None:
+    folder = unzipped(bundle, tmp_path / "bug")
+    before = snapshot(folder)
+    results = []
+    for target in (bundle, folder):  # the installed command, from a folder of its own
+        done = subprocess.run([XLA_BUGKIT, "verify", "--json", "-q", str(target)],
+                              capture_output=True, text=True, timeout=600,
+                              cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout))
+    assert results[1]["bundle"] == str(folder) and results[1]["integrity"] == "ok"
+    assert _same_parts(results[1]) == _same_parts(results[0])
+    assert results[1]["modules"][0]["verdict"]["outcome"] == "reproduced: error"
+    assert snapshot(folder) == before  # the replays ran elsewhere: nothing written in it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bug"]
+
+
+def test_an_unpacked_bundle_with_a_link_out_of_it_is_refused(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = unzipped(bundle, tmp_path / "bug")
+    (folder / "modules" / "passwd").symlink_to("/etc/passwd")
+    assert main(["verify", str(folder)]) == 4
+    err = capsys.readouterr().err
+    assert err == f"xla-bugkit: error: {folder}: refusing symlink entry 'modules/passwd'\n"
+
+
+def test_an_unpacked_bundle_with_a_changed_file_fails_its_integrity_check(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = unzipped(bundle, tmp_path / "bug")
+    (text,) = folder.glob("modules/*/*.before_optimizations.txt")
+    text.write_text("HloModule evil\n")
+    assert main(["verify", str(folder)]) == 4
+    name = text.relative_to(folder).as_posix()
+    err = capsys.readouterr().err
+    assert err == f"xla-bugkit: error: {name} does not match its sha256 in the manifest\n"
+
+
+def test_a_folder_that_is_no_bundle_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("verify the bundle\n")
+    assert main(["verify", str(tmp_path / "notes")]) == 4
+    err = capsys.readouterr().err
+    assert err == (
+        f"xla-bugkit: error: {tmp_path / 'notes'} has no manifest.json: not an xla-bugkit bundle\n"
+    )

@@ -339,6 +339,42 @@ def test_this_installs_jaxlib_version_and_revision() -> None:
     found = frameworks.info(frameworks.Detection(Framework.JAX, "dump module names"))
     assert found.version and found.revision and len(found.revision) == 40
     assert found.to_json()["name"] == "jax"
+    assert found.to_json()["version_from"] == frameworks.HERE  # no record of the program's
+
+
+def test_the_version_is_the_one_the_programs_interpreter_recorded() -> None:
+    """The program ran under another interpreter (a venv of its own) than xla-bugkit, which
+    may not have the framework at all (TensorFlow is not installed here)."""
+    recorded = {"python_executable": "/venv/bin/python", "tensorflow": "2.21.0",
+                "torch_xla": "2.9.0", "jaxlib": "0.4.38"}  # fmt: skip
+    expected = {Framework.TENSORFLOW: "2.21.0", Framework.PYTORCH_XLA: "2.9.0",
+                Framework.JAX: "0.4.38"}  # fmt: skip
+    for framework, version in expected.items():
+        found = frameworks.info(frameworks.Detection(framework, "dump module names"), recorded)
+        assert (found.version, found.version_from) == (version, frameworks.PROGRAM)
+        assert found.to_json()["version_from"] == "the program"
+    # This jaxlib's revision is not the recorded release's: it is left out, not misstated.
+    assert found.revision is None
+    same = {"jaxlib": frameworks.installed_version(Framework.JAX) or ""}
+    jax = frameworks.info(frameworks.Detection(Framework.JAX, "x"), same)
+    assert jax.version_from == frameworks.PROGRAM and jax.revision
+
+
+def test_a_version_from_xla_bugkits_environment_is_said_so() -> None:
+    tf = frameworks.Detection(Framework.TENSORFLOW, "dump module names")
+    unknown = frameworks.info(tf, {"python_executable": "/venv/bin/python"})
+    if frameworks.installed_version(Framework.TENSORFLOW) is None:  # as in CI
+        assert (unknown.version, unknown.version_from) == (None, "")
+        assert "version_from" not in unknown.to_json()
+    here = frameworks.FrameworkInfo(Framework.TENSORFLOW, "2.20.0", None, "x", frameworks.HERE)
+    said = framework_text.describe(here, replayed=False) or ""
+    assert said.startswith("Framework: TensorFlow 2.20.0 as installed where xla-bugkit ran "
+                           "(the program's own was not recorded), detected from x.")  # fmt: skip
+    theirs = frameworks.FrameworkInfo(Framework.TENSORFLOW, "2.21.0", None, "x", frameworks.PROGRAM)
+    assert (
+        framework_text.describe(theirs, replayed=False)
+        == "Framework: TensorFlow 2.21.0, detected from x."
+    )
 
 
 def _manifest() -> dict[str, object]:
@@ -360,5 +396,9 @@ def test_the_framework_record_is_optional_and_checked() -> None:
     assert validate({**old, "framework": record})["framework"] == record  # type: ignore[typeddict-item]
     with pytest.raises(BadBundleError, match="the framework record"):
         validate({**old, "framework": {**record, "version": 2}})
+    mine = {**record, "version_from": "the program"}
+    assert validate({**old, "framework": mine})["framework"] == mine  # type: ignore[typeddict-item]
+    with pytest.raises(BadBundleError, match="'version_from' must be a string"):
+        validate({**old, "framework": {**record, "version_from": 1}})
     with pytest.raises(BadBundleError, match="function"):
         validate({**old, "failure": {**old["failure"], "function": 3}})  # type: ignore[dict-item]

@@ -65,7 +65,12 @@ def test_the_bare_runtime_error_is_an_xla_compile_error(compile_error: Collected
     framework = manifest["framework"]
     assert framework["name"] == "pytorch/xla"
     assert framework["version"] == metadata.version("torch_xla")
+    assert framework["version_from"] == "the program"  # the hook's record of its process
     assert re.fullmatch(r"[0-9a-f]{40}", framework["revision"])
+    report = compile_error.text("environment.txt")
+    assert re.search(rf"^torch_xla: +{re.escape(framework['version'])}$", report, re.M), report
+    assert re.search(rf"^torch: +{re.escape(metadata.version('torch'))}$", report, re.M), report
+    assert f"python executable: {sys.executable}\n" in report
     assert manifest["data"].startswith("generated inputs (seed 42): PyTorch/XLA")
     # The rerun's settings reached torch_xla: its graph log is in the bundle's log.
     assert "Compiling IR graph hash" in compile_error.text("log.txt")

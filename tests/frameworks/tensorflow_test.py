@@ -8,6 +8,7 @@ installed next to xla-bugkit (``pytest -m frontends``) and are skipped elsewhere
 from __future__ import annotations
 
 import importlib.util
+import re
 import signal
 import subprocess
 import sys
@@ -50,7 +51,12 @@ def test_the_failing_function_is_bundled_with_its_framework(collected: Collected
     manifest = collected.manifest()
     assert manifest["framework"]["name"] == "tensorflow", collected.stderr
     assert manifest["framework"]["version"]
+    assert manifest["framework"]["version_from"] == "the program"  # the hook's record of it
     assert manifest["framework"]["detected_from"] == "dump module names"
+    report = collected.text("environment.txt")
+    version = re.escape(manifest["framework"]["version"])
+    assert re.search(rf"^tensorflow: +{version}$", report, re.M), report
+    assert f"python executable: {sys.executable}\n" in report
     failure = manifest["failure"]
     assert failure["kind"] == "runtime error"
     assert failure["status_code"] == "UNIMPLEMENTED"

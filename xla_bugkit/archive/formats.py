@@ -5,7 +5,6 @@ listed, and stream the wanted ones into sinks. Errors about the archive's bytes 
 from __future__ import annotations
 
 import contextlib
-import os
 import stat
 import tarfile
 import zipfile
@@ -55,7 +54,7 @@ class _ZipReader:
         for m in wanted:
             self.current = m.name
             with self._zf.open(self._infos[m.index]) as src:
-                _copy(src, open_sink(m))
+                copy_into(src, open_sink(m))
 
 
 def _zip_member(index: int, info: zipfile.ZipInfo) -> Member:
@@ -107,7 +106,7 @@ class _TarReader:
                 src = tf.extractfile(ti)
                 if src is None:
                     raise BadBundleError(f"{self._path}: {m.name!r} has no data")
-                _copy(src, open_sink(m))
+                copy_into(src, open_sink(m))
                 if not left:
                     return
         raise BadBundleError(f"{self._path} changed while it was being read")
@@ -250,52 +249,13 @@ class _SinkIO(Py7zIO):
         self._sink.close()
 
 
-def _copy(src: IO[bytes], sink: Sink) -> None:
+def copy_into(src: IO[bytes], sink: Sink) -> None:
+    """Every byte of ``src`` into ``sink``, which is closed after (a ``Reader``'s stream)."""
     try:
         while chunk := src.read(CHUNK):
             sink.write(chunk)
     finally:
         sink.close()
-
-
-class DirReader:
-    """A bundle already unpacked into a folder (``unzip bundle.zip -d b``), read as an
-    archive: its files are members, named by their path under it, and vetted alike (a
-    symlink or a device in it is refused, never followed)."""
-
-    def __init__(self, path: Path, max_entries: int | None, vet: Vet) -> None:
-        self.current: str | None = None
-        self._root = path
-        self.members: list[Member] = []
-        for folder, dirs, files in os.walk(path):
-            dirs.sort()
-            for name in sorted(files) + [d for d in dirs if os.path.islink(Path(folder, d))]:
-                full = Path(folder, name)
-                st = full.lstat()  # a folder is walked, not listed: a link to one is a link
-                kind = (
-                    FILE
-                    if stat.S_ISREG(st.st_mode)
-                    else SYMLINK
-                    if stat.S_ISLNK(st.st_mode)
-                    else SPECIAL
-                )
-                rel = full.relative_to(path).as_posix()
-                self.members.append(Member(rel, st.st_size, kind, len(self.members)))
-                vet(self.members[-1])
-                if max_entries is not None and len(self.members) > max_entries:
-                    return
-
-    def stream(
-        self, wanted: Sequence[Member], open_sink: OpenSink, root: Path | None = None
-    ) -> None:
-        for m in wanted:
-            self.current = m.name
-            # Not followed if it became a link since it was listed; read only as a file.
-            fd = os.open(self._root / m.name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as src:
-                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
-                    raise BadBundleError(f"{self._root}: {m.name} is no longer a plain file")
-                _copy(src, open_sink(m))
 
 
 READERS: dict[str, Callable[[Path, BinaryIO, int | None, Vet], Reader]] = {

@@ -31,17 +31,18 @@ MAX_ENTRIES = 10_000
 
 class Budget:
     """What the archive may hold: at most ``max_entries`` entries, and in all the lower of the
-    absolute and ratio caps in bytes, whether declared or actually decompressed."""
+    absolute and ratio caps in bytes, whether declared or actually decompressed. A folder
+    (``archive_size`` None) decompresses nothing: only the absolute cap holds."""
 
     def __init__(
         self,
         path: Path,
-        archive_size: int,
+        archive_size: int | None,
         max_total: int = MAX_TOTAL,
         max_ratio: float = MAX_RATIO,
         max_entries: int = MAX_ENTRIES,
     ) -> None:
-        by_ratio = int(max_ratio * max(archive_size, 1))
+        by_ratio = max_total if archive_size is None else int(max_ratio * max(archive_size, 1))
         self._path, self.max_entries = path, max_entries
         self._limit = min(max_total, by_ratio)
         self._why = f"{max_total} bytes" if max_total <= by_ratio else f"{max_ratio:g}x its size"

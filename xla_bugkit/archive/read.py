@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import lzma
-import os
 import struct
 import tarfile
 import zipfile
@@ -22,8 +21,9 @@ from pathlib import Path
 import py7zr
 import py7zr.exceptions
 
-from xla_bugkit.archive.formats import READERS, DirReader
-from xla_bugkit.archive.members import FILE, Member, Reader, Vet, normalize
+from xla_bugkit.archive.folder import DirReader, open_inside
+from xla_bugkit.archive.formats import READERS
+from xla_bugkit.archive.members import FILE, Member, Reader, Vet, name_problem, normalize
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.archive.plan import Budget
 from xla_bugkit.errors import BadBundleError, BugkitError
@@ -78,7 +78,7 @@ def open_archive(
 ) -> Iterator[Reader]:
     """Open ``path`` and list its members (at most ``max_entries`` + 1 of them), passing each
     to ``vet`` as it is listed."""
-    if path.is_dir() and not path.is_symlink():  # a bundle unpacked by hand
+    if _is_folder(path):
         with _readable(path):
             yield DirReader(path, max_entries, vet or _accept)
         return
@@ -123,15 +123,18 @@ class Entry:
     is_file: bool
 
 
-def archive_size(path: Path) -> int:
-    """The archive's size; a folder's, the bytes of its files (what it would hold stored)."""
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a bundle unpacked by hand into a folder (the user's own link to
+    one is followed, as a link to an archive is; a link inside it never is)."""
+    return path.is_dir()
+
+
+def archive_size(path: Path) -> int | None:
+    """The archive's size; None for a folder, whose files hold their bytes as they are:
+    there is no decompression to bound by a ratio."""
+    if _is_folder(path):
+        return None
     with _readable(path):
-        if path.is_dir() and not path.is_symlink():
-            return sum(
-                os.lstat(os.path.join(folder, name)).st_size
-                for folder, _, names in os.walk(path)
-                for name in names
-            )
         return path.stat().st_size
 
 
@@ -147,6 +150,8 @@ def list_entries(path: Path) -> list[Entry]:
 def read_member(path: Path, name: str, limit: int) -> bytes:
     """The bytes of the one member ``name``, read in memory; refused if over ``limit``, or if
     the archive declares more entries or bytes than extraction allows (``plan.Budget``)."""
+    if _is_folder(path):
+        return _read_from_folder(path, name, limit)
     budget = Budget(path, archive_size(path))
     with open_archive(path, budget.max_entries, budget.declare) as reader:
         member = _only_member(path, reader.members, name)
@@ -155,6 +160,24 @@ def read_member(path: Path, name: str, limit: int) -> bytes:
         sink = _BytesSink(path, name, limit)
         reader.stream([member], lambda _: sink)
         return bytes(sink.data)
+
+
+def _read_from_folder(path: Path, name: str, limit: int) -> bytes:
+    """``read_member`` of a folder: the one file opened where it lies, without walking the
+    folder first (a folder given by mistake, a home, is not read end to end to learn that
+    it holds no manifest)."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise BadBundleError(f"refusing entry {name!r}: {problem}")
+    try:
+        src = open_inside(path, normalize(name))
+    except FileNotFoundError:
+        raise BadBundleError(f"{path} has no {name}") from None
+    with src:
+        data = src.read(limit + 1)
+    if len(data) > limit:
+        raise BadBundleError(f"{path}: {name} is over the {limit} allowed")
+    return data
 
 
 def _only_member(path: Path, members: Sequence[Member], name: str) -> Member:

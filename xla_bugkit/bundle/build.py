@@ -98,7 +98,7 @@ def build(
         notes.append(f"redacted: {summarize(counts)}")
     notes += unredacted
     found = frameworks.detect(run.command, run.output, (m.name for m in index.modules))
-    framework = frameworks.info(found) if found is not None else None
+    framework = frameworks.info(found, run.versions) if found is not None else None
     left_out = (
         "--no-data"
         if not data

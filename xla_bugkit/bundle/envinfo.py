@@ -41,7 +41,20 @@ _PLUGIN_DISTS = (
 # Backends a probe could hold while the program runs (a TPU opens in one process only; a
 # GPU probe takes device memory): with any of them installed, the probe waits for the run.
 _ACCELERATOR_DISTS = (*_PLUGIN_DISTS, "jax-metal", "jax-tpu", "tensorflow", "torch-xla")
+# The other frameworks, by the name the start-up hook records each under: listed as the
+# program imported them (only those it did), or, without its record, as installed here.
+_FRAMEWORK_DISTS = {
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
+    "torch": ("torch",),
+    "torch_xla": ("torch-xla", "torch_xla"),
+}
 NOT_INSTALLED = "not installed"
+# Said after a version read where xla-bugkit runs, when the program's interpreter is another
+# one or unknown: the program may have run other releases.
+HERE_NOTE = "(xla-bugkit's environment)"
+# Said after the interpreter when the program's was not recorded (it never imported jax,
+# TensorFlow or torch_xla under collect's hook): the one shown is xla-bugkit's.
+PYTHON_NOTE = "(xla-bugkit's; the program's was not recorded)"
 
 # Runs in the child; prints one JSON line so that jax's own log lines cannot confuse us.
 _PROBE = """\
@@ -74,6 +87,11 @@ class EnvReport:
     environment: tuple[tuple[str, str], ...]  # allowlisted, redacted variables
     nvidia_smi: str | None
     ptxas: str | None = None  # ``ptxas --version``: old ones miscompile
+    # The names in ``versions`` read where xla-bugkit runs, when the program ran under
+    # another interpreter or an unknown one (``HERE_NOTE``), and whether ``python`` and
+    # ``python_executable`` are xla-bugkit's own, the program's being unknown (``PYTHON_NOTE``).
+    here: tuple[str, ...] = ()
+    python_here: bool = False
 
     def version(self, dist: str) -> str:
         """The installed version of ``dist`` (e.g. ``"jaxlib"``), or ``NOT_INSTALLED``."""
@@ -82,10 +100,14 @@ class EnvReport:
     def to_text(self) -> str:
         """The report in the layout of ``jax.print_environment_info()``, plus extras."""
         width = max(len(name) for name, _ in self.versions) + 1
-        lines = [f"{name + ':':<{width}} {ver}" for name, ver in self.versions]
+        lines = [
+            f"{name + ':':<{width}} {ver}" + (f" {HERE_NOTE}" if name in self.here else "")
+            for name, ver in self.versions
+        ]
+        ours = f" {PYTHON_NOTE}" if self.python_here else ""
         lines += [
-            f"python: {self.python}",
-            f"python executable: {self.python_executable}",
+            f"python: {self.python}{ours}",
+            f"python executable: {self.python_executable}{ours}",
             f"device info: {self.device_summary}",
             *(f"  {d}" for d in self.devices),
             "platform: uname_result(" + ", ".join(f"{k}={v!r}" for k, v in self.uname) + ")",
@@ -155,8 +177,9 @@ def collect_env(
     else:
         devices, summary = (), "not probed"
     program = program or {}
+    versions = _versions(program)
     return EnvReport(
-        versions=_versions(program),
+        versions=versions,
         python=program.get("python") or sys.version.replace("\n", " "),
         python_executable=redactor.text(program.get("python_executable") or sys.executable),
         uname=_uname(redactor),
@@ -168,6 +191,8 @@ def collect_env(
         environment=tuple(redactor.env(env).items()),
         nvidia_smi=_nvidia_smi(redactor),
         ptxas=_ptxas(redactor),
+        here=_read_here(versions, program),
+        python_here="python_executable" not in program,
     )
 
 
@@ -175,9 +200,51 @@ def _versions(program: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """xla-bugkit's version, then the program's (as its interpreter imported them, where the
     hook recorded them; xla-bugkit may run from a venv of its own), then this one's."""
     pairs = [("xla-bugkit", __version__)]
-    pairs += [(d, program.get(d.replace("-", "_")) or _dist_version(d)) for d in _CORE_DISTS]
+    pairs += [(d, program.get(_key(d)) or _dist_version(d)) for d in _CORE_DISTS]
+    pairs += _framework_versions(program)
     pairs += [(d, v) for d in _PLUGIN_DISTS if (v := _dist_version(d)) != NOT_INSTALLED]
     return tuple(pairs + nvidia_dists())
+
+
+def _framework_versions(program: Mapping[str, str]) -> list[tuple[str, str]]:
+    """TensorFlow, torch and torch_xla: those the program imported, as it recorded them; with
+    no record of the program's, those installed here."""
+    if program:
+        return [(name, program[name]) for name in _FRAMEWORK_DISTS if program.get(name)]
+    found = []
+    for name, dists in _FRAMEWORK_DISTS.items():
+        version = next((v for d in dists if (v := _dist_version(d)) != NOT_INSTALLED), None)
+        if version is not None:
+            found.append((name, version))
+    return found
+
+
+def _read_here(
+    versions: tuple[tuple[str, str], ...], program: Mapping[str, str]
+) -> tuple[str, ...]:
+    """The names of ``versions`` whose version is this environment's where it may not be the
+    program's: it ran under another interpreter, or under one nobody recorded."""
+    if _same_environment(program.get("python_executable"), sys.executable):
+        return ()  # the same packages
+    return tuple(
+        name
+        for name, version in versions
+        if name != "xla-bugkit" and version != NOT_INSTALLED and program.get(_key(name)) != version
+    )
+
+
+def _same_environment(theirs: str | None, ours: str) -> bool:
+    """Whether the interpreter ``theirs`` runs in this one's environment: the same folder
+    (``python`` and ``python3`` of one venv). Links are not resolved: every venv's python
+    leads to the same base interpreter, and a venv is told by the folder it is run from."""
+    if not theirs:
+        return False
+    return os.path.dirname(os.path.abspath(theirs)) == os.path.dirname(os.path.abspath(ours))
+
+
+def _key(dist: str) -> str:
+    """The name the start-up hook records ``dist``'s version under."""
+    return dist.replace("-", "_")
 
 
 def nvidia_dists() -> list[tuple[str, str]]:

@@ -4,6 +4,7 @@ and what its inputs are."""
 from __future__ import annotations
 
 from xla_bugkit.frameworks import (
+    HERE,
     Framework,
     FrameworkEntry,
     FrameworkInfo,
@@ -20,6 +21,8 @@ def describe(found: FrameworkInfo, replayed: bool, label: str | None = None) -> 
     if found.name is Framework.JAX:
         return None
     revision = f" ({found.revision})" if found.revision else ""
+    if found.version_from == HERE:
+        revision += " as installed where xla-bugkit ran (the program's own was not recorded)"
     lines = [f"Framework: {found.describe}{revision}, detected from {found.detected_from}."]
     label = label or (replay_label(found) if replayed else None)
     if label:

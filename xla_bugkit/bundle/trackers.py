@@ -76,6 +76,8 @@ def _version(framework: frameworks.FrameworkInfo | None) -> str:
     if framework is None or not framework.version:
         return "unknown"
     revision = f" ({framework.revision})" if framework.revision else ""
+    if framework.version_from == frameworks.HERE:
+        revision += " (as installed where xla-bugkit ran; the program's was not recorded)"
     return f"{framework.version}{revision}"
 
 

@@ -156,8 +156,11 @@ def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     the run recorded (``processes.failing``); dumps it sent elsewhere are gathered first."""
     named = _planned_allocation(run.failure, run.output)
     culprit = run.culprit
+    recorded: tuple[ProcessEvidence, ...] = ()
     if culprit is None or named is not None:  # the run chose without the dumps' evidence
-        culprit = processes.failing(evidence.load(work), named) or culprit
+        recorded = evidence.load(work)
+        culprit = processes.failing(recorded, named) or culprit
+    run = replace(run, versions=processes.program_versions(culprit, recorded))
     if culprit is None:
         return run
     if culprit.others:

@@ -156,9 +156,8 @@ def write_bundle(
         found = Dumps(found.index, (*found.problems, note))
     # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
     with ui.timed("environment"):
-        program = run.culprit.process.versions if run.culprit is not None else None
         env = envinfo.collect_env(
-            redactor, probe_devices=True, seen=seen_devices(run), program=program
+            redactor, probe_devices=True, seen=seen_devices(run), program=run.versions
         )
     order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
     dropped: list[str] = []

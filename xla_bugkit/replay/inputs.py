@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import flags
+from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.choose import snapshot as snapshots
 from xla_bugkit.choose.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
@@ -140,6 +141,11 @@ def dump_modules(target: Path, module_re: str | None) -> list[tuple[Path, DumpMo
         if not found:
             raise BugkitError(f"no module in {target} matches {module_re!r}")
         return [(target, m) for m in found]
+    if suffix_format(target) is not None:
+        raise BugkitError(
+            f"{target.name} is an archive, not a dump: a bundle is checked and replayed with "
+            f"xla-bugkit verify {target} (replay takes the folder it is unpacked into)"
+        )
     parent = index(target.parent)
     for m in parent.modules:
         if any(parent.root / f.path == target for f in m.files):

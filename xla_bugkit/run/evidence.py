@@ -54,6 +54,11 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``uncaught``   an exception Python printed and went on from, which the exit status never
                shows: ``where`` ("thread 'evaluator'", "an atexit function"), ``type``
                (``jax.errors.JaxRuntimeError``), ``error`` (its type's name and first line)
+``versions``   jax, TensorFlow or torch_xla was imported: ``versions``, as a ``backend`` record
+               has them (the interpreter's ``python``, ``python_executable``, and each of
+               ``jax``, ``jaxlib``, ``numpy``, ``ml_dtypes``, ``tensorflow``, ``torch``,
+               ``torch_xla`` imported by then): the only record of them in a process that
+               starts no backend the hook sees (TensorFlow, PyTorch/XLA)
 ``hook_error`` the hook could not record something (a jax release it does not know)
 
 Unknown records and keys are ignored, so the hook can grow without breaking readers.
@@ -151,7 +156,8 @@ class ProcessEvidence:
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...
     platform_version: str = ""  # the runtime's build: "PJRT C API TFRT TPU v5 lite Built on ..."
     inputs: tuple[SavedInputs, ...] = ()  # oldest first
-    versions: dict[str, str] = field(default_factory=dict)  # the program's interpreter's
+    # The program's interpreter's (``versions`` records, then its main backend's).
+    versions: dict[str, str] = field(default_factory=dict)
     answered: bool = False  # it answered collect's question before the stop (``state``)
     uncaught: tuple[Uncaught, ...] = ()  # exceptions printed and gone on from, oldest first
     user_dump_dir: str | None = None  # the program's own --xla_dump_to, replaced by collect's
@@ -201,6 +207,7 @@ def _load_one(path: Path) -> _Loaded | None:
     uncaught: list[Uncaught] = []
     answered = False
     user_dump_dir: str | None = None
+    imported: dict[str, str] = {}
     for r in _records(path):
         kind = r["e"]
         if kind == "start":
@@ -212,6 +219,8 @@ def _load_one(path: Path) -> _Loaded | None:
             rlimits.update(_limits(r.get("rlimits")))
         elif kind == "backend":
             backends.append(r)
+        elif kind == "versions":
+            imported.update(_strings(r.get("versions")))
         elif kind in ("compile", "execute") and isinstance(r.get("n"), int):
             events[(kind, r["n"])] = dict(r)
         elif kind in ("compiled", "executed") and isinstance(r.get("n"), int):
@@ -273,7 +282,7 @@ def _load_one(path: Path) -> _Loaded | None:
         device_list=_texts(main.get("device_list")),
         platform_version=" ".join(str(main.get("platform_version") or "").split()),
         inputs=tuple(inputs),
-        versions=_strings(main.get("versions")),
+        versions={**imported, **_strings(main.get("versions"))},
         answered=answered,
         uncaught=tuple(uncaught),
         user_dump_dir=user_dump_dir,

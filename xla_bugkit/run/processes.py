@@ -170,6 +170,25 @@ def program_python(p: ProcessEvidence) -> str | None:
     return python if theirs != ours else None
 
 
+# The modules whose recorded version names a framework (``hook.recorder.versions``).
+_FRAMEWORK_MODULES = ("jaxlib", "tensorflow", "torch_xla")
+
+
+def program_versions(
+    culprit: Culprit | None, recorded: Sequence[ProcessEvidence] = ()
+) -> dict[str, str]:
+    """The interpreter and the versions the program's own process recorded: the failing
+    process's; where none is known (TensorFlow and PyTorch/XLA start no backend the hook
+    sees), the first process of ``recorded`` that imported a framework. Empty without the
+    hook's records: what xla-bugkit's own environment holds is then all there is."""
+    if culprit is not None and culprit.process.versions:
+        return dict(culprit.process.versions)
+    for p in recorded:  # oldest first: the program, before the workers it starts
+        if any(name in p.versions for name in _FRAMEWORK_MODULES):
+            return dict(p.versions)
+    return {}
+
+
 def memory_cap(p: ProcessEvidence) -> int | None:
     """The address-space cap the process ran under, when it had one (it set it itself)."""
     caps = [soft for name in _LIMIT_NAMES if (soft := p.rlimits.get(name, (-1, -1))[0]) >= 0]

@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -58,6 +58,9 @@ class RunRecord:
     # The lines of ``output`` that only collect's log settings made (``re.match`` on a line):
     # the terminal hid them, and the report shows the program's output without them.
     hidden: str | None = None
+    # The interpreter and the versions the program's own process recorded
+    # (``processes.program_versions``), set with the culprit; empty without the hook's records.
+    versions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def program_output(self) -> str:

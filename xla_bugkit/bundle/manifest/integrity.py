@@ -79,9 +79,11 @@ def renamed(bundle: OpenBundle, manifest: Manifest, old: str, new: str) -> Manif
     """``bundle``'s report naming the archive ``new`` where it named ``old`` ("attach
     bundle.7z", "xla-bugkit verify bundle.7z"), once it is written under another name
     (``repack``, ``shrink``); ``manifest`` (the bundle's, resealed or not) is written again
-    with the report's new size and hash. The user's own edits to the report stay."""
+    with the report's new size and hash. The user's own edits to the report stay. A bundle
+    read from a folder keeps its report as it is: the folder's name is none the report uses
+    (written in for the archive's, "b" would replace every b of the text)."""
     report = bundle.root / ISSUE
-    if old == new or not report.is_file():
+    if old == new or bundle.path.is_dir() or not report.is_file():
         return manifest
     text = report.read_text("utf-8")
     if old not in text:
@@ -101,7 +103,7 @@ def renamed(bundle: OpenBundle, manifest: Manifest, old: str, new: str) -> Manif
 class OpenBundle:
     """A bundle unpacked into a fresh temporary folder and checked against its manifest."""
 
-    path: Path  # the archive
+    path: Path  # the archive, or the folder it was unpacked into
     root: Path  # where it is unpacked
     manifest: Manifest
     files: tuple[Path, ...]  # every extracted file, in archive order

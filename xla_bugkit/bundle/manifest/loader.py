@@ -104,6 +104,8 @@ def validate(data: object) -> Manifest:
     _check_failure(data["failure"])
     if "framework" in data:
         _check_keys(data["framework"], checks.FRAMEWORK, "the framework record")
+        if not isinstance(data["framework"].get("version_from", ""), str):  # optional
+            raise BadBundleError("the framework record: 'version_from' must be a string")
     _check_processes(data)
     if "shrink" in data:
         _check_keys(data["shrink"], checks.SHRINK, "the shrink record")

@@ -1,9 +1,10 @@
 """The recorder each Python process of a rerun carries: what it did, written as it happens.
 
 Loaded by the start-up hook (``site/sitecustomize.py``) by file path, in the user's own
-interpreter, once the program has imported jax or TensorFlow: standard library only, and
-nothing may raise into the program. It opens ``<folder>/<pid>.jsonl`` and patches jax
-(``jax_patches``) or TensorFlow (``tf_patches``). The format is documented, and read, by
+interpreter, once the program has imported jax, TensorFlow or torch_xla: standard library
+only, and nothing may raise into the program. It opens ``<folder>/<pid>.jsonl``, records the
+interpreter and the versions it imported, and patches jax (``jax_patches``) or TensorFlow
+(``tf_patches``). The format is documented, and read, by
 ``xla_bugkit.run.evidence``.
 
 Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
@@ -330,6 +331,42 @@ def tensorflow_imported() -> None:
         RECORDER.keep_xla_flags()
 
 
+def torch_xla_imported() -> None:
+    """torch_xla has just been imported: start this process's file (unless jax or
+    TensorFlow did), for what it records of the process (its versions above all; nothing
+    of torch_xla is patched)."""
+    _record_versions()
+
+
+# The modules whose versions tell what the program ran, read from those it imported.
+_VERSIONED = ("jax", "jaxlib", "numpy", "ml_dtypes", "tensorflow", "torch", "torch_xla")
+
+
+def versions() -> dict[str, str]:
+    """This interpreter's own versions, and the interpreter: the program may run under
+    another than xla-bugkit's (a venv of its own), with other releases. Read from what is
+    imported already: nothing is imported for it."""
+    found = {"python": sys.version.split()[0], "python_executable": sys.executable}
+    for name in _VERSIONED:
+        for module in (name, f"{name}.version"):  # jaxlib and torch_xla keep it there too
+            version = getattr(sys.modules.get(module), "__version__", None)
+            if isinstance(version, str):  # torch's is a str subclass
+                found[name] = str(version)
+                break
+    return found
+
+
+def _record_versions() -> None:
+    """A ``versions`` record, as each watched framework is imported: one that starts no
+    backend the hook sees (TensorFlow, PyTorch/XLA) has no other record of them."""
+    recorder = _started()
+    if recorder is not None:
+        try:
+            recorder.write("versions", versions=versions())
+        except Exception as e:
+            recorder.write("hook_error", error=f"versions: {type(e).__name__}: {e}")
+
+
 def _patch(patches_name: str) -> None:
     recorder = _started()
     if recorder is None:
@@ -339,6 +376,7 @@ def _patch(patches_name: str) -> None:
         patches.apply(recorder)
     except Exception as e:
         recorder.write("hook_error", error=f"{type(e).__name__}: {e}")
+    _record_versions()
 
 
 def _started() -> Recorder | None:

@@ -1,8 +1,8 @@
 """xla-bugkit's start-up hook, put first on PYTHONPATH by ``xla-bugkit collect``.
 
 It runs the ``sitecustomize`` it shadows (if any) and, only while collect's variable is
-set, watches for the import of jax and of TensorFlow: a process that imports neither pays
-for one cheap check per import and nothing else. Once one is imported it loads the recorder
+set, watches for the import of jax, TensorFlow and torch_xla: a process that imports none
+pays for one cheap check per import and nothing else. Once one is imported it loads the recorder
 from the folder above by file path (never through ``sys.path``, which stays the program's). Nothing
 here may raise into the program or change what it does.
 """
@@ -14,7 +14,11 @@ _HOOK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # The modules whose import starts the recorder, and the recorder function each calls.
-_WATCHED = {"jax": "jax_imported", "tensorflow": "tensorflow_imported"}
+_WATCHED = {
+    "jax": "jax_imported",
+    "tensorflow": "tensorflow_imported",
+    "torch_xla": "torch_xla_imported",
+}
 
 
 def _start_recorder(started: str = "jax_imported") -> None:
@@ -33,9 +37,9 @@ def _start_recorder(started: str = "jax_imported") -> None:
 
 
 class _ImportWatcher:
-    """A meta-path finder that notices the import of jax or TensorFlow: it hands the import
+    """A meta-path finder that notices the import of a watched module: it hands the import
     system the module's own spec, whose loader then starts the recorder once the module has
-    finished executing. It leaves ``sys.meta_path`` once it has seen both."""
+    finished executing. It leaves ``sys.meta_path`` once it has seen them all."""
 
     def __init__(self, names: list[str]) -> None:
         self.pending = set(names)
