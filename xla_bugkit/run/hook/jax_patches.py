@@ -219,26 +219,10 @@ def _record_backend(recorder: Any, backend: Any) -> None:
             env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
             jax_config=_config(),
             dump_dir=recorder.dump_dir_of(flags),
-            versions=_versions(),
+            versions=recorder.versions(),
         )
     except Exception as e:
         recorder.write("hook_error", error=f"backend record: {type(e).__name__}: {e}")
-
-
-def _versions() -> dict[str, str]:
-    """This interpreter's own versions (xla-bugkit may be installed elsewhere, with another
-    jax): read from what is imported already, nothing imported for it."""
-    import sys
-
-    found = {"python": sys.version.split()[0], "python_executable": sys.executable}
-    for name in ("jax", "jaxlib", "numpy", "ml_dtypes", "tensorflow", "torch", "torch_xla"):
-        version = getattr(sys.modules.get(name), "__version__", None)
-        if isinstance(version, str):
-            found[name] = version
-    jaxlib_version = sys.modules.get("jaxlib.version")
-    if "jaxlib" not in found and isinstance(getattr(jaxlib_version, "__version__", None), str):
-        found["jaxlib"] = jaxlib_version.__version__  # type: ignore[union-attr]
-    return found
 
 
 def _config() -> dict[str, str]:

@@ -87,6 +87,11 @@ class Recorder:
         self._listen()
 
     @staticmethod
+    def versions() -> dict[str, str]:
+        """``versions``, for the patches (see ``dump_dir_of``)."""
+        return versions()
+
+    @staticmethod
     def dump_dir_of(value: str) -> str | None:
         """``dump_dir_of``, for the patches, which reach this module only through a
         recorder (both are loaded by file path)."""
