@@ -81,6 +81,8 @@ def triage(
     )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
+    if failure.peer is not None:
+        return Triage(False, _what(failure, None), where, _peer_failed(failure.peer))
     if proof is not None:
         reason = f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
         return Triage(True, _what(failure, proof), where, reason, proof)
@@ -129,6 +131,14 @@ def triage(
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
     return Triage(False, what, where, _why_not(failure, verdicts))
+
+
+def _peer_failed(peer: str) -> str:
+    return (
+        f"another process of the job failed first: {peer}. The failure to report is that "
+        "process's: collect its output (each process of a job under its own xla-bugkit "
+        "collect), and look for its crash or XLA error"
+    )
 
 
 def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:

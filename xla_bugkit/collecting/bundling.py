@@ -90,9 +90,17 @@ def bundle_from(
             found = Dumps(found.index, (*found.problems, earlier))
         # The search replayed on the real inputs; --no-data replays on generated ones.
         known = differential.known_verdicts(search if options.data else None, selection.chosen)
+        # A process the job took down after another failed: its modules ran fine, waiting
+        # for peers that are gone; a replay here proves nothing either way.
+        peers_gone = run.failure.peer is not None
+        if peers_gone and options.replay:
+            note = "not replayed: another process of the job failed first, and its modules " \
+                "waited for peers that are gone"  # fmt: skip
+            ui.say(note)
+            found = Dumps(found.index, (*found.problems, note))
         replays = (
             replay_modules(dump_dir, selection, run, options, ui, arrays=arrays, known=known)
-            if options.replay
+            if options.replay and not peers_gone
             else None
         ) or Replays(())
         run = with_replayed_message(run, replays.verdicts)

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import replace
 
-from xla_bugkit.failure import callback, ptxla_log, value_check
+from xla_bugkit.failure import callback, job, ptxla_log, value_check
 from xla_bugkit.failure.compile_log import (
     COMPILING_RE,
     FINISHED_RE,
@@ -192,6 +192,24 @@ def seconds(value: float) -> str:
 
 
 def _classify_failure(output: str, base: Failure) -> Failure:
+    failure = _classified(output, base)
+    if not any(sign in output for sign in _JOB_SIGNS):
+        return failure
+    fatal = _first_fatal(output)
+    status = framework_status(output, last_status(output))
+    if fatal is not None and "JAX distributed service" not in fatal[0]:
+        own: str | None = fatal[0]  # a CHECK of its own came first
+    else:
+        own = f"{status[0]}: {status[2]}" if status is not None else None
+    peer = job.peer_failure(output, own)
+    return replace(failure, peer=peer) if peer is not None else failure
+
+
+# Words only a multi-process job's output holds: the cheap test before reading it for them.
+_JOB_SIGNS = ("JAX distributed service", "heartbeat", "Gloo context", "preemption notice")
+
+
+def _classified(output: str, base: Failure) -> Failure:
     fatal = _first_fatal(output)
     status = framework_status(output, last_status(output))
     if fatal is not None and base.signal is not None and _SIGNAL_ONLY.match(fatal[0]):

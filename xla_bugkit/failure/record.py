@@ -78,6 +78,9 @@ class Failure:
     # The program's own host callback raised (jax.pure_callback, io_callback, debug.callback)
     # and XLA passed the error on: the callback, where it raised ("lookup (prog.py:46)").
     callback: str | None = None
+    # A process of a multi-process job that the job took down after another of its processes
+    # failed (``failure.job``): what happened, in words.
+    peer: str | None = None
 
     @property
     def describe(self) -> str:

@@ -43,8 +43,8 @@ def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None =
     XLA (its own fatal line lost, or hidden behind a parent's exit), it was compiling or
     running a given module, or it was stopped while XLA was busy. ``ended_at``: when the
     run ended (``time.time()``), for how long a call the device never finished had run."""
-    if culprit is None or failure.evidence is not None:  # nothing to weigh, or done
-        return failure
+    if culprit is None or failure.evidence is not None or failure.peer is not None:
+        return failure  # nothing to weigh, done, or another process's failure
     p = culprit.process
     crashed = _fatal_signal(p)
     busy = p.unfinished

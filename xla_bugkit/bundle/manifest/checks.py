@@ -90,6 +90,7 @@ FAILURE: Checks = {
         for key in (
             *("kind", "phase", "signal", "status_code", "site", "exception", "compiling"),
             *("stopped_by", "executing", "function", "evidence", "check_note", "callback"),
+            "peer",
         )
     },
     **{

@@ -1,0 +1,75 @@
+"""A multi-process job run as a cluster runs it: each process under its own collect (as
+``srun xla-bugkit collect -- python train.py`` starts them). The process that crashed in XLA
+gets the XLA bug; the one the job took down after it is told so, with no issue link."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
+
+from xla_bugkit.errors import ExitCode
+from xla_bugkit.failure import job
+
+# What rank 0 of tests/programs/two_ranks.py printed when rank 1 had crashed (jaxlib 0.10.2).
+SURVIVOR = """\
+jax.errors.JaxRuntimeError: UNKNOWN: Gloo context initialization failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: cpu:gloo/0,2048/1 and duration: 29.999999962s [type.googleapis.com/tensorflow.CoordinationServiceError='']
+E1206 04:46:42.453697    5679 coordination_service.cc:1549] Use error polling to propagate the following error to all tasks: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):
+1
+The tasks have crashed. Check the task logs for an earlier error.
+F1206 04:46:42.454236    5669 client.h:80] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details.
+Barrier result: 'INTERNAL: Barrier failed because: task is set to ERROR: UNAVAILABLE: Task 1 heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly.
+"""  # noqa: E501
+
+
+def test_a_survivor_of_a_job_is_told_which_task_failed() -> None:
+    said = job.peer_failure(
+        SURVIVOR, "JaxRuntimeError: UNKNOWN: Gloo context initialization failed"
+    )
+    assert said is not None and said.startswith("task 1 of the job stopped sending heartbeats")
+    # Its own XLA error first, then the same end: its own failure.
+    own = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
+    assert job.peer_failure(SURVIVOR, own) is None
+    assert job.peer_failure("Traceback ...\nValueError: x\n", None) is None
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_each_process_of_a_job_under_its_own_collect(tmp_path: Path) -> None:
+    port = str(_port())
+    started = []
+    for rank in ("0", "1"):
+        out = tmp_path / f"rank{rank}.zip"
+        command = [XLA_BUGKIT, "collect", "--timeout", "600", "-o", str(out), "--",
+                   sys.executable, str(PROGRAMS / "two_ranks.py"), rank, port]  # fmt: skip
+        # Files, not pipes: one collect must not block on a pipe the test reads later.
+        with (tmp_path / f"rank{rank}.err").open("w") as err:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,
+                                     env=clean_env())  # fmt: skip
+        started.append((out, child))
+    (out0, rank0), (out1, rank1) = started
+    rank1.wait(timeout=READY_TIMEOUT)
+    rank0.wait(timeout=READY_TIMEOUT)
+    err0, err1 = ((tmp_path / f"rank{r}.err").read_text() for r in "01")
+    crashed = Collected(rank1.returncode, err1, out1)
+    assert crashed.returncode == ExitCode.OK, err1[-3000:]
+    assert crashed.manifest()["modules"][0]["replay"]["outcome"] == "reproduced: crash"
+    survivor = Collected(rank0.returncode, err0, out0)
+    assert survivor.returncode == ExitCode.NOT_REPRODUCED, err0[-3000:]
+    failure = survivor.manifest()["failure"]
+    assert failure["peer"].startswith("task 1 of the job stopped sending heartbeats")
+    said = " ".join(err0.split())
+    assert "this does not look like an XLA bug: another process of the job failed first" in said
+    assert "not replayed: another process of the job failed first" in said
+    assert "open a new issue" not in said
+    assert all(m.get("replay") is None for m in survivor.manifest()["modules"])
