@@ -35,3 +35,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if JAX_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
+
+
+@pytest.fixture(autouse=True)
+def _no_launcher_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test machine inside a cluster job (srun, mpirun, a TPU pod) would make each
+    collect a part of that job, its bundle named for the part: the tests run outside one."""
+    from xla_bugkit.collecting.job import LAUNCHERS
+
+    for names in LAUNCHERS:
+        for name in names:
+            monkeypatch.delenv(name, raising=False)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,14 @@ def add_collect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="keep the dumps afterwards (xla-bugkit bundle reads them)",
     )
     p.add_argument("--always", action="store_true", help="bundle even if the program succeeds")
+    p.add_argument(
+        "--job-part",
+        metavar="I/N",
+        help="this collect runs part I (from 0) of a job of N processes on several machines: "
+        "the bundle's name says so (bundle.part-I-of-N.zip), so parts never write over each "
+        "other (default: from the launcher, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK, "
+        "PMI_RANK, TPU_WORKER_ID)",
+    )
     p.add_argument(
         "--shrink",
         nargs="?",
@@ -200,8 +209,16 @@ def collect_options(args: argparse.Namespace, defaults: config.Config) -> Collec
     fmt = args.format or (None if args.output else defaults.format)
     max_size = args.max_size if args.max_size is not None else config.parse_size(defaults.max_size)
     run = {name: getattr(args, name) for name in _RUN_OPTIONS} if args.command == "collect" else {}
+    output = args.output or Path(f"bundle.{args.format or defaults.format}")
+    part = None
+    if args.command == "collect":
+        from xla_bugkit.collecting import job
+
+        part = job.parse(args.job_part) if args.job_part else job.detect(os.environ)
+        output = job.part_output(output, part) if part is not None else output
     return CollectOptions(
-        output=args.output or Path(f"bundle.{args.format or defaults.format}"),
+        output=output,
+        job_part=part,
         fmt=fmt,
         replay_timeout=args.replay_timeout,
         module_re=args.module_re,

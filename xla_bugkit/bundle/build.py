@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import (
@@ -120,6 +121,8 @@ def build(
         record["other_processes"] = processes.other_records(run.culprit)
     if framework is not None:
         record["framework"] = framework.to_json()
+    if run.job is not None:
+        record["job"] = cast("manifest.JobEntry", dict(run.job))  # collecting.job's record
     record["files"] = manifest.file_entries(stage)
     manifest.write_manifest(stage, record)
     return record

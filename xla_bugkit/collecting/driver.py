@@ -287,6 +287,8 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
     ui.say(options.capture.describe())
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
+    if options.job_part is not None:
+        run = replace(run, job=options.job_part.to_json())
     try:
         workdir.save_run(work, run)
     except OSError as e:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import config, github
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.output import check_output
+from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.run import capture
@@ -62,6 +63,9 @@ class CollectOptions:
     # --dump-passes: XLA dumps the module around each pass this matches; the chosen
     # module's pass dumps are bundled, within the size budget.
     dump_passes: str | None = None
+    # --job-part, or the launcher's environment: this collect is one part of a job of several
+    # machines (its output's name already says which).
+    job_part: JobPart | None = None
 
     @property
     def capture(self) -> capture.Capture:

@@ -192,6 +192,7 @@ def save_run(work: Path, run: RunRecord) -> None:
         },
         "failure": run.failure.to_json(),
         "hidden": run.hidden,
+        "job": dict(run.job) if run.job is not None else None,
     }
     (work / RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
 
@@ -245,6 +246,7 @@ def _from_json(data: Any, log_path: Path) -> RunRecord:
         ),
         failure=Failure.from_json(data["failure"]),
         hidden=_optional_string(data.get("hidden")),
+        job=data["job"] if isinstance(data.get("job"), dict) else None,
     )
 
 

@@ -122,6 +122,12 @@ def summary(
     ):
         lines.append(f"  replayed {label}")
     lines.append(f"  bundle: {path} ({_mb(size)})")
+    if (part := run.job) is not None:
+        of = f" of {part['parts']}" if part.get("parts") else ""
+        lines.append(
+            f"  job: this is part {part['part']}{of} ({part['from']}); each part of the job "
+            "writes a bundle of its own, named for its part"
+        )
     lines += _across(across_releases)
     lines += _shared(manifest, verbose, said=(own_flags,))
     if size > config.MAX_SIZE:

@@ -61,6 +61,9 @@ class RunRecord:
     # The interpreter and the versions the program's own process recorded
     # (``processes.program_versions``), set with the culprit; empty without the hook's records.
     versions: Mapping[str, str] = field(default_factory=dict)
+    # The part of a job of several machines this run was ({"part": I, "parts": N, "from":
+    # "SLURM_PROCID"}: ``collecting.job``); None outside one.
+    job: Mapping[str, object] | None = None
 
     @property
     def program_output(self) -> str:

@@ -50,6 +50,11 @@ TOP: Checks = {
     "notes": (_is_str_list, "a list of strings"),
     "files": (lambda v: isinstance(v, list), "a list"),
 }
+JOB: Checks = {
+    "part": (_is_int, "a number"),
+    "parts": (lambda v: v is None or _is_int(v), "a number or null"),
+    "from": (lambda v: isinstance(v, str), "a string"),
+}
 FILE: Checks = {
     "path": (lambda v: isinstance(v, str), "a string"),
     "size": (_is_size, "a size in bytes"),

@@ -30,6 +30,8 @@ def _check_keys(data: object, keys: checks.Checks, where: str) -> None:
 
 
 def _check_processes(data: dict[str, Any]) -> None:
+    if "job" in data:
+        _check_keys(data["job"], checks.JOB, "the job part")
     if "process" in data:
         _check_keys(data["process"], checks.PROCESS, "the process record")
     others = data.get("other_processes", [])

@@ -46,6 +46,10 @@ class OtherProcessEntry(TypedDict):
     ended: str
 
 
+# Part ``part`` (from 0) of ``parts`` (null: not known), and what said so ("SLURM_PROCID").
+JobEntry = TypedDict("JobEntry", {"part": int, "parts": int | None, "from": str})
+
+
 class Manifest(TypedDict):
     schema: int
     tool: str
@@ -63,6 +67,7 @@ class Manifest(TypedDict):
     notes: list[str]
     files: list[FileEntry]
     framework: NotRequired[FrameworkEntry]  # absent in bundles of older versions
+    job: NotRequired[JobEntry]  # one part of a job of several machines (``collect --job-part``)
     process: NotRequired[ProcessEntry]  # absent without the start-up hook's records
     other_processes: NotRequired[list[OtherProcessEntry]]
     shrink: NotRequired[dict[str, Any]]  # what ``xla-bugkit shrink`` found
