@@ -6,7 +6,9 @@
 # BARE=1 also times each program bare, collect's stages (XLA_BUGKIT_TIMINGS) and, beside
 # verify, one compile and run of the module by the bundle's repro.py; VERIFY="a b" verifies
 # only those programs' bundles (default: all); DIR=heldout takes the programs from
-# benchmarks/tpu/heldout; TIER=1 first runs the tpu test tier (python -m pytest -m tpu).
+# benchmarks/tpu/heldout; TIER=1 first runs the tpu test tier (python -m pytest -m tpu),
+# TIER_K=EXPR only its tests that match; REPLAY_TIMEOUT bounds each replay (default 120 s;
+# a hang's is 30 s). What it prints is also in $OUT/visit.log, written as it comes.
 set -u
 export PYTHONUNBUFFERED=1
 PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
@@ -16,6 +18,9 @@ root=$PWD
 out=${OUT:-/tmp/out}
 work=/tmp/tpu-visit
 mkdir -p "$out" "$work"
+# Everything printed goes to $OUT/visit.log as it comes: a visit cut short by its time
+# limit still brings back what it saw.
+exec > >(tee -a "$out/visit.log") 2>&1
 programs=("$@")
 folder=$root/benchmarks/tpu/${DIR:-programs}
 [ ${#programs[@]} -gt 0 ] || programs=($(cd "$folder" && ls *.py | sed 's/\.py$//'))
@@ -35,7 +40,7 @@ seconds() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.a
 for p in "${programs[@]}"; do
   src="$folder/$p.py"
   timeout=${TIMEOUT:-90}
-  extra=()
+  extra=(--replay-timeout "${REPLAY_TIMEOUT:-120}")
   case "$p" in
     *hang*) timeout=${HANG_TIMEOUT:-40}; extra=(--replay-timeout 30) ;;
   esac
