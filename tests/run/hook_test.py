@@ -310,6 +310,20 @@ def test_a_program_that_sets_up_logging_after_its_first_jit_prints_as_it_does_ba
     assert shown == bare.stderr.splitlines()
 
 
+@pytest.mark.jax
+def test_a_program_that_exits_while_the_device_computes_exits_as_it_does_bare(
+    tmp_path: Path,
+) -> None:
+    """The hook watches an execution's outputs until they are ready; the program's exit
+    must not wait for it, nor abort on it (three runs: the exit races the computation)."""
+    program = [sys.executable, str(PROGRAMS / "exits_while_computing.py")]
+    for i in range(3):
+        done = run(program, hooked_env(tmp_path / str(i)), tmp_path)
+        assert done.returncode == 3, done.stderr[-2000:]
+        (records,) = (tmp_path / str(i) / evidence.PROCESSES).glob("*.jsonl")
+        assert '"pending": true' in records.read_text()  # it was computing as dispatch returned
+
+
 def test_the_hooks_own_frames_are_said_in_one_line() -> None:
     from xla_bugkit.run import hook as hook_package
 

@@ -4,7 +4,7 @@ jax dispatches asynchronously: ``pxla.ExecuteReplicated.__call__`` returns as so
 computation is enqueued, and the program blocks later (``np.asarray(x)``, ``.item()``,
 ``block_until_ready``), in whichever thread reads the value. The ``executed`` record says
 only that dispatch returned. For each execution whose outputs were not ready by then, one
-daemon thread waits on them, in dispatch order, and writes ``ready`` once they are: an
+daemon thread polls them and writes ``ready`` once they are: an
 execution with ``pending`` and no ``ready`` record was still running on the device when the
 process ended (a hang in a worker thread that the program's own watchdog ended with
 ``os._exit``, say).
@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 import weakref
 from typing import Any
 
+POLL_SECONDS = 0.1  # how late a ``ready`` record may be
 _PENDING: queue.SimpleQueue[tuple[int, list[Any]]] = queue.SimpleQueue()
 _STARTED = threading.Lock()
 _watcher: list[threading.Thread] = []
@@ -61,14 +63,32 @@ def watch(recorder: Any, n: int, arrays: list[Any]) -> None:
 
 
 def _wait(recorder: Any) -> None:
+    """Poll, never block in jaxlib: a daemon thread that waits inside jaxlib when the
+    interpreter exits is unwound through jaxlib's C++ frames and aborts the process
+    ("FATAL: exception not rethrown"). ``is_ready`` keeps the interpreter's lock, and the
+    waits between polls are the interpreter's own."""
+    pending: list[tuple[int, list[Any]]] = []
     while True:
-        n, refs = _PENDING.get()
-        for ref in refs:
-            array = ref()
-            if array is None:
-                continue
-            # An error (its computation failed, it was deleted) ends the wait as well.
-            with contextlib.suppress(Exception):
-                array.block_until_ready()
-            del array
-        recorder.write("ready", n=n)
+        if not pending:
+            pending.append(_PENDING.get())
+        with contextlib.suppress(queue.Empty):
+            while True:
+                pending.append(_PENDING.get_nowait())
+        still = []
+        for n, refs in pending:
+            if _computed(refs):
+                recorder.write("ready", n=n)
+            else:
+                still.append((n, refs))
+        pending = still
+        if pending:
+            time.sleep(POLL_SECONDS)
+
+
+def _computed(refs: list[Any]) -> bool:
+    for ref in refs:
+        array = ref()
+        # An error (its computation failed, it was deleted) ends the wait as well.
+        if array is not None and pending([array]):
+            return False
+    return True
