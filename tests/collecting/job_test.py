@@ -13,7 +13,7 @@ import pytest
 from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
 
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.failure import job
+from xla_bugkit.failure import peers
 
 # What rank 0 of tests/programs/two_ranks.py printed when rank 1 had crashed (jaxlib 0.10.2).
 SURVIVOR = """\
@@ -27,14 +27,14 @@ Barrier result: 'INTERNAL: Barrier failed because: task is set to ERROR: UNAVAIL
 
 
 def test_a_survivor_of_a_job_is_told_which_task_failed() -> None:
-    said = job.peer_failure(
+    said = peers.peer_failure(
         SURVIVOR, "JaxRuntimeError: UNKNOWN: Gloo context initialization failed"
     )
     assert said is not None and said.startswith("task 1 of the job stopped sending heartbeats")
     # Its own XLA error first, then the same end: its own failure.
     own = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes."
-    assert job.peer_failure(SURVIVOR, own) is None
-    assert job.peer_failure("Traceback ...\nValueError: x\n", None) is None
+    assert peers.peer_failure(SURVIVOR, own) is None
+    assert peers.peer_failure("Traceback ...\nValueError: x\n", None) is None
 
 
 def _port() -> int:

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import replace
 
-from xla_bugkit.failure import callback, job, ptxla_log, value_check
+from xla_bugkit.failure import callback, peers, ptxla_log, value_check
 from xla_bugkit.failure.compile_log import (
     COMPILING_RE,
     FINISHED_RE,
@@ -25,6 +25,7 @@ from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Kind, 
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.failure.xla_status import (
     DISPATCH,
+    Status,
     framework_status,
     graph_that_raised,
     last_status,
@@ -192,16 +193,16 @@ def seconds(value: float) -> str:
 
 
 def _classify_failure(output: str, base: Failure) -> Failure:
-    failure = _classified(output, base)
-    if not any(sign in output for sign in _JOB_SIGNS):
-        return failure
     fatal = _first_fatal(output)
     status = framework_status(output, last_status(output))
+    failure = _classified(output, base, fatal, status)
+    if not any(sign in output for sign in _JOB_SIGNS):
+        return failure
     if fatal is not None and "JAX distributed service" not in fatal[0]:
         own: str | None = fatal[0]  # a CHECK of its own came first
     else:
         own = f"{status[0]}: {status[2]}" if status is not None else None
-    peer = job.peer_failure(output, own)
+    peer = peers.peer_failure(output, own)
     return replace(failure, peer=peer) if peer is not None else failure
 
 
@@ -209,9 +210,14 @@ def _classify_failure(output: str, base: Failure) -> Failure:
 _JOB_SIGNS = ("JAX distributed service", "heartbeat", "Gloo context", "preemption notice")
 
 
-def _classified(output: str, base: Failure) -> Failure:
-    fatal = _first_fatal(output)
-    status = framework_status(output, last_status(output))
+def _classified(
+    output: str,
+    base: Failure,
+    fatal: tuple[str, str | None] | None,
+    status: Status | None,
+) -> Failure:
+    """The failure that ``output`` shows: ``fatal``, its first fatal line, and ``status``,
+    the framework's or XLA's status it ended with, read once by the caller."""
     if fatal is not None and base.signal is not None and _SIGNAL_ONLY.match(fatal[0]):
         fatal = None  # faulthandler's line names the signal, not what raised it
     if base.signal is not None or fatal is not None:

@@ -79,7 +79,7 @@ class Failure:
     # and XLA passed the error on: the callback, where it raised ("lookup (prog.py:46)").
     callback: str | None = None
     # A process of a multi-process job that the job took down after another of its processes
-    # failed (``failure.job``): what happened, in words.
+    # failed (``failure.peers``): what happened, in words.
     peer: str | None = None
 
     @property

@@ -253,7 +253,7 @@ def _without_dump_dirs_besides(value: str, root: str) -> tuple[str, list[str]]:
 
     def drop(m: re.Match[str]) -> str:
         folder = m.group(1).strip("\"'")
-        if _dumps_under(f"--xla_dump_to={folder}", root):
+        if _inside(folder, root):
             return m.group(0)
         theirs.append(folder)
         return ""
@@ -265,9 +265,12 @@ def _without_dump_dirs_besides(value: str, root: str) -> tuple[str, list[str]]:
 def _dumps_under(value: str, root: str) -> bool:
     """Whether an XLA_FLAGS value's ``--xla_dump_to`` is ``root`` or a folder inside it."""
     dump_to = dump_dir_of(value)
-    if dump_to is None:
-        return False
-    folder, root = os.path.normpath(dump_to), os.path.normpath(root)
+    return dump_to is not None and _inside(dump_to, root)
+
+
+def _inside(folder: str, root: str) -> bool:
+    """Whether ``folder`` is ``root`` or a folder inside it."""
+    folder, root = os.path.normpath(folder), os.path.normpath(root)
     return folder == root or folder.startswith(root + os.sep)
 
 
