@@ -9,14 +9,13 @@ tests are collected: ``-m "not gpu"`` costs nothing.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from helpers.devices import accelerator_env
 
 pytestmark = pytest.mark.gpu
 
@@ -42,30 +41,12 @@ PROBE_TIMEOUT = 900.0
 CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin")
 
 
-def _installed(dist: str) -> bool:
-    try:
-        metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def gpu_env() -> dict[str, str]:
     """The environment for a GPU run; skips (with the reason) where jax has no GPU here."""
-    if not any(_installed(d) for d in CUDA_PLUGINS):
-        pytest.skip(f"no jax CUDA plugin installed ({' or '.join(CUDA_PLUGINS)})")
-    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    probe = "import jax; print(jax.devices('gpu')[0].platform)"
-    try:
-        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT, env=env)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"importing jax with its GPU backend took over {PROBE_TIMEOUT:g} s")
-    if done.returncode != 0 or done.stdout.strip() != "gpu":
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"jax sees no CUDA device here: {last}")
-    return env
+    missing = f"no jax CUDA plugin installed ({' or '.join(CUDA_PLUGINS)})"
+    return accelerator_env("gpu", CUDA_PLUGINS, missing=missing, name="CUDA device",
+                           timeout=PROBE_TIMEOUT)  # fmt: skip
 
 
 def test_collect_and_verify_on_a_gpu(tmp_path: Path, gpu_env: dict[str, str]) -> None:

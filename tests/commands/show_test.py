@@ -25,7 +25,7 @@ from helpers.bundles import (
     bundle_members,
     hostile_bundle,
 )
-from helpers.hostile import tree, write_raw
+from helpers.hostile import snapshot, tree, write_raw
 
 from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.errors import ExitCode
@@ -141,15 +141,6 @@ def unpacked(root: Path, members: Members) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
     return root
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every entry under ``root`` and ``root`` itself: its mode, size and modification time."""
-    found = {}
-    for path in [root, *root.rglob("*")]:
-        st = path.lstat()
-        found[path.relative_to(root).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns)
-    return found
 
 
 def test_show_lists_an_unpacked_bundle_and_writes_nothing_into_it(

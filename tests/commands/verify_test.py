@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.hostile import snapshot
 
 from xla_bugkit import verify as verify_module
 from xla_bugkit.bundle.manifest import load_manifest
@@ -349,15 +350,6 @@ def unzipped(bundle: Path, folder: Path) -> Path:
     with zipfile.ZipFile(bundle) as z:
         z.extractall(folder)
     return folder
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every entry under ``root`` and ``root`` itself: its mode, size and modification time."""
-    found = {}
-    for path in [root, *root.rglob("*")]:
-        st = path.lstat()
-        found[path.relative_to(root).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns)
-    return found
 
 
 def _same_parts(result: dict) -> dict:  # type: ignore[type-arg]

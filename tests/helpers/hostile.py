@@ -102,3 +102,12 @@ class Tally:
 
 def tree(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``root`` and ``root`` itself: its mode, size and modification time."""
+    found = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        found[path.relative_to(root).as_posix()] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found

@@ -11,14 +11,13 @@ probed while tests are collected.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from helpers.devices import accelerator_env
 
 pytestmark = pytest.mark.tpu
 
@@ -31,21 +30,8 @@ RUN_TIMEOUT = 900.0
 @pytest.fixture(scope="module")
 def tpu_env() -> dict[str, str]:
     """The environment for a run on the chip; skips (with the reason) where there is none."""
-    try:
-        metadata.version("libtpu")
-    except metadata.PackageNotFoundError:
-        pytest.skip("libtpu is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    probe = "import jax; print(jax.devices()[0].platform)"
-    try:
-        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT, env=env)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"opening the TPU took over {PROBE_TIMEOUT:g} s")
-    if done.returncode != 0 or done.stdout.strip() != "tpu":
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"jax sees no TPU here: {last}")
-    return env
+    return accelerator_env("tpu", ("libtpu",), missing="libtpu is not installed", name="TPU",
+                           timeout=PROBE_TIMEOUT)  # fmt: skip
 
 
 def _bugkit(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
