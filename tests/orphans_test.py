@@ -72,6 +72,22 @@ def _state(pid: str) -> str | None:
         return None
 
 
+def _started(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot): tells it apart from a reused pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _gone(pids: Mapping[int, str | None]) -> bool:
+    """Whether each process has ended: no such pid, a zombie, or the pid taken by another."""
+    return all(
+        _state(str(pid)) in (None, "Z", "X") or _started(pid) != started
+        for pid, started in pids.items()
+    )
+
+
 def processes_of(mark: str) -> list[int]:
     """The live processes (zombies are dead) whose environment holds ``mark``."""
     wanted = f"{MARK}={mark}".encode()
@@ -150,23 +166,30 @@ def _pids(tmp_path: Path) -> list[int]:
     return [int((tmp_path / f"{n}.pid").read_text()) for n in ("child", "grandchild")]
 
 
+def _wait_gone(pids: Mapping[int, str | None]) -> None:
+    """A killed process is torn down for a moment after its environment is gone: wait it out."""
+    wait_for(lambda: _gone(pids), "the program and its grandchild to end")
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_to_collect_stops_the_program_and_its_grandchild(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
     run = _program_running(tmp_path)
+    pids = {pid: _started(pid) for pid in _pids(tmp_path)}
     err = run.stop(sig)
     # xla-bugkit handled the signal and went on to end by itself.
     assert run.popen.returncode >= 0, err
     assert "the program ended: interrupted" in err
-    assert all(_state(str(pid)) in (None, "Z") for pid in _pids(tmp_path))
+    _wait_gone(pids)
 
 
 def test_no_program_process_outlives_a_sigkilled_collect(tmp_path: Path) -> None:
     run = _program_running(tmp_path)
+    pids = {pid: _started(pid) for pid in _pids(tmp_path)}
     run.stop(signal.SIGKILL)
     assert run.popen.returncode == -signal.SIGKILL
-    assert all(_state(str(pid)) in (None, "Z") for pid in _pids(tmp_path))
+    _wait_gone(pids)
 
 
 @pytest.fixture(scope="module")
