@@ -44,25 +44,15 @@ def _unit(dotted: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    """Imports under ``if TYPE_CHECKING:``: types only, no import at run time."""
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            found.update(id(inner) for inner in ast.walk(node))
-    return found
-
-
 def imports() -> list[tuple[str, str, str]]:
-    """(importing unit, imported unit, importing module) for every import of the package."""
+    """(importing unit, imported unit, importing module) for every import of the package:
+    those made inside functions and those for type hints only (``if TYPE_CHECKING:``) too, since
+    a type-only import ties two units as surely as any other."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         tree = ast.parse(path.read_text("utf-8"))
-        typing_only = _type_checking_nodes(tree)
         for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xla_bugkit"):
                 assert node.module is not None

@@ -9,6 +9,7 @@ import pytest
 from helpers.bundles import stage as manifest_stage
 from helpers.programs import PROGRAMS, run_collect
 
+from xla_bugkit.bundle import build
 from xla_bugkit.bundle.manifest import validate
 from xla_bugkit.errors import BadBundleError, ExitCode
 from xla_bugkit.run import processes
@@ -50,7 +51,7 @@ def test_the_rank_that_crashed_beats_the_rank_the_launcher_stopped() -> None:
     assert culprit is not None and culprit.process is crashed
     assert culprit.why == "it crashed while compiling jit_noisy"
     assert culprit.label == "rank 1 of 2, pid 11"
-    assert [o["pid"] for o in processes.other_records(culprit)] == [10]
+    assert [o["pid"] for o in build.other_process_entries(culprit)] == [10]
 
 
 def test_an_xla_error_beats_a_process_stopped_part_way() -> None:
@@ -179,10 +180,10 @@ def test_the_manifests_process_records_validate_and_old_manifests_still_load(
     (tmp_path / "f").mkdir()
     base = manifest_stage(tmp_path / "f")
     validate(base)  # an older manifest has neither key
-    record = processes.process_record(culprit)
+    record = build.process_entry(culprit)
     assert record == {"pid": 11, "rank": 1, "processes": 2, "devices": 2, "platform": "cpu",
                       "why": "it crashed while compiling jit_f", "memory_cap": 1 << 31}  # fmt: skip
-    others = processes.other_records(culprit)
+    others = build.other_process_entries(culprit)
     validate({**base, "process": record, "other_processes": others})
     with pytest.raises(BadBundleError, match="the process record: 'memory_cap'"):
         validate({**base, "process": {**record, "memory_cap": -5}})

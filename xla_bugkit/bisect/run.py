@@ -199,6 +199,31 @@ def bisect_bundle(
     return result
 
 
+ISSUE_HEADING = "#### Across jaxlib releases"
+_DETAIL_MAX = 160  # a table cell: the line a release failed with, cut
+
+
+def issue_section(result: Bisection) -> str:
+    """ISSUE.md's section on a bisect: its answer, then each release tried and what it showed."""
+    lines = [ISSUE_HEADING, "", f"**{issue.plain(result.summary)}**", ""]
+    rows = [
+        [p.version + (" (reported)" if p.version == result.reported else ""), p.seen.value,
+         issue.code_span(issue.cut(p.detail, _DETAIL_MAX))]
+        for p in result.probes
+    ]  # fmt: skip
+    lines += [issue.table(["jaxlib", "replay", "what it showed"], rows), ""]
+    if result.untried:
+        shown = ", ".join(f"{v} ({why})" for v, why in result.untried[:6])
+        more = len(result.untried) - 6
+        lines += [
+            f"Not tried: {issue.plain(shown)}" + (f" and {more} more" if more > 0 else ""),
+            "",
+        ]
+    lines += ["Replayed by `xla-bugkit bisect`: the before-optimizations module, one child per "
+              "release; releases between two that agree were not tried.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
 def write_result(stage: Path, manifest: Manifest, result: Bisection) -> Manifest:
     """``stage`` (an unpacked bundle) with the bisect's result: ``bisect.json``, the
     manifest's ``bisect`` record and ISSUE.md's section; returns the manifest written."""
@@ -206,8 +231,8 @@ def write_result(stage: Path, manifest: Manifest, result: Bisection) -> Manifest
     (stage / members.BISECT).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     report = stage / members.ISSUE
     if report.is_file():
-        text = issue.without_section(report.read_text("utf-8"), issue.BISECT_HEADING)
-        report.write_text(issue.with_section(text, issue.bisect_section(result)), "utf-8")
+        text = issue.without_section(report.read_text("utf-8"), ISSUE_HEADING)
+        report.write_text(issue.with_section(text, issue_section(result)), "utf-8")
     sealed: dict[str, Any] = {**manifest, "bisect": record}
     sealed["notes"] = [n for n in manifest["notes"] if not n.startswith("across releases:")]
     sealed["notes"].append(f"across releases: {result.summary}")

@@ -117,8 +117,8 @@ def build(
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped, run))
     record = _manifest(run, selection, env, text, title, modules, notes, data_text)
     if run.culprit is not None:
-        record["process"] = processes.process_record(run.culprit)
-        record["other_processes"] = processes.other_records(run.culprit)
+        record["process"] = process_entry(run.culprit)
+        record["other_processes"] = other_process_entries(run.culprit)
     if framework is not None:
         record["framework"] = framework.to_json()
     if run.job is not None:
@@ -291,3 +291,23 @@ def module_entry(c: Chosen, planned: Sequence[Planned]) -> ModuleEntry:
         "files": files,
         "replay": None,
     }
+
+
+def process_entry(culprit: processes.Culprit) -> manifest.ProcessEntry:
+    """The failing process, as the manifest's ``process`` records it (no argv or paths:
+    the manifest is public, and they are the machine's)."""
+    p = culprit.process
+    return {
+        "pid": p.pid,
+        "rank": p.rank,
+        "processes": p.processes,
+        "devices": p.devices,
+        "platform": p.platform,
+        "why": culprit.why,
+        "memory_cap": processes.memory_cap(p),
+    }
+
+
+def other_process_entries(culprit: processes.Culprit) -> list[manifest.OtherProcessEntry]:
+    """The run's other processes that started XLA, each with how it ended."""
+    return [{"pid": p.pid, "rank": p.rank, "ended": processes.ending(p)[1]} for p in culprit.others]

@@ -14,12 +14,8 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING
 
 from xla_bugkit import __version__
-
-if TYPE_CHECKING:
-    from xla_bugkit.bisect.search import Bisection
 
 TEMPLATE = "issue.md"
 LOG_TAIL_LINES = 60
@@ -100,11 +96,11 @@ def render_issue(ctx: IssueContext) -> str:
         "jax_version": plain(ctx.jax_version),
         "jaxlib_version": plain(ctx.jaxlib_version),
         "reproduce": _reproduce(ctx),
-        "modules_table": _table(
+        "modules_table": table(
             ("Module", "Why it is included"),
             [(code_span(m), plain(why)) for m, why in ctx.selected_modules],
         ),
-        "verdicts_table": _table(
+        "verdicts_table": table(
             ("Module", "Verdict", "Evidence"),
             [(code_span(m), f"**{plain(v)}**", plain(e)) for m, v, e in ctx.replay_verdicts],
             empty=plain(ctx.replay_note) if ctx.replay_note else "_None._",
@@ -174,7 +170,7 @@ def _wrong_values(ctx: IssueContext) -> str:
     lines = [
         f"**First differing values** ({reference} against XLA's result):",
         "",
-        _table(("Output index", "Reference", "XLA"), rows),
+        table(("Output index", "Reference", "XLA"), rows),
     ]
     if ctx.inputs:
         lines += ["", f"**Inputs:** {plain(ctx.inputs)}"]
@@ -279,7 +275,7 @@ def _for_comment(text: str) -> str:
     return one_line
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "_None._") -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "_None._") -> str:
     if not rows:
         return empty
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -345,29 +341,7 @@ def shrink_section(findings: Sequence[str], module_text: str, path: str) -> str:
     return "\n".join(lines)
 
 
-BISECT_HEADING = "#### Across jaxlib releases"
-_DETAIL_MAX = 160  # a table cell: the line a release failed with, cut
-
-
-def bisect_section(result: Bisection) -> str:
-    """ISSUE.md's section on a bisect: its answer, then each release tried and what it showed."""
-    lines = [BISECT_HEADING, "", f"**{plain(result.summary)}**", ""]
-    rows = [
-        [p.version + (" (reported)" if p.version == result.reported else ""), p.seen.value,
-         code_span(_cut(p.detail, _DETAIL_MAX))]
-        for p in result.probes
-    ]  # fmt: skip
-    lines += [_table(["jaxlib", "replay", "what it showed"], rows), ""]
-    if result.untried:
-        shown = ", ".join(f"{v} ({why})" for v, why in result.untried[:6])
-        more = len(result.untried) - 6
-        lines += [f"Not tried: {plain(shown)}" + (f" and {more} more" if more > 0 else ""), ""]
-    lines += ["Replayed by `xla-bugkit bisect`: the before-optimizations module, one child per "
-              "release; releases between two that agree were not tried.", ""]  # fmt: skip
-    return "\n".join(lines)
-
-
-def _cut(text: str, n: int) -> str:
+def cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 

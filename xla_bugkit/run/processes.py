@@ -14,14 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xla_bugkit import flags, proc
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.run.evidence import ProcessEvidence
-
-if TYPE_CHECKING:  # the manifest's types; capture does not depend on bundle at run time
-    from xla_bugkit.bundle.manifest import OtherProcessEntry, ProcessEntry
 
 _LIMIT_NAMES = ("RLIMIT_AS", "RLIMIT_DATA")  # the caps a replay shares (memory)
 _FATAL = "Fatal Python error"  # how faulthandler starts the stack of a crash
@@ -43,7 +39,7 @@ class Culprit:
         return f"{rank}pid {p.pid}"
 
 
-def _why(p: ProcessEvidence) -> tuple[int, str]:
+def ending(p: ProcessEvidence) -> tuple[int, str]:
     """How strongly ``p``'s own record says it failed (higher: stronger), and why.
 
     A process that crashed on its own (faulthandler's "Fatal Python error") beats one that
@@ -86,7 +82,7 @@ def failing(
     xla = [p for p in processes if p.started_backend]
     if not xla:
         return None
-    if named is not None and len(xla) > 1 and max(_why(p)[0] for p in xla) == 0:
+    if named is not None and len(xla) > 1 and max(ending(p)[0] for p in xla) == 0:
         reasons = {id(p): why for p in xla if (why := named(p)) is not None}
         if len(reasons) == 1:
             (best,) = [p for p in xla if id(p) in reasons]
@@ -96,11 +92,11 @@ def failing(
     # The strongest sign of failure wins; among equals, the one that stopped first (a rank
     # that died takes the others down after it), unless they ran one after another.
     in_sequence = _in_sequence(xla)
-    strongest = max(_why(p)[0] for p in xla)
-    tied = [p for p in xla if _why(p)[0] == strongest]
+    strongest = max(ending(p)[0] for p in xla)
+    tied = [p for p in xla if ending(p)[0] == strongest]
     # In sequence, the last run's status became the command's.
     best = tied[-1] if in_sequence else min(tied, key=_last_moment)
-    strength, why = _why(best)
+    strength, why = ending(best)
     if strength == 0:
         why = (
             "the only process that started XLA"
@@ -250,23 +246,3 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
     except OSError:
         target.unlink(missing_ok=True)  # a partial copy would be indexed as a dump
-
-
-def process_record(culprit: Culprit) -> ProcessEntry:
-    """The failing process, as the manifest's ``process`` records it (no argv or paths:
-    the manifest is public, and they are the machine's)."""
-    p = culprit.process
-    return {
-        "pid": p.pid,
-        "rank": p.rank,
-        "processes": p.processes,
-        "devices": p.devices,
-        "platform": p.platform,
-        "why": culprit.why,
-        "memory_cap": memory_cap(p),
-    }
-
-
-def other_records(culprit: Culprit) -> list[OtherProcessEntry]:
-    """The run's other processes that started XLA, each with how it ended."""
-    return [{"pid": p.pid, "rank": p.rank, "ended": _why(p)[1]} for p in culprit.others]
