@@ -27,8 +27,8 @@ from xla_bugkit import archive
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.collecting import CollectOptions, driver, stages
 from xla_bugkit.redact import Redactor
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Verdict
 
 # collect's exit codes that still mean "bundle written": reproduced, not reproduced, no failure.
 _BUNDLE_WRITTEN = (0, 3, 5)

@@ -5,7 +5,7 @@
 A small program dumps three real modules: a small matmul, an MLP's training step, and a
 linear solve (LAPACK custom calls, which need jax: that child imports it and shows what the
 check before it costs). For each, interleaved round by round (AB, then BA), it times the
-replay child (``python -m xla_bugkit.replay.worker SPEC``, references on, as verify and
+replay child (``python -m xla_bugkit.replay.child.worker SPEC``, references on, as verify and
 collect start it) and the whole ``xla-bugkit replay -q`` command, with and without
 ``XLA_BUGKIT_REPLAY_THROUGH_JAX``. Medians; the ratio is alone / through jax.
 """
@@ -94,7 +94,7 @@ def child_argv(module: Path, work: Path, n: int) -> list[str]:
     }  # fmt: skip
     path = work / f"spec-{n}.json"
     path.write_text(json.dumps(spec))
-    return [sys.executable, "-m", "xla_bugkit.replay.worker", str(path)]
+    return [sys.executable, "-m", "xla_bugkit.replay.child.worker", str(path)]
 
 
 def main() -> None:

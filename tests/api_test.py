@@ -35,7 +35,7 @@ def _loaded_after(statement: str) -> set[str]:
 
 def test_the_replay_child_starts_without_archives_or_the_pipeline() -> None:
     # The worker runs once per replay: what its imports pull in, every replay pays for.
-    loaded = _loaded_after("import xla_bugkit.replay.worker")
+    loaded = _loaded_after("import xla_bugkit.replay.child.worker")
     assert not {"py7zr", "xla_bugkit.collecting", "xla_bugkit.archive", "jax"} & loaded
 
 
@@ -47,7 +47,7 @@ def test_importing_the_package_loads_no_stage() -> None:
 def test_collect_starts_the_program_before_importing_the_stages_after_it() -> None:
     # Everything the CLI imports before the program starts delays the program; what runs
     # after it (archives, numpy, protos, the bundle) is imported while it runs.
-    loaded = _loaded_after("import xla_bugkit.main, xla_bugkit.commands.collect")
+    loaded = _loaded_after("import xla_bugkit.cli.main, xla_bugkit.commands.collect")
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     stages = {
         "xla_bugkit.collecting.bundling",
@@ -76,7 +76,7 @@ def test_the_archive_package_loads_its_readers_on_first_use() -> None:
 def test_building_the_command_line_parser_imports_nothing_heavy() -> None:
     # Every command pays for the parser before it starts: its subcommands' arguments come
     # from modules that must leave replays, bundles and numpy to the command that runs.
-    loaded = _loaded_after("import xla_bugkit.cli as cli\ncli.parser()")
+    loaded = _loaded_after("import xla_bugkit.cli.grammar as cli\ncli.parser()")
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     assert not heavy & loaded
     assert not {

@@ -1,6 +1,6 @@
 """The documentation: docs/cli.md is the parser's own help, and every relative link resolves.
 
-docs/cli.md is generated from ``xla_bugkit.cli.parser()`` by ``render_cli_reference`` below.
+docs/cli.md is generated from ``xla_bugkit.cli.grammar.parser()`` by ``render_cli_reference`` below.
 When the command line changes, regenerate it from the repository root:
 
     python tests/docs_test.py
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from xla_bugkit import cli
+from xla_bugkit.cli import grammar
 from xla_bugkit.errors import COMMAND_MEANINGS, exit_codes_help
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def _wrap(parts: Sequence[str], indent: str, width: int) -> list[str]:
 
 def command_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     """``xla-bugkit`` and each of its subcommands, in the parser's order, with their parsers."""
-    top = cli.parser()
+    top = grammar.parser()
     found = [("xla-bugkit", top)]
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -121,7 +121,8 @@ def render_cli_reference() -> str:
     out = [
         "# CLI reference",
         "",
-        "<!-- Generated from the parser (xla_bugkit/cli.py) by tests/docs_test.py; do not edit.",
+        "<!-- Generated from the parser (xla_bugkit/cli/grammar.py) by tests/docs_test.py; "
+        "do not edit.",
         f"     Regenerate: {REGENERATE}. -->",
         "",
         "What `xla-bugkit --help` and `xla-bugkit COMMAND --help` print. The guides explain the",
@@ -146,7 +147,11 @@ def test_the_cli_reference_is_the_parsers_help() -> None:
         CLI_MD.write_text(expected, "utf-8")
         return
     diff = difflib.unified_diff(
-        actual.splitlines(), expected.splitlines(), "docs/cli.md", "the parser's help", lineterm=""
+        actual.splitlines(),
+        expected.splitlines(),
+        "docs/cli.md",
+        "the parser's help",
+        lineterm="",
     )
     shown = "\n".join(list(diff)[:60])
     raise AssertionError(
@@ -179,7 +184,7 @@ def test_the_exit_codes_page_lists_each_commands_codes() -> None:
 def test_the_parser_is_built_without_jax() -> None:
     """The reference is generated without jax, and ``--help`` answers without importing it."""
     probe = (
-        "import sys, xla_bugkit.cli as c; c.parser(); "
+        "import sys, xla_bugkit.cli.grammar as c; c.parser(); "
         "sys.exit(' '.join(m for m in ('jax', 'jaxlib') if m in sys.modules) or None)"
     )
     done = subprocess.run(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import COMMAND_MEANINGS, MEANINGS, ExitCode, exit_codes_help
-from xla_bugkit.main import main
 
 EXIT_CODES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "exit-codes.md"
 

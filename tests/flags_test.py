@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import ProgramRuns, clean_env
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
+from xla_bugkit.hlo import flags
 
 OURS = ("--xla_dump_hlo_as_text", "--xla_dump_hlo_as_proto", "--xla_dump_hlo_snapshots")
 

@@ -1,4 +1,4 @@
-"""Tests for xla_bugkit.github: new-issue URLs, their size limit, and the gh command line."""
+"""Tests for xla_bugkit.bundle.github: new-issue URLs, their size limit, and the gh command line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from xla_bugkit.errors import BugkitError
-from xla_bugkit.github import (
+from xla_bugkit.bundle.github import (
     BODY_PLACEHOLDER,
     REPOS,
     URL_LIMIT,
@@ -18,6 +17,7 @@ from xla_bugkit.github import (
     gh_command,
     new_issue_url,
 )
+from xla_bugkit.errors import BugkitError
 
 TITLE = 'XLA:CPU crash in `jit_train_step`: "const_instr == nullptr" costs $5 & 100% #42'
 BODY = (

@@ -17,10 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "xla_bugkit"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(units.split())
     for units in (
-        "errors __version__ streams filememo templates",
-        "config proc ui _lazy github flags leftovers",
+        "errors __version__ filememo templates",
+        "config proc ui _lazy",
         "hlo failure",
-        "frameworks redact archive",
+        "frameworks redact archive verdict jaxlib_adapter",
         "run",
         "choose",
         "replay",
@@ -29,10 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "bisect",
         "collecting verify",
         "commands notebook",
-        "cli_options",
-        "cli_collect",
-        "cli",
-        "main _launch examples",
+        "cli examples",
         "__main__ __init__",
     )
 )

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit import leftovers
-from xla_bugkit.leftovers import MARKER, Owner
+from xla_bugkit.proc import leftovers
+from xla_bugkit.proc.leftovers import MARKER, Owner
 
 pytestmark = pytest.mark.skipif(leftovers.this_process() is None, reason="reads /proc (Linux)")
 
@@ -25,7 +25,7 @@ PATIENCE = 300.0  # seconds: an upper bound on waiting, never a measure of speed
 OWN_AND_WAIT = """\
 import sys, time
 from pathlib import Path
-from xla_bugkit import leftovers
+from xla_bugkit.proc import leftovers
 leftovers.mark(Path(sys.argv[1]))
 print(leftovers.this_process().pid, flush=True)
 time.sleep(10000)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit import __version__
-from xla_bugkit.main import main
+from xla_bugkit.cli.main import main
 
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
@@ -100,9 +100,9 @@ def test_durations_have_one_grammar(
 
 
 def test_a_duration_in_minutes_is_taken_by_collect() -> None:
-    from xla_bugkit import cli
+    from xla_bugkit.cli import grammar
 
-    args = cli.parser().parse_args(["collect", "--budget", "2m", "--timeout", "1h", "--", "x"])
+    args = grammar.parser().parse_args(["collect", "--budget", "2m", "--timeout", "1h", "--", "x"])
     assert (args.budget, args.timeout) == (120.0, 3600.0)
 
 

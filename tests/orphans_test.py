@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import PROGRAMS, clean_env
 
-from xla_bugkit import leftovers, proc
+from xla_bugkit import proc
+from xla_bugkit.proc import leftovers
 
 pytestmark = [
     pytest.mark.slow,
@@ -220,7 +221,7 @@ def _replay_running(hang_dump: Path, tmp_path: Path, *, spinning: bool = False) 
         worker[:] = [
             pid
             for pid in processes_of(run.mark)
-            if cmdline(pid)[1:3] == ["-m", "xla_bugkit.replay.worker"]
+            if cmdline(pid)[1:3] == ["-m", "xla_bugkit.replay.child.worker"]
         ]
         return bool(worker)
 

@@ -58,7 +58,7 @@ def test_the_wheel_holds_every_file_of_the_package(built: Path) -> None:
         scripts = z.read(entry_points).decode()
     ours = {n for n in names if n.startswith("xla_bugkit/")}
     assert ours == _tree_files()
-    assert "xla-bugkit = xla_bugkit.main:entry" in scripts
+    assert "xla-bugkit = xla_bugkit.cli.main:entry" in scripts
 
 
 def test_the_sdist_holds_every_file_of_the_package(built: Path) -> None:

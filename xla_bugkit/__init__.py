@@ -39,8 +39,8 @@ _HOMES = {
     "CollectOptions": "xla_bugkit.collecting",
     "CollectResult": "xla_bugkit.collecting",
     "collect": "xla_bugkit.collecting",
-    "Outcome": "xla_bugkit.replay.verdict",
-    "Verdict": "xla_bugkit.replay.verdict",
+    "Outcome": "xla_bugkit.verdict",
+    "Verdict": "xla_bugkit.verdict",
     "replay_dump": "xla_bugkit.replay.dump",
     "VerifyResult": "xla_bugkit.verify",
     "verify_bundle": "xla_bugkit.verify",
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from xla_bugkit.collecting import CollectOptions, CollectResult, collect
     from xla_bugkit.collecting.here import start_capture
     from xla_bugkit.replay.dump import replay_dump
-    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.verdict import Outcome, Verdict
     from xla_bugkit.verify import VerifyResult, verify_bundle
 
 

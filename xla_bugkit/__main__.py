@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from xla_bugkit.main import entry
+from xla_bugkit.cli.main import entry
 
 entry()

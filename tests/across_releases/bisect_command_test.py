@@ -23,7 +23,7 @@ import pytest
 
 from xla_bugkit.bisect import cache
 from xla_bugkit.bisect.releases import from_folder, key
-from xla_bugkit.replay._jaxlib import jaxlib_version
+from xla_bugkit.jaxlib_adapter import jaxlib_version
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))

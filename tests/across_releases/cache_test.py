@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit.bisect import cache, releases
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.main import main
 
 TAG = releases.python_tag()
 

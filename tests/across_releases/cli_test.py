@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 
 
 @pytest.mark.parametrize(

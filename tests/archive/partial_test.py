@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit import leftovers
 from xla_bugkit.archive import write_archive
+from xla_bugkit.proc import leftovers
 
 pytestmark = pytest.mark.skipif(leftovers.this_process() is None, reason="reads /proc (Linux)")
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from helpers.programs import Collected
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.commands.show import graph_module
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.main import main
 
 
 def test_show_draws_the_bundled_module(

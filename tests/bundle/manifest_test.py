@@ -24,8 +24,8 @@ from xla_bugkit.bundle.manifest import (
     write_manifest,
 )
 from xla_bugkit.bundle.members import MANIFEST
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import BadBundleError, ExitCode
-from xla_bugkit.main import main
 
 
 def _bundle(tmp_path: Path, change: Callable[[dict[str, Any]], object] | None = None) -> Path:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from helpers.programs import Collected
 
-from xla_bugkit import flags
 from xla_bugkit.bundle import extras, layout
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.collecting.options import CollectOptions, check_options
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import flags
 
 
 def _planned(label: str, name: str, role: Role) -> Planned:

@@ -10,7 +10,7 @@ from helpers.programs import run_record
 from xla_bugkit.bundle import report
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 CRASH = Failure(Kind.CRASH, Phase.RUN, "killed by SIGSEGV", "killed by SIGSEGV", -11, "SIGSEGV")
 LABEL = "module_0010.jit_log_likelihood"

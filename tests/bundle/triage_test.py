@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from xla_bugkit.bundle.triage import sentence, title, triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 CHECKED = Failure(
     kind=Kind.WRONG_RESULT,

@@ -10,8 +10,8 @@ import pytest
 from helpers.programs import PROGRAMS, run_collect
 
 from xla_bugkit.choose.allocation import failed_allocation
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 
 
 def test_the_size_is_the_last_allocation_xla_said_it_could_not_make() -> None:

@@ -24,7 +24,7 @@ def test_a_program_read_from_standard_input_cannot_run_a_second_time() -> None:
 def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None:
     from xla_bugkit.collecting.own_flags import unproven_wrong_result
     from xla_bugkit.failure.classify import classify
-    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.verdict import Outcome, Verdict
 
     fast = ("--xla_cpu_enable_fast_math=true", "--xla_cpu_fast_math_honor_nans=false")
     output = "AssertionError: masked loss is NaN at steps [36]\n"
@@ -60,7 +60,7 @@ def test_a_wrong_value_only_fast_math_flags_make_is_what_they_allow() -> None:
     from xla_bugkit.bundle.triage import triage
     from xla_bugkit.collecting.own_flags import OwnFlags
     from xla_bugkit.failure.classify import Failure, Kind, Phase
-    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.verdict import Outcome, Verdict
 
     agreed = Verdict(
         "module_0010.jit_eval_error",

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from helpers.programs import PROGRAMS
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import job
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.main import main
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.collecting.replays import replay_stage
 from xla_bugkit.failure.classify import classify
-from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome
 
 
 def test_the_next_modules_child_imports_jax_while_one_replays(

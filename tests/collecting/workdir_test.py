@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import run_record
 
-from xla_bugkit import leftovers
 from xla_bugkit.collecting import warm, workdir
+from xla_bugkit.proc import leftovers
 
 PATIENCE = 300.0  # seconds: a bound on waiting for the detached deletion, never a measure
 

@@ -25,8 +25,8 @@ from helpers.programs import (
 )
 
 from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
+from xla_bugkit.cli.main import main
 from xla_bugkit.failure.classify import HANG_REPLAY_START_SECONDS
-from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 
@@ -553,7 +553,7 @@ def test_options_passed_to_one_compile_are_named_first_as_the_cause(tmp_path: Pa
 
 def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() -> None:
     from xla_bugkit.collecting.own_flags import OwnFlags
-    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.verdict import Outcome, Verdict
 
     agreed = Verdict(
         "module_0008.jit_integrate",
@@ -583,7 +583,7 @@ def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() 
 
 
 def test_a_manifests_compiler_options_are_shown_only_when_they_are_lists_of_strings() -> None:
-    from xla_bugkit.verify import _compiler_options
+    from xla_bugkit.verify.run import _compiler_options
 
     modules = [
         {"label": "module_0001.jit_a", "compiler_options": ["--xla_disable_hlo_passes=x"]},

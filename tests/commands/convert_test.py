@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from helpers.programs import ProgramRuns
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.hlo import hlo_proto, protowire
-from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # real programs, real conversion children
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import py7zr
 import pytest
 
-from xla_bugkit.main import main
+from xla_bugkit.cli.main import main
 
 pytestmark = pytest.mark.slow  # a real jax program makes the bundle
 

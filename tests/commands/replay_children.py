@@ -44,7 +44,7 @@ def replay_children(tag: str, *, loaded: bool = False) -> list[int]:
             maps = (entry / "maps").read_bytes() if loaded else b"jaxlib"
         except OSError:
             continue  # gone, or not ours to read
-        ours = f"{TAG}={tag}".encode() in env and b"xla_bugkit.replay.worker" in cmdline
+        ours = f"{TAG}={tag}".encode() in env and b"xla_bugkit.replay.child.worker" in cmdline
         if ours and b"jaxlib" in maps:
             found.append(int(entry.name))
     return found

@@ -14,8 +14,8 @@ from helpers.dumps import dump
 from helpers.programs import TWO_FUNCTIONS, ProgramRuns, clean_env
 
 from xla_bugkit import proc
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow
 

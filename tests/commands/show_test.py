@@ -28,8 +28,8 @@ from helpers.bundles import (
 from helpers.hostile import snapshot, tree, write_raw
 
 from xla_bugkit.bundle.members import MANIFEST
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 from xla_bugkit.ui import shown
 
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))  # the installed command

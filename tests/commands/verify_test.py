@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from helpers.hostile import snapshot
 
-from xla_bugkit import verify as verify_module
 from xla_bugkit.bundle.manifest import load_manifest
-from xla_bugkit.main import main
+from xla_bugkit.cli.main import main
+from xla_bugkit.verify import result as verify_result
+from xla_bugkit.verify import run as verify_module
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 
@@ -322,7 +323,7 @@ def test_verify_vouches_for_repro_py_only_as_xla_bugkit_writes_it(
 def test_a_hang_whose_call_ran_on_unrecorded_inputs_is_unverified_not_unreproduced() -> None:
     from xla_bugkit.commands.verify import render_table
     from xla_bugkit.failure.classify import Failure, Kind, Phase
-    from xla_bugkit.replay.verdict import Outcome, Verdict
+    from xla_bugkit.verdict import Outcome, Verdict
 
     hung = Failure(
         kind=Kind.HANG,
@@ -334,8 +335,8 @@ def test_a_hang_whose_call_ran_on_unrecorded_inputs_is_unverified_not_unreproduc
         unread_inputs=True,
     )
     finished = Verdict("module_0006.jit_solve", Outcome.NOT_REPRODUCED, "ran to completion", "x")
-    check = verify_module.ModuleCheck("module_0006.jit_solve", finished, "not reproduced")
-    result = verify_module.VerifyResult(Path("b.zip"), hung, (check,))
+    check = verify_result.ModuleCheck("module_0006.jit_solve", finished, "not reproduced")
+    result = verify_result.VerifyResult(Path("b.zip"), hung, (check,))
     assert result.unverified
     table = render_table(result)
     assert table.endswith(

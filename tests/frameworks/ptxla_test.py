@@ -175,7 +175,7 @@ def _verify(bundle: Path, *, torch_xla: bool) -> subprocess.CompletedProcess[str
     # A maintainer's machine without torch_xla: its import is blocked in the verify process
     # (a module set to None in sys.modules is one find_spec does not find).
     block = "" if torch_xla else "sys.modules['torch_xla'] = None; "
-    code = f"import sys; {block}from xla_bugkit.main import main; sys.exit(main(sys.argv[1:]))"
+    code = f"import sys; {block}from xla_bugkit.cli.main import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, "verify", str(bundle)], env=clean_env(),
                           capture_output=True, text=True, timeout=READY_TIMEOUT)  # fmt: skip
 

@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.hlo_proto import HloSnapshot
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
 from xla_bugkit.run import evidence, rerun

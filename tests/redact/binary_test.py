@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from helpers.programs import clean_env
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.bundle import layout
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.redact import HOME_PATH, HOST, HOST_NAME, USER, USER_NAME, Redactor
-from xla_bugkit.replay import _jaxlib
 
 ALICE = Redactor(home="/home/alice", user="alice", host="alice-box")
 SOURCE = "/home/alice/proj/train.py"
@@ -209,11 +209,11 @@ def test_a_real_dumps_protos_lose_user_and_host_and_still_load(
             # jaxlib loads it, and only metadata changed: its text without metadata is the same.
             before = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(src))
             after = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(dst))
-            assert _jaxlib.module_text(after) == _jaxlib.module_text(before)
+            assert jaxlib_adapter.module_text(after) == jaxlib_adapter.module_text(before)
         elif "snapshot" in src.name:
             snap = hlo_proto.read_snapshot(dst)
             assert snap.arguments == hlo_proto.read_snapshot(src).arguments
-            _jaxlib.module_text(snap.hlo.hlo_module.SerializeToString())
+            jaxlib_adapter.module_text(snap.hlo.hlo_module.SerializeToString())
         elif src.name == "compile_options.pb" and src in named:
             assert f"/{HOST}/{USER}/cuda".encode() in data
             assert len(list(protowire.fields(data))) == len(

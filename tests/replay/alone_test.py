@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from xla_bugkit.replay import protocol
-from xla_bugkit.replay.worker import THROUGH_JAX
+from xla_bugkit.replay.child.worker import THROUGH_JAX
 
 pytestmark = pytest.mark.jax  # replay children, and jax in this process to lower modules
 
 # Runs the worker as its ``__main__`` does, then says whether jax is loaded as it ends.
 _RUN_AND_TELL = """
 import sys
-from xla_bugkit.replay import worker
+from xla_bugkit.replay.child import worker
 status = worker.main([sys.argv[1]])
 print("JAX LOADED:", sys.modules.get("jax") is not None, flush=True)
 sys.exit(status)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit.choose.dumps import Role
-from xla_bugkit.replay._jaxlib import jaxlib_version
+from xla_bugkit.jaxlib_adapter import jaxlib_version
 from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.inputs import Release, replay_input
 from xla_bugkit.replay.spawn import AUTOTUNE_FLAG, split_flags

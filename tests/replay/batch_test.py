@@ -12,7 +12,7 @@ from xla_bugkit.replay.batch import ENDED, STARTS, _parts, env_flags, replay_bat
 from xla_bugkit.replay.inputs import module_files, replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.protocol import PHASE
-from xla_bugkit.replay.verdict import Outcome
+from xla_bugkit.verdict import Outcome
 
 
 def test_parts_end_at_the_first_module_that_did_not_finish() -> None:

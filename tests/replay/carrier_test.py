@@ -61,7 +61,7 @@ def _worker(tmp_path: Path, **given: str | None) -> tuple[subprocess.CompletedPr
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
     done = subprocess.run(
-        [sys.executable, "-m", "xla_bugkit.replay.worker", str(spec_path)],
+        [sys.executable, "-m", "xla_bugkit.replay.child.worker", str(spec_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     return done, out

@@ -15,13 +15,13 @@ from helpers.programs import PROGRAMS, ProgramRuns, run_collect
 
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index, is_helper
 from xla_bugkit.choose.selection import Chosen, Selection
+from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import CollectOptions, rebundle_command
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, classify
-from xla_bugkit.main import main
 from xla_bugkit.replay import differential
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
 
 CULPRIT = "jit_feature_energy"
 # Far more than the search needs anywhere: the tests stop it by what it finds, not by time.

@@ -6,7 +6,7 @@ import pytest
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import elsewhere
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 INSTALL = "pip install xla-bugkit==0.1.0"
 

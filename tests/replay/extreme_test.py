@@ -13,7 +13,7 @@ from helpers.dumps import FAST_MATH, Dumped, dump
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 

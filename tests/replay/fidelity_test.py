@@ -19,12 +19,12 @@ import pytest
 
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind
-from xla_bugkit.flags import from_debug_options
 from xla_bugkit.hlo import compile_options
+from xla_bugkit.hlo.flags import from_debug_options
 from xla_bugkit.replay.dump import replay_dump
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.verdict import Outcome
+from xla_bugkit.verdict import Outcome
 
 pytestmark = pytest.mark.slow
 

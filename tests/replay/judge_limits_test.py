@@ -12,7 +12,7 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import judge, protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.verdict import Outcome
+from xla_bugkit.verdict import Outcome
 
 CRASH = Failure(Kind.CRASH, Phase.RUN, "killed by SIGSEGV", "killed by SIGSEGV", -11, "SIGSEGV")
 INP = ReplayInput("jit_nll", Path("m.hlo.pb"))

@@ -23,8 +23,8 @@ from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import _judge_result, replay
 from xla_bugkit.replay.spawn import Child
-from xla_bugkit.replay.tolerance import Tolerance
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict.tolerance import Tolerance
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +379,7 @@ def test_a_child_started_ahead_for_another_environment_is_not_used(
 def test_a_child_started_ahead_sets_the_modules_memory_limit_on_itself() -> None:
     code = (
         "import resource\n"
-        "from xla_bugkit.replay import worker\n"
+        "from xla_bugkit.replay.child import worker\n"
         "worker.limit_memory({'memory_limit': 1 << 40})\n"
         "print(resource.getrlimit(resource.RLIMIT_AS))\n"
     )

@@ -14,14 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.commands.verify import render_table
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.hlo.generated import generated
-from xla_bugkit.replay import _jaxlib, judge, native, native_worker
+from xla_bugkit.replay import judge, native
+from xla_bugkit.replay.child import native_worker
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
 
 NO_TORCH_XLA = importlib.util.find_spec("torch_xla") is None
@@ -164,7 +166,7 @@ def test_the_native_child_generates_the_inputs_the_jaxlib_child_does() -> None:
         "  b = s32[4]{0} parameter(1)\n  c = pred[] parameter(2)\n  d = f16[2]{0} parameter(3)\n"
         "  ROOT r = f32[2,3]{1,0} negate(a)\n}\n"
     )
-    module = _jaxlib.hlo_text_to_module_bytes(text)
+    module = jaxlib_adapter.hlo_text_to_module_bytes(text)
     proto = hlo_proto.HloProto()
     proto.hlo_module.ParseFromString(module)
     types = native_worker.parameter_types(proto)
@@ -173,7 +175,7 @@ def test_the_native_child_generates_the_inputs_the_jaxlib_child_does() -> None:
     ]  # fmt: skip
     # Both children draw from these types with the one generator: the same types, the same
     # values.
-    jaxlibs = _jaxlib.parameter_types(module)
+    jaxlibs = jaxlib_adapter.parameter_types(module)
     assert [(t, tuple(d)) for t, d in types] == [(t, tuple(d)) for t, d in jaxlibs]
     for ours, theirs in zip(generated(types, 42),
                             generated(jaxlibs, 42),

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.hlo import parser
-from xla_bugkit.replay import _jaxlib, opbyop
+from xla_bugkit.replay.child import opbyop
 from xla_bugkit.replay.compare import compare_outputs
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
@@ -78,7 +79,7 @@ def test_tuple_operands_are_passed_as_leaves_and_rebuilt() -> None:
 
 
 def test_hand_written_module_runs_op_by_op() -> None:
-    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    text = jaxlib_adapter.module_text(jaxlib_adapter.hlo_text_to_module_bytes(TEXT))
     x = np.array([1.0, 2.0, 3.0], np.float32)
     out = opbyop.run_op_by_op(text, [x, np.int32(7)], opbyop.compile_and_run("cpu"))
     assert compare_outputs(out, [np.full(3, 36.0, np.float32), np.int32(7)]).close
@@ -87,7 +88,7 @@ def test_hand_written_module_runs_op_by_op() -> None:
 def _jitted_text(f: object, *args: object) -> str:
     lowered = jax.jit(f).lower(*args)  # type: ignore[arg-type]
     hlo = lowered.as_text(dialect="hlo")
-    return _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(hlo))
+    return jaxlib_adapter.module_text(jaxlib_adapter.hlo_text_to_module_bytes(hlo))
 
 
 def test_real_jax_program_with_loop_and_calls_agrees_with_jit() -> None:
@@ -112,7 +113,7 @@ def test_an_instruction_that_cannot_run_alone_is_named() -> None:
     def fail(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
         raise RuntimeError("boom")
 
-    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    text = jaxlib_adapter.module_text(jaxlib_adapter.hlo_text_to_module_bytes(TEXT))
     with pytest.raises(opbyop.OpByOpError, match=r"^z \(constant\) fails alone: boom"):
         opbyop.run_op_by_op(text, [np.zeros(3, np.float32), np.int32(0)], fail)
 
@@ -130,7 +131,7 @@ def test_ops_compile_ahead_once_each_and_no_thread_outlives_the_run(
         return real(self, text)
 
     monkeypatch.setattr(opbyop.CompilingRunner, "_compile", counting)
-    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    text = jaxlib_adapter.module_text(jaxlib_adapter.hlo_text_to_module_bytes(TEXT))
     x = np.array([1.0, 2.0, 3.0], np.float32)
     runner = opbyop.compile_and_run("cpu")
     for _ in range(2):  # the second run finds every op compiled
@@ -145,7 +146,7 @@ def test_ops_compile_ahead_once_each_and_no_thread_outlives_the_run(
 def test_an_op_that_fails_to_compile_ahead_is_named_at_its_turn() -> None:
     # A custom call to a target nobody registered: it compiles ahead, fails, and the error
     # is raised where the op's turn comes, naming it.
-    text = _jaxlib.module_text(_jaxlib.hlo_text_to_module_bytes(TEXT))
+    text = jaxlib_adapter.module_text(jaxlib_adapter.hlo_text_to_module_bytes(TEXT))
     text = text.replace("multiply(b.1, b.1)", 'custom-call(b.1, b.1), custom_call_target="no_such"')
     assert "no_such" in text
     with pytest.raises(opbyop.OpByOpError, match=r"^m\S* \(custom-call\) fails alone"):

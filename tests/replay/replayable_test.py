@@ -3,7 +3,7 @@ reads keep it from replaying."""
 
 from __future__ import annotations
 
-from xla_bugkit.replay.replayable import without_print_callbacks
+from xla_bugkit.replay.child.replayable import without_print_callbacks
 
 # As XLA dumps it (names with %) and as jaxlib prints a module it read (without).
 DUMPED = """\

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import PROGRAMS, run_collect
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.hlo import compile_options, protowire
-from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # a real collect, and real replays
 

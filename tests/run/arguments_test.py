@@ -15,9 +15,9 @@ from helpers.programs import PROGRAMS, hooked_env, run, run_collect
 
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.dumps import Role
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.hlo import hlo_proto, literal
-from xla_bugkit.main import main
 from xla_bugkit.run import arguments, evidence
 
 # A sharded execution of a two-parameter module on four devices, one of them a Python

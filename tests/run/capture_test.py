@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.choose.snapshot_test import NAN, loop
-from xla_bugkit import flags, frameworks
+from xla_bugkit import frameworks
+from xla_bugkit.hlo import flags
 from xla_bugkit.run import hook, rerun
 from xla_bugkit.run.capture import EVERY, FIRST, NEWEST_KEPT, Capture, Pruner
 from xla_bugkit.run.evidence import read

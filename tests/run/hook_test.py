@@ -25,11 +25,11 @@ from helpers.programs import (
     wait_for_file,
 )
 
-from xla_bugkit import flags
 from xla_bugkit.choose.dumps import Role
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.main import main
+from xla_bugkit.hlo import flags
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.run import evidence, hook

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from helpers.programs import PROGRAMS, READY_TIMEOUT, wait_for_child
 
-from xla_bugkit import flags
 from xla_bugkit.choose.dumps import Role, index
 from xla_bugkit.errors import ProcessError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.hlo import flags
 from xla_bugkit.run import evidence, main_end, rerun
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.main import main
 from xla_bugkit.shrink.run import default_output, parse_budget, parse_only
 
 

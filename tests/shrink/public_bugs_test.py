@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from helpers.programs import Collected
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 
 pytestmark = pytest.mark.slow  # a real jax program, a shrink and a verify each
 

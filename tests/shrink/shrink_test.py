@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers.programs import READY_TIMEOUT, Collected, clean_env, run_collect
 
+from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
-from xla_bugkit.main import main
 
 from .conftest import SPLIT_COUNT, USER_FLAGS
 

@@ -16,6 +16,7 @@ import pytest
 from xla_bugkit.bundle import excused, triage
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import driver
 from xla_bugkit.collecting.options import CollectOptions, CollectResult
 from xla_bugkit.commands import _summary
@@ -25,11 +26,10 @@ from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import precision
 from xla_bugkit.hlo.names import program_name
-from xla_bugkit.main import main
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
 
 RECORDED = Path(__file__).parent / "recorded"

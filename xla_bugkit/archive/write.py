@@ -22,11 +22,11 @@ from typing import BinaryIO
 
 import py7zr
 
-from xla_bugkit import leftovers
 from xla_bugkit.archive import packing, sevenzip
 from xla_bugkit.archive.members import CHUNK, name_problem, normalize
 from xla_bugkit.archive.naming import output_format
 from xla_bugkit.errors import DISK_FULL_ERRNOS, BugkitError, DiskFullError
+from xla_bugkit.proc import leftovers
 
 Progress = Callable[[int, int], None]
 _Source = tuple[str, Path]

@@ -20,7 +20,7 @@ from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError, ProcessError
 from xla_bugkit.frameworks import is_release_number
 
-# The oldest release whose private APIs the replay worker drives (``_jaxlib.MIN_JAXLIB``);
+# The oldest release whose private APIs the replay worker drives (``jaxlib_adapter.MIN_JAXLIB``);
 # before it, the index has no jax wheel for Python 3.11 (0.4.13's is a source archive).
 # Releases before 0.6 cannot read a recent proto ("Instruction with id > INT_MAX") and are
 # given the module as metadata-free text (``carrier``).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import archive, config
+from xla_bugkit import archive, config, jaxlib_adapter
 from xla_bugkit.bisect import cache, releases
 from xla_bugkit.bisect.carrier import with_text
 from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
@@ -34,13 +34,12 @@ from xla_bugkit.bundle.manifest import (
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, replay_input
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.shrink.run import pick_module
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class Range:
             found = releases.from_folder(self.wheels, self.python)
         else:
             found = releases.from_index(self.python)
-        installed = _jaxlib.jaxlib_version()
+        installed = jaxlib_adapter.jaxlib_version()
         chosen = found.with_installed(installed).between(self.low, self.high)
         if not chosen.tried:
             bounds = f"from {self.low or 'the oldest'} to {self.high or 'the newest'}"
@@ -92,7 +91,7 @@ def prober(
         try:
             with ui.phase(f"getting jaxlib {version}"):
                 # The installed release needs no copy: the child's own path has it.
-                installed = version == _jaxlib.jaxlib_version()
+                installed = version == jaxlib_adapter.jaxlib_version()
                 python = (elsewhere or {}).get(version)
                 release = None if installed else cache.release(version, wheels, python)
         except BugkitError as e:

@@ -11,9 +11,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from xla_bugkit import leftovers
 from xla_bugkit.archive.naming import output_format, suffix_format
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.proc import leftovers
 
 _SUFFIXES = (".tar.gz", ".tgz", ".7z", ".zip")
 

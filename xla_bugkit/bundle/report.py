@@ -17,8 +17,8 @@ from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import native
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.verdict import Verdict
 
 INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
 

@@ -19,16 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from xla_bugkit import __version__, flags
+from xla_bugkit import __version__
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Kind
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme, protocol
+from xla_bugkit.replay.child.replayable import INTERNAL_TARGETS
 from xla_bugkit.replay.compare import compare_outputs
-from xla_bugkit.replay.replayable import INTERNAL_TARGETS
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 TEMPLATE = "repro.py.in"
 # Reference outputs larger than this stay out of the bundle: verify recomputes them anyway.

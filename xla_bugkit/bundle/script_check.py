@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from xla_bugkit import __version__, flags
+from xla_bugkit import __version__
 from xla_bugkit.bundle import issue
+from xla_bugkit.hlo import flags
 
 # How each setting of the template may be filled: a check of its literal value.
 _SETTINGS: dict[str, Callable[[Any], bool]] = {

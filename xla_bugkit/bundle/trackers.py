@@ -16,7 +16,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import native
-from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.verdict import Verdict
 
 JAX_FORM = "issue.md"
 _FORMS = {

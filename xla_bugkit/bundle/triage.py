@@ -19,8 +19,8 @@ from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay.protocol import KERNEL_ONLY
-from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
 from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")

@@ -32,12 +32,12 @@ from xla_bugkit.collecting.stages import (
 from xla_bugkit.errors import ExitCode, RerunNeeded
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run import arguments, evidence, processes
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Verdict
 
 
 def after_run(

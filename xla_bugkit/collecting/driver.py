@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import frameworks, leftovers
+from xla_bugkit import frameworks
 from xla_bugkit.collecting import warm, workdir
 from xla_bugkit.collecting.options import (
     CollectOptions,
@@ -24,6 +24,7 @@ from xla_bugkit.errors import (
     ExitCode,
     RerunNeeded,
 )
+from xla_bugkit.proc import leftovers
 from xla_bugkit.run import capture
 from xla_bugkit.run.rerun import RunRecord, rerun
 from xla_bugkit.ui import Ui

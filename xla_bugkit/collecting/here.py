@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from xla_bugkit import flags
 from xla_bugkit.collecting import workdir
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import classify
+from xla_bugkit.hlo import flags
 from xla_bugkit.run import rerun
 
 ACTIVE = "XLA_BUGKIT_CAPTURE"  # the work dir, once this process (or its parent) captures

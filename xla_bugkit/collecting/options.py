@@ -11,21 +11,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xla_bugkit import config, github
+from xla_bugkit import config
 from xla_bugkit.archive.naming import suffix_format
+from xla_bugkit.bundle import github
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.run import capture
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
     from xla_bugkit.bundle.manifest import Manifest
     from xla_bugkit.bundle.triage import Triage
     from xla_bugkit.choose import dumps
     from xla_bugkit.choose.selection import Selection
-    from xla_bugkit.replay.verdict import Verdict
     from xla_bugkit.run.rerun import RunRecord
+    from xla_bugkit.verdict import Verdict
 
 
 @dataclass(frozen=True)

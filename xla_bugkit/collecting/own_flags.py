@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from xla_bugkit import flags
 from xla_bugkit.bundle import triage
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.hlo import flags
 from xla_bugkit.replay import judge, spawn
 from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.inputs import module_files, replay_input
-from xla_bugkit.replay.verdict import NO_REFERENCE, Verdict
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import NO_REFERENCE, Verdict
 
 # XLA flags whose purpose is to let the compiler change floating-point results: a wrong value
 # that goes away without them is what they are documented to do.

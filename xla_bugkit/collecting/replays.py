@@ -18,8 +18,8 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import children, spawn
 from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Verdict
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import differential, native
 from xla_bugkit.replay.context import RunContext
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run import evidence
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Verdict
 
 
 def index_dumps(dump_dir: Path, run: RunRecord) -> Dumps:

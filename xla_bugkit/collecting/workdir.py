@@ -30,8 +30,9 @@ from typing import Any
 
 import platformdirs
 
-from xla_bugkit import flags, leftovers
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import flags
+from xla_bugkit.proc import leftovers
 from xla_bugkit.run.rerun import RunRecord
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"

@@ -7,8 +7,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import config, github
-from xla_bugkit.bundle import framework_text, members
+from xla_bugkit import config
+from xla_bugkit.bundle import framework_text, github, members
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage, headline
@@ -16,8 +16,8 @@ from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir
 from xla_bugkit.failure import mosaic
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.verdict import Verdict
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
 

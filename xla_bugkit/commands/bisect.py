@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.frameworks import is_release_number
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 if TYPE_CHECKING:
     from xla_bugkit.bisect.run import Range

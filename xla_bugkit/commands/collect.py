@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xla_bugkit import leftovers
 from xla_bugkit.collecting import CollectOptions, collect
+from xla_bugkit.proc import leftovers
 from xla_bugkit.ui import Ui
 
 

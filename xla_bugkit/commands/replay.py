@@ -9,9 +9,9 @@ from pathlib import Path
 from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.replay.dump import failed, replay_dump
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 
 def describe(v: Verdict) -> str:

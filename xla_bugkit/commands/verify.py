@@ -6,16 +6,15 @@ import json
 import sys
 from pathlib import Path
 
-from xla_bugkit import config
+from xla_bugkit import config, jaxlib_adapter
 from xla_bugkit.bisect import cache
 from xla_bugkit.bundle.manifest import edited_notice
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
-from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.protocol import KERNEL_ONLY
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.ui import Ui, shown
+from xla_bugkit.verdict import Outcome
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.verify import VerifyResult, verify_bundle
 
 
@@ -36,7 +35,7 @@ def verify(
     the interpreter ``python`` when given (a release built only for a newer Python)."""
     ui = ui or Ui()
     release = None
-    if jaxlib is not None and (python is not None or jaxlib != _jaxlib.jaxlib_version()):
+    if jaxlib is not None and (python is not None or jaxlib != jaxlib_adapter.jaxlib_version()):
         with ui.phase(f"getting jaxlib {jaxlib}"):
             release = cache.release(jaxlib, wheels, python)
     elif wheels is not None or python is not None:

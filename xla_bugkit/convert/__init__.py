@@ -18,11 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xla_bugkit import leftovers, proc
+from xla_bugkit import proc
 from xla_bugkit.convert import graph
 from xla_bugkit.convert.child import ERROR
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto, protowire
+from xla_bugkit.proc import leftovers
 from xla_bugkit.replay.limits import memory_limit
 
 # Output forms, and the suffixes that ask for them.

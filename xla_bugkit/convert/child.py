@@ -1,7 +1,7 @@
 """The conversion child: ``python -m xla_bugkit.convert.child SPEC.json``.
 
 jaxlib parses the module here, never in the command's own process: XLA's parser may CHECK on
-a module from someone else. jaxlib is used alone (``_jaxlib.alone``): no jax is imported.
+a module from someone else. jaxlib is used alone (``jaxlib_adapter.alone``): no jax is imported.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import _jaxlib
-from xla_bugkit.replay._jaxlib import convert
+from xla_bugkit.jaxlib_adapter import convert
 from xla_bugkit.replay.protocol import run_and_exit
 
 ERROR = "XLA_BUGKIT_CONVERT_ERROR: "
@@ -23,10 +23,10 @@ ERROR = "XLA_BUGKIT_CONVERT_ERROR: "
 def module_bytes(kind: str, data: bytes) -> bytes:
     """The serialized HloModuleProto of the input, whatever its form."""
     if kind == "module":
-        _jaxlib.module_text(data)  # a proto jaxlib cannot load is a clear error here
+        jaxlib_adapter.module_text(data)  # a proto jaxlib cannot load is a clear error here
         return data
     if kind == "hlo":
-        return _jaxlib.hlo_text_to_module_bytes(data.decode("utf-8", "replace"))
+        return jaxlib_adapter.hlo_text_to_module_bytes(data.decode("utf-8", "replace"))
     return convert.from_stablehlo(data)  # "mlir" text or "mlirbc"
 
 
@@ -34,10 +34,10 @@ def output(form: str, module: bytes) -> bytes:
     if form == "pb":
         return module  # the parent wraps it in an HloProto
     if form == "mlirbc":
-        return _jaxlib.hlo_proto_to_stablehlo(module)
+        return jaxlib_adapter.hlo_proto_to_stablehlo(module)
     text = {
         "hlo": convert.hlo_text,
-        "hlo-short": _jaxlib.module_text,
+        "hlo-short": jaxlib_adapter.module_text,
         "stablehlo": convert.stablehlo_text,
         "dot": convert.dot_graph,
     }[form](module)
@@ -52,7 +52,7 @@ def work(spec: dict[str, Any]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    _jaxlib.start_alone()
+    jaxlib_adapter.start_alone()
     try:
         return work(json.loads(Path(argv[0]).read_text()))
     except BugkitError as e:

@@ -16,9 +16,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xla_bugkit import flags
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.hlo import protowire
+from xla_bugkit.hlo import flags, protowire
 
 # One recorded per-compile override's value, as OptionOverrideProto holds it.
 Override = bool | int | float | str | None

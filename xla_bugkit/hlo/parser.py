@@ -1,6 +1,6 @@
 """HLO text as jaxlib prints it, split into computations and instructions.
 
-jaxlib's own printer (``_jaxlib.module_text``) writes well-formed text, so this only needs to
+jaxlib's own printer (``jaxlib_adapter.module_text``) writes well-formed text, so this only needs to
 find the computations, the entry's instructions and the computations each one calls; it is
 not a full HLO parser. The op-by-op reference (``replay.opbyop``) and shrink's editing of
 modules (``shrink.hlo_text``, ``shrink.inner``) read modules through it.

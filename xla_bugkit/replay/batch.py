@@ -23,14 +23,15 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo import flags
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import child_env
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import judged
 from xla_bugkit.replay.spawn import child_spec, split_flags
-from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.verdict import Verdict
 
 STARTS = f"{protocol.MARKER}_MODULE: "  # the number of the spec that starts
 ENDED = f"{protocol.MARKER}_ENDED: "  # "NUMBER STATUS": the spec that ended, and how
@@ -108,7 +109,7 @@ def _parts(output: str) -> list[tuple[str, int]]:
 
 
 def _run_one(number: int, spec_path: str) -> None:
-    from xla_bugkit.replay import worker
+    from xla_bugkit.replay.child import worker
 
     protocol.say(STARTS, number)
     try:

@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
+from xla_bugkit.hlo import flags
 from xla_bugkit.replay import protocol
 
 
@@ -64,7 +65,7 @@ def _alone(package: Path) -> str | None:
     return str(folder)
 
 
-WORKER = (sys.executable, "-m", "xla_bugkit.replay.worker")
+WORKER = (sys.executable, "-m", "xla_bugkit.replay.child.worker")
 
 
 def worker(python: str | None) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_bugkit.replay.tolerance import ABS_BOUND, DEFAULT_TOLERANCE, REL_BOUND, Tolerance
+from xla_bugkit.verdict.tolerance import ABS_BOUND, DEFAULT_TOLERANCE, REL_BOUND, Tolerance
 
 ULPS = 8  # rounding a fused or reordered computation may add, in units of the last place
 # How many differing positions a report lists.

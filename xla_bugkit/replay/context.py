@@ -14,14 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from xla_bugkit import flags, frameworks
+from xla_bugkit import frameworks, jaxlib_adapter
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
-from xla_bugkit.replay import _jaxlib, native
+from xla_bugkit.hlo import flags
+from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import Release, ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Verdict
+from xla_bugkit.verdict import Verdict
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class RunContext:
 
     def _other_jaxlib(self) -> bool:
         """Whether the run compiled with another jaxlib than this one (as its bundle says)."""
-        return self.jaxlib is not None and self.jaxlib != _jaxlib.jaxlib_version()
+        return self.jaxlib is not None and self.jaxlib != jaxlib_adapter.jaxlib_version()
 
     def memory_limit(self, inp: ReplayInput) -> int | None:
         """The replay child's memory limit: the machine's policy, lowered to the run's cap."""

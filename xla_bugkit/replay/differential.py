@@ -27,8 +27,8 @@ from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
 
 # Above every heuristic of capture.selection (a crash site, "named in the output", the newest
 # snapshot) and below an explicit --module/--symbol: a replay that shows the wrong value is

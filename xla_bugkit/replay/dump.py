@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import config, flags, frameworks
+from xla_bugkit import config, frameworks
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.hlo import flags
 from xla_bugkit.replay import extreme, judge, native
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 # A dump records no outcome. A module that agrees with its references on generated inputs
 # is tried on extreme values too, as verify tries one whose run ended in a wrong result:

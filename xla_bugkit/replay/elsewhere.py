@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.frameworks import is_release_number
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.hlo.parser import custom_call_targets
-from xla_bugkit.replay import _jaxlib
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 # The plugins that give jax each platform; one installed means the platform may be here.
 _PLUGINS = {
@@ -68,7 +68,9 @@ def _installed(dist: str) -> bool:
 
 def missing_platform(verdict: Verdict) -> bool:
     """The replay child found no backend for the module's platform."""
-    return verdict.outcome is Outcome.NOT_REPLAYABLE and _jaxlib.UNAVAILABLE in verdict.evidence
+    return (
+        verdict.outcome is Outcome.NOT_REPLAYABLE and jaxlib_adapter.UNAVAILABLE in verdict.evidence
+    )
 
 
 def needs(platform: str, versions: Mapping[str, str]) -> str:

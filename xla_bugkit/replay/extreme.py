@@ -21,7 +21,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # judge imports this module; the types only
     from xla_bugkit.failure.classify import Failure
-    from xla_bugkit.replay.verdict import Verdict
+    from xla_bugkit.verdict import Verdict
 
 # The sets, in the order they are tried: each is a word the verdict shows.
 SETS = ("inf/nan", "max", "huge", "tiny")
@@ -100,7 +100,7 @@ def worth_trying(verdict: Verdict, expected: Failure | None) -> bool:
     """A run that failed with a wrong result, whose module ran to the end on generated
     inputs and agreed with its references (a failed replay is judged on its own)."""
     from xla_bugkit.failure.classify import Kind
-    from xla_bugkit.replay.verdict import Outcome
+    from xla_bugkit.verdict import Outcome
 
     return (
         expected is not None

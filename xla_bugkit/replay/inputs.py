@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_bugkit import flags
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.choose import snapshot as snapshots
 from xla_bugkit.choose.dumps import DumpModule, Role, index
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE, Tolerance
+from xla_bugkit.hlo import flags
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 # What a replay reads of a module, by role; a bundle keeps these (and more for people). The
 # before-optimizations text is read only when there is no proto (the worker parses it).

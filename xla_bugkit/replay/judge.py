@@ -29,8 +29,8 @@ from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
-from xla_bugkit.replay.tolerance import DEFAULT_TOLERANCE
-from xla_bugkit.replay.verdict import NO_REFERENCE, Outcome, Verdict
+from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
+from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE
 
 
 def _under(asked: ReplayInput, ran: ReplayInput, child: spawn.Child) -> str:

@@ -22,14 +22,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import config, flags, proc
+from xla_bugkit import config, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import _torch_xla, children, judge, protocol, spawn
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.verdict import Outcome, Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 # torch_xla's PJRT_DEVICE for each platform a dump names.
 _PJRT_DEVICES = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
@@ -147,7 +148,7 @@ def replay_native(
         )
         spec_path = out / protocol.SPEC
         spec_path.write_text(json.dumps(spec))
-        argv = [sys.executable, "-m", "xla_bugkit.replay.native_worker", str(spec_path)]
+        argv = [sys.executable, "-m", "xla_bugkit.replay.child.native_worker", str(spec_path)]
         done = proc.run_captured(argv, env=child_env(inp), timeout=timeout, limits=limits)
         if (unknown := flags.unknown_flag(done.output)) is not None:
             why = f"torch_xla's XLA does not know the recorded flag {unknown}"

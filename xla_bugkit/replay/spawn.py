@@ -10,9 +10,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Phase
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import Spares, child_env, worker

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from xla_bugkit import flags
 from xla_bugkit.failure import xla_log
 from xla_bugkit.frameworks import Framework
+from xla_bugkit.hlo import flags
 
 SNAPSHOT_FLAG = "--xla_dump_hlo_snapshots"
 # TF_CPP_VMODULE entries: TensorFlow logs the function each XLA launch runs

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import frameworks, leftovers
+from xla_bugkit import frameworks
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto, protowire
+from xla_bugkit.proc import leftovers
 from xla_bugkit.run.evidence import ProcessEvidence
 
 RECORDED = "recorded"  # the run-id part of the snapshots written here

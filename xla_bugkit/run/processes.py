@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import flags, proc
+from xla_bugkit import proc
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.run.evidence import ProcessEvidence
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from xla_bugkit import flags, frameworks, proc
+from xla_bugkit import frameworks, proc
 from xla_bugkit.failure import xla_log
+from xla_bugkit.hlo import flags
 from xla_bugkit.run import adapt, ask, evidence, hook
 from xla_bugkit.run import main_end as ends
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner

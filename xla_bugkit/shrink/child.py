@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit.replay import _jaxlib, opbyop, protocol
+from xla_bugkit import jaxlib_adapter
+from xla_bugkit.replay import protocol
+from xla_bugkit.replay.child import opbyop
 from xla_bugkit.replay.protocol import PHASE, say
 
 INVALID = f"{protocol.MARKER}_INVALID: "  # the candidate does not parse or convert
@@ -30,7 +32,7 @@ TEXT = "module.hlo"
 PROTO = "module.hlo.pb"
 
 
-def _overrides(spec: dict[str, Any]) -> list[_jaxlib.Override]:
+def _overrides(spec: dict[str, Any]) -> list[jaxlib_adapter.Override]:
     return [(str(name), value) for name, value in spec.get("overrides", [])]
 
 
@@ -38,14 +40,14 @@ def _text_task(spec: dict[str, Any]) -> int:
     from xla_bugkit.hlo import hlo_proto
 
     module_bytes = hlo_proto.module_bytes(hlo_proto.read_hlo_proto(spec["hlo"]))
-    Path(spec["out"], TEXT).write_text(_jaxlib.module_text(module_bytes), "utf-8")
+    Path(spec["out"], TEXT).write_text(jaxlib_adapter.module_text(module_bytes), "utf-8")
     return 0
 
 
 def _proto_task(spec: dict[str, Any]) -> int:
     from xla_bugkit.hlo import hlo_proto
 
-    module_bytes = _jaxlib.hlo_text_to_module_bytes(Path(spec["hlo"]).read_text("utf-8"))
+    module_bytes = jaxlib_adapter.hlo_text_to_module_bytes(Path(spec["hlo"]).read_text("utf-8"))
     wrapper = hlo_proto.HloProto()
     wrapper.hlo_module.ParseFromString(module_bytes)
     Path(spec["out"], PROTO).write_bytes(wrapper.SerializeToString())
@@ -68,19 +70,19 @@ def work(spec: dict[str, Any]) -> int:
         return _proto_task(spec)
     text = Path(spec["hlo"]).read_text("utf-8")
     try:
-        mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
+        mlir = jaxlib_adapter.hlo_proto_to_stablehlo(jaxlib_adapter.hlo_text_to_module_bytes(text))
     except Exception as e:  # the parser's and converter's status errors alike
         say(INVALID, " ".join(str(e).split())[:300])
         return EXIT_INVALID
     if opbyop_needs_lapack(text):
-        _jaxlib.initialize_lapack()
+        jaxlib_adapter.initialize_lapack()
     args = protocol.load_arrays(Path(spec["args"]))
     if spec["task"] == VALUES:
         return _values_task(spec, text, args)
     say(PHASE, "compile")
-    exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=_overrides(spec))
+    exe = jaxlib_adapter.compile(mlir, platform=spec["platform"], overrides=_overrides(spec))
     say(PHASE, "run")
-    outputs = _jaxlib.execute(exe, args)
+    outputs = jaxlib_adapter.execute(exe, args)
     protocol.save_arrays(protocol.arrays_path(Path(spec["out"]), OUTPUTS), outputs)
     say(PHASE, "done")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from xla_bugkit import flags
+from xla_bugkit.hlo import flags
 from xla_bugkit.shrink.hlo_text import Candidate, Source, parse
 from xla_bugkit.shrink.oracle import Answer
 from xla_bugkit.shrink.session import Session

@@ -31,9 +31,9 @@ from xla_bugkit.hlo.literal import numpy_to_literal
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
-from xla_bugkit.replay.verdict import Verdict
 from xla_bugkit.shrink.shrinker import Shrunk
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Verdict
 
 FOLDER = members.SHRUNK
 NOT_VERIFIED = "the shrunk module did not fail the same way through the normal replay: left out"

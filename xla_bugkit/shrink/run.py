@@ -12,23 +12,24 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import __version__, config, leftovers
+from xla_bugkit import __version__, config
 from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.proc import leftovers
 from xla_bugkit.replay.context import RunContext
 from xla_bugkit.replay.dump import failed
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.limits import memory_limit
-from xla_bugkit.replay.verdict import Outcome
 from xla_bugkit.shrink import output
 from xla_bugkit.shrink.result import ShrinkResult
 from xla_bugkit.shrink.shrinker import STAGES, ShrinkOptions, shrink
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome
 
 SHRUNK = ".shrunk"
 

@@ -88,7 +88,7 @@ def serve(parent: int) -> None:
     import jax  # noqa: F401
     import numpy  # noqa: F401
 
-    from xla_bugkit.replay import _jaxlib, opbyop, protocol  # noqa: F401
+    from xla_bugkit.replay import protocol  # noqa: F401
     from xla_bugkit.shrink import child  # noqa: F401
 
     reply = sys.stdout

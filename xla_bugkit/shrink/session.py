@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import flags
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED, array_type, draw
 from xla_bugkit.hlo.generated import generated as generated_inputs
 from xla_bugkit.replay import protocol

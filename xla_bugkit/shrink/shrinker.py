@@ -15,15 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from xla_bugkit import config, flags
+from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
-from xla_bugkit.hlo import hlo_proto, literal
+from xla_bugkit.hlo import flags, hlo_proto, literal
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.verdict import Outcome, Verdict
 from xla_bugkit.shrink import child, flagmin, hlo_text, passes
 from xla_bugkit.shrink.around import around_pass
 from xla_bugkit.shrink.hlo_text import Candidate
@@ -33,6 +32,7 @@ from xla_bugkit.shrink.reduce import reduce_module
 from xla_bugkit.shrink.result import ShrinkResult
 from xla_bugkit.shrink.session import Budget, Exhausted, Session, replay_inputs
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import Outcome, Verdict
 
 STAGES = ("flags", "module", "passes")
 EXHAUSTED = "budget exhausted: the result is the best checkpoint so far"

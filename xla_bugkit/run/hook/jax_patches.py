@@ -1,6 +1,6 @@
 """The recorder's patches of private jax internals: the one place the hook touches them.
 
-``xla_bugkit.replay._jaxlib`` is the adapter the rest of xla-bugkit uses for private APIs,
+``xla_bugkit.jaxlib_adapter`` is the adapter the rest of xla-bugkit uses for private APIs,
 but it cannot be imported here: this module runs inside the user's interpreter, which may
 not have xla-bugkit installed, and importing it would cost the program time. So it keeps its
 own small set of patches, each checked against the names it needs and skipped (with a

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xla_bugkit import cli_options as opts
 from xla_bugkit import config
+from xla_bugkit.cli import options as opts
 
 if TYPE_CHECKING:
     from xla_bugkit.collecting import CollectOptions

@@ -1,6 +1,6 @@
 """The launcher every child of xla-bugkit starts through (``proc.run``); stdlib only.
 
-``python -I -S _launch.py MEMORY FILE_SIZE GUARD_FD STATUS_FD PARENT_PID CMD...`` runs in
+``python -I -S launch.py MEMORY FILE_SIZE GUARD_FD STATUS_FD PARENT_PID CMD...`` runs in
 the child's fresh process group, then execs CMD, which keeps the launcher's pid. Before that:
 
 - it applies the resource limits (setrlimit here rather than a ``preexec_fn``, which would

@@ -2,7 +2,7 @@
 
 Every child gets its own process group, so a timeout, Ctrl-C, SIGTERM or SIGHUP stops
 everything it started (a shell script's grandchildren included). No child outlives us, even
-when we are SIGKILLed: each starts through ``_launch.py``, which has the kernel kill it with
+when we are SIGKILLed: each starts through ``launch.py``, which has the kernel kill it with
 its parent (Linux) and leaves a guard in its group that kills the group once our end of a
 pipe closes. ``run`` with ``echo`` tees the output live to the terminal and to a log file for
 ``collect``; ``run_captured`` keeps it in memory for replay children.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from xla_bugkit import streams
 from xla_bugkit.errors import ProcessError
+from xla_bugkit.proc import streams
 
 # Seconds a child gets to exit after SIGINT/SIGTERM before it is killed.
 GRACE_SECONDS = 5.0
@@ -52,7 +52,7 @@ class Completed:
 
 # Every child starts through this launcher (limits, death with its parent, a guard that
 # stops its whole process group when we are gone: see its docstring).
-_LAUNCHER = Path(__file__).with_name("_launch.py")
+_LAUNCHER = Path(__file__).with_name("launch.py")
 
 
 @dataclass(frozen=True)

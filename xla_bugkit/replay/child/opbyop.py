@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.parser import (
     Instruction,
@@ -29,7 +30,6 @@ from xla_bugkit.hlo.parser import (
     parse_shape,
 )
 from xla_bugkit.proc import usable_cores
-from xla_bugkit.replay import _jaxlib
 
 _INDEX = re.compile(r"\bindex=(\d+)")
 # Partitioning annotations: meaningless on one device, and Shardy's frontend attributes
@@ -107,10 +107,10 @@ def _rebuild(tree: ShapeTree, flat: list[np.ndarray]) -> Value:
 Runner = Callable[[str, list[np.ndarray]], list[np.ndarray]]
 
 
-def compile_and_run(platform: str, overrides: Sequence[_jaxlib.Override] = ()) -> Runner:
+def compile_and_run(platform: str, overrides: Sequence[jaxlib_adapter.Override] = ()) -> Runner:
     """A runner that compiles HLO text with jaxlib (cached by text) and executes it.
 
-    ``overrides`` are per-compile DebugOptions settings (see ``_jaxlib.compile``).
+    ``overrides`` are per-compile DebugOptions settings (see ``jaxlib_adapter.compile``).
     """
     return CompilingRunner(platform, tuple(overrides))
 
@@ -120,15 +120,15 @@ class CompilingRunner:
     compiling the texts a caller will run next on the machine's other cores (XLA compiles
     without holding the GIL): op by op, the ops compile while earlier ones run."""
 
-    def __init__(self, platform: str, overrides: tuple[_jaxlib.Override, ...]) -> None:
+    def __init__(self, platform: str, overrides: tuple[jaxlib_adapter.Override, ...]) -> None:
         self.platform, self.overrides = platform, overrides
-        self._compiled: dict[str, Future[_jaxlib.Executable]] = {}
+        self._compiled: dict[str, Future[jaxlib_adapter.Executable]] = {}
         self._pool: ThreadPoolExecutor | None = None
 
     def __call__(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
         if text not in self._compiled:
             self._compiled[text] = _done(lambda: self._compile(text))
-        return _jaxlib.execute(self._compiled[text].result(), args)
+        return jaxlib_adapter.execute(self._compiled[text].result(), args)
 
     def ahead(self, texts: Sequence[str]) -> None:
         if self._pool is None:
@@ -145,14 +145,16 @@ class CompilingRunner:
             self._pool = None
             self._compiled = {t: f for t, f in self._compiled.items() if not f.cancelled()}
 
-    def _compile(self, text: str) -> _jaxlib.Executable:
-        mlir = _jaxlib.hlo_proto_to_stablehlo(_jaxlib.hlo_text_to_module_bytes(text))
-        return _jaxlib.compile(mlir, platform=self.platform, overrides=self.overrides)
+    def _compile(self, text: str) -> jaxlib_adapter.Executable:
+        mlir = jaxlib_adapter.hlo_proto_to_stablehlo(jaxlib_adapter.hlo_text_to_module_bytes(text))
+        return jaxlib_adapter.compile(mlir, platform=self.platform, overrides=self.overrides)
 
 
-def _done(compile_now: Callable[[], _jaxlib.Executable]) -> Future[_jaxlib.Executable]:
+def _done(
+    compile_now: Callable[[], jaxlib_adapter.Executable],
+) -> Future[jaxlib_adapter.Executable]:
     """A compile made here, as a finished future (its error raised where it is waited on)."""
-    future: Future[_jaxlib.Executable] = Future()
+    future: Future[jaxlib_adapter.Executable] = Future()
     try:
         future.set_result(compile_now())
     except Exception as e:

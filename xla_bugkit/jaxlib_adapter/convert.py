@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay import _jaxlib
-from xla_bugkit.replay._jaxlib.lookup import attr, jaxlib_version
+from xla_bugkit.jaxlib_adapter.lookup import attr, jaxlib_version
 
 
 def _computation(module_bytes: bytes) -> Any:
-    cls = attr(_jaxlib._xla_client(), "XlaComputation", "XlaComputation")
+    cls = attr(jaxlib_adapter._xla_client(), "XlaComputation", "XlaComputation")
     return cls(module_bytes)
 
 
@@ -26,7 +26,7 @@ def _failed(what: str, error: Exception) -> BugkitError:
 
 def from_stablehlo(mlir: bytes) -> bytes:
     """The module of StableHLO (MLIR text or bytecode), as XLA's HLO."""
-    convert = attr(_jaxlib._lib(), "_jax.mlir.mlir_module_to_xla_computation", "MLIR to HLO")
+    convert = attr(jaxlib_adapter._lib(), "_jax.mlir.mlir_module_to_xla_computation", "MLIR to HLO")
     try:
         computation = convert(mlir, use_tuple_args=False, return_tuple=False)
     except Exception as e:  # jaxlib raises its own status exception types
@@ -37,8 +37,8 @@ def from_stablehlo(mlir: bytes) -> bytes:
 def hlo_text(module_bytes: bytes) -> str:
     """The module as XLA prints it, metadata included (what a dump's ``.txt`` holds), its
     constants whole so that it parses back."""
-    _jaxlib.module_text(module_bytes)  # validates: a bad proto is a clear error
-    hlo = _jaxlib._hlo()
+    jaxlib_adapter.module_text(module_bytes)  # validates: a bad proto is a clear error
+    hlo = jaxlib_adapter._hlo()
     load = attr(hlo, "HloModule.from_serialized_hlo_module_proto", "HloModule deserialization")
     options = attr(hlo, "HloPrintOptions", "HloPrintOptions")()
     options.print_large_constants = True
@@ -47,8 +47,8 @@ def hlo_text(module_bytes: bytes) -> str:
 
 def stablehlo_text(module_bytes: bytes) -> str:
     """The module as StableHLO, in MLIR's text form."""
-    _jaxlib.module_text(module_bytes)
-    convert = attr(_jaxlib._lib(), "_jax.mlir.xla_computation_to_mlir_module", "HLO to MLIR")
+    jaxlib_adapter.module_text(module_bytes)
+    convert = attr(jaxlib_adapter._lib(), "_jax.mlir.xla_computation_to_mlir_module", "HLO to MLIR")
     try:
         return str(convert(_computation(module_bytes)))
     except Exception as e:  # jaxlib raises its own status exception types
@@ -57,7 +57,7 @@ def stablehlo_text(module_bytes: bytes) -> str:
 
 def dot_graph(module_bytes: bytes) -> str:
     """The module's graph in Graphviz's DOT language, as XLA renders it."""
-    _jaxlib.module_text(module_bytes)
+    jaxlib_adapter.module_text(module_bytes)
     computation = _computation(module_bytes)
     render = attr(computation, "as_hlo_dot_graph", "XlaComputation.as_hlo_dot_graph")
     return str(render())

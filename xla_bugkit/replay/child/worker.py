@@ -1,4 +1,4 @@
-"""The replay child: ``python -m xla_bugkit.replay.worker SPEC.json``.
+"""The replay child: ``python -m xla_bugkit.replay.child.worker SPEC.json``.
 
 Runs in its own process (started by ``judge.replay``) because XLA may abort, hang or eat
 memory. It tells the parent where it got to with marker lines on stdout and leaves its arrays
@@ -15,7 +15,7 @@ once per process): the parent keeps XLA_FLAGS for what no override can set. The 
 recorded result is saved as ``recorded.npz`` when there is one.
 
 The child replays through jaxlib alone, never importing jax, when the module needs nothing
-that jax sets up (``_jaxlib.alone``: one CPU device, no custom call of jax's), and through
+that jax sets up (``jaxlib_adapter.alone``: one CPU device, no custom call of jax's), and through
 jax otherwise.
 
 Started as ``worker -`` (``children.Spares``), the child imports jaxlib first and then reads
@@ -37,13 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import flags
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.hlo import precision
+from xla_bugkit.hlo import flags, precision
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
-from xla_bugkit.replay import _jaxlib, extreme, opbyop, replayable
+from xla_bugkit.replay import extreme
+from xla_bugkit.replay.child import opbyop, replayable
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
@@ -82,9 +83,9 @@ class FlagRejected(Exception):
         self.name = name
 
 
-def overrides(xla_flags: Sequence[str]) -> list[_jaxlib.Override]:
+def overrides(xla_flags: Sequence[str]) -> list[jaxlib_adapter.Override]:
     """XLA flags (``--name=value``) as per-compile overrides."""
-    result: list[_jaxlib.Override] = []
+    result: list[jaxlib_adapter.Override] = []
     for flag in xla_flags:
         name, value = flags.name_of(flag).lstrip("-"), flags.value_of(flag)
         if value is None:
@@ -119,10 +120,10 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
         return args
     if spec.get("extreme"):
         say(INPUTS, extreme.label(spec["extreme"], int(spec["seed"])))
-        types = _jaxlib.parameter_types(module_bytes)
+        types = jaxlib_adapter.parameter_types(module_bytes)
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
-    return generated(_jaxlib.parameter_types(module_bytes), int(spec["seed"]))
+    return generated(jaxlib_adapter.parameter_types(module_bytes), int(spec["seed"]))
 
 
 def _read(path: str | None) -> bytes | None:
@@ -132,7 +133,7 @@ def _read(path: str | None) -> bytes | None:
 def run_module(
     spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
 ) -> None:
-    say(UNDER, f"jaxlib {_jaxlib.jaxlib_version()}")
+    say(UNDER, f"jaxlib {jaxlib_adapter.jaxlib_version()}")
     say(PHASE, "compile")
     options = _read(spec["compile_options"])
     if options is not None:
@@ -155,15 +156,15 @@ def _compile_as_run(
     spec: dict[str, Any],
     module_bytes: bytes,
     layout: tuple[int, int],
-    chosen: Sequence[_jaxlib.Override],
-) -> _jaxlib.Executable:
+    chosen: Sequence[jaxlib_adapter.Override],
+) -> jaxlib_adapter.Executable:
     """The module compiled as the run compiled it (its PJRT folder's MLIR and options, when
     there), with the per-compile ``chosen`` overrides."""
     mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
     if mlir is None:
-        mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+        mlir = jaxlib_adapter.hlo_proto_to_stablehlo(module_bytes)
         options = None
-    return _jaxlib.compile(
+    return jaxlib_adapter.compile(
         mlir,
         platform=spec["platform"],
         compile_options=options,
@@ -176,11 +177,11 @@ def _compile_as_run(
 
 
 def _execute(
-    exe: _jaxlib.Executable, module_bytes: bytes, args: list[Any], layout: tuple[int, int]
+    exe: jaxlib_adapter.Executable, module_bytes: bytes, args: list[Any], layout: tuple[int, int]
 ) -> list[np.ndarray]:
     # On several devices the shards are put back together into the module's own result.
-    types = _jaxlib.result_types(module_bytes) if layout != (1, 1) else None
-    return _jaxlib.execute(exe, [np.asarray(a) for a in args], types)
+    types = jaxlib_adapter.result_types(module_bytes) if layout != (1, 1) else None
+    return jaxlib_adapter.execute(exe, [np.asarray(a) for a in args], types)
 
 
 def _partitioned_conservative(
@@ -190,7 +191,7 @@ def _partitioned_conservative(
     same partitioned module, compiled with the conservative flags after the recorded ones."""
     recorded = overrides(spec["flags"])
 
-    def run(chosen: Sequence[_jaxlib.Override]) -> list[np.ndarray]:
+    def run(chosen: Sequence[jaxlib_adapter.Override]) -> list[np.ndarray]:
         exe = _compile_as_run(spec, module_bytes, layout, [*recorded, *chosen])
         return _execute(exe, module_bytes, args, layout)
 
@@ -199,23 +200,23 @@ def _partitioned_conservative(
 
 def _conservative(
     spec: dict[str, Any], module_bytes: bytes, args: list[Any]
-) -> list[_jaxlib.Override]:
+) -> list[jaxlib_adapter.Override]:
     """Run the whole module under the conservative flags; returns the overrides this jaxlib
     knows (an older one lacks some), for the op-by-op reference to use too."""
-    mlir = _jaxlib.hlo_proto_to_stablehlo(module_bytes)
+    mlir = jaxlib_adapter.hlo_proto_to_stablehlo(module_bytes)
 
-    def run(chosen: Sequence[_jaxlib.Override]) -> list[np.ndarray]:
-        exe = _jaxlib.compile(mlir, platform=spec["platform"], overrides=chosen)
-        return _jaxlib.execute(exe, [np.asarray(a) for a in args])
+    def run(chosen: Sequence[jaxlib_adapter.Override]) -> list[np.ndarray]:
+        exe = jaxlib_adapter.compile(mlir, platform=spec["platform"], overrides=chosen)
+        return jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
 
     return _conservative_run(Path(spec["out"]), overrides(spec["conservative"]), run)
 
 
 def _conservative_run(
     out: Path,
-    chosen: list[_jaxlib.Override],
-    run: Callable[[Sequence[_jaxlib.Override]], list[np.ndarray]],
-) -> list[_jaxlib.Override]:
+    chosen: list[jaxlib_adapter.Override],
+    run: Callable[[Sequence[jaxlib_adapter.Override]], list[np.ndarray]],
+) -> list[jaxlib_adapter.Override]:
     """Save ``run(chosen)`` (the module compiled under the conservative overrides, and run)
     as the conservative reference, or why it has none; an override this jaxlib rejects is
     left out and the run tried again. Returns the overrides kept."""
@@ -283,9 +284,11 @@ def _tpu_references(spec: dict[str, Any], text: str, args: list[Any]) -> None:
     if not precision.at_default(text):
         return
     try:
-        highest = _jaxlib.hlo_text_to_module_bytes(precision.at_highest(text))
-        exe = _jaxlib.compile(_jaxlib.hlo_proto_to_stablehlo(highest), platform="tpu")
-        save_arrays(arrays_path(out, HIGHEST), _jaxlib.execute(exe, [np.asarray(a) for a in args]))
+        highest = jaxlib_adapter.hlo_text_to_module_bytes(precision.at_highest(text))
+        exe = jaxlib_adapter.compile(jaxlib_adapter.hlo_proto_to_stablehlo(highest), platform="tpu")
+        save_arrays(
+            arrays_path(out, HIGHEST), jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
+        )
     except Exception as e:
         error_path(out, HIGHEST).write_text(str(e))
 
@@ -314,39 +317,40 @@ def work(spec: dict[str, Any]) -> int:
     spec = contain(spec)
     out = Path(spec["out"])
     platform = spec["platform"]
-    if platform != _jaxlib.alone.PLATFORM:
-        _jaxlib.with_jax()  # only jax loads the other platforms' plugins
-    if platform not in _jaxlib.available_platforms():
+    if platform != jaxlib_adapter.alone.PLATFORM:
+        jaxlib_adapter.with_jax()  # only jax loads the other platforms' plugins
+    if platform not in jaxlib_adapter.available_platforms():
         raise replayable.NotReplayable(
-            f"platform {platform!r} {_jaxlib.UNAVAILABLE} (jaxlib {_jaxlib.jaxlib_version()})"
+            f"platform {platform!r} {jaxlib_adapter.UNAVAILABLE} "
+            f"(jaxlib {jaxlib_adapter.jaxlib_version()})"
         )
     module_bytes, text = _loaded(spec)
     text, printing = replayable.without_print_callbacks(text)
     if printing:
-        module_bytes = _jaxlib.hlo_text_to_module_bytes(text)
+        module_bytes = jaxlib_adapter.hlo_text_to_module_bytes(text)
         spec["mlir"] = None  # the run's StableHLO still holds them
         which = "callback that only prints" if printing == 1 else "callbacks that only print"
         said = "or log (jax.debug.print, jax.debug.callback): left out of the replay"
         say(WITHHELD, f"{printing} host {which} {said}")
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
     targets -= replayable.COMPILER_TARGETS.get(platform, frozenset())
-    if targets - _jaxlib.custom_call_targets(platform):
-        _jaxlib.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
+    if targets - jaxlib_adapter.custom_call_targets(platform):
+        jaxlib_adapter.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
     if any(t.startswith(replayable.LAPACK_PREFIX) for t in targets):
         # Once per process: the test and both references (op by op too) run here.
-        _jaxlib.initialize_lapack()
+        jaxlib_adapter.initialize_lapack()
     options = _read(spec["compile_options"])
     layout = replayable.check_module(
         text, platform, pjrt=bool(spec["mlir"]) and options is not None
     )
     if options is not None:
         # The HLO header omits partitions that only the compile options record (shard_map).
-        recorded = _jaxlib.compile_options_layout(options)
+        recorded = jaxlib_adapter.compile_options_layout(options)
         layout = (max(layout[0], recorded[0]), max(layout[1], recorded[1]))
     if layout != (1, 1):
-        _jaxlib.with_jax()  # jaxlib alone makes one device, and lacks jax's shardings
-    if layout[0] * layout[1] > _jaxlib.device_count(platform):
-        say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {_jaxlib.device_count(platform)}")
+        jaxlib_adapter.with_jax()  # jaxlib alone makes one device, and lacks jax's shardings
+    if layout[0] * layout[1] > jaxlib_adapter.device_count(platform):
+        say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {jaxlib_adapter.device_count(platform)}")
         return EXIT_NEEDS_DEVICES
     args = load_inputs(spec, module_bytes, out)
     run_module(spec, module_bytes, args, layout)
@@ -364,13 +368,13 @@ def _loaded(spec: dict[str, Any]) -> tuple[bytes, str]:
     (``hlo_text``), said as the metadata withheld."""
     module_bytes = replayable.module_bytes(spec["hlo"])
     try:
-        return module_bytes, _jaxlib.module_text(module_bytes)
+        return module_bytes, jaxlib_adapter.module_text(module_bytes)
     except BugkitError as e:
         if not spec.get("hlo_text"):
             raise
         unread = str(e)
     module_bytes = replayable.module_bytes(spec["hlo_text"])
-    text = _jaxlib.module_text(module_bytes)
+    text = jaxlib_adapter.module_text(module_bytes)
     withheld = "the module's metadata"
     if spec["mlir"]:
         # The run's StableHLO is as new as its proto: this jaxlib converts the text itself.
@@ -396,12 +400,12 @@ THROUGH_JAX = "XLA_BUGKIT_REPLAY_THROUGH_JAX"
 
 def main(argv: Sequence[str]) -> int:
     if not os.environ.get(THROUGH_JAX):
-        _jaxlib.start_alone()
+        jaxlib_adapter.start_alone()
     try:
         if argv[0] != SPEC_ON_STDIN:
             return work(json.loads(Path(argv[0]).read_text()))
         # Started ahead of its module: jax is imported while the parent gets the spec ready.
-        _jaxlib.preload()
+        jaxlib_adapter.preload()
         text = sys.stdin.read()
         if not text:  # the parent had no module for this child
             return 0

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit.replay._jaxlib.lookup import jaxlib_version
+from xla_bugkit.jaxlib_adapter.lookup import jaxlib_version
 
 # The releases whose calls this module was checked against; older ones replay through jax.
 FROM = (0, 7)

@@ -9,8 +9,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import __version__, cli_collect, config
-from xla_bugkit import cli_options as opts
+from xla_bugkit import __version__, config
+from xla_bugkit.cli import collect
+from xla_bugkit.cli import options as opts
 
 DESCRIPTION = """\
 Turn a failing JAX/XLA program into a replayable bug bundle, and verify one.
@@ -48,8 +49,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"xla-bugkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    cli_collect.add_collect(sub)
-    cli_collect.add_bundle(sub)
+    collect.add_collect(sub)
+    collect.add_bundle(sub)
     _add_verify(sub)
     _add_replay(sub)
     _add_show(sub)

@@ -11,7 +11,8 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xla_bugkit import cli, cli_collect, cli_options, config, proc
+from xla_bugkit import config, proc
+from xla_bugkit.cli import collect, grammar, options
 from xla_bugkit.errors import REINSTALL, BugkitError, ExitCode
 from xla_bugkit.ui import Ui, shown
 
@@ -25,13 +26,11 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             return _bad_command_line(
                 "nothing to run: give the command after --, e.g. collect -- python x.py"
             )
-        return collect_command(cmd, cli_collect.collect_options(args, config.load()), ui)
+        return collect_command(cmd, collect.collect_options(args, config.load()), ui)
     if args.command == "bundle":
         from xla_bugkit.commands import bundle
 
-        return bundle.bundle_command(
-            args.workdir, cli_collect.collect_options(args, config.load()), ui
-        )
+        return bundle.bundle_command(args.workdir, collect.collect_options(args, config.load()), ui)
     if args.command == "verify":
         from xla_bugkit.commands.verify import verify
 
@@ -40,7 +39,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             json_output=args.json,
             timeout=args.timeout,
             ui=ui,
-            tolerance=cli_options.tolerance(args),
+            tolerance=options.tolerance(args),
             fake_data=args.fake_data,
             jaxlib=args.jaxlib,
             wheels=args.wheels,
@@ -76,7 +75,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
             out=args.output,
             force=args.force,
             timeout=args.timeout,
-            tolerance=cli_options.tolerance(args),
+            tolerance=options.tolerance(args),
             module_re=args.module_re,
             json_output=args.json,
             ui=ui,
@@ -115,7 +114,7 @@ def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
         timeout=args.timeout,
         json_output=args.json,
         ui=ui,
-        tolerance=cli_options.tolerance(args),
+        tolerance=options.tolerance(args),
         fake_data=args.fake_data,
     )
 
@@ -140,9 +139,9 @@ def _bad_command_line(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (listed in docs/exit-codes.md)."""
-    parser = cli.parser()
+    parser = grammar.parser()
     try:
-        args = parser.parse_args(cli.attach_flags(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(grammar.attach_flags(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # argparse exits on --help and on usage errors
         return int(e.code) if isinstance(e.code, int) else ExitCode.USAGE
     ui = Ui(verbosity=args.verbose - args.quiet)

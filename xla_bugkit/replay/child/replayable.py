@@ -2,7 +2,7 @@
 host callbacks, Shardy markers without their PJRT folder, custom calls no library registered,
 constants the text dump left out; and the module's replicas and partitions.
 
-Runs in the child (``worker``), with jaxlib loaded through ``_jaxlib``.
+Runs in the child (``worker``), with jaxlib loaded through ``jaxlib_adapter``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from xla_bugkit import jaxlib_adapter
 from xla_bugkit.choose import mosaic
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.parser import custom_call_targets
-from xla_bugkit.replay import _jaxlib
 
 # Host callbacks run Python code of the original process; they cannot be replayed.
 CALLBACK_TARGETS = re.compile(r"python.*callback|callback.*python|^xla_.*_callback$")
@@ -107,7 +107,9 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
                 f"the module is partitioned with Shardy (custom-call {target}), and only its "
                 "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
             )
-    registered = _jaxlib.custom_call_targets(platform) | COMPILER_TARGETS.get(platform, set())
+    registered = jaxlib_adapter.custom_call_targets(platform) | COMPILER_TARGETS.get(
+        platform, set()
+    )
     missing = [
         t
         for t in targets
@@ -139,4 +141,4 @@ def module_bytes(path: str) -> bytes:
             f"{Path(path).name} elides large constants ({{...}}): dump with "
             "--xla_dump_large_constants, or replay the .hlo.pb"
         )
-    return _jaxlib.hlo_text_to_module_bytes(text)
+    return jaxlib_adapter.hlo_text_to_module_bytes(text)

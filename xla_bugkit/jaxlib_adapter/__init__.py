@@ -15,12 +15,12 @@ import numpy as np
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.compile_options import for_replay
-from xla_bugkit.replay._jaxlib import alone
-from xla_bugkit.replay._jaxlib.lookup import MIN_JAXLIB, jaxlib_version
-from xla_bugkit.replay._jaxlib.lookup import attr as _attr
-from xla_bugkit.replay._jaxlib.lookup import first as _first
-from xla_bugkit.replay._jaxlib.lookup import lacks as _lacks
-from xla_bugkit.replay._jaxlib.lookup import module as _module
+from xla_bugkit.jaxlib_adapter import alone
+from xla_bugkit.jaxlib_adapter.lookup import MIN_JAXLIB, jaxlib_version
+from xla_bugkit.jaxlib_adapter.lookup import attr as _attr
+from xla_bugkit.jaxlib_adapter.lookup import first as _first
+from xla_bugkit.jaxlib_adapter.lookup import lacks as _lacks
+from xla_bugkit.jaxlib_adapter.lookup import module as _module
 
 __all__ = ["MIN_JAXLIB", "jaxlib_version"]
 

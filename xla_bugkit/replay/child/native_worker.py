@@ -1,4 +1,4 @@
-"""The native replay child: ``python -m xla_bugkit.replay.native_worker SPEC.json``.
+"""The native replay child: ``python -m xla_bugkit.replay.child.native_worker SPEC.json``.
 
 Replays a PyTorch/XLA module under torch_xla's own XLA (``_torch_xla``), the one that
 failed, where the ``worker`` child replays it under jaxlib's. It speaks the same protocol

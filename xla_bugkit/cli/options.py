@@ -12,7 +12,7 @@ from xla_bugkit import config
 from xla_bugkit.errors import exit_codes_help
 
 if TYPE_CHECKING:
-    from xla_bugkit.replay.tolerance import Tolerance
+    from xla_bugkit.verdict.tolerance import Tolerance
 
 
 def size(text: str) -> int:
@@ -108,7 +108,7 @@ def tolerance_value(text: str) -> float:
 
 def tolerance(args: argparse.Namespace) -> Tolerance:
     """The tolerance --rtol/--atol ask for (the defaults for what they leave out)."""
-    from xla_bugkit.replay.tolerance import REL_BOUND, Tolerance
+    from xla_bugkit.verdict.tolerance import REL_BOUND, Tolerance
 
     rtol = args.rtol if args.rtol is not None else REL_BOUND
     return Tolerance(rtol=rtol, atol=args.atol)
