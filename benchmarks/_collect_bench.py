@@ -117,7 +117,8 @@ def measure_collect(cfg: Config) -> P1:
 
 
 # What a fresh interpreter pays before doing any work: the CLI's and the children's start-up.
-_IMPORTS = ("xla_bugkit.commands.collect", "ml_dtypes", "jax")
+CLI_START = "xla_bugkit.cli.commands.collect"
+_IMPORTS = (CLI_START, "ml_dtypes", "jax")
 
 
 def _imports(cfg: Config, modules: tuple[str, ...]) -> dict[str, float]:
@@ -160,14 +161,14 @@ def _p1_bound(p1: P1, extra: float) -> str:
     hand = statistics.mean(p1.hand)
     parts = {k: v for k, v in p1.pieces.items() if k not in ("rerun", "replay")}
     parts["rerun beyond the by-hand run"] = p1.pieces["rerun"] - hand
-    parts["CLI start-up"] = p1.imports["xla_bugkit.commands.collect"]
+    parts["CLI start-up"] = p1.imports[CLI_START]
     biggest = ", ".join(f"{k} {secs(v)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
     imp = p1.imports
     return (
         f"collect adds {secs(extra)} to a {secs(hand)} program (by-hand runs: "
         f"{', '.join(secs(t) for t in p1.hand)}): {biggest}. Importing "
-        f"`xla_bugkit.commands.collect` takes {secs(imp['xla_bugkit.commands.collect'])} in a "
-        f"fresh interpreter (without ml_dtypes, {secs(imp['ml_dtypes'])} alone: only the "
+        f"`{CLI_START}` takes {secs(imp[CLI_START])} in a fresh interpreter "
+        f"(without ml_dtypes, {secs(imp['ml_dtypes'])} alone: only the "
         "replay child and the arguments of multi-device executions need it). The fixed costs "
         "weigh less as the program runs longer."
     )
@@ -202,7 +203,7 @@ def _spread(times: list[float]) -> str:
 
 
 def verify_available() -> bool:
-    return importlib.util.find_spec("xla_bugkit.commands.verify") is not None
+    return importlib.util.find_spec("xla_bugkit.cli.commands.verify") is not None
 
 
 def bundled_module(bundle_path: Path) -> str:

@@ -61,7 +61,9 @@ class Training:
     stages: dict[str, list[dict[str, float]]]  # stage -> one {"wall", "cpu"} per zip run
     archive_7z: list[float]  # the default runs' archive stage
     bundle_ok: bool
-    startup: Tree  # `import xla_bugkit.commands.collect` in a fresh interpreter, less a bare one
+    startup: (
+        Tree  # `import xla_bugkit.cli.commands.collect` in a fresh interpreter, less a bare one
+    )
 
 
 def measure_training(cfg: Config) -> Training:
@@ -97,7 +99,7 @@ def _startup(cfg: Config, base: Path) -> Tree:
     walls, cpus = [], []
     for _ in range(3):
         bare = run_tree([cfg.python, "-c", "pass"], child_env(), base / "startup.log")
-        cli = run_tree([cfg.python, "-c", "import xla_bugkit.commands.collect"], child_env(),
+        cli = run_tree([cfg.python, "-c", "import xla_bugkit.cli.commands.collect"], child_env(),
                        base / "startup.log")  # fmt: skip
         walls.append(cli.wall - bare.wall)
         cpus.append(cli.cpu - bare.cpu)

@@ -47,7 +47,7 @@ def test_importing_the_package_loads_no_stage() -> None:
 def test_collect_starts_the_program_before_importing_the_stages_after_it() -> None:
     # Everything the CLI imports before the program starts delays the program; what runs
     # after it (archives, numpy, protos, the bundle) is imported while it runs.
-    loaded = _loaded_after("import xla_bugkit.cli.main, xla_bugkit.commands.collect")
+    loaded = _loaded_after("import xla_bugkit.cli.main, xla_bugkit.cli.commands.collect")
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     stages = {
         "xla_bugkit.collecting.bundling",

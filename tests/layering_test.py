@@ -1,8 +1,8 @@
 """Layers point down: a module imports only from its own package and from layers below it.
 
 The data path is the architecture (ARCHITECTURE.md): run -> choose -> replay -> bundle, with
-collect and verify on top of the stages and the commands on top of everything. A new
-top-level module or package must be given its layer here.
+collect and verify on top of the stages and the command line (``cli``) on top of everything.
+A new top-level module or package must be given its layer here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "shrink",
         "bisect",
         "collecting verify",
-        "commands notebook",
+        "notebook",
         "cli examples",
         "__main__ __init__",
     )
@@ -76,3 +76,60 @@ def test_imports_point_down() -> None:
         if source != target and RANK[source] <= RANK[target]
     ]
     assert upward == []
+
+
+# replay/'s front door: outside it, a stage imports the names that ``replay/__init__.py``
+# exports, and reaches in for these parts only: the protocol the replay children speak (and
+# shrink's and repro.py's children read), collect's differential search, the extreme inputs
+# repro.py replays on, what verify can say without the module's platform (``elsewhere``),
+# and the child's side that other children run.
+REPLAY_PARTS = frozenset({"protocol", "differential", "extreme", "elsewhere", "child"})
+
+
+def test_stages_enter_replay_by_its_front_door() -> None:
+    reached = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if module.startswith("xla_bugkit.replay."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "xla_bugkit.replay":
+                parts = [a.name for a in node.names if a.name.islower() and a.name[0] != "_"]
+                parts = [p for p in parts if (PACKAGE / "replay" / f"{p}.py").exists()
+                         or (PACKAGE / "replay" / p).is_dir()]  # fmt: skip
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "xla_bugkit.replay."
+            ):
+                parts = [(node.module or "").split(".")[2]]
+            else:
+                continue
+            reached += [f"{module} imports replay.{p}" for p in parts if p not in REPLAY_PARTS]
+    assert reached == []
+
+
+ARCHITECTURE = PACKAGE.parent / "ARCHITECTURE.md"
+_LABELS = ("on top", "stages", "bottom")
+
+
+def _unit_name(text: str) -> str:
+    return text.strip().removesuffix("/").removesuffix(".py")
+
+
+def test_architecture_md_draws_the_layers_the_code_has() -> None:
+    text = ARCHITECTURE.read_text("utf-8")
+    block = text.split("## Layers", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    drawn = []
+    for line in block.splitlines():
+        line = line.strip()
+        for label in _LABELS:
+            line = line.removeprefix(label).strip()
+        drawn.append(frozenset(_unit_name(u) for u in line.split(",")))
+    layers = [units - {"__version__"} for units in LAYERS]
+    assert drawn == layers[::-1]
+
+
+def test_architecture_md_describes_every_unit() -> None:
+    text = ARCHITECTURE.read_text("utf-8")
+    rows = {_unit_name(line.split("`")[1]) for line in text.splitlines() if line.startswith("| `")}
+    assert sorted(set(RANK) - {"__version__"} - rows) == []
+    assert sorted(rows - set(RANK)) == []

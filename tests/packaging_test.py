@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.commands import doctor
+from xla_bugkit.cli.commands import doctor
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "xla_bugkit"

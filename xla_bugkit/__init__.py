@@ -41,7 +41,7 @@ _HOMES = {
     "collect": "xla_bugkit.collecting",
     "Outcome": "xla_bugkit.verdict",
     "Verdict": "xla_bugkit.verdict",
-    "replay_dump": "xla_bugkit.replay.dump",
+    "replay_dump": "xla_bugkit.replay",
     "VerifyResult": "xla_bugkit.verify",
     "verify_bundle": "xla_bugkit.verify",
     "start_capture": "xla_bugkit.collecting.here",
@@ -50,7 +50,7 @@ _HOMES = {
 if TYPE_CHECKING:
     from xla_bugkit.collecting import CollectOptions, CollectResult, collect
     from xla_bugkit.collecting.here import start_capture
-    from xla_bugkit.replay.dump import replay_dump
+    from xla_bugkit.replay import replay_dump
     from xla_bugkit.verdict import Outcome, Verdict
     from xla_bugkit.verify import VerifyResult, verify_bundle
 

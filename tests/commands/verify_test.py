@@ -321,7 +321,7 @@ def test_verify_vouches_for_repro_py_only_as_xla_bugkit_writes_it(
 
 
 def test_a_hang_whose_call_ran_on_unrecorded_inputs_is_unverified_not_unreproduced() -> None:
-    from xla_bugkit.commands.verify import render_table
+    from xla_bugkit.cli.commands.verify import render_table
     from xla_bugkit.failure.classify import Failure, Kind, Phase
     from xla_bugkit.verdict import Outcome, Verdict
 

@@ -11,6 +11,7 @@ from xla_bugkit.failure.classify import classify
 from xla_bugkit.replay.batch import ENDED, STARTS, _parts, env_flags, replay_batch
 from xla_bugkit.replay.inputs import module_files, replay_input
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.replay.protocol import PHASE
 from xla_bugkit.verdict import Outcome
 
@@ -54,5 +55,5 @@ def test_a_batch_judges_each_module_as_a_child_of_its_own_would(
         Outcome.NOT_REPRODUCED,
         Outcome.NOT_REPRODUCED,
     ]
-    assert verdicts[0] == replay(inps[0], expected=failure, timeout=900)
+    assert verdicts[0] == replay(inps[0], expected=failure, options=ReplayOptions(timeout=900))
     assert all((k / "test.npz").exists() for k in keep)

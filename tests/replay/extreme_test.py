@@ -13,6 +13,7 @@ from helpers.dumps import FAST_MATH, Dumped, dump
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.verdict import Outcome, Verdict
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
@@ -76,9 +77,9 @@ def nan_dump(tmp_path_factory: pytest.TempPathFactory) -> Dumped:
 
 def test_a_wrong_result_only_nan_shows_is_found_on_the_nonfinite_set(nan_dump: Dumped) -> None:
     module = nan_dump.module("jit__lambda")
-    plain = replay(module, expected=None, use_data=False)
+    plain = replay(module, expected=None, options=ReplayOptions(use_data=False))
     assert plain.outcome is Outcome.NOT_REPRODUCED, plain.evidence  # normal values agree
-    verdict = replay(module, expected=WRONG, use_data=False)
+    verdict = replay(module, expected=WRONG, options=ReplayOptions(use_data=False))
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert verdict.inputs == "extreme values: inf/nan (seed 42)"
     assert verdict.evidence.endswith(
@@ -90,7 +91,9 @@ def test_a_wrong_result_only_nan_shows_is_found_on_the_nonfinite_set(nan_dump: D
 def test_a_correct_module_agrees_on_every_set(nan_dump: Dumped, tmp_path: Path) -> None:
     # The same module without fast math: IEEE semantics on every set, no false alarm.
     module = replace(nan_dump.module("jit__lambda"), xla_flags=())
-    verdict = replay(module, expected=WRONG, use_data=False, keep_arrays=tmp_path)
+    verdict = replay(
+        module, expected=WRONG, options=ReplayOptions(use_data=False, keep_arrays=tmp_path)
+    )
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence.endswith("; extreme inputs agreed too (inf/nan, max, huge, tiny)")
     assert verdict.inputs == "generated (seed 42)"

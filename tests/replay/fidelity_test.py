@@ -24,6 +24,7 @@ from xla_bugkit.hlo.flags import from_debug_options
 from xla_bugkit.replay.dump import replay_dump
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.verdict import Outcome
 
 pytestmark = pytest.mark.slow
@@ -164,13 +165,13 @@ def test_flags_given_by_hand_replace_those_recorded_in_compile_options(
     )
     assert "--xla_disable_all_hlo_passes=true" in recorded.xla_flags
     # The recorded flags: passes off, a crash.
-    kept = replay(recorded, expected=None, reference=False)
+    kept = replay(recorded, expected=None, options=ReplayOptions(reference=False))
     assert kept.failure is not None and kept.failure.kind is Kind.COMPILE_CRASH, kept.evidence
     assert kept.failure.site == "buffer_assignment_util.cc:46"
     # Given by hand, a flag replaces them: the passes run, and the module compiles and runs.
     by_hand = ("--xla_cpu_enable_fast_math=false",)
-    given = replay(replace(recorded, xla_flags=by_hand, flags_given=True), expected=None,
-                   reference=False)  # fmt: skip
+    hand = replace(recorded, xla_flags=by_hand, flags_given=True)
+    given = replay(hand, expected=None, options=ReplayOptions(reference=False))
     assert given.outcome is Outcome.NOT_REPRODUCED, given.evidence
     assert given.failure is None
     assert given.evidence.startswith("ran to completion")

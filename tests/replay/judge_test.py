@@ -22,6 +22,7 @@ from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verdict.tolerance import Tolerance
@@ -68,7 +69,11 @@ def test_normal_function_is_not_reproduced_and_matches_its_snapshot(
 
 
 def test_generated_inputs_say_so(dumps: dict[str, Dumped]) -> None:
-    verdict = replay(dumps["normal"].module("jit_f"), expected=None, use_data=False, seed=7)
+    verdict = replay(
+        dumps["normal"].module("jit_f"),
+        expected=None,
+        options=ReplayOptions(use_data=False, seed=7),
+    )
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.inputs == "generated (seed 7)"
     assert verdict.matches_recorded is None
@@ -98,7 +103,9 @@ def test_a_crash_whose_message_was_lost_reproduces_by_how_it_died(
         site=None,
         message_lost=True,
     )
-    verdict = replay(crash.module("jit__lambda"), expected=lost, reference=False)
+    verdict = replay(
+        crash.module("jit__lambda"), expected=lost, options=ReplayOptions(reference=False)
+    )
     assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
     assert verdict.evidence.startswith(
         "the run's message was not captured; the replay's: compile crash (SIGABRT): "
@@ -108,7 +115,9 @@ def test_a_crash_whose_message_was_lost_reproduces_by_how_it_died(
     segv = replace(
         lost, headline="killed by SIGSEGV", signature="killed by SIGSEGV", signal="SIGSEGV"
     )
-    other = replay(crash.module("jit__lambda"), expected=segv, reference=False)
+    other = replay(
+        crash.module("jit__lambda"), expected=segv, options=ReplayOptions(reference=False)
+    )
     assert other.outcome is Outcome.NOT_REPRODUCED, other.evidence
 
 
@@ -122,7 +131,7 @@ def test_an_interpreter_that_cannot_run_the_replay_leaves_it_to_ours(
         pytest.skip("no base interpreter apart from this one")
     crash = dumps["crash"]
     inp = replace(crash.module("jit__lambda"), python=str(base))
-    verdict = replay(inp, expected=crash.failure, reference=False)
+    verdict = replay(inp, expected=crash.failure, options=ReplayOptions(reference=False))
     assert verdict.outcome is Outcome.REPRODUCED_CRASH, verdict.evidence
     assert verdict.under.startswith("jaxlib 0.")
     assert verdict.under.endswith(
@@ -133,7 +142,7 @@ def test_an_interpreter_that_cannot_run_the_replay_leaves_it_to_ours(
 def test_compile_crash_needs_its_flags(dumps: dict[str, Dumped]) -> None:
     crash = dumps["crash"]
     inp = ReplayInput("jit__lambda", crash.module("jit__lambda").hlo)
-    verdict = replay(inp, expected=crash.failure, reference=False)
+    verdict = replay(inp, expected=crash.failure, options=ReplayOptions(reference=False))
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
 
 
@@ -161,7 +170,7 @@ def test_hang_reproduces_when_a_hang_is_expected(dumps: dict[str, Dumped]) -> No
     # A replay that times out before it starts compiling (a loaded machine importing jax)
     # proves nothing and says so; a longer timeout then lets it reach the loop.
     for timeout in (10.0, 40.0, 160.0):
-        verdict = replay(spin, expected=expected, timeout=timeout)
+        verdict = replay(spin, expected=expected, options=ReplayOptions(timeout=timeout))
         if "did not start compiling" not in verdict.evidence:
             break
         assert verdict.outcome is Outcome.NOT_REPLAYABLE, verdict.evidence
@@ -350,9 +359,11 @@ def test_children_started_ahead_replay_as_a_child_started_for_the_module(
     with Spares() as spares:
         spares.start("cpu")
         spares.start("cpu")
-        normal = replay(dumps["normal"].module("jit_f"), expected=None, spares=spares)
-        verdict = replay(crash.module("jit__lambda"), expected=crash.failure,
-                         reference=False, spares=spares)  # fmt: skip
+        normal = replay(
+            dumps["normal"].module("jit_f"), expected=None, options=ReplayOptions(spares=spares)
+        )
+        checked = ReplayOptions(reference=False, spares=spares)
+        verdict = replay(crash.module("jit__lambda"), expected=crash.failure, options=checked)
         assert len(spares) == 0
     assert normal.outcome is Outcome.NOT_REPRODUCED, normal.evidence
     assert normal.inputs == "snapshot" and normal.matches_recorded is True
@@ -371,7 +382,7 @@ def test_a_child_started_ahead_for_another_environment_is_not_used(
     inp = dumps["sharded"].with_pjrt("jit__lambda")
     with Spares() as spares:
         spares.start("cpu")
-        verdict = replay(inp, expected=None, spares=spares)
+        verdict = replay(inp, expected=None, options=ReplayOptions(spares=spares))
         assert len(spares) == 0
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
 

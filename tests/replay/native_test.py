@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from xla_bugkit import jaxlib_adapter
-from xla_bugkit.commands.verify import render_table
+from xla_bugkit.cli.commands.verify import render_table
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.hlo import hlo_proto
@@ -23,6 +23,7 @@ from xla_bugkit.hlo.generated import generated
 from xla_bugkit.replay import judge, native
 from xla_bugkit.replay.child import native_worker
 from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verify import ModuleCheck, VerifyResult
 
@@ -109,15 +110,17 @@ class _Calls:
         self.order.append("native")
         return _verdict(Outcome.REPRODUCED_CRASH)
 
-    def _jaxlib(self, inp: ReplayInput, **kwargs: object) -> Verdict:
+    def _jaxlib(self, inp: ReplayInput, *, options: ReplayOptions, **_: object) -> Verdict:
         self.order.append("jaxlib")
-        assert kwargs["keep_arrays"] == Path("kept")  # repro.py runs under jaxlib
+        assert options.keep_arrays == Path("kept")  # repro.py runs under jaxlib
         return _verdict(Outcome.NOT_REPRODUCED)
 
 
 def _replay(framework: Framework | None) -> Verdict:
     inp = ReplayInput("module_0004.SyncTensorsGraph.11", Path("m.hlo.pb"))
-    return native.replay(inp, framework=framework, expected=CRASH, keep_arrays=Path("kept"))
+    return native.replay(
+        inp, framework=framework, expected=CRASH, options=ReplayOptions(keep_arrays=Path("kept"))
+    )
 
 
 def test_pytorch_xla_replays_under_torch_xla_first_with_jaxlib_second(

@@ -134,7 +134,7 @@ def test_a_sharded_wrong_result_is_bundled_and_verified_with_its_real_inputs(
 
 def test_collect_starts_without_ml_dtypes() -> None:
     # Its import costs ~0.8 s before the program starts; only saved arguments need it.
-    code = "import sys, xla_bugkit.commands.collect; print('ml_dtypes' in sys.modules)"
+    code = "import sys, xla_bugkit.cli.commands.collect; print('ml_dtypes' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)  # fmt: skip
     assert done.stdout.strip() == "False"

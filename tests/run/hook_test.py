@@ -32,6 +32,7 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import flags
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.run import evidence, hook
 from xla_bugkit.run.hook import JAXPRS, jax_patches, recorder
 
@@ -208,9 +209,9 @@ def test_a_flag_the_program_set_itself_reaches_collects_and_verifys_replay(
     alone = replay_input(module["label"], files, "cpu")
     assert alone is not None and flag not in alone.xla_flags
     expected = Failure.from_json(m["failure"])
-    assert not replay(alone, expected=expected, reference=False).reproduced
+    assert not replay(alone, expected=expected, options=ReplayOptions(reference=False)).reproduced
     given = replace(alone, xla_flags=flags.in_force(alone.xla_flags, m["xla_flags"]))
-    assert replay(given, expected=expected, reference=False).reproduced
+    assert replay(given, expected=expected, options=ReplayOptions(reference=False)).reproduced
 
 
 @pytest.mark.slow

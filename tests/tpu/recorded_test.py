@@ -16,11 +16,11 @@ import pytest
 from xla_bugkit.bundle import excused, triage
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.cli.commands import _summary
+from xla_bugkit.cli.commands.verify import render_table
 from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import driver
 from xla_bugkit.collecting.options import CollectOptions, CollectResult
-from xla_bugkit.commands import _summary
-from xla_bugkit.commands.verify import render_table
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure

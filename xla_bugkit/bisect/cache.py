@@ -28,7 +28,7 @@ import platformdirs
 from xla_bugkit import config, proc
 from xla_bugkit.bisect import releases
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.inputs import Release
+from xla_bugkit.replay import Release
 
 CACHE_ENV = "XLA_BUGKIT_CACHE"
 LIMIT_ENV = "XLA_BUGKIT_CACHE_LIMIT"

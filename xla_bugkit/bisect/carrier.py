@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xla_bugkit import convert
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay import ReplayInput
 
 
 @contextlib.contextmanager

@@ -34,8 +34,7 @@ from xla_bugkit.bundle.manifest import (
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay.context import RunContext, replay_module
-from xla_bugkit.replay.inputs import ReplayInput, replay_input
+from xla_bugkit.replay import ReplayInput, ReplayOptions, RunContext, replay_input, replay_module
 from xla_bugkit.shrink.run import pick_module
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
@@ -99,7 +98,10 @@ def prober(
             return Probe(version, Seen.UNTRIED, str(e), time.monotonic() - started)
         with ui.phase(f"replaying under jaxlib {version}"):
             verdict = replay_module(
-                replace(inp, release=release), expected=expected, context=context, timeout=timeout
+                replace(inp, release=release),
+                expected=expected,
+                context=context,
+                options=ReplayOptions(timeout=timeout),
             )
         seen = probe_seen(verdict)
         detail = verdict.evidence

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -36,33 +37,43 @@ from xla_bugkit.verdict import Verdict
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is
 
 
-def build(
-    stage: Path,
-    *,
-    index: DumpIndex,
-    selection: Selection,
-    run: RunRecord,
-    verdicts: Sequence[Verdict],
-    redactor: Redactor,
-    env: envinfo.EnvReport,
-    data: bool,
-    bundle_name: str,
-    dropped: Sequence[str] = (),
-    problems: Sequence[str] = (),
-    arrays: Path | None = None,
-    include_source: bool = False,
-    replayed: bool = True,
-    cwd: Path | None = None,
-    repo: str | None = None,
-    as_bundled: Verdict | None = None,
-) -> Manifest:
-    """Write everything that goes into the archive under ``stage``; return the manifest.
+@dataclass(frozen=True)
+class BundleInputs:
+    """What a bundle is made of: the run, its dumps' index and the modules chosen from it,
+    the replays' verdicts and arrays, and the machine's redactor and environment report."""
 
-    ``arrays`` holds the replay's saved outputs, one folder per module label (expected.npz
-    and the wrong values come from there); ``include_source`` adds the command's script,
-    found relative to ``cwd`` (default: the current folder); ``as_bundled`` is the failing
-    module's replay on generated inputs when the budget left its real ones out.
-    """
+    index: DumpIndex
+    selection: Selection
+    run: RunRecord
+    verdicts: Sequence[Verdict]
+    redactor: Redactor
+    env: envinfo.EnvReport
+    problems: Sequence[str] = ()  # what reading the dumps found wrong: notes in the bundle
+    arrays: Path | None = None  # the replays' saved outputs, one folder per module label
+    # The failing module's replay on generated inputs, when the budget left its real ones out.
+    as_bundled: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class BundleAsked:
+    """What the user asked of the bundle."""
+
+    bundle_name: str
+    data: bool = True  # ship the inputs (--no-data: not)
+    include_source: bool = False  # add the command's script, found relative to ``cwd``
+    replayed: bool = True  # the modules were replayed (--no-replay: not)
+    repo: str | None = None  # the tracker asked for, or None: the framework's
+    cwd: Path | None = None  # default: the current folder
+
+
+def build(
+    stage: Path, inputs: BundleInputs, asked: BundleAsked, *, dropped: Sequence[str] = ()
+) -> Manifest:
+    """Write everything that goes into the archive under ``stage``, less ``dropped`` (what
+    the size budget left out); return the manifest."""
+    index, selection, run, verdicts = inputs.index, inputs.selection, inputs.run, inputs.verdicts
+    redactor, env, arrays = inputs.redactor, inputs.env, inputs.arrays
+    data, bundle_name = asked.data, asked.bundle_name
     planned = [
         p for p in layout.plan(index, selection.chosen, data=data) if p.arcname not in dropped
     ]
@@ -74,7 +85,7 @@ def build(
     for m in modules:  # options the program passed to this compile: XLA_FLAGS never shows them
         if own := run.compile_options(m["label"]):
             m["compiler_options"] = [text(o) for o in own]
-    notes = [text(n) for n in (*run.xla_flags.notes, *problems)]
+    notes = [text(n) for n in (*run.xla_flags.notes, *inputs.problems)]
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(
         triage.headline(
@@ -88,8 +99,8 @@ def build(
         stage, target, saw, run.failure.kind, user_flags, notes, run.memory_cap
     )
     source = None
-    if include_source:
-        source = _source(stage, run.command, redactor, cwd or Path.cwd(), notes, counts)
+    if asked.include_source:
+        source = _source(stage, run.command, redactor, asked.cwd or Path.cwd(), notes, counts)
     if not data:
         notes.append("no input data shipped (--no-data): replay uses generated inputs")
     notes += extras.pass_dump_notes(planned, dropped)
@@ -110,8 +121,9 @@ def build(
     shown = reproducer.module if reproducer else (planned[0].module if planned else "")
     jaxpr = extras.jaxpr_inline(stage, planned, shown)
     staged = report.Staged(
-        reproducer, source, replayed, framework, repo, left_out, jaxpr, as_bundled
-    )
+        reproducer, source, asked.replayed, framework, asked.repo, left_out, jaxpr,
+        inputs.as_bundled,
+    )  # fmt: skip
     title, body = report.render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped, run))

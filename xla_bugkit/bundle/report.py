@@ -16,7 +16,7 @@ from xla_bugkit.choose.selection import Selection
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
-from xla_bugkit.replay import native
+from xla_bugkit.replay import replay_label
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.verdict import Verdict
 
@@ -168,7 +168,7 @@ def _description(
             f"{pid}, started by pid {parent} (a worker of `multiprocessing`, say, which runs "
             "with its parent's arguments)."
         )
-    label = native.replay_label(verdicts)
+    label = replay_label(verdicts)
     if staged.framework and (
         said := framework_text.describe(staged.framework, bool(verdicts), label)
     ):

@@ -26,9 +26,8 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.parser import custom_call_targets
-from xla_bugkit.replay import extreme, protocol
+from xla_bugkit.replay import compare_outputs, extreme, protocol
 from xla_bugkit.replay.child.replayable import INTERNAL_TARGETS
-from xla_bugkit.replay.compare import compare_outputs
 from xla_bugkit.verdict import Outcome, Verdict
 
 TEMPLATE = "repro.py.in"

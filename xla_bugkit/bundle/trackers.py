@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from xla_bugkit import frameworks
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.failure.classify import Failure, Kind
-from xla_bugkit.replay import native
+from xla_bugkit.replay import reproduced_under_jaxlib
 from xla_bugkit.verdict import Verdict
 
 JAX_FORM = "issue.md"
@@ -43,7 +43,7 @@ def destination(
     when a plain jaxlib replay of another framework's module shows the bug)."""
     if repo:
         return repo
-    reproduced = native.reproduced_under_jaxlib(verdicts)
+    reproduced = reproduced_under_jaxlib(verdicts)
     return frameworks.issue_repo(framework, reproduced_under_jaxlib=reproduced)
 
 

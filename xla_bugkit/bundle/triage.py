@@ -18,7 +18,7 @@ from xla_bugkit.bundle import excused, issue
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo.names import program_name
-from xla_bugkit.replay.protocol import KERNEL_ONLY
+from xla_bugkit.replay import KERNEL_ONLY
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 

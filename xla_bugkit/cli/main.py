@@ -1,8 +1,8 @@
-"""Command line: parse (``cli``), dispatch to ``xla_bugkit.commands``, map errors to exit codes."""
+"""Command line: parse (``grammar``), run the chosen command (``cli.commands``), map errors to
+exit codes."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
@@ -11,112 +11,10 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xla_bugkit import config, proc
-from xla_bugkit.cli import collect, grammar, options
+from xla_bugkit import proc
+from xla_bugkit.cli import grammar
 from xla_bugkit.errors import REINSTALL, BugkitError, ExitCode
 from xla_bugkit.ui import Ui, shown
-
-
-def _dispatch(args: argparse.Namespace, ui: Ui) -> int:
-    if args.command == "collect":
-        from xla_bugkit.commands.collect import collect_command
-
-        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-        if not cmd:
-            return _bad_command_line(
-                "nothing to run: give the command after --, e.g. collect -- python x.py"
-            )
-        return collect_command(cmd, collect.collect_options(args, config.load()), ui)
-    if args.command == "bundle":
-        from xla_bugkit.commands import bundle
-
-        return bundle.bundle_command(args.workdir, collect.collect_options(args, config.load()), ui)
-    if args.command == "verify":
-        from xla_bugkit.commands.verify import verify
-
-        return verify(
-            args.bundle,
-            json_output=args.json,
-            timeout=args.timeout,
-            ui=ui,
-            tolerance=options.tolerance(args),
-            fake_data=args.fake_data,
-            jaxlib=args.jaxlib,
-            wheels=args.wheels,
-            python=args.python,
-        )
-    if args.command == "repack":
-        from xla_bugkit.commands.repack import repack
-
-        return repack(args.bundle, args.out, force=args.force, ui=ui)
-    if args.command == "shrink":
-        from xla_bugkit.commands.shrink import shrink_command
-
-        return shrink_command(
-            args.target,
-            out=args.output,
-            module_re=args.module_re,
-            budget=args.budget,
-            max_probes=args.max_probes,
-            only=args.only,
-            timeout=args.timeout,
-            probe_timeout=args.probe_timeout,
-            force=args.force,
-            json_output=args.json,
-            ui=ui,
-        )
-    if args.command == "bisect":
-        from xla_bugkit.bisect.run import Range
-        from xla_bugkit.commands.bisect import bisect_command
-
-        return bisect_command(
-            args.bundle,
-            Range(args.wheels, args.low, args.high, args.python),
-            out=args.output,
-            force=args.force,
-            timeout=args.timeout,
-            tolerance=options.tolerance(args),
-            module_re=args.module_re,
-            json_output=args.json,
-            ui=ui,
-        )
-    if args.command == "convert":
-        from xla_bugkit.commands.convert import convert_command
-
-        return convert_command(args.source, args.out, to=args.to, force=args.force, ui=ui)
-    if args.command == "cache":
-        from xla_bugkit.commands.cache import cache_command
-
-        return cache_command(clear=args.clear, ui=ui)
-    if args.command == "doctor":
-        from xla_bugkit.commands.doctor import doctor_command
-
-        return doctor_command(json_output=args.json)
-    if args.command == "show":
-        from xla_bugkit.commands.show import show
-
-        return show(
-            args.bundle,
-            json_output=args.json,
-            issue=args.issue,
-            graph=args.graph,
-            module_re=args.module_re,
-            force=args.force,
-        )
-    from xla_bugkit.commands.replay import replay_command
-
-    return replay_command(
-        args.target,
-        module_re=args.module_re,
-        snapshot=args.snapshot,
-        platform=args.platform,
-        flags=args.flags,
-        timeout=args.timeout,
-        json_output=args.json,
-        ui=ui,
-        tolerance=options.tolerance(args),
-        fake_data=args.fake_data,
-    )
 
 
 def entry() -> NoReturn:
@@ -131,12 +29,6 @@ def entry() -> NoReturn:
     os._exit(code)
 
 
-def _bad_command_line(message: str) -> int:
-    """What argparse finds wrong, found after it: one line, and its exit code."""
-    print(f"xla-bugkit: error: {message}", file=sys.stderr)
-    return ExitCode.USAGE
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (listed in docs/exit-codes.md)."""
     parser = grammar.parser()
@@ -148,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # SIGTERM and SIGHUP unwind like Ctrl-C, so temporary folders are removed.
         with proc.sigterm_as_interrupt():
-            return _dispatch(args, ui)
+            return grammar.COMMANDS[args.command].run(args, ui)
     except BugkitError as e:  # it may quote a stranger's bundle: nothing a terminal acts on
         print(f"xla-bugkit: error: {shown(str(e))}", file=sys.stderr)
         return int(e.exit_code)

@@ -1,15 +1,21 @@
 """The command line's building blocks: a subcommand's parser, the types of its option values
-(sizes, durations, regular expressions, tolerances) and the options several commands share."""
+(sizes, durations, regular expressions, tolerances, releases), the options several commands
+share, and the one way a command prints its result (text, or JSON with ``--json``)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import sys
 import textwrap
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xla_bugkit import config
-from xla_bugkit.errors import exit_codes_help
+from xla_bugkit.errors import ExitCode, exit_codes_help
+from xla_bugkit.frameworks import is_release_number
 
 if TYPE_CHECKING:
     from xla_bugkit.verdict.tolerance import Tolerance
@@ -65,6 +71,60 @@ def add_tolerance(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_bundle(p: argparse.ArgumentParser) -> None:
+    """BUNDLE, the bundle a command reads: an archive, or the folder it was unpacked into."""
+    p.add_argument(
+        "bundle", type=Path, help="a .7z, .zip or .tar.gz bundle, or a folder one is unpacked into"
+    )
+
+
+def add_json(p: argparse.ArgumentParser, help: str) -> None:
+    """--json: the result as JSON on stdout (``emit``); ``help`` says which result."""
+    p.add_argument("--json", action="store_true", help=help)
+
+
+def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
+    """--timeout: how long a replay may take (``help`` says which; it shows the default)."""
+    p.add_argument(
+        "--timeout",
+        type=duration,
+        default=config.REPLAY_TIMEOUT,
+        metavar="DURATION",
+        help=help,
+    )
+
+
+def add_module(p: argparse.ArgumentParser, help: str, metavar: str = "RE") -> None:
+    """--module: a regular expression on module labels, as ``args.module_re``."""
+    p.add_argument("--module", dest="module_re", type=regex, metavar=metavar, help=help)
+
+
+def add_force(
+    p: argparse.ArgumentParser,
+    help: str = "replace an existing output that is not an xla-bugkit bundle",
+) -> None:
+    p.add_argument("--force", action="store_true", help=help)
+
+
+def add_releases(p: argparse.ArgumentParser) -> None:
+    """--wheels and --python: where jaxlib releases come from and the Python they run
+    under (``bisect``, ``verify --jaxlib``)."""
+    p.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="take releases from the jaxlib-*.whl and jax-*.whl wheels in DIR instead of "
+        "downloading them (for machines without access to the package index)",
+    )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="another Python interpreter (python3.12), for the releases built only for "
+        "newer Pythons than this one: their wheels and the numpy, ml_dtypes and scipy they "
+        "need are taken for it, and their replay runs under it",
+    )
+
+
 def add_fake_data(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fake-data",
@@ -96,6 +156,13 @@ def regex(text: str) -> str:
     return text
 
 
+def release_number(text: str) -> str:
+    """A release number as the index spells it: "0.8.1", "0.9.0.1"."""
+    if not is_release_number(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a release number such as 0.8.1")
+    return text
+
+
 def tolerance_value(text: str) -> float:
     try:
         value = float(text)
@@ -112,3 +179,18 @@ def tolerance(args: argparse.Namespace) -> Tolerance:
 
     rtol = args.rtol if args.rtol is not None else REL_BOUND
     return Tolerance(rtol=rtol, atol=args.atol)
+
+
+def emit(json_output: bool, to_json: Callable[[], object], text: Callable[[], str]) -> None:
+    """A command's result on stdout: ``to_json()`` as JSON with ``--json``, else ``text()``."""
+    if json_output:
+        json.dump(to_json(), sys.stdout, indent=2)
+        print()
+    else:
+        print(text())
+
+
+def usage_error(message: str) -> int:
+    """What argparse finds wrong, found after it: one line, and its exit code."""
+    print(f"xla-bugkit: error: {message}", file=sys.stderr)
+    return ExitCode.USAGE

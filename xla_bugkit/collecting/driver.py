@@ -155,7 +155,7 @@ def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool
     (and not where every replay ran a Pallas kernel, which no reference can check on any
     inputs)."""
     from xla_bugkit.failure.classify import Kind  # imported while the program ran (warm)
-    from xla_bugkit.replay.protocol import KERNEL_ONLY
+    from xla_bugkit.replay import KERNEL_ONLY
 
     return (
         options.snapshots is None

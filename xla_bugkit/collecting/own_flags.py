@@ -15,9 +15,14 @@ from pathlib import Path
 from xla_bugkit.bundle import triage
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.hlo import flags
-from xla_bugkit.replay import judge, spawn
-from xla_bugkit.replay.context import RunContext
-from xla_bugkit.replay.inputs import module_files, replay_input
+from xla_bugkit.replay import (
+    PROCESS_FLAGS,
+    ReplayOptions,
+    RunContext,
+    module_files,
+    replay,
+    replay_input,
+)
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import NO_REFERENCE, Verdict
@@ -138,13 +143,15 @@ def probe(
         """The module replayed with the run's own flags and options less all but ``keep``."""
         drop = names - keep
         kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in drop)
-        return judge.replay(
+        return replay(
             replace(as_run, xla_flags=kept, flags_given=True),
             expected=run.failure,
-            timeout=timeout,
-            memory_limit=context.memory_limit(inp),
-            use_data=use_data,
-            reference=wrong,
+            options=ReplayOptions(
+                timeout=timeout,
+                memory_limit=context.memory_limit(inp),
+                use_data=use_data,
+                reference=wrong,
+            ),
         )
 
     with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
@@ -186,4 +193,4 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
 def _own(run: RunRecord) -> tuple[str, ...]:
     """The XLA flags the run set itself: those in force, less the dump flags and the
     device count a replay sets for itself."""
-    return tuple(f for f in run.flags_in_force if flags.name_of(f) not in spawn.PROCESS_FLAGS)
+    return tuple(f for f in run.flags_in_force if flags.name_of(f) not in PROCESS_FLAGS)

@@ -1,5 +1,5 @@
 """collect's replay stage: each chosen module replayed in a child, judged against the run's
-failure (the next module's child imports jax while one replays: ``children.Spares``); Ctrl-C
+failure (the next module's child imports jax while one replays: ``Spares``); Ctrl-C
 stops the stage, not the bundle that follows it."""
 
 from __future__ import annotations
@@ -15,9 +15,17 @@ from types import FrameType
 
 from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay import children, spawn
-from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
-from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
+from xla_bugkit.replay import (
+    UNRECORDED,
+    ReplayInput,
+    ReplayOptions,
+    RunContext,
+    Spares,
+    module_files,
+    replay_input,
+    replay_module,
+    split_flags,
+)
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
 
@@ -55,12 +63,12 @@ def replay_stage(
     verdicts: list[Verdict] = []
     inputs = [_input(root, c, context) for c in chosen]
     try:
-        with interrupts.installed(), children.Spares() as spares:
+        with interrupts.installed(), Spares() as spares:
             for i, c in enumerate(chosen):
                 # The next module's child imports jax while this one replays.
                 following = inputs[i + 1] if i + 1 < len(inputs) else None
                 if following is not None:
-                    spares.start(following.platform, spawn.split_flags(following)[0])
+                    spares.start(following.platform, split_flags(following)[0])
                 keep = arrays / c.module.label if arrays is not None else None
                 verdict = _replay_one(
                     c,
@@ -109,7 +117,7 @@ def _replay_one(
     ui: Ui,
     keep: Path | None = None,
     context: RunContext = UNRECORDED,
-    spares: children.Spares | None = None,
+    spares: Spares | None = None,
 ) -> Verdict | None:
     m = chosen.module
     if inp is None:
@@ -120,10 +128,9 @@ def _replay_one(
             inp,
             expected=expected,
             context=context,
-            timeout=timeout,
-            use_data=use_data,
-            keep_arrays=keep,
-            spares=spares,
+            options=ReplayOptions(
+                timeout=timeout, use_data=use_data, keep_arrays=keep, spares=spares
+            ),
         )
     for v in (verdict, verdict.second):
         if v is not None:

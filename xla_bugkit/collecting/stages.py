@@ -18,8 +18,7 @@ from xla_bugkit.collecting.replays import Replays, replay_stage
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import differential, native
-from xla_bugkit.replay.context import RunContext
+from xla_bugkit.replay import RunContext, differential, fallback_note
 from xla_bugkit.run import evidence
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.ui import Ui
@@ -79,7 +78,7 @@ def replay_modules(
     verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
     known = known or {}
     context = _context(run, selection, options)
-    if note := native.fallback_note(context.framework):
+    if note := fallback_note(context.framework):
         ui.warn(note)
     replays = replay_stage(
         root,
@@ -242,24 +241,17 @@ def stage_bundle(
     ``arrays`` holds the replays' arrays (``replay_modules``); ``as_bundled``: the failing
     module's replay on generated inputs, when ``dropped`` holds its snapshot."""
     shutil.rmtree(stage_dir, ignore_errors=True)
-    return build.build(
-        stage_dir,
-        index=found.index,
-        selection=selection,
-        run=run,
-        verdicts=verdicts,
-        redactor=redactor,
-        env=env,
+    inputs = build.BundleInputs(
+        found.index, selection, run, verdicts, redactor, env, found.problems, arrays, as_bundled
+    )
+    asked = build.BundleAsked(
+        options.output.name,
         data=options.data,
-        bundle_name=options.output.name,
-        dropped=dropped,
-        problems=found.problems,
-        arrays=arrays,
         include_source=options.include_source,
         replayed=options.replay,
         repo=options.repo,
-        as_bundled=as_bundled,
     )
+    return build.build(stage_dir, inputs, asked, dropped=dropped)
 
 
 def _context(run: RunRecord, selection: Selection, options: CollectOptions) -> RunContext:

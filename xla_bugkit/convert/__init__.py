@@ -24,7 +24,7 @@ from xla_bugkit.convert.child import ERROR
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.proc import leftovers
-from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay import memory_limit
 
 # Output forms, and the suffixes that ask for them.
 FORMS = {

@@ -15,7 +15,7 @@ from typing import Any
 from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.jaxlib_adapter import convert
-from xla_bugkit.replay.protocol import run_and_exit
+from xla_bugkit.replay import run_and_exit
 
 ERROR = "XLA_BUGKIT_CONVERT_ERROR: "
 

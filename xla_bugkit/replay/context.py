@@ -21,6 +21,7 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.replay import native
 from xla_bugkit.replay.inputs import Release, ReplayInput
 from xla_bugkit.replay.limits import capped, memory_limit
+from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.verdict import Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
@@ -89,7 +90,7 @@ class RunContext:
 
 # A module with no record of its run (a dump folder): its own debug options, the machine's
 # memory policy, jaxlib.
-UNRECORDED = RunContext()
+UNRECORDED: RunContext = RunContext()
 
 
 def replay_module(
@@ -97,15 +98,14 @@ def replay_module(
     *,
     expected: Failure | None,
     context: RunContext,
-    **options: Any,
+    options: ReplayOptions = PLAIN,
 ) -> Verdict:
-    """Replay ``inp`` as it ran (``RunContext``) and judge it against ``expected``;
-    ``options`` are ``native.replay``'s (timeout, use_data, keep_arrays, spares)."""
+    """Replay ``inp`` as it ran (``RunContext``: its flags, its interpreter, its memory cap)
+    and judge it against ``expected``."""
     inp = context.input(inp)
     return native.replay(
         inp,
         framework=context.framework,
         expected=expected,
-        memory_limit=context.memory_limit(inp),
-        **options,
+        options=replace(options, memory_limit=context.memory_limit(inp)),
     )

@@ -27,6 +27,7 @@ from xla_bugkit.replay.batch import env_flags, replay_batch
 from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
 
@@ -220,9 +221,9 @@ class _Search:
         verdict = replay(
             inp,
             expected=self.expected,
-            timeout=timeout,
-            memory_limit=self._memory(inp),
-            keep_arrays=self._keep(module),
+            options=ReplayOptions(
+                timeout=timeout, memory_limit=self._memory(inp), keep_arrays=self._keep(module)
+            ),
         )
         if self.clock() - self.started >= self.budget and not verdict.reproduced:
             self.stopped = f"the {self.budget:g} s budget (--budget) ran out"

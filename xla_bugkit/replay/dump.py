@@ -12,6 +12,7 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.replay import extreme, judge, native
 from xla_bugkit.replay.context import RunContext, replay_module
 from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
@@ -70,7 +71,9 @@ def replay_dump(
             inp = replace(inp, xla_flags=tuple(flags.split(xla_flags)), flags_given=True)
         with ui.phase(f"replaying {module.label}"):
             # A dump may come from anyone: the same limits as verify's.
-            verdict = replay_module(inp, expected=None, context=context, timeout=timeout)
+            verdict = replay_module(
+                inp, expected=None, context=context, options=ReplayOptions(timeout=timeout)
+            )
             verdicts.append(_on_extremes(inp, verdict, context, timeout))
     if not verdicts:
         raise BugkitError(f"nothing in {target} can be replayed: no before-optimizations module")
@@ -88,9 +91,9 @@ def _on_extremes(
         lambda name: judge.replay(
             inp,
             expected=SUSPECTED,
-            timeout=timeout,
-            memory_limit=context.memory_limit(inp),
-            extreme_set=name,
+            options=ReplayOptions(
+                timeout=timeout, memory_limit=context.memory_limit(inp), extreme_set=name
+            ),
         ),
     )
 

@@ -20,14 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import config, proc
+from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.failure.xla_status import DISPATCH
-from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import extreme, protocol, spawn
-from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.replay.protocol import marker
 from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE
@@ -42,60 +41,53 @@ def _under(asked: ReplayInput, ran: ReplayInput, child: spawn.Child) -> str:
 
 
 def replay(
-    inp: ReplayInput,
-    *,
-    expected: Failure | None,
-    timeout: float = config.REPLAY_TIMEOUT,
-    memory_limit: int | None = None,
-    use_data: bool = True,
-    seed: int = SEED,
-    reference: bool = True,
-    keep_arrays: Path | None = None,
-    extreme_set: str | None = None,
-    spares: Spares | None = None,
+    inp: ReplayInput, *, expected: Failure | None, options: ReplayOptions = PLAIN
 ) -> Verdict:
-    """Replay ``inp`` in a child process and judge the result against ``expected``.
+    """Replay ``inp`` in a child process and judge it.
 
     ``expected`` is the failure recorded when the bundle was made; None (or a success) means
-    the program finished and a wrong result is suspected. ``use_data=False`` (or a missing
-    snapshot) runs on inputs generated from ``seed``. ``reference=False`` skips the
-    wrong-result check. The child gets ``timeout`` seconds and ``memory_limit`` bytes for the
-    test and the references together; a reference cut short is reported missing, never as a
-    failure of the module. ``keep_arrays``: a folder to copy the child's arrays into (the
-    test's outputs and the references, as ``protocol.save_arrays`` wrote them).
+    the program finished and a wrong result is suspected. ``options.use_data=False`` (or a
+    missing snapshot) runs on inputs generated from ``options.seed``; ``reference=False``
+    skips the wrong-result check. The child gets ``timeout`` seconds and ``memory_limit``
+    bytes for the test and the references together; a reference cut short is reported
+    missing, never as a failure of the module. ``keep_arrays``: a folder to copy the child's
+    arrays into (the test's outputs and the references, as ``protocol.save_arrays`` wrote
+    them).
 
     A wrong result that generated inputs do not show is tried on extreme values too
     (``extreme_set``, one of ``extreme.SETS``); the verdict names the set that showed it
     (its arrays are not kept: the bundle's repro.py runs on the generated inputs).
     ``spares``: children started ahead, one of which may run the replay.
     """
+    o = options
     limits: dict[str, Any] = {
-        "timeout": timeout,
-        "limits": proc.Limits(memory_bytes=memory_limit) if memory_limit else None,
+        "timeout": o.timeout,
+        "limits": proc.Limits(memory_bytes=o.memory_limit) if o.memory_limit else None,
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
         spec = spawn.child_spec(
             inp,
             Path(tmp),
-            use_data=use_data,
-            seed=seed,
-            reference=reference,
-            extreme_set=extreme_set,
+            use_data=o.use_data,
+            seed=o.seed,
+            reference=o.reference,
+            extreme_set=o.extreme_set,
         )
         dropped: list[str] = []
-        child, ran = spawn.spawn_settled(inp, spec, limits, spares, dropped)
-        if keep_arrays is not None:
-            keep_arrays.mkdir(parents=True, exist_ok=True)
+        child, ran = spawn.spawn_settled(inp, spec, limits, o.spares, dropped)
+        if o.keep_arrays is not None:
+            o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
-                shutil.copyfile(saved, keep_arrays / saved.name)
-        verdict = _verdict(inp, child, expected, timeout, reference=reference)
+                shutil.copyfile(saved, o.keep_arrays / saved.name)
+        verdict = _verdict(inp, child, expected, o.timeout, reference=o.reference)
         if inp.python is not None:
             verdict = replace(verdict, under=_under(inp, ran, child))
         if inp.release is not None:
             withheld = (*verdict.withheld, *dropped)
             verdict = replace(verdict, under=f"jaxlib {inp.release.version}", withheld=withheld)
-    if extreme_set is not None or not reference:
+    if o.extreme_set is not None or not o.reference:
         return verdict
+    keep_arrays = o.keep_arrays
 
     def on_extremes(name: str) -> Verdict:
         # The arrays kept are those of the verdict returned: a set's replace the first
@@ -105,12 +97,7 @@ def replay(
             again = replay(
                 inp,
                 expected=expected,
-                timeout=timeout,
-                memory_limit=memory_limit,
-                use_data=use_data,
-                seed=seed,
-                keep_arrays=kept,
-                extreme_set=name,
+                options=replace(o, keep_arrays=kept, extreme_set=name, spares=None),
             )
             if again.reproduced and kept is not None and keep_arrays is not None:
                 for old in keep_arrays.glob("*.npz"):

@@ -22,14 +22,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import config, proc
+from xla_bugkit import proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
 from xla_bugkit.hlo import flags
-from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import _torch_xla, children, judge, protocol, spawn
 from xla_bugkit.replay.inputs import ReplayInput
+from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.verdict import Outcome, Verdict
 
 # torch_xla's PJRT_DEVICE for each platform a dump names.
@@ -85,32 +85,18 @@ def replay(
     *,
     framework: Framework | None,
     expected: Failure | None,
-    timeout: float = config.REPLAY_TIMEOUT,
-    memory_limit: int | None = None,
-    use_data: bool = True,
-    keep_arrays: Path | None = None,
-    spares: children.Spares | None = None,
+    options: ReplayOptions = PLAIN,
 ) -> Verdict:
     """The verdict on ``inp`` of a ``framework``'s bundle: under the framework's own XLA
     first where it can run, with the jaxlib replay (``judge.replay``) as its ``second``;
-    under jaxlib alone otherwise. ``keep_arrays`` keeps the jaxlib replay's arrays (the
-    bundle's repro.py runs under jaxlib); ``spares``: jaxlib replay children started
-    ahead (``children.Spares``)."""
+    under jaxlib alone otherwise. ``options.keep_arrays`` keeps the jaxlib replay's arrays
+    (the bundle's repro.py runs under jaxlib); ``options.spares``: jaxlib replay children
+    started ahead (``children.Spares``)."""
     own = native_label(framework)
     native = None
     if own is not None:
-        native = replay_native(
-            inp, expected=expected, timeout=timeout, memory_limit=memory_limit, use_data=use_data
-        )
-    verdict = judge.replay(
-        inp,
-        expected=expected,
-        timeout=timeout,
-        memory_limit=memory_limit,
-        use_data=use_data,
-        keep_arrays=keep_arrays,
-        spares=spares,
-    )
+        native = replay_native(inp, expected=expected, options=options)
+    verdict = judge.replay(inp, expected=expected, options=options)
     if framework in (None, Framework.JAX):
         return verdict
     verdict = replace(verdict, under=jaxlib_label())
@@ -130,21 +116,16 @@ def child_env(inp: ReplayInput) -> dict[str, str]:
 
 
 def replay_native(
-    inp: ReplayInput,
-    *,
-    expected: Failure | None,
-    timeout: float = config.REPLAY_TIMEOUT,
-    memory_limit: int | None = None,
-    use_data: bool = True,
-    seed: int = SEED,
+    inp: ReplayInput, *, expected: Failure | None, options: ReplayOptions = PLAIN
 ) -> Verdict:
     """Replay ``inp`` under torch_xla's own XLA in a child process, judged as ``judge``
     judges its own children (no references: a clean run is ``not reproduced``)."""
+    memory_limit, timeout = options.memory_limit, options.timeout
     limits = proc.Limits(memory_bytes=memory_limit) if memory_limit else None
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-native-") as tmp:
         out = Path(tmp)
         spec: dict[str, Any] = spawn.child_spec(
-            inp, out, use_data=use_data, seed=seed, reference=False
+            inp, out, use_data=options.use_data, seed=options.seed, reference=False
         )
         spec_path = out / protocol.SPEC
         spec_path.write_text(json.dumps(spec))

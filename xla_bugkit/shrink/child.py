@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit import jaxlib_adapter
-from xla_bugkit.replay import protocol
+from xla_bugkit.replay import PHASE, protocol, say
 from xla_bugkit.replay.child import opbyop
-from xla_bugkit.replay.protocol import PHASE, say
 
 INVALID = f"{protocol.MARKER}_INVALID: "  # the candidate does not parse or convert
 EXIT_INVALID = 3

@@ -84,7 +84,7 @@ def _without_entry_layout(header: str) -> str:
 
 
 def parse(text: str) -> Candidate:
-    """The candidate of a whole module, as jaxlib printed it (``_jaxlib.module_text``)."""
+    """The candidate of a whole module, as jaxlib printed it (``jaxlib_adapter.module_text``)."""
     module = parser.parse_module(text)
     entry_name = next(
         (n for n, lines in module.computations.items() if lines[0].startswith("ENTRY ")), None

@@ -15,8 +15,7 @@ from enum import StrEnum
 import numpy as np
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
-from xla_bugkit.replay import protocol
-from xla_bugkit.replay.compare import compare_outputs
+from xla_bugkit.replay import compare_outputs, protocol
 from xla_bugkit.shrink import child
 from xla_bugkit.shrink.probe import ProbeRun
 

@@ -28,9 +28,7 @@ from xla_bugkit.choose.dumps import Role
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.hlo.literal import numpy_to_literal
-from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay import ReplayInput, ReplayOptions, memory_limit, replay
 from xla_bugkit.shrink.shrinker import Shrunk
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
@@ -85,7 +83,11 @@ def check_replay(
         platform=original.platform,
     )
     limit = memory_limit(inp.platform)
-    return replay(inp, expected=expected, timeout=timeout, memory_limit=limit, keep_arrays=arrays)
+    return replay(
+        inp,
+        expected=expected,
+        options=ReplayOptions(timeout=timeout, memory_limit=limit, keep_arrays=arrays),
+    )
 
 
 def add_repro(

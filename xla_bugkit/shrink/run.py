@@ -20,11 +20,17 @@ from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.proc import leftovers
-from xla_bugkit.replay.context import RunContext
-from xla_bugkit.replay.dump import failed
-from xla_bugkit.replay.inputs import ReplayInput, dump_modules, module_files, replay_input
-from xla_bugkit.replay.judge import replay
-from xla_bugkit.replay.limits import memory_limit
+from xla_bugkit.replay import (
+    ReplayInput,
+    ReplayOptions,
+    RunContext,
+    dump_modules,
+    failed,
+    memory_limit,
+    module_files,
+    replay,
+    replay_input,
+)
 from xla_bugkit.shrink import output
 from xla_bugkit.shrink.result import ShrinkResult
 from xla_bugkit.shrink.shrinker import STAGES, ShrinkOptions, shrink
@@ -198,7 +204,11 @@ def shrink_dump(
             continue
         with ui.phase(f"replaying {m.label}"):
             verdict = replay(
-                inp, expected=None, timeout=options.timeout, memory_limit=memory_limit(inp.platform)
+                inp,
+                expected=None,
+                options=ReplayOptions(
+                    timeout=options.timeout, memory_limit=memory_limit(inp.platform)
+                ),
             )
         if not failed(verdict):
             ui.detail(f"{m.label}: {verdict.outcome.value}")

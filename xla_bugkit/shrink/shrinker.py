@@ -19,10 +19,7 @@ from xla_bugkit import config
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.hlo import flags, hlo_proto, literal
-from xla_bugkit.replay import protocol
-from xla_bugkit.replay.context import UNRECORDED, RunContext
-from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay import UNRECORDED, ReplayInput, ReplayOptions, RunContext, protocol, replay
 from xla_bugkit.shrink import child, flagmin, hlo_text, passes
 from xla_bugkit.shrink.around import around_pass
 from xla_bugkit.shrink.hlo_text import Candidate
@@ -83,9 +80,11 @@ def confirm(inp: ReplayInput, expected: Failure | None, options: ShrinkOptions, 
                 replay(
                     inp,
                     expected=expected,
-                    timeout=timeout,
-                    use_data=options.use_data,
-                    memory_limit=options.context.memory_limit(inp),
+                    options=ReplayOptions(
+                        timeout=timeout,
+                        use_data=options.use_data,
+                        memory_limit=options.context.memory_limit(inp),
+                    ),
                 )
             )
     failed = [v for v in verdicts if v.reproduced]

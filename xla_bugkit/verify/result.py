@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay.elsewhere import Unverified
+from xla_bugkit.replay import Unverified
 from xla_bugkit.verdict import Outcome, Verdict
 
 

@@ -14,10 +14,19 @@ from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.envinfo import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
-from xla_bugkit.replay import children, elsewhere, native
-from xla_bugkit.replay.context import RunContext, replay_module
-from xla_bugkit.replay.elsewhere import Unverified
-from xla_bugkit.replay.inputs import Release, ReplayInput, replay_input, replay_platform
+from xla_bugkit.replay import (
+    Release,
+    ReplayInput,
+    ReplayOptions,
+    RunContext,
+    Spares,
+    Unverified,
+    elsewhere,
+    fallback_note,
+    replay_input,
+    replay_module,
+    replay_platform,
+)
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.verify.result import ModuleCheck, VerifyResult
@@ -44,7 +53,7 @@ def verify_bundle(
     with contextlib.ExitStack() as stack:
         # A replay child imports jax (seconds) while the bundle unpacks; most bundles are
         # of CPU modules, and one of another platform gets a child of its own.
-        spares = stack.enter_context(children.Spares())
+        spares = stack.enter_context(Spares())
         if release is None:  # children of the installed jaxlib only
             spares.start("cpu")
         b = stack.enter_context(
@@ -68,7 +77,7 @@ def verify_bundle(
             fake_data=fake_data,
             release=release,
         )
-        if note := native.fallback_note(context.framework):
+        if note := fallback_note(context.framework):
             ui.say(note)
         modules = b.manifest["modules"]
         checks = []
@@ -125,7 +134,7 @@ def _replay_module(
     timeout: float,
     ui: Ui,
     context: RunContext,
-    spares: children.Spares | None = None,
+    spares: Spares | None = None,
 ) -> ModuleCheck:
     recorded = (module.get("replay") or {}).get("outcome")
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
@@ -137,7 +146,10 @@ def _replay_module(
         if not elsewhere.absent_here(inp.platform):
             with ui.phase(f"replaying {module['label']}"):
                 verdict = replay_module(
-                    inp, expected=failure, context=context, timeout=timeout, spares=spares
+                    inp,
+                    expected=failure,
+                    context=context,
+                    options=ReplayOptions(timeout=timeout, spares=spares),
                 )
             if not elsewhere.missing_platform(verdict):
                 return ModuleCheck(module["label"], verdict, recorded)
@@ -159,7 +171,10 @@ def _unverified(
     versions = b.manifest["versions"]
     with ui.phase(f"running {inp.name} on the CPU"):
         cpu = replay_module(
-            replace(inp, platform="cpu"), expected=failure, context=context, timeout=timeout
+            replace(inp, platform="cpu"),
+            expected=failure,
+            context=context,
+            options=ReplayOptions(timeout=timeout),
         )
     return Unverified(
         needs=elsewhere.needs(inp.platform, versions),

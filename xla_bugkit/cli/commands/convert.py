@@ -1,16 +1,20 @@
-"""``xla-bugkit convert IN OUT``: a module from one form to another (``xla_bugkit.convert``).
-
-Light at import: the command line's help is built from it.
-"""
+"""``xla-bugkit convert IN OUT``: a module from one form to another (``xla_bugkit.convert``)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from xla_bugkit.cli import options
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 
+HELP = "a module from one form to another: HLO text, .hlo.pb, StableHLO, a graph"
+DESCRIPTION = (
+    "Convert a module between HLO text, the .hlo.pb proto, StableHLO (text or bytecode), "
+    "metadata-free text for older releases, and a graph (DOT or HTML), as XLA's hlo-opt does, "
+    "without Bazel. The input's form is read from its content."
+)
 EPILOG = """\
 examples:
   xla-bugkit convert module_0006.jit_f.before_optimizations.hlo.pb jit_f.txt
@@ -46,14 +50,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ".dot .html)",
     )
     p.add_argument("--to", choices=FORMS, help="the form to write, whatever OUT's suffix")
-    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    options.add_force(p, "replace OUT if it exists")
 
 
-def convert_command(source: Path, out: Path, *, to: str | None, force: bool, ui: Ui) -> int:
+def run(args: argparse.Namespace, ui: Ui) -> int:
     from xla_bugkit.convert import convert
 
+    source: Path = args.source
+    out: Path = args.out
     with ui.phase(f"converting {source.name}"):
-        notes = convert(source, out, to=to, force=force)
+        notes = convert(source, out, to=args.to, force=args.force)
     for note in notes:
         ui.warn(note)
     ui.say(f"wrote {out}")

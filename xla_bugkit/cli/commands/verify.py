@@ -2,38 +2,54 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
+import argparse
+from typing import TYPE_CHECKING
 
-from xla_bugkit import config, jaxlib_adapter
-from xla_bugkit.bisect import cache
-from xla_bugkit.bundle.manifest import edited_notice
+from xla_bugkit.cli import options
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.failure.classify import Kind
-from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.ui import Ui, shown
-from xla_bugkit.verdict import Outcome
-from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
-from xla_bugkit.verify import VerifyResult, verify_bundle
+
+if TYPE_CHECKING:
+    from xla_bugkit.verify import VerifyResult
+
+HELP = "check a bundle's integrity and replay it here"
+DESCRIPTION = (
+    "Unpack a bundle safely, check every file against the manifest, replay its modules, and "
+    "say whether the recorded failure reproduces on this machine."
+)
+EPILOG = """\
+examples:
+  xla-bugkit verify bundle.7z
+  xla-bugkit verify --json bug.zip > verdicts.json
+  xla-bugkit verify bug/
+      a bundle unpacked by hand (unzip bug.zip -d bug): checked as its archive is
+"""
 
 
-def verify(
-    bundle_path: Path,
-    *,
-    json_output: bool = False,
-    timeout: float = config.REPLAY_TIMEOUT,
-    ui: Ui | None = None,
-    tolerance: Tolerance = DEFAULT_TOLERANCE,
-    fake_data: bool = False,
-    jaxlib: str | None = None,
-    wheels: Path | None = None,
-    python: str | None = None,
-) -> int:
-    """CLI: print the verdict table (or JSON); exit 0 when the failure reproduces here.
-    ``jaxlib``: replay under that release (from ``wheels``, or through pip) instead, under
-    the interpreter ``python`` when given (a release built only for a newer Python)."""
-    ui = ui or Ui()
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_bundle(p)
+    options.add_json(p, "print the verdicts as JSON on stdout")
+    p.add_argument(
+        "--jaxlib",
+        type=options.release_number,
+        metavar="VERSION",
+        help="replay under this jaxlib release (downloaded through pip once, then cached)",
+    )
+    options.add_releases(p)
+    options.add_timeout(p, "how long each module's replay may take (default %(default)g s)")
+    options.add_tolerance(p)
+    options.add_fake_data(p)
+
+
+def run(args: argparse.Namespace, ui: Ui) -> int:
+    """Print the verdict table (or JSON); exit 0 when the failure reproduces here.
+    ``--jaxlib``: replay under that release (from ``--wheels``, or through pip) instead, under
+    the interpreter ``--python`` when given (a release built only for a newer Python)."""
+    from xla_bugkit import jaxlib_adapter
+    from xla_bugkit.bisect import cache
+    from xla_bugkit.verify import verify_bundle
+
+    jaxlib, wheels, python = args.jaxlib, args.wheels, args.python
     release = None
     if jaxlib is not None and (python is not None or jaxlib != jaxlib_adapter.jaxlib_version()):
         with ui.phase(f"getting jaxlib {jaxlib}"):
@@ -42,24 +58,25 @@ def verify(
         given = "--wheels" if wheels is not None else "--python"
         raise BugkitError(f"{given} goes with --jaxlib VERSION: which release to take")
     result = verify_bundle(
-        bundle_path,
-        timeout=timeout,
+        args.bundle,
+        timeout=args.timeout,
         ui=ui,
-        tolerance=tolerance,
-        fake_data=fake_data,
+        tolerance=options.tolerance(args),
+        fake_data=args.fake_data,
         release=release,
     )
-    if json_output:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        print()
-    else:
-        print(shown(render_table(result)))  # a stranger's headline, notes, evidence
+    # The text quotes a stranger's headline, notes and evidence.
+    options.emit(args.json, result.to_json, lambda: shown(render_table(result)))
     if result.reproduced:
         return ExitCode.OK
     return ExitCode.UNVERIFIED if result.unverified else ExitCode.NOT_REPRODUCED
 
 
 def render_table(result: VerifyResult) -> str:
+    from xla_bugkit.bundle.manifest import edited_notice
+    from xla_bugkit.failure.classify import Kind
+    from xla_bugkit.verdict import Outcome
+
     lines = [f"recorded failure: {result.failure.describe}"]
     if result.flags:
         # They can be the cause (a pass turned off): a reader of the verdicts must know.
@@ -143,5 +160,7 @@ def render_table(result: VerifyResult) -> str:
 
 def _kernels_only(result: VerifyResult) -> bool:
     """Every module ran (on a TPU) but holds a Pallas kernel that nothing can check."""
+    from xla_bugkit.replay import KERNEL_ONLY
+
     verdicts = [c.verdict for c in result.checks]
     return bool(verdicts) and all(v is not None and KERNEL_ONLY in v.evidence for v in verdicts)

@@ -4,22 +4,26 @@ every data file it reads found, the dependencies' versions, and the pip that ``b
 
 A module left out of an install fails only when the command that needs it runs, often
 after the program it watched has ended; this finds it at once, and says how to reinstall.
-Light at import: the command line's help is built from it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import pkgutil
 import sys
 from dataclasses import asdict, dataclass, field
-from importlib import metadata, resources
 
 from xla_bugkit import __version__
+from xla_bugkit.cli import options
 from xla_bugkit.errors import REINSTALL, ExitCode
+from xla_bugkit.ui import Ui
 
+HELP = "check that the installation is whole: modules, data files, dependencies"
+DESCRIPTION = (
+    "Import every module of xla-bugkit, look for every data file it reads, and print the "
+    "versions of its dependencies; say what is missing and how to reinstall."
+)
 EPILOG = """\
 examples:
   xla-bugkit doctor           what is installed, and whether anything is missing
@@ -36,8 +40,8 @@ PACKAGES = (
     "xla_bugkit.bundle.manifest",
     "xla_bugkit.choose",
     "xla_bugkit.cli",
+    "xla_bugkit.cli.commands",
     "xla_bugkit.collecting",
-    "xla_bugkit.commands",
     "xla_bugkit.convert",
     "xla_bugkit.examples",
     "xla_bugkit.failure",
@@ -89,11 +93,22 @@ class Report:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    options.add_json(p, "print the report as JSON on stdout")
+
+
+def run(args: argparse.Namespace, ui: Ui) -> int:
+    """Check the installation, print what was found; exit 1 when anything is missing."""
+    report = check()
+    options.emit(
+        args.json, lambda: {**asdict(report), "whole": report.whole}, lambda: render(report)
+    )
+    return ExitCode.OK if report.whole else ExitCode.ERROR
 
 
 def check() -> Report:
     """Import every module, look for every data file, read the dependencies' versions."""
+    from importlib import metadata, resources  # tens of ms: not on every command's start
+
     report = Report(
         __version__,
         str(resources.files("xla_bugkit")),
@@ -129,25 +144,23 @@ def _imports(name: str, report: Report) -> bool:
     return True
 
 
-def doctor_command(*, json_output: bool) -> int:
-    """CLI: check the installation, print what was found; exit 1 when anything is missing."""
-    report = check()
-    if json_output:
-        print(json.dumps({**asdict(report), "whole": report.whole}, indent=2))
-        return ExitCode.OK if report.whole else ExitCode.ERROR
-    print(f"xla-bugkit {report.version} at {report.location}")
-    print(f"  {report.python}")
-    print(f"  {report.modules} modules import")
+def render(report: Report) -> str:
+    """What ``check`` found, and what to do about what is missing."""
     versions = ", ".join(f"{d} {v or 'MISSING'}" for d, v in report.dependencies.items())
-    print(f"  {versions}")
-    for what in report.missing:
-        print(f"  missing: {what}")
-    absent = [d for d, v in report.dependencies.items() if v is None and d != "pip"]
+    lines = [
+        f"xla-bugkit {report.version} at {report.location}",
+        f"  {report.python}",
+        f"  {report.modules} modules import",
+        f"  {versions}",
+        *[f"  missing: {what}" for what in report.missing],
+    ]
     if report.whole:
-        print("the installation is whole")
-        return ExitCode.OK
+        return "\n".join([*lines, "the installation is whole"])
+    absent = [d for d, v in report.dependencies.items() if v is None and d != "pip"]
     if absent:
-        print(f"not installed: {', '.join(absent)}: python -m pip install {' '.join(absent)}")
+        lines.append(
+            f"not installed: {', '.join(absent)}: python -m pip install {' '.join(absent)}"
+        )
     if report.missing:
-        print(f"this installation of xla-bugkit is incomplete: {REINSTALL}")
-    return ExitCode.ERROR
+        lines.append(f"this installation of xla-bugkit is incomplete: {REINSTALL}")
+    return "\n".join(lines)

@@ -1,8 +1,5 @@
 """``xla-bugkit cache``: the jaxlib releases that ``bisect`` and ``verify --jaxlib`` keep
-unpacked (``bisect.cache``), and ``--clear`` to remove them.
-
-Light at import: the command line's help is built from it.
-"""
+unpacked (``bisect.cache``), and ``--clear`` to remove them."""
 
 from __future__ import annotations
 
@@ -12,6 +9,11 @@ import time
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 
+HELP = "the jaxlib releases bisect keeps unpacked: list them, or --clear"
+DESCRIPTION = (
+    "List the jaxlib releases that bisect and verify --jaxlib keep unpacked, with their size "
+    "and last use, or remove them."
+)
 EPILOG = """\
 examples:
   xla-bugkit cache            the releases kept, their size and last use
@@ -27,11 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clear", action="store_true", help="remove every release from the cache")
 
 
-def cache_command(*, clear: bool, ui: Ui) -> int:
+def run(args: argparse.Namespace, ui: Ui) -> int:
     from xla_bugkit.bisect import cache, releases
 
     where = cache.root() / "releases"
-    if clear:
+    if args.clear:
         gone = cache.clear()
         size = sum(e.size for e in gone) / 1e6
         ui.say(f"removed {_releases(len(gone))} ({size:,.0f} MB) from {where}")

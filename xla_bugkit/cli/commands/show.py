@@ -6,22 +6,70 @@ The bundle is first read through every check ``verify`` makes (nothing is writte
 
 from __future__ import annotations
 
-import json
+import argparse
 import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.manifest import Manifest, check_bundle
-from xla_bugkit.bundle.manifest.schema import ModuleEntry
 from xla_bugkit.bundle.members import ISSUE
-from xla_bugkit.choose.dumps import Role
+from xla_bugkit.cli import options
 from xla_bugkit.errors import BadBundleError, BugkitError, ExitCode
-from xla_bugkit.ui import shown
+from xla_bugkit.ui import Ui, shown
+
+if TYPE_CHECKING:
+    from xla_bugkit.bundle.manifest import Manifest
+    from xla_bugkit.bundle.manifest.schema import ModuleEntry
+
+HELP = "list what a bundle shares, without extracting it"
+DESCRIPTION = (
+    "Print a bundle's failure, modules, notes and every file with its size, reading the "
+    "archive in place."
+)
+EPILOG = """\
+examples:
+  xla-bugkit show bundle.7z
+  xla-bugkit show --json bug.zip
+  xla-bugkit show bundle.7z --graph module.html
+      draw the shrunk module (or the chosen one) as a page that renders its graph
+"""
 
 ISSUE_LIMIT = 4 << 20
 MODULE_LIMIT = 1 << 30  # a module proto larger than this is not one to draw
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_bundle(p)
+    options.add_json(p, "print the manifest as JSON")
+    p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
+    p.add_argument("--graph", type=Path, metavar="OUT",
+                   help="write a module's graph to OUT (.html, or .dot for Graphviz)")  # fmt: skip
+    options.add_module(p, "with --graph: the module whose label matches RE")
+    options.add_force(p, "with --graph: replace OUT")
+
+
+def run(args: argparse.Namespace, ui: Ui) -> int:
+    """Print what the bundle holds (``--json``: its manifest; ``--issue``: its ISSUE.md;
+    ``--graph``: draw a module into that file)."""
+    from xla_bugkit.bundle.manifest import check_bundle
+
+    bundle: Path = args.bundle
+    try:
+        manifest = check_bundle(bundle)
+    except BadBundleError as e:
+        raise BadBundleError(f"this bundle would be refused: {e}") from None
+    if args.graph is not None:
+        label = write_graph(bundle, manifest, args.graph, args.module_re, args.force)
+        print(f"wrote {args.graph}: the graph of {label}")
+    elif args.issue:
+        text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
+        # As it is into a pipe (gh issue create); on a terminal, nothing it could act on.
+        sys.stdout.write(shown(text) if sys.stdout.isatty() else text)
+    else:
+        options.emit(args.json, lambda: manifest, lambda: shown(render(bundle, manifest)))
+    return ExitCode.OK
 
 
 def _printable(name: str) -> str:
@@ -51,6 +99,8 @@ def render(path: Path, manifest: Manifest) -> str:
 def graph_module(manifest: Manifest, module_re: str | None) -> ModuleEntry:
     """The module to draw: the one ``module_re`` matches, else the shrunk one, else the
     module the bundle was made for."""
+    from xla_bugkit.choose.dumps import Role
+
     modules = [m for m in manifest["modules"] if Role.BEFORE_PROTO.value in m["files"]]
     if module_re is not None:
         modules = [m for m in modules if re.search(module_re, m["label"])]
@@ -66,6 +116,7 @@ def write_graph(
     bundle: Path, manifest: Manifest, out: Path, module_re: str | None, force: bool
 ) -> str:
     """Draw a bundled module into ``out`` (.html or .dot); returns the module's label."""
+    from xla_bugkit.choose.dumps import Role
     from xla_bugkit.convert import convert, output_form
 
     if output_form(out, None) not in ("html", "dot"):
@@ -77,33 +128,3 @@ def write_graph(
         source.write_bytes(data)
         convert(source, out, force=force)
     return module["label"]
-
-
-def show(
-    bundle: Path,
-    *,
-    json_output: bool = False,
-    issue: bool = False,
-    graph: Path | None = None,
-    module_re: str | None = None,
-    force: bool = False,
-) -> int:
-    """CLI: print what ``bundle`` holds (``--json``: its manifest; ``issue``: its ISSUE.md;
-    ``graph``: draw a module into that file)."""
-    try:
-        manifest = check_bundle(bundle)
-    except BadBundleError as e:
-        raise BadBundleError(f"this bundle would be refused: {e}") from None
-    if graph is not None:
-        label = write_graph(bundle, manifest, graph, module_re, force)
-        print(f"wrote {graph}: the graph of {label}")
-    elif issue:
-        text = archive.read_member(bundle, ISSUE, ISSUE_LIMIT).decode("utf-8", "replace")
-        # As it is into a pipe (gh issue create); on a terminal, nothing it could act on.
-        sys.stdout.write(shown(text) if sys.stdout.isatty() else text)
-    elif json_output:
-        json.dump(manifest, sys.stdout, indent=2)
-        print()
-    else:
-        print(shown(render(bundle, manifest)))
-    return ExitCode.OK

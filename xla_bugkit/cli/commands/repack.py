@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from xla_bugkit import archive
-from xla_bugkit.bundle.manifest import edited_notice, open_bundle, renamed, reseal
-from xla_bugkit.bundle.output import check_output
+from xla_bugkit.cli import options
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.ui import Ui
 
+HELP = "write a bundle again in another format (GitHub accepts .zip, not .7z)"
+DESCRIPTION = (
+    "Unpack a bundle safely, check it against its manifest, and write it again in the format "
+    "OUT's name asks for."
+)
+EPILOG = """\
+examples:
+  xla-bugkit repack bundle.7z bundle.zip
+"""
 
-def repack(
-    bundle: Path, out: Path, *, fmt: str | None = None, force: bool = False, ui: Ui | None = None
-) -> int:
-    """Unpack ``bundle`` safely, check it against its manifest, and write it again as ``out``;
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", type=Path, help="the bundle to read")
+    p.add_argument("out", type=Path, help="the bundle to write: .zip, .tar.gz or .7z")
+    options.add_force(p, "replace an existing OUT that is not an xla-bugkit bundle")
+
+
+def run(args: argparse.Namespace, ui: Ui) -> int:
+    """Unpack the bundle safely, check it against its manifest, and write it again as OUT;
     edited human text (ISSUE.md, ...) is re-sealed: the new manifest records its new hashes.
 
-    An existing ``out`` is replaced only if it is an xla-bugkit bundle, or with ``force``.
+    An existing OUT is replaced only if it is an xla-bugkit bundle, or with ``--force``.
     """
-    ui = ui or Ui()
+    from xla_bugkit.bundle.manifest import edited_notice, open_bundle, renamed, reseal
+    from xla_bugkit.bundle.output import check_output
+
+    bundle: Path = args.bundle
+    out: Path = args.out
     if out.resolve() == bundle.resolve():
         raise BugkitError(f"{out} is the bundle itself: choose another output name")
-    chosen = check_output(out, fmt, force=force)
+    chosen = check_output(out, None, force=args.force)
     with open_bundle(bundle, prefix="xla-bugkit-repack-") as b:
         manifest = b.manifest
         if b.edited:
