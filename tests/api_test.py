@@ -47,7 +47,10 @@ def test_importing_the_package_loads_no_stage() -> None:
 def test_collect_starts_the_program_before_importing_the_stages_after_it() -> None:
     # Everything the CLI imports before the program starts delays the program; what runs
     # after it (archives, numpy, protos, the bundle) is imported while it runs.
-    loaded = _loaded_after("import xla_bugkit.cli.main, xla_bugkit.cli.commands.collect")
+    # The command imports the driver when it runs, before the program starts.
+    loaded = _loaded_after(
+        "import xla_bugkit.cli.main, xla_bugkit.cli.commands.collect, xla_bugkit.collecting.driver"
+    )
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     stages = {
         "xla_bugkit.collecting.bundling",
@@ -80,5 +83,9 @@ def test_building_the_command_line_parser_imports_nothing_heavy() -> None:
     heavy = {"py7zr", "numpy", "google.protobuf", "jax", "ml_dtypes"}
     assert not heavy & loaded
     assert not {
-        m for m in loaded if m.startswith(("xla_bugkit.replay.judge", "xla_bugkit.bisect.run"))
+        m
+        for m in loaded
+        if m.startswith(
+            ("xla_bugkit.replay.judge", "xla_bugkit.bisect.run", "xla_bugkit.collecting.options")
+        )
     }

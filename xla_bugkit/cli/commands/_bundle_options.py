@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xla_bugkit import config
 from xla_bugkit.cli import options
-from xla_bugkit.collecting import job
-from xla_bugkit.collecting.options import CollectOptions
+
+if TYPE_CHECKING:  # the pipeline's options: imported by the command that runs, not the parser
+    from xla_bugkit.collecting import job
+    from xla_bugkit.collecting.options import CollectOptions
 
 
 def add_bundle_options(p: argparse.ArgumentParser) -> None:
@@ -77,6 +79,9 @@ def collect_options(
     """``CollectOptions`` from the bundle's options (``add_bundle_options``) of a parsed
     command line, over the user's config defaults; ``job_part`` and ``run`` are what only
     ``collect`` asks (``bundle`` leaves them at their defaults)."""
+    from xla_bugkit.collecting import job
+    from xla_bugkit.collecting.options import CollectOptions
+
     output = args.output or Path(f"bundle.{args.format or defaults.format}")
     max_size = args.max_size if args.max_size is not None else config.parse_size(defaults.max_size)
     return CollectOptions(

@@ -8,14 +8,16 @@ import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import config
 from xla_bugkit.cli import options
 from xla_bugkit.cli.commands._bundle_options import add_bundle_options, collect_options
-from xla_bugkit.collecting import job
-from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.proc import leftovers
 from xla_bugkit.ui import Ui
+
+if TYPE_CHECKING:  # the pipeline: imported by ``run``, not by the parser every command builds
+    from xla_bugkit.collecting.options import CollectOptions
 
 HELP = "rerun a failing program with XLA dumps on and write a bug bundle"
 DESCRIPTION = (
@@ -132,6 +134,8 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
         return options.usage_error(
             "nothing to run: give the command after --, e.g. collect -- python x.py"
         )
+    from xla_bugkit.collecting import job
+
     defaults = config.load()
     part = job.parse(args.job_part) if args.job_part else job.detect(os.environ)
     chosen = collect_options(
