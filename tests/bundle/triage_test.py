@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from xla_bugkit.bundle.triage import sentence, title, triage
+from xla_bugkit.bundle.triage import triage
+from xla_bugkit.bundle.wording import sentence, title
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.verdict import Outcome, Verdict
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from xla_bugkit.bundle import excused, triage
+from xla_bugkit.bundle import excused, triage, wording
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.cli.commands import _summary
@@ -164,7 +164,7 @@ def test_a_mosaic_error_is_named_by_its_code_page_and_kernel_line() -> None:
     assert (found.kernel, found.source) == ("window_kernel", "mosaic_unaligned.py:14")
     assert found.message.startswith("cannot statically prove that index in dimension 1")
     failure = Failure.from_json(_manifest("mosaic_unaligned")["failure"])
-    title = triage.title(_triage("mosaic_unaligned"), failure, "tpu")
+    title = wording.title(_triage("mosaic_unaligned"), failure, "tpu")
     assert title.startswith("Pallas TPU kernel refused by Mosaic: E2003 CompileTimeMosaic")
 
 

@@ -20,6 +20,7 @@ from xla_bugkit.bundle import (
     report,
     repro,
     triage,
+    wording,
 )
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry
@@ -88,7 +89,7 @@ def build(
     notes = [text(n) for n in (*run.xla_flags.notes, *inputs.problems)]
     first = selection.chosen[0].module.name if selection.chosen else None
     saw = text(
-        triage.headline(
+        wording.headline(
             triage.of_run(run, verdicts, module=first),
             run.failure,
         )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage
+from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage, wording
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.failure import mosaic
@@ -71,7 +71,7 @@ def render(
         platform = run.culprit.process.platform or None
     first = selection.chosen[0].module.name if selection.chosen else None
     judged = triage.of_run(run, verdicts, module=first)
-    title = text(triage.title(judged, f, platform))
+    title = text(wording.title(judged, f, platform))
     rep = staged.repro
     before = _before_text(stage, rep)
     inline = before if len(before.rstrip("\n").splitlines()) <= INLINE_MODULE_LINES else ""
@@ -132,7 +132,7 @@ def _description(
 ) -> str:
     """Markdown: what happened, what the replay showed, what the run set itself that the
     failure may need, what xla-bugkit chose."""
-    lines = [triage.sentence(judged, run.failure)]
+    lines = [wording.sentence(judged, run.failure)]
     if judged.xla:
         lines.append(_replay_line(judged, verdicts, staged))
     if judged.what == "hang" and looped:

@@ -11,7 +11,8 @@ from xla_bugkit import config
 from xla_bugkit.bundle import framework_text, github, members
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
-from xla_bugkit.bundle.triage import Triage, headline
+from xla_bugkit.bundle.triage import Triage
+from xla_bugkit.bundle.wording import headline
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir

@@ -1,0 +1,130 @@
+"""A triage in words: the one-line headline for people, the issue's title and the first
+sentence of its description (``triage`` decides; this says it)."""
+
+from __future__ import annotations
+
+import re
+
+from xla_bugkit.bundle import issue
+from xla_bugkit.bundle.triage import Triage
+from xla_bugkit.failure import mosaic
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.verdict import Verdict
+
+
+def headline(t: Triage, failure: Failure) -> str:
+    """One line for people: what happened (a wrong result the replay proved is the news,
+    whatever the program's own check printed)."""
+    if t.what == "wrong result" and t.verdict is not None:
+        where = f" in {t.where}" if t.where else ""
+        return f"wrong result{where}: {t.verdict.evidence}"
+    return failure.describe
+
+
+def differences(verdict: Verdict) -> str:
+    """``"1 of 32769 elements differ from the op-by-op reference"`` for a wrong result."""
+    numbers = verdict.numbers
+    notes = numbers.get("notes")
+    if isinstance(notes, list) and notes:
+        return str(notes[0])
+    reference = numbers.get("reference", "a")
+    return (
+        f"{numbers.get('mismatches', '?')} of {numbers.get('elements', '?')} elements differ "
+        f"from the {reference} reference"
+    )
+
+
+def title(t: Triage, failure: Failure, platform: str | None) -> str:
+    """The issue's title: what happened, where, and the key line (not yet redacted)."""
+    xla = " ".join(p for p in ("XLA", (platform or "").upper()) if p)
+    where = f" in {t.where}" if t.where else ""
+    if not t.xla:
+        return issue.cut_title(f"{_ended(failure)} (no sign of an XLA bug)")
+    if t.what == "wrong result" and t.verdict is not None:
+        # The reference each value was checked against is the body's to say.
+        counted = differences(t.verdict).split(" from the ", 1)[0]
+        return issue.cut_title(f"{xla} wrong result{where}: {counted}")
+    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+        if failure.phase is Phase.COMPILE and t.where:
+            return issue.cut_title(f"{xla} hang while compiling {t.where}")
+        return issue.cut_title(f"{xla} hang{where}")
+    died = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+    if died and failure.site is None and failure.headline.startswith("killed by "):
+        # No message to quote: what died, on which signal, doing what.
+        doing = "compiling" if failure.kind is Kind.COMPILE_CRASH else "running"
+        sig = f" ({failure.signal})" if failure.signal else ""
+        return issue.cut_title(f"{xla} crash{sig} while {doing} {t.where or 'a module'}")
+    kernel = mosaic.find(failure.headline) if failure.kind is Kind.COMPILE_ERROR else None
+    if kernel is not None and kernel.code:
+        return issue.cut_title(
+            f"Pallas TPU kernel refused by Mosaic: {kernel.code} {kernel.name}: {kernel.message}"
+        )
+    message = _with_numbers(failure.signature, failure.headline) or failure.headline
+    return issue.title_for(failure.kind.value, message, platform=platform)
+
+
+def _with_numbers(signature: str, headline: str) -> str:
+    """The signature (its paths and addresses trimmed for comparing failures) with the
+    numbers it stands ``N`` for put back from the headline: "allocating 1890253528 bytes"
+    tells a reader what "allocating N bytes" cannot. "" when the two do not line up."""
+    parts = re.split(r"\bN\b", signature)
+    if len(parts) == 1:
+        return signature
+    found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
+    code = re.match(r"[A-Z_]+: ", parts[0])
+    if found is None and code is not None and headline.startswith(code.group()):
+        # The status code heads the signature, which drops the wrappers between it and the
+        # message ("INTERNAL: Error dispatching computation: ... Out of memory ..."). The
+        # code is the outer wrapper's, not the message's (RESOURCE_EXHAUSTED, say): the
+        # message goes alone, as the run printed it.
+        signature = signature[code.end() :]
+        parts = [parts[0][code.end() :], *parts[1:]]
+        found = re.search(r"(\d[\d,.]*)".join(map(re.escape, parts)), headline)
+    if found is None:
+        return ""  # they do not line up: the headline, as the run printed it
+    numbers = iter(found.groups())
+    return re.sub(r"\bN\b", lambda _: next(numbers), signature)
+
+
+def _ended(failure: Failure) -> str:
+    if failure.kind is Kind.HANG:
+        return "The program hangs"
+    if failure.kind is Kind.INTERRUPTED:
+        return "The program was interrupted"
+    if not failure.kind.is_failure:
+        return "The program runs without failing"
+    return failure.headline or f"exit status {failure.exit_status}"
+
+
+def sentence(t: Triage, failure: Failure) -> str:
+    """The description's first sentence, in Markdown; all program text is escaped."""
+    if not t.xla:
+        return f"**This does not look like an XLA bug:** {issue.plain(t.reason)}."
+    at = f" {issue.code_span(t.where)}" if t.where else ""
+    sig = f" ({failure.signal})" if failure.signal else ""
+    if t.what == "wrong result" and t.verdict is not None:
+        found = issue.plain(differences(t.verdict))
+        return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
+    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+        by_user = failure.kind is Kind.INTERRUPTED or failure.stopped_by == "user"
+        stopped = (
+            "by the user"
+            if by_user
+            else "by a signal from outside collect"
+            if failure.stopped_by == "signal"
+            else "after the timeout"
+        )
+        if failure.phase is Phase.COMPILE:
+            module = at or " a module"
+            return f"XLA never finishes compiling{module}: the run was stopped {stopped}."
+        return f"The program hangs{at and ' in' + at}: it was stopped {stopped}."
+    return {
+        Kind.COMPILE_CRASH: f"XLA crashes{sig} while compiling{at or ' a module'}.",
+        Kind.COMPILE_ERROR: f"XLA returns an error while compiling{at or ' a module'}.",
+        Kind.RUNTIME_ERROR: f"XLA returns an error while running{at or ' compiled code'}.",
+        Kind.CRASH: f"The process dies{sig} while running{at or ' compiled code'}.",
+    }.get(failure.kind, f"The run ends in {_article(failure.kind.value)} {failure.kind.value}.")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
