@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.programs import clean_env
 
-from xla_bugkit.bundle import envinfo
+from xla_bugkit.bundle import devices, envinfo, installed
 from xla_bugkit.redact import Redactor
 from xla_bugkit.redact.rules import Rule
 from xla_bugkit.ui import TIMINGS_ENV, Ui
@@ -49,7 +49,7 @@ def test_redaction_is_the_same_with_and_without_needles(
 
 def test_the_early_probe_gives_what_a_late_one_would() -> None:
     env = {**clean_env(), "JAX_PLATFORMS": "cpu"}
-    assert envinfo.start_device_probe(env)
+    assert devices.start_device_probe(env)
     early = envinfo.collect_env(Redactor(), probe_devices=True, environ=env)
     late = envinfo.collect_env(Redactor(), probe_devices=True, environ=env)
     assert early.devices and early.devices == late.devices
@@ -60,11 +60,11 @@ def test_no_early_probe_where_an_accelerator_could_be_contended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        envinfo, "_dist_version", lambda d: "1.0" if d == "jax-cuda12-plugin" else "0.10.2"
+        installed, "dist_version", lambda d: "1.0" if d == "jax-cuda12-plugin" else "0.10.2"
     )
-    assert not envinfo.cpu_only({})
-    assert not envinfo.start_device_probe({})
-    assert envinfo.cpu_only({"JAX_PLATFORMS": "cpu"})  # asked for the CPU alone
+    assert not devices.cpu_only({})
+    assert not devices.start_device_probe({})
+    assert devices.cpu_only({"JAX_PLATFORMS": "cpu"})  # asked for the CPU alone
 
 
 def test_stage_timings_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

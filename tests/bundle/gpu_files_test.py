@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.bundle import envinfo, layout
+from xla_bugkit.bundle import devices, installed, layout
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.choose.selection import Chosen
@@ -48,8 +48,8 @@ def test_the_nvidia_wheels_are_listed_by_name(
     for folder in ("nvidia_cudnn_cu12-9.8.0.87", "numpy-2.2.0", "nvidia_cublas_cu12-12.9.1.4"):
         (tmp_path / f"{folder}.dist-info").mkdir()
     (tmp_path / "nvidia").mkdir()  # the libraries themselves: not a distribution
-    monkeypatch.setattr(envinfo.sys, "path", [str(tmp_path)])
-    assert envinfo.nvidia_dists() == [
+    monkeypatch.setattr(installed.sys, "path", [str(tmp_path)])
+    assert installed.nvidia_dists() == [
         ("nvidia-cublas-cu12", "12.9.1.4"),
         ("nvidia-cudnn-cu12", "9.8.0.87"),
     ]
@@ -62,8 +62,8 @@ def test_ptxas_is_reported_only_where_jax_can_compile_for_cuda(
     ptxas.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.8, V12.8.93'\n")
     ptxas.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    installed = {"jax-cuda12-plugin": "0.10.2"}
-    monkeypatch.setattr(envinfo, "_dist_version", lambda d: installed.get(d, envinfo.NOT_INSTALLED))
-    assert "release 12.8" in (envinfo._ptxas(Redactor()) or "")
-    installed.clear()
-    assert envinfo._ptxas(Redactor()) is None
+    found = {"jax-cuda12-plugin": "0.10.2"}
+    monkeypatch.setattr(installed, "dist_version", lambda d: found.get(d, installed.NOT_INSTALLED))
+    assert "release 12.8" in (devices.ptxas(Redactor()) or "")
+    found.clear()
+    assert devices.ptxas(Redactor()) is None

@@ -8,7 +8,7 @@ from importlib import metadata
 
 import pytest
 
-from xla_bugkit.bundle import envinfo
+from xla_bugkit.bundle import installed
 
 
 class _Dist:
@@ -44,4 +44,4 @@ def test_the_install_line_follows_where_it_came_from(
     urls: list[str], direct: dict[str, object] | None, line: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(metadata, "distribution", lambda name: _Dist(urls, direct))
-    assert envinfo.install_command() == line
+    assert installed.install_command() == line

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.bundle import envinfo, framework_text, issue, members, trackers, triage, wording
+from xla_bugkit.bundle import (
+    envinfo,
+    framework_text,
+    installed,
+    issue,
+    members,
+    trackers,
+    triage,
+    wording,
+)
 from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.failure import mosaic
@@ -83,7 +92,7 @@ def render(
         command=text(shlex.join(run.command)),
         exit_status=_exit_text(run),
         verify_command=f"xla-bugkit verify {bundle_name}",
-        install=envinfo.install_command(),
+        install=installed.install_command(),
         system_info=env.to_text(),
         # XLA's "Dumping ..." and INFO lines are collect's doing: the report shows the program's.
         log_tail=text(log_tail(run.program_output, 64 * 1024)),

@@ -48,9 +48,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
     # A JAX program's hook records its devices; for others the environment report's device
     # probe imports jax (seconds): on a CPU-only machine it runs alongside the program.
     if frameworks.from_command(command) is not frameworks.Framework.JAX:
-        from xla_bugkit.bundle import envinfo
+        from xla_bugkit.bundle import devices
 
-        envinfo.start_device_probe()
+        devices.start_device_probe()
     try:
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
             run = _run_stage(work, command, options, ui)

@@ -11,7 +11,7 @@ from typing import Any
 from xla_bugkit import config
 from xla_bugkit.bisect import carrier
 from xla_bugkit.bundle import members, script_check
-from xla_bugkit.bundle.envinfo import install_command
+from xla_bugkit.bundle.installed import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
