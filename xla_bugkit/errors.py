@@ -97,6 +97,13 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",
     },
+    "merge": {
+        ExitCode.OK: "written, and the part it is judged by failed inside XLA and reproduced",
+        ExitCode.NOT_REPRODUCED: "written, but no part's failure reproduced (or none is XLA's)",
+        ExitCode.BAD_BUNDLE: "a part is corrupt, hostile or fails its integrity check",
+        ExitCode.NO_FAILURE: "written, but no part of the job failed",
+        ExitCode.ERROR: "other errors (parts of different jobs, two parts in one place)",
+    },
     "repack": {
         ExitCode.OK: "written",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",

@@ -137,7 +137,9 @@ def write(
         script=script is None,
         missing=script or "",
         before_text=target.files.get(Role.BEFORE_TEXT.value, ""),
-        hlo_command="" if unfit else hlo_command(target.files, platform, xla_flags, memory_cap),
+        hlo_command=""
+        if unfit
+        else hlo_command(target.files, platform, xla_flags, memory_cap, _devices(header)),
         inputs=_parameters(header),
         recorded_inputs=recorded,
         extreme_inputs=held if held != "snapshot" else "",
@@ -156,11 +158,19 @@ def hlo_command(
     platform: str,
     xla_flags: tuple[str, ...],
     memory_cap: int | None = None,
+    devices: int = 1,
 ) -> str:
     """XLA's ``run_hlo_module`` command line for the module, with the flags in force; with
     the recorded inputs when the bundle has them, after the line that writes them in the
     form it reads (a wrong result may show only on them); under the program's own memory
-    cap, in a subshell, when it set one (an allocation failure may need it)."""
+    cap, in a subshell, when it set one (an allocation failure may need it). A CPU module of
+    ``devices`` devices gets as many host devices (a process of a job of several had fewer:
+    the module was compiled for the whole job's)."""
+    if platform == "cpu" and devices > 1:
+        xla_flags = (
+            *(f for f in xla_flags if not f.startswith(f"{_HOST_DEVICES}=")),
+            f"{_HOST_DEVICES}={devices}",
+        )
     text = files.get(Role.BEFORE_TEXT.value)
     path, fmt = (text, "hlo") if text else (files.get(Role.BEFORE_PROTO.value, ""), "pb")
     argv = ["run_hlo_module", f"--platform={platform}", f"--input_format={fmt}", *xla_flags]
@@ -239,10 +249,18 @@ def _not_for_run_hlo_module(stage: Path, target: Target) -> str:
 _SHARDY = "xla.sdy."
 
 
+_HOST_DEVICES = "--xla_force_host_platform_device_count"
+
+
+def _devices(header: str) -> int:
+    """The devices the module runs on, from its HLO header (replicas x partitions)."""
+    counts = [int(n) for n in re.findall(r"\b(?:replica_count|num_partitions)=(\d+)", header)]
+    return int(np.prod(counts)) if counts else 1
+
+
 def _refusal(header: str, verdict: Verdict | None) -> str | None:
     """Why repro.py cannot run the module (None: it can)."""
-    counts = [int(n) for n in re.findall(r"\b(?:replica_count|num_partitions)=(\d+)", header)]
-    devices = int(np.prod(counts)) if counts else 1
+    devices = _devices(header)
     if devices > 1:
         return f"the module runs on {devices} devices; xla-bugkit verify replays it"
     if verdict is not None and verdict.outcome is Outcome.NOT_REPLAYABLE:

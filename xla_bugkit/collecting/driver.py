@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -289,7 +290,7 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
     if options.job_part is not None:
-        run = replace(run, job=options.job_part.to_json())
+        run = replace(run, job=options.job_part.to_json(ended=time.time()))
     try:
         workdir.save_run(work, run)
     except OSError as e:

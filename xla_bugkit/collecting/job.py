@@ -9,7 +9,10 @@ says it by hand. Every part's bundle then carries the part in its name
 
 from __future__ import annotations
 
+import datetime as _dt
+import hashlib
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +48,22 @@ class JobPart:
         of = f" of {self.count}" if self.count else ""
         return f"part {self.index}{of} of a job ({self.source})"
 
-    def to_json(self) -> dict[str, object]:
-        return {"part": self.index, "parts": self.count, "from": self.source}
+    def to_json(self, ended: float | None = None) -> dict[str, object]:
+        """The manifest's ``job`` record; ``ended``: when the program ended (epoch seconds),
+        which ``merge`` orders the parts by (who stopped first)."""
+        record: dict[str, object] = {"part": self.index, "parts": self.count, "from": self.source}
+        if ended is not None:
+            record["ended"] = _dt.datetime.fromtimestamp(ended, _dt.UTC).isoformat(
+                timespec="milliseconds"
+            )
+        record["host"] = host_id()
+        return record
+
+
+def host_id() -> str:
+    """This machine, as the job's parts can tell it from another without naming it: a short
+    hash of the host name (the name itself is private, and redacted from bundles)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:10]
 
 
 def parse(text: str) -> JobPart:

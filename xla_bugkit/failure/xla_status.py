@@ -93,8 +93,13 @@ _STATUS_RE = re.compile(
     rf"^(?P<exc>[\w.]*(?:Error|Exception))(?:: (?P<code>{STATUS}))?: (?P<msg>.*)$", re.M
 )
 _BARE_STATUS_RE = re.compile(rf"^(?P<code>{STATUS}): (?P<msg>.*)$", re.M)
-# XLA's status quoted in a program's own words: "job failed in XLA: INTERNAL: ...".
-_QUOTED_STATUS_RE = re.compile(rf"^[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M)
+# XLA's status quoted in a program's own words: "job failed in XLA: INTERNAL: ...". Not in a
+# line XLA logs at INFO or WARNING ("I1206 09:03:43.455885 519 preemption_sync_manager.cc:115]
+# ... CANCELLED: Preemption notifier is being deleted", as every jax.distributed process that
+# shuts down logs): such a line says how things went, never how the program failed.
+_QUOTED_STATUS_RE = re.compile(
+    rf"^(?![IW]\d{{4}} \d\d:\d\d:\d\d)[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M
+)
 DISPATCH = "Error dispatching computation: "
 
 

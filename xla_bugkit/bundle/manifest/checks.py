@@ -55,6 +55,12 @@ JOB: Checks = {
     "parts": (lambda v: v is None or _is_int(v), "a number or null"),
     "from": (lambda v: isinstance(v, str), "a string"),
 }
+# Keys the job record may have (a part's end and machine; a merged bundle's parts).
+JOB_OPTIONAL: Checks = {
+    "ended": (lambda v: isinstance(v, str), "a string"),
+    "host": (lambda v: isinstance(v, str), "a string"),
+    "merged": (lambda v: _is_list_of_objects(v), "a list of objects"),
+}
 FILE: Checks = {
     "path": (lambda v: isinstance(v, str), "a string"),
     "size": (_is_size, "a size in bytes"),

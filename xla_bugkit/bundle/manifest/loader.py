@@ -32,6 +32,9 @@ def _check_keys(data: object, keys: checks.Checks, where: str) -> None:
 def _check_processes(data: dict[str, Any]) -> None:
     if "job" in data:
         _check_keys(data["job"], checks.JOB, "the job part")
+        for key, (check, meaning) in checks.JOB_OPTIONAL.items():
+            if key in data["job"] and not check(data["job"][key]):
+                raise BadBundleError(f"the job part: {key!r} must be {meaning}")
     if "process" in data:
         _check_keys(data["process"], checks.PROCESS, "the process record")
     others = data.get("other_processes", [])

@@ -46,8 +46,20 @@ class OtherProcessEntry(TypedDict):
     ended: str
 
 
-# Part ``part`` (from 0) of ``parts`` (null: not known), and what said so ("SLURM_PROCID").
-JobEntry = TypedDict("JobEntry", {"part": int, "parts": int | None, "from": str})
+# Part ``part`` (from 0) of ``parts`` (null: not known), and what said so ("SLURM_PROCID");
+# when its program ended (UTC, ms) and its machine (a short hash of the host name). A merged
+# bundle's names the part that failed, and ``merged`` holds a summary of every part.
+JobEntry = TypedDict(
+    "JobEntry",
+    {
+        "part": int,
+        "parts": int | None,
+        "from": str,
+        "ended": NotRequired[str],
+        "host": NotRequired[str],
+        "merged": NotRequired[list[dict[str, Any]]],
+    },
+)
 
 
 class Manifest(TypedDict):

@@ -1,0 +1,240 @@
+"""What a merged bundle says about its job: the topology, the part that failed, what the
+others did and when they stopped, and where the parts' environments differ (ISSUE.md's job
+section, the manifest's ``job.merged``, the lines ``merge`` prints)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit.bundle.parts import Part
+
+_HEADLINE = 110  # characters of a part's failure shown in a table cell or a line
+_DEVICE_COUNT = "--xla_force_host_platform_device_count"
+
+
+def how_it_ended(part: Part) -> str:
+    f = part.failure
+    kind = str(f.get("kind", "?"))
+    if f.get("peer"):
+        return f"taken down by the job: {f['peer']}"
+    if part.taken_down:
+        return f"stopped from outside ({f.get('signal') or f.get('stopped_by')})"
+    if kind == "success":
+        return "finished without failing"
+    signal = f" ({f['signal']})" if f.get("signal") else ""
+    return f"{kind}{signal}: {_cut(str(f.get('headline', '')))}"
+
+
+def part_record(
+    part: Part, failing: Part, same_as: Mapping[tuple[int, str], str]
+) -> dict[str, Any]:
+    """One part in the manifest's ``job.merged``."""
+    f = part.failure
+    first = part.manifest["modules"][0]["label"] if part.manifest["modules"] else None
+    process, job = part.process, part.job
+    return {
+        "part": part.index,
+        "bundle": part.bundle.path.name,
+        "rank": process.get("rank"),
+        "host": job.get("host"),
+        "ended": part.ended,
+        "kind": f.get("kind"),
+        "headline": f.get("headline"),
+        "peer": f.get("peer"),
+        "exit_status": part.manifest["exit_status"],
+        "first_module": first,
+        "same_as": same_as.get((part.index, first)) if first else None,
+        "reproduced": part.reproduced,
+        "judged_by": part is failing,
+        "folder": None if part is failing else f"parts/part-{part.index}",
+    }
+
+
+def topology(parts: Sequence[Part], failing: Part, count: int) -> str:
+    """ "4 processes on 2 machines, 2 devices each (8 in all)"."""
+    process = failing.process
+    devices, processes = process.get("devices"), process.get("processes") or count
+    hosts = {p.job.get("host") for p in parts}
+    where = ""
+    if None not in hosts:
+        where = f" on {len(hosts)} machine" + ("s" if len(hosts) > 1 else "")
+    if isinstance(devices, int) and devices >= processes and devices % processes == 0:
+        each = devices // processes
+        plural = "s" if each > 1 else ""
+        return f"{processes} processes{where}, {each} device{plural} each ({devices} in all)"
+    return f"{processes} processes{where}"
+
+
+def _when(part: Part, start: _dt.datetime | None) -> str:
+    moment = _parse(part.ended)
+    if moment is None:
+        return part.ended
+    if start is None or moment == start:
+        return moment.strftime("%H:%M:%S.%f")[:-3] + " UTC"
+    return f"+{(moment - start).total_seconds():.1f} s"
+
+
+def _parse(text: str) -> _dt.datetime | None:
+    try:
+        return _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _first_stop(parts: Sequence[Part]) -> _dt.datetime | None:
+    moments = [m for p in parts if (m := _parse(p.ended)) is not None]
+    return min(moments) if moments else None
+
+
+def differences(parts: Sequence[Part]) -> list[str]:
+    """Where the parts' environments differ: versions, XLA flags (the device count each
+    process forced aside, which only says how many devices it had)."""
+    lines = []
+    names = sorted({k for p in parts for k in p.manifest["versions"]})
+    for name in names:
+        values = {p.index: p.manifest["versions"].get(name) for p in parts}
+        if len(set(values.values())) > 1:
+            said = ", ".join(f"part {i}: {v or 'none'}" for i, v in values.items())
+            lines.append(f"{name}: {said}")
+    flag_sets = {
+        p.index: {f for f in p.manifest["xla_flags"] if not f.startswith(_DEVICE_COUNT)}
+        for p in parts
+    }
+    common = set.intersection(*flag_sets.values()) if flag_sets else set()
+    extra = {i: sorted(s - common) for i, s in flag_sets.items() if s - common}
+    if extra:
+        said = "; ".join(
+            f"part {i} adds {' '.join(f'`{f}`' for f in fs)}" for i, fs in extra.items()
+        )
+        rest = [str(p.index) for p in parts if p.index not in extra]
+        tail = f" (part{'s' if len(rest) > 1 else ''} {', '.join(rest)}: none)" if rest else ""
+        lines.append(f"XLA flags: {said}{tail}")
+    return lines
+
+
+def issue_section(
+    parts: Sequence[Part], failing: Part, count: int, same_as: Mapping[tuple[int, str], str]
+) -> str:
+    """ISSUE.md's "The job" section."""
+    start = _first_stop(parts)
+    present = {p.index for p in parts}
+    missing = [str(i) for i in range(count) if i not in present]
+    rows = []
+    for p in parts:
+        first = p.manifest["modules"][0]["label"] if p.manifest["modules"] else "none"
+        same = same_as.get((p.index, first))
+        module = f"`{first}`" + (f" (the same module as {same})" if same else "")
+        ended = how_it_ended(p).replace("|", "\\|")
+        mark = "**" if p is failing else ""
+        rows.append(f"| {mark}{p.index}{mark} | {ended} | {_when(p, start)} | {module} |")
+    lines = [
+        "### The job",
+        "",
+        f"A `jax.distributed` job of {topology(parts, failing, count)}, each process under "
+        f"its own xla-bugkit collect; this bundle merges {len(parts)} of its {count} parts."
+        + (
+            f" Missing: part{'s' if len(missing) > 1 else ''} {', '.join(missing)}."
+            if missing
+            else ""
+        ),
+        "",
+        f"**Part {failing.index} failed {_which(parts, failing)}**: the failure and the module "
+        "above are its own. The others:",
+        "",
+        "| part | how it ended | when | first module in its part |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    if failing.manifest["modules"]:
+        label = failing.manifest["modules"][0]["label"]
+        also = sorted(
+            {i for (i, _), same in same_as.items() if same == f"{label} of part {failing.index}"}
+        )
+        if also:
+            named = ", ".join(str(i) for i in also)
+            lines += [
+                f"Part{'s' if len(also) > 1 else ''} {named} compiled the same module "
+                f"(`{label}`: the same HLO before optimizations) too.",
+                "",
+            ]
+    diffs = differences(parts)
+    if diffs:
+        lines += ["**Where the parts differ:**", "", *[f"- {d}" for d in diffs], ""]
+    else:
+        lines += ["The parts ran the same versions and XLA flags.", ""]
+    process = failing.process
+    devices = process.get("devices")
+    if isinstance(devices, int) and devices > 1 and failing.manifest["modules"]:
+        platform = failing.manifest["modules"][0]["platform"]
+        where = (
+            f"on {devices} CPU devices of one process (the replay forces the host's device count)"
+            if platform == "cpu"
+            else f"on {devices} {platform.upper()} devices"
+        )
+        lines += [
+            f"To replay on one machine: the module was compiled for the whole job's {devices} "
+            f"devices; `xla-bugkit verify` runs it {where}. A collective across processes "
+            "then runs between devices of one process.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def _which(parts: Sequence[Part], failing: Part) -> str:
+    same = [p for p in parts if p.weight() == failing.weight() and not p.taken_down]
+    if failing.taken_down:
+        return (
+            "as the others did: the job took it down (the process that failed first is not "
+            "among the parts)"
+        )
+    if len(same) == len(parts) > 1:
+        return "first; every part failed this way"
+    if len(same) > 1:
+        return f"first of {len(same)} parts that failed inside XLA"
+    return "inside XLA"
+
+
+def with_section(report: str, section: str) -> str:
+    """``report`` (a part's ISSUE.md) with the job section before its command."""
+    for anchor in ("**Command**", "**To reproduce**", "<details>"):
+        at = report.find(anchor)
+        if at >= 0:
+            return report[:at] + section + "\n" + report[at:]
+    return report.rstrip("\n") + "\n\n" + section
+
+
+def merged_note(parts: Sequence[Part], failing: Part, count: int) -> str:
+    return (
+        f"merged from {len(parts)} of {count} parts of a job; judged by part {failing.index} "
+        f"({how_it_ended(failing)[:80]})"
+    )
+
+
+def summary_lines(
+    parts: Sequence[Part], failing: Part, count: int, out: Path, size: int
+) -> list[str]:
+    start = _first_stop(parts)
+    lines = [
+        f"xla-bugkit: a job of {topology(parts, failing, count)}: part {failing.index} "
+        f"failed {_which(parts, failing)}",
+    ]
+    for p in parts:
+        mark = "*" if p is failing else " "
+        lines.append(f" {mark} part {p.index} ({_when(p, start)}): {how_it_ended(p)}")
+    if failing.manifest["modules"]:
+        module = failing.manifest["modules"][0]
+        outcome = (module.get("replay") or {}).get("outcome") or "not replayed"
+        lines.append(f"  module: {module['label']} ({outcome})")
+    for d in differences(parts):
+        lines.append(f"  differ: {d.replace('`', '')}")
+    lines.append(f"  bundle: {out} ({size:,} bytes)")
+    return lines
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _HEADLINE else text[: _HEADLINE - 1].rsplit(" ", 1)[0] + "…"

@@ -1,0 +1,164 @@
+"""The parts of a job that ran on several machines, opened: which place each has in the job,
+how strongly its ending points at XLA, and the one the job's failure is judged by.
+
+Every part is opened as ``verify`` opens a stranger's bundle (its manifest validated, its
+files held to their sizes and hashes into a temporary folder that is removed afterwards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xla_bugkit.archive.naming import suffix_format
+from xla_bugkit.bundle.manifest import Manifest, open_bundle
+from xla_bugkit.bundle.manifest.integrity import OpenBundle
+from xla_bugkit.errors import BugkitError
+
+# How strongly a part's ending points at XLA: XLA's own crash or error, then a wrong result
+# (a program's check, which a replay may prove), a hang, the program's own failure, a process
+# the job took down (a peer's heartbeat, a collective left waiting), a part with no failure.
+_ERRORS = frozenset({"compile crash", "compile error", "runtime error", "process crash"})
+_WEIGHTS = {"wrong result": 4, "hang": 3, "non-XLA failure": 2, "interrupted": 1, "success": 0}
+_OUTSIDE_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part's bundle, opened and checked."""
+
+    index: int
+    bundle: OpenBundle
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.bundle.manifest
+
+    @property
+    def job(self) -> dict[str, Any]:
+        """The part's ``job`` record (empty in a bundle collected outside a job)."""
+        return dict(self.manifest.get("job") or {})
+
+    @property
+    def process(self) -> dict[str, Any]:
+        """The failing process's record (empty without the start-up hook's records)."""
+        return dict(self.manifest.get("process") or {})
+
+    @property
+    def failure(self) -> dict[str, Any]:
+        return self.manifest["failure"]
+
+    @property
+    def ended(self) -> str:
+        """When its program ended (UTC); bundles without the record: when it was written."""
+        return str(self.job.get("ended") or self.manifest["created"])
+
+    @property
+    def taken_down(self) -> bool:
+        """The job took this process down after another failed, or it was stopped from
+        outside (a launcher ends the others once one has failed)."""
+        f = self.failure
+        if f.get("peer"):
+            return True
+        return (
+            f.get("kind") == "process crash"
+            and not f.get("site")
+            and (f.get("signal") in _OUTSIDE_SIGNALS or bool(f.get("stopped_by")))
+        )
+
+    @property
+    def reproduced(self) -> bool:
+        return any(
+            str((m.get("replay") or {}).get("outcome", "")).startswith("reproduced")
+            for m in self.manifest["modules"]
+        )
+
+    def weight(self) -> int:
+        kind = str(self.failure.get("kind", ""))
+        if self.taken_down:
+            return 1
+        if kind in _ERRORS:
+            return 5
+        if kind == "non-XLA failure" and self.reproduced:  # a wrong value a replay proved
+            return 4
+        return _WEIGHTS.get(kind, 2)
+
+
+def part_paths(given: Sequence[Path]) -> list[Path]:
+    """The part bundles named, a folder standing for the ``*.part-*`` bundles in it."""
+    found: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            inside = sorted(
+                p
+                for p in path.iterdir()
+                if ".part-" in p.name and suffix_format(p) is not None and p.is_file()
+            )
+            if not inside:
+                raise BugkitError(
+                    f"{path} holds no part bundles (names like bundle.part-0-of-4.zip)"
+                )
+            found += inside
+        elif not path.is_file():
+            raise BugkitError(f"{path}: no such file")
+        else:
+            found.append(path)
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if len(unique) < 2:
+        raise BugkitError("merge takes the bundles of two or more parts of one job")
+    return unique
+
+
+@contextlib.contextmanager
+def opened(paths: Sequence[Path]) -> Iterator[list[Part]]:
+    """Every part opened and checked, each given its place in the job."""
+    with contextlib.ExitStack() as stack:
+        bundles = [stack.enter_context(open_bundle(p, prefix="xla-bugkit-merge-")) for p in paths]
+        yield _placed(bundles)
+
+
+def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
+    """Parts by the place each says it has (``job.part``, else the process's rank); a place
+    two parts claim, or parts of jobs of different sizes, are refused."""
+    places: list[int] = []
+    for b in bundles:
+        job = b.manifest.get("job")
+        rank = _process(b.manifest).get("rank")
+        place = job["part"] if job is not None else rank if isinstance(rank, int) else None
+        if place is None:
+            raise BugkitError(
+                f"{b.path.name} does not say which part of a job it is (collect it with "
+                "--job-part I/N, or under a launcher: srun, mpirun)"
+            )
+        places.append(place)
+    for i, place in enumerate(places):
+        if places.index(place) != i:
+            first = bundles[places.index(place)].path.name
+            raise BugkitError(f"{first} and {bundles[i].path.name} are both part {place}")
+    sizes = {n for b in bundles if (n := job_size(b.manifest)) is not None}
+    if len(sizes) > 1:
+        raise BugkitError(f"the parts come from jobs of different sizes ({sorted(sizes)})")
+    return sorted(
+        (Part(place, b) for place, b in zip(places, bundles, strict=True)), key=lambda p: p.index
+    )
+
+
+def job_size(manifest: Manifest) -> int | None:
+    job = manifest.get("job")
+    if job is not None and job["parts"] is not None:
+        return job["parts"]
+    count = _process(manifest).get("processes")
+    return int(count) if isinstance(count, int) else None
+
+
+def _process(manifest: Manifest) -> dict[str, Any]:
+    return dict(manifest.get("process") or {})
+
+
+def choose(parts: Sequence[Part]) -> Part:
+    """The part the job's failure is judged by: the strongest evidence of XLA's doing, and
+    among equals the one that stopped first."""
+    return min(parts, key=lambda p: (-p.weight(), not p.reproduced, p.ended, p.index))
