@@ -2,7 +2,9 @@
 cluster starts it (one command per process): N processes of M devices each, the batch
 sharded over all N x M devices, the gradient summed across processes by gloo.
 
-``python job_step.py RANK N PORT MODE [M]``; MODE says what goes wrong:
+``python job_step.py RANK N PORT MODE [M]``, or ``python job_step.py launch N MODE`` to start
+all N processes on this machine as a launcher does (it ends the others once one has failed,
+and exits with that one's status). MODE says what goes wrong:
 
 - ``crash-K``: process K's environment differs from the others' (a host whose XLA_FLAGS carry
   ``--xla_disable_hlo_passes=copy-insertion``); without copy insertion, buffer assignment finds
@@ -19,7 +21,36 @@ sharded over all N x M devices, the gradient summed across processes by gloo.
 """
 
 import os
+import signal
+import socket
+import subprocess
 import sys
+
+
+def launch(processes: int, mode: str) -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    argv = [sys.executable, __file__]
+    ranks = [
+        subprocess.Popen([*argv, str(r), str(processes), port, mode]) for r in range(processes)
+    ]
+    failed = 0
+    while not failed and any(r.poll() is None for r in ranks):
+        pid, status = os.wait()
+        for r in ranks:
+            if r.pid == pid:
+                r.returncode = os.waitstatus_to_exitcode(status)
+                failed = r.returncode
+    for r in ranks:
+        if r.poll() is None:
+            r.send_signal(signal.SIGTERM)
+            r.wait()
+    return 128 - failed if failed < 0 else failed
+
+
+if sys.argv[1] == "launch":
+    sys.exit(launch(int(sys.argv[2]), sys.argv[3]))
 
 rank, processes, port, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 devices = int(sys.argv[5]) if len(sys.argv) > 5 else 2
@@ -33,7 +64,16 @@ import jax  # noqa: E402  (XLA reads XLA_FLAGS when jax starts it)
 jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.config.update("jax_enable_x64", mode == "wrong")
-jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=processes, process_id=rank)
+# How soon the job's coordination service gives up on a silent process (jax's default: 100 s;
+# JOB_STEP_HEARTBEAT shortens it, and the wait at shutdown with it).
+heartbeat = int(os.environ.get("JOB_STEP_HEARTBEAT", "100"))
+jax.distributed.initialize(
+    f"127.0.0.1:{port}",
+    num_processes=processes,
+    process_id=rank,
+    heartbeat_timeout_seconds=heartbeat,
+    shutdown_timeout_seconds=max(heartbeat, 30),
+)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402

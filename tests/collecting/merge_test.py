@@ -1,0 +1,204 @@
+"""``merge``: real ``jax.distributed`` jobs on this machine (CPU, gloo), each process under its
+own collect as ``srun xla-bugkit collect -- python train.py`` starts them, merged into one
+bundle that names the process that failed inside XLA and reproduces here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
+
+from xla_bugkit.errors import ExitCode
+
+pytestmark = [pytest.mark.slow, pytest.mark.jax]
+
+JOB = PROGRAMS / "job_step.py"
+# The job's coordination service gives up on a silent process after this many seconds (the
+# program's own setting; jax's default is 100 s).
+HEARTBEAT = "10"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _job(folder: Path, processes: int, mode: str) -> list[Collected]:
+    """Every process of a job under its own collect, all at once; each one's Collected."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port, started = str(_port()), []
+    env = {**clean_env(), "JOB_STEP_HEARTBEAT": HEARTBEAT}
+    for rank in range(processes):
+        command = [XLA_BUGKIT, "collect", "--timeout", "600", "--job-part",
+                   f"{rank}/{processes}", "-o", str(folder / "bundle.zip"), "--",
+                   sys.executable, str(JOB), str(rank), str(processes), port, mode]  # fmt: skip
+        # Files, not pipes: one collect must not block on a pipe read only later.
+        with (folder / f"collect{rank}.err").open("w") as err:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        started.append(child)
+    done = []
+    for rank, child in enumerate(started):
+        child.wait(timeout=READY_TIMEOUT)
+        part = folder / f"bundle.part-{rank}-of-{processes}.zip"
+        done.append(Collected(child.returncode, (folder / f"collect{rank}.err").read_text(), part))
+    return done
+
+
+def _merge(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([XLA_BUGKIT, "merge", *args], capture_output=True, text=True,
+                          env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def crash_job(tmp_path_factory: pytest.TempPathFactory) -> list[Collected]:
+    """Process 1 of 2 has a host's XLA_FLAGS of its own and crashes compiling the step;
+    process 0 blocks in the step's all-reduce until the job's service ends it."""
+    return _job(tmp_path_factory.mktemp("crash"), 2, "crash-1")
+
+
+def test_the_merged_bundle_is_judged_by_the_process_that_failed_in_xla(
+    crash_job: list[Collected], tmp_path: Path
+) -> None:
+    survivor, crashed = crash_job
+    assert crashed.returncode == ExitCode.OK, crashed.stderr[-3000:]
+    assert survivor.returncode == ExitCode.NOT_REPRODUCED, survivor.stderr[-3000:]
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), str(survivor.bundle), str(crashed.bundle))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert "a job of 2 processes, 2 devices each (4 in all): part 1 failed inside XLA" in said
+    assert "part 0" in said and "taken down by the job" in said
+    assert "differ: XLA flags: part 1 adds --xla_disable_hlo_passes=copy-insertion" in said
+
+    merged = Collected(done.returncode, done.stdout, out)
+    manifest = merged.manifest()
+    assert manifest["failure"]["kind"] == "compile crash"
+    assert manifest["modules"][0]["name"] == "jit_train_step"
+    assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: crash"
+    job = manifest["job"]
+    assert (job["part"], job["parts"]) == (1, 2)
+    by_part = {p["part"]: p for p in job["merged"]}
+    assert by_part[0]["peer"] and not by_part[1]["peer"]
+    assert by_part[1]["judged_by"] and by_part[0]["folder"] == "parts/part-0"
+    # Both parts' ending times are recorded; the one that crashed stopped first.
+    assert by_part[1]["ended"] < by_part[0]["ended"]
+
+    # The step both processes compiled is kept once: part 0's copy is not in the bundle.
+    names = merged.names()
+    theirs = json.loads(merged.text("parts/part-0/manifest.json"))
+    step = [m for m in theirs["modules"] if m["name"] == "jit_train_step"]
+    assert step, "the survivor's bundle holds the step it was running"
+    assert not any(f"parts/part-0/{p}" in names for p in step[0]["files"].values())
+    assert "parts/part-0/log.txt" in names and "parts/part-0/ISSUE.md" not in names
+
+    issue = merged.text("ISSUE.md")
+    assert "### The job" in issue and "**Part 1 failed inside XLA**" in issue
+    assert "part 1 adds `--xla_disable_hlo_passes=copy-insertion`" in issue
+    assert "Part 0 compiled the same module (`module_" in issue
+    assert "attach job.zip" in issue and "bundle.part-1-of-2.zip" not in issue
+    # The module was compiled for the job's 4 devices: run_hlo_module gets as many.
+    assert "--xla_force_host_platform_device_count=4 modules/" in issue
+
+    # A maintainer verifies the job's bug on one machine: 4 CPU devices in one process.
+    verified = subprocess.run([XLA_BUGKIT, "verify", str(out)], capture_output=True, text=True,
+                              env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert "the recorded failure reproduces here" in verified.stdout
+
+
+def test_the_default_output_is_the_parts_name_and_a_folder_stands_for_its_parts(
+    crash_job: list[Collected], tmp_path: Path
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    for part in crash_job:
+        shutil.copy(part.bundle, folder / part.bundle.name)
+    (folder / "notes.txt").write_text("not a part\n")
+    done = _merge("--json", str(folder))
+    assert done.returncode == ExitCode.OK, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bundle"] == str(folder / "bundle.zip") and result["judged_by"] == 1
+    assert (folder / "bundle.zip").is_file()
+
+
+def test_the_size_budget_applies_to_the_whole_job(
+    crash_job: list[Collected], tmp_path: Path
+) -> None:
+    whole = tmp_path / "whole.zip"
+    assert _merge("-o", str(whole), *(str(p.bundle) for p in crash_job)).returncode == 0
+    own = crash_job[1].bundle.stat().st_size
+    budget = own + (whole.stat().st_size - own) // 4
+    out = tmp_path / "small.zip"
+    done = _merge("--max-size", str(budget), "-o", str(out), *(str(p.bundle) for p in crash_job))
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert out.stat().st_size <= budget
+    assert "over the size budget: leaving out parts/part-0/modules/" in done.stderr
+    merged = Collected(0, "", out)
+    names = merged.names()
+    # What goes first is the other part's modules; the failing part's files all stay.
+    assert all(n in names for n in zipfile.ZipFile(crash_job[1].bundle).namelist()
+               if n != "ISSUE.md")  # fmt: skip
+    assert "parts/part-0/manifest.json" in names
+    assert any("left out for the size budget" in n for n in merged.manifest()["notes"])
+    verified = subprocess.run([XLA_BUGKIT, "show", str(out)], capture_output=True, text=True,
+                              env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+
+
+def test_parts_that_do_not_belong_together_are_refused(
+    crash_job: list[Collected], tmp_path: Path
+) -> None:
+    survivor, crashed = crash_job
+    twice = tmp_path / "again.part-1-of-2.zip"
+    shutil.copy(crashed.bundle, twice)
+    done = _merge("-o", str(tmp_path / "a.zip"), str(crashed.bundle), str(twice))
+    assert done.returncode == ExitCode.ERROR
+    assert "are both part 1" in done.stderr and "Traceback" not in done.stderr
+    done = _merge("-o", str(tmp_path / "b.zip"), str(crashed.bundle))
+    assert done.returncode == ExitCode.ERROR and "two or more parts" in done.stderr
+    broken = tmp_path / "broken.part-0-of-2.zip"
+    broken.write_bytes(survivor.bundle.read_bytes()[:2000])
+    done = _merge("-o", str(tmp_path / "c.zip"), str(broken), str(crashed.bundle))
+    assert done.returncode == ExitCode.BAD_BUNDLE, done.stderr
+    assert not (tmp_path / "c.zip").exists()
+
+
+def test_a_job_whose_every_process_fails_the_same_way(tmp_path: Path) -> None:
+    parts = _job(tmp_path / "all", 3, "crash-all")
+    for part in parts:
+        assert part.returncode == ExitCode.OK, part.stderr[-3000:]
+    done = _merge("-o", str(tmp_path / "job.zip"), *(str(p.bundle) for p in parts))
+    assert done.returncode == ExitCode.OK, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "a job of 3 processes" in said and "failed first; every part failed this way" in said
+    manifest = Collected(0, "", tmp_path / "job.zip").manifest()
+    merged = manifest["job"]["merged"]
+    first = min(merged, key=lambda p: p["ended"])
+    assert manifest["job"]["part"] == first["part"]
+    assert manifest["modules"][0]["name"] == "jit_train_step"
+    assert all(p["kind"] == "compile crash" for p in merged)
+
+
+def test_a_launcher_under_one_collect_gives_the_same_answer(tmp_path: Path) -> None:
+    """Today's path, all processes started on one machine by a launcher under one collect:
+    the same process and module as the merged parts."""
+    out = tmp_path / "bundle.zip"
+    command = [XLA_BUGKIT, "collect", "--timeout", "600", "-o", str(out), "--",
+               sys.executable, str(JOB), "launch", "2", "crash-1"]  # fmt: skip
+    env = {**clean_env(), "JOB_STEP_HEARTBEAT": HEARTBEAT}
+    done = subprocess.run(command, capture_output=True, text=True, env=env,
+                          timeout=READY_TIMEOUT)  # fmt: skip
+    collected = Collected(done.returncode, done.stderr, out)
+    assert collected.returncode == ExitCode.OK, done.stderr[-3000:]
+    manifest = collected.manifest()
+    assert manifest["process"]["rank"] == 1
+    assert manifest["modules"][0]["name"] == "jit_train_step"
+    assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: crash"
