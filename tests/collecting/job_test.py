@@ -26,6 +26,44 @@ Barrier result: 'INTERNAL: Barrier failed because: task is set to ERROR: UNAVAIL
 """  # noqa: E501
 
 
+# Rank 0 of tests/programs/job_step.py (heartbeat 10 s) blocked in the step's all-reduce when
+# rank 1 crashed compiling it: the service's own error is the last status it printed.
+SURVIVOR_IN_A_STEP = """\
+E1206 09:15:21.722542    5143 coordination_service.cc:1549] [11701085413115773194] Use error polling to propagate the following error to all tasks: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):
+1
+The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further. [type.googleapis.com/tensorflow.CoordinationServiceError='']
+E1206 09:15:21.723127    5154 coordination_service_agent.cc:289] Polled an error from coordination service (this can be an error from this or another task).
+F1206 09:15:21.723334    5154 client.h:80] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details. Disable Python buffering, i.e. `python -u`, to be sure to see all the previous output
+1
+The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.
+
+RPC: /xla.coordination.CoordinationService/PollForError [type.googleapis.com/tensorflow.CoordinationServiceError='']
+*** Check failure stack trace: ***
+"""  # noqa: E501
+
+
+def test_a_survivor_ended_inside_a_collective_is_told_which_task_failed() -> None:
+    from xla_bugkit.failure.classify import classify
+
+    failure = classify(SURVIVOR_IN_A_STEP, exit_status=-6)
+    assert failure.peer is not None and failure.peer.startswith("task 1 of the job")
+
+
+def test_a_process_whose_own_compile_aborted_as_the_job_ended_it_failed_on_its_own() -> None:
+    """Every process of the job crashing alike: the service ended this one (another had died
+    first) 5 ms before its own compile's CHECK aborted it; the CHECK is its failure."""
+    from xla_bugkit.failure.classify import classify
+
+    own = (
+        "F1206 09:16:57.796941    6255 buffer_assignment_util.cc:46] Check failed: "
+        "const_instr == nullptr (0x7fba5c3242a0 vs. (null))\n"
+    )
+    output = SURVIVOR_IN_A_STEP.replace("*** Check failure stack trace: ***\n", own)
+    failure = classify(output, exit_status=-6)
+    assert failure.peer is None
+    assert failure.site == "buffer_assignment_util.cc:46"
+
+
 def test_a_survivor_of_a_job_is_told_which_task_failed() -> None:
     said = peers.peer_failure(
         SURVIVOR, "JaxRuntimeError: UNKNOWN: Gloo context initialization failed"

@@ -74,7 +74,10 @@ def test_the_merged_bundle_is_judged_by_the_process_that_failed_in_xla(
     done = _merge("-o", str(out), str(survivor.bundle), str(crashed.bundle))
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
-    assert "a job of 2 processes, 2 devices each (4 in all): part 1 failed inside XLA" in said
+    assert (
+        "a job of 2 processes on 1 machine, 2 devices each (4 in all): part 1 failed inside XLA"
+        in said
+    )
     assert "part 0" in said and "taken down by the job" in said
     assert "differ: XLA flags: part 1 adds --xla_disable_hlo_passes=copy-insertion" in said
 
@@ -134,8 +137,8 @@ def test_the_size_budget_applies_to_the_whole_job(
 ) -> None:
     whole = tmp_path / "whole.zip"
     assert _merge("-o", str(whole), *(str(p.bundle) for p in crash_job)).returncode == 0
-    own = crash_job[1].bundle.stat().st_size
-    budget = own + (whole.stat().st_size - own) // 4
+    # Below the whole, above the failing part with the other's manifest and log.
+    budget = whole.stat().st_size - 5_000
     out = tmp_path / "small.zip"
     done = _merge("--max-size", str(budget), "-o", str(out), *(str(p.bundle) for p in crash_job))
     assert done.returncode == ExitCode.OK, done.stderr
@@ -202,3 +205,22 @@ def test_a_launcher_under_one_collect_gives_the_same_answer(tmp_path: Path) -> N
     assert manifest["process"]["rank"] == 1
     assert manifest["modules"][0]["name"] == "jit_train_step"
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: crash"
+
+
+def test_a_wrong_result_in_the_sharded_step_is_judged_by_the_process_that_saw_it(
+    tmp_path: Path,
+) -> None:
+    """jax#39103 in every device's shard; process 0 checks the gathered result and exits 1,
+    process 1 waits for it at a barrier until the job ends it."""
+    parts = _job(tmp_path / "wrong", 2, "wrong")
+    checked, waiting = parts
+    assert checked.returncode == ExitCode.OK, checked.stderr[-3000:]
+    assert waiting.returncode == ExitCode.NOT_REPRODUCED, waiting.stderr[-3000:]
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    manifest = Collected(0, "", out).manifest()
+    assert manifest["job"]["part"] == 0
+    assert manifest["failure"]["kind"] == "wrong result"
+    assert manifest["modules"][0]["name"] == "jit_row_energy"
+    assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: wrong result"

@@ -312,9 +312,16 @@ def _phase_from_output(output: str, compiling: str | None) -> Phase:
     return Phase.UNKNOWN
 
 
+_SERVICE_END = "Terminating process because the JAX distributed service"
+
+
 def _first_fatal(output: str) -> tuple[str, str | None] | None:
-    """The line that killed the process: a CHECK, an uncaught C++ exception, LLVM's exit."""
-    m = _CHECK_RE.search(output)
+    """The line that killed the process: a CHECK, an uncaught C++ exception, LLVM's exit. A
+    CHECK of its own counts before the JAX distributed service's end of it: the service may
+    end a process (another one had died) a moment before the compile it was in aborts."""
+    checks = list(_CHECK_RE.finditer(output))
+    own = [m for m in checks if _SERVICE_END not in m.group("msg")]
+    m = own[0] if own else checks[0] if checks else None
     if m:
         site = m.group("site").rsplit("/", 1)[-1]
         return f"{site}] {m.group('msg')}", site

@@ -27,6 +27,7 @@ _PREEMPTED = re.compile(r"received (?:a )?preemption notice|preemption notice re
 # came, the coordination service's errors.
 _PEER_STATUS = re.compile(
     r"Gloo context initialization failed|GetKeyValue\(\) timed out|heartbeat timeout|"
+    r"stopped sending heartbeats|"
     r"CoordinationServiceError|coordination service|Barrier failed|JAX distributed service",
     re.I,
 )
