@@ -208,9 +208,12 @@ def with_section(report: str, section: str) -> str:
 
 
 def merged_note(parts: Sequence[Part], failing: Part, count: int) -> str:
+    f = failing.failure
+    how = "taken down by the job" if failing.taken_down else str(f.get("kind", "?"))
+    signal = f" ({f['signal']})" if f.get("signal") and not failing.taken_down else ""
     return (
-        f"merged from {len(parts)} of {count} parts of a job; judged by part {failing.index} "
-        f"({how_it_ended(failing)[:80]})"
+        f"merged from {len(parts)} of {count} parts of a job; judged by part {failing.index}: "
+        f"{how}{signal}"
     )
 
 
