@@ -141,8 +141,8 @@ def issue_section(
             else ""
         ),
         "",
-        f"**Part {failing.index} failed {_which(parts, failing)}**: the failure and the module "
-        "above are its own. The others:",
+        f"**Part {failing.index} failed {_which(parts, failing, count)}**: the failure and the "
+        "module above are its own. The others:",
         "",
         "| part | how it ended | when | first module in its part |",
         "|---|---|---|---|",
@@ -184,18 +184,21 @@ def issue_section(
     return "\n".join(lines)
 
 
-def _which(parts: Sequence[Part], failing: Part) -> str:
-    same = [p for p in parts if p.weight() == failing.weight() and not p.taken_down]
+def _which(parts: Sequence[Part], failing: Part, count: int) -> str:
     if failing.taken_down:
         return (
             "as the others did: the job took it down (the process that failed first is not "
             "among the parts)"
         )
-    if len(same) == len(parts) > 1:
-        return "first; every part failed this way"
-    if len(same) > 1:
-        return f"first of {len(same)} parts that failed inside XLA"
-    return "inside XLA"
+    alike = [p for p in parts if not p.taken_down and p.weight() == failing.weight()]
+    if len(alike) == 1:
+        return "inside XLA"
+    signature = failing.failure.get("signature")
+    if all(p.failure.get("signature") == signature for p in alike):
+        if len(alike) == count:
+            return "first; every part failed this way"
+        return f"first of {len(alike)} parts that failed this way"
+    return f"first of {len(alike)} parts that failed inside XLA"
 
 
 def with_section(report: str, section: str) -> str:
@@ -223,7 +226,7 @@ def summary_lines(
     start = _first_stop(parts)
     lines = [
         f"xla-bugkit: a job of {topology(parts, failing, count)}: part {failing.index} "
-        f"failed {_which(parts, failing)}",
+        f"failed {_which(parts, failing, count)}",
     ]
     for p in parts:
         mark = "*" if p is failing else " "

@@ -1,0 +1,133 @@
+"""Which part of a job a merged bundle is judged by, and what it says of the others (no jax:
+the parts' manifests as collect writes them; the end-to-end jobs are in
+tests/collecting/merge_test.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xla_bugkit.bundle import job_text
+from xla_bugkit.bundle.manifest.integrity import OpenBundle
+from xla_bugkit.bundle.merge import default_output
+from xla_bugkit.bundle.parts import Part, _placed, choose
+from xla_bugkit.errors import BugkitError
+
+PEER = "task 1 of the job stopped sending heartbeats (it failed, was preempted or was killed)"
+
+
+def _part(
+    index: int,
+    kind: str,
+    ended: str,
+    *,
+    peer: str | None = None,
+    signal: str | None = None,
+    site: str | None = None,
+    reproduced: bool = False,
+    flags: tuple[str, ...] = (),
+    jaxlib: str = "0.10.2",
+) -> Part:
+    failure: dict[str, Any] = {"kind": kind, "headline": f"{kind} of part {index}",
+                               "peer": peer, "signal": signal, "site": site}  # fmt: skip
+    outcome = "reproduced: crash" if reproduced else "not reproduced"
+    manifest: Any = {
+        "created": "2026-12-06T10:00:00+00:00",
+        "failure": failure,
+        "modules": [
+            {
+                "label": f"module_0010.jit_step_{index}",
+                "platform": "cpu",
+                "replay": {"outcome": outcome},
+            }
+        ],
+        "versions": {"jax": "0.10.2", "jaxlib": jaxlib},
+        "xla_flags": ["--xla_force_host_platform_device_count=2", *flags],
+        "exit_status": -6,
+        "job": {"part": index, "parts": 4, "from": "SLURM_PROCID", "ended": ended, "host": "h"},
+        "process": {"rank": index, "processes": 4, "devices": 8},
+    }
+    bundle = OpenBundle(Path(f"bundle.part-{index}-of-4.zip"), Path("."), manifest, ())
+    return Part(index, bundle)
+
+
+def test_an_xla_crash_outweighs_a_wrong_result_a_hang_and_the_processes_taken_down() -> None:
+    parts = [
+        _part(0, "process crash", "2026-12-06T10:00:01.000+00:00", peer=PEER, signal="SIGABRT"),
+        _part(1, "hang", "2026-12-06T10:00:00.500+00:00"),
+        _part(
+            2,
+            "compile crash",
+            "2026-12-06T10:00:02.000+00:00",
+            signal="SIGABRT",
+            site="buffer_assignment_util.cc:46",
+            reproduced=True,
+        ),
+        _part(3, "wrong result", "2026-12-06T10:00:00.100+00:00", reproduced=True),
+    ]
+    assert choose(parts).index == 2
+    assert choose([parts[0], parts[1], parts[3]]).index == 3
+    assert choose([parts[0], parts[1]]).index == 1
+    # A process a launcher stopped from outside (SIGTERM, no line of XLA's) was taken down.
+    stopped = _part(1, "process crash", "2026-12-06T10:00:00.000+00:00", signal="SIGTERM")
+    assert stopped.taken_down
+    assert choose([stopped, parts[3]]).index == 3
+
+
+def test_among_equals_the_reproduced_then_the_first_to_stop() -> None:
+    late = _part(0, "compile crash", "2026-12-06T10:00:09.000+00:00", reproduced=True)
+    early = _part(1, "compile crash", "2026-12-06T10:00:01.000+00:00", reproduced=True)
+    unproven = _part(2, "compile crash", "2026-12-06T10:00:00.000+00:00")
+    assert choose([late, early, unproven]).index == 1
+    lines = job_text.summary_lines([late, early, unproven], early, 4, Path("b.zip"), 10)
+    assert "part 1 failed first of 3 parts that failed this way" in lines[0]
+    # Times from the first part to stop, the unproven one.
+    assert any(line.startswith("   part 2 (10:00:00.000 UTC)") for line in lines)
+    assert any(line.startswith(" * part 1 (+1.0 s)") for line in lines)
+
+
+def test_the_job_section_names_the_topology_the_others_and_what_differs() -> None:
+    own = ("--xla_disable_hlo_passes=copy-insertion",)
+    crashed = _part(2, "compile crash", "2026-12-06T10:00:01.000+00:00", signal="SIGABRT",
+                    reproduced=True, flags=own)  # fmt: skip
+    others = [
+        _part(i, "process crash", "2026-12-06T10:01:40.000+00:00", peer=PEER, jaxlib="0.10.1")
+        for i in (0, 1)
+    ]
+    parts = [*others, crashed]
+    same = {(0, "module_0010.jit_step_0"): "module_0010.jit_step_2 of part 2"}
+    section = job_text.issue_section(parts, crashed, 4, same)
+    assert "4 processes on 1 machine, 2 devices each (8 in all)" in section
+    assert "merges 3 of its 4 parts. Missing: part 3." in section
+    assert "**Part 2 failed inside XLA**" in section
+    assert "| 0 | taken down by the job: task 1 of the job" in section and "+99.0 s" in section
+    assert "(the same module as module_0010.jit_step_2 of part 2)" in section
+    assert "Part 0 compiled the same module (`module_0010.jit_step_2`" in section
+    assert "- jaxlib: part 0: 0.10.1, part 1: 0.10.1, part 2: 0.10.2" in section
+    assert "part 2 adds `--xla_disable_hlo_passes=copy-insertion` (parts 0, 1: none)" in section
+    assert "runs it on 8 CPU devices of one process" in section
+    report = "### Description\n\nx\n\n**Command** (redacted):\n"
+    merged = job_text.with_section(report, section)
+    assert merged.index("### The job") < merged.index("**Command**")
+
+
+def test_parts_that_claim_one_place_or_come_from_other_jobs_are_refused() -> None:
+    a, b = _part(1, "hang", "t"), _part(1, "hang", "t")
+    with pytest.raises(BugkitError, match="are both part 1"):
+        _placed([a.bundle, b.bundle])
+    other: Any = {**_part(2, "hang", "t").manifest}
+    other["job"] = {**other["job"], "parts": 8}
+    with pytest.raises(BugkitError, match="jobs of different sizes"):
+        _placed([a.bundle, OpenBundle(Path("x.zip"), Path("."), other, ())])
+    nameless: Any = {**_part(0, "hang", "t").manifest, "process": {"rank": None}}
+    del nameless["job"]
+    with pytest.raises(BugkitError, match="does not say which part"):
+        _placed([a.bundle, OpenBundle(Path("y.zip"), Path("."), nameless, ())])
+
+
+def test_the_default_output_drops_the_part_from_the_name() -> None:
+    assert default_output([Path("run/bundle.part-3-of-8.zip")]) == Path("run/bundle.zip")
+    assert default_output([Path("b.part-0.tar.gz")]) == Path("b.tar.gz")
+    assert default_output([Path("mine.zip")]) == Path("merged-mine.zip")
