@@ -96,12 +96,15 @@ def test_each_process_of_a_job_under_its_own_collect(tmp_path: Path) -> None:
                                      env=clean_env())  # fmt: skip
         started.append((out, child))
     (out0, rank0), (out1, rank1) = started
+    # No launcher's environment, no --job-part: the process id the hook saw names each part.
+    out0, out1 = (tmp_path / f"rank{r}.part-{r}-of-2.zip" for r in "01")
     rank1.wait(timeout=READY_TIMEOUT)
     rank0.wait(timeout=READY_TIMEOUT)
     err0, err1 = ((tmp_path / f"rank{r}.err").read_text() for r in "01")
     crashed = Collected(rank1.returncode, err1, out1)
     assert crashed.returncode == ExitCode.OK, err1[-3000:]
     assert crashed.manifest()["modules"][0]["replay"]["outcome"] == "reproduced: crash"
+    assert crashed.manifest()["job"]["from"] == "jax.distributed"
     survivor = Collected(rank0.returncode, err0, out0)
     assert survivor.returncode == ExitCode.NOT_REPRODUCED, err0[-3000:]
     failure = survivor.manifest()["failure"]

@@ -11,7 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.collecting import warm, workdir
+from xla_bugkit.collecting import job, warm, workdir
+from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.collecting.options import (
     CollectOptions,
     CollectResult,
@@ -54,7 +55,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         devices.start_device_probe()
     try:
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
-            run = _run_stage(work, command, options, ui)
+            options, run = _run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
 
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
@@ -238,7 +239,7 @@ def _run_again(
     try:
         workdir.clear(work)
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
-            run = _run_stage(work, command, again, ui)
+            _, run = _run_stage(work, command, again, ui)
         notes = (*run.xla_flags.notes, note)
         run = replace(run, xla_flags=replace(run.xla_flags, notes=notes))
         second = bundling.after_run(work, run, again, fmt, ui)
@@ -284,13 +285,17 @@ def _rewind_stdin() -> None:
         pass
 
 
-def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: Ui) -> RunRecord:
+def _run_stage(
+    work: Path, command: Sequence[str], options: CollectOptions, ui: Ui
+) -> tuple[CollectOptions, RunRecord]:
+    """The program's run, and the options with the part of its job it turned out to be."""
     ui.say(f"running {' '.join(command)} with XLA dumps on")
     ui.say(options.capture.describe())
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
     if options.job_part is not None:
         run = replace(run, job=options.job_part.to_json(ended=time.time()))
+    options, run = _as_part_of_its_job(options, run, ui)
     try:
         workdir.save_run(work, run)
     except OSError as e:
@@ -299,7 +304,29 @@ def _run_stage(work: Path, command: Sequence[str], options: CollectOptions, ui: 
     for note in run.xla_flags.notes:
         ui.warn(note)
     ui.say(f"the program ended: {_how_it_ended(run)}")
-    return run
+    return options, run
+
+
+def _as_part_of_its_job(
+    options: CollectOptions, run: RunRecord, ui: Ui
+) -> tuple[CollectOptions, RunRecord]:
+    """A run of one process of a ``jax.distributed`` job that no launcher's environment or
+    ``--job-part`` named: the process id the hook saw names its part, so that the job's
+    other collects, started the same way, write beside it and not over it."""
+    culprit = run.culprit
+    if options.job_part is not None or culprit is None or culprit.others:
+        return options, run
+    process = culprit.process
+    if process.rank is None or (process.processes or 0) < 2:
+        return options, run
+    from xla_bugkit.bundle.output import check_output
+
+    part = JobPart(process.rank, process.processes, "jax.distributed")
+    output = job.part_output(options.output, part)
+    check_output(output, options.fmt, force=options.force)
+    ui.say(f"this run was {part.describe()}: the bundle is named for its part")
+    options = replace(options, job_part=part, output=output)
+    return options, replace(run, job=part.to_json(ended=time.time()))
 
 
 def _how_it_ended(run: RunRecord) -> str:
