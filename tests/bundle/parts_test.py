@@ -121,6 +121,10 @@ def test_parts_that_claim_one_place_or_come_from_other_jobs_are_refused() -> Non
     other["job"] = {**other["job"], "parts": 8}
     with pytest.raises(BugkitError, match="jobs of different sizes"):
         _placed([a.bundle, OpenBundle(Path("x.zip"), Path("."), other, ())])
+    beyond: Any = {**_part(2, "hang", "t").manifest}
+    beyond["job"] = {**beyond["job"], "part": 4}
+    with pytest.raises(BugkitError, match="says it is part 4 of 4: no such part"):
+        _placed([a.bundle, OpenBundle(Path("z.zip"), Path("."), beyond, ())])
     nameless: Any = {**_part(0, "hang", "t").manifest, "process": {"rank": None}}
     del nameless["job"]
     with pytest.raises(BugkitError, match="does not say which part"):

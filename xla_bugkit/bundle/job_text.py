@@ -19,13 +19,13 @@ def how_it_ended(part: Part) -> str:
     f = part.failure
     kind = str(f.get("kind", "?"))
     if f.get("peer"):
-        return f"taken down by the job: {f['peer']}"
+        return f"taken down by the job: {_cut(str(f['peer']))}"
     if part.taken_down:
-        return f"stopped from outside ({f.get('signal') or f.get('stopped_by')})"
+        return f"stopped from outside ({_cut(str(f.get('signal') or f.get('stopped_by')))})"
     if kind == "success":
         return "finished without failing"
     signal = f" ({f['signal']})" if f.get("signal") else ""
-    return f"{kind}{signal}: {_cut(str(f.get('headline', '')))}"
+    return _cut(f"{kind}{signal}") + f": {_cut(str(f.get('headline', '')))}"
 
 
 def part_record(

@@ -23,6 +23,7 @@ from xla_bugkit.errors import BugkitError
 # the job took down (a peer's heartbeat, a collective left waiting), a part with no failure.
 _ERRORS = frozenset({"compile crash", "compile error", "runtime error", "process crash"})
 _WEIGHTS = {"wrong result": 4, "hang": 3, "non-XLA failure": 2, "interrupted": 1, "success": 0}
+_MOST_PARTS = 1 << 20  # a job of a million processes is larger than any real one
 _OUTSIDE_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
 
 
@@ -133,6 +134,10 @@ def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
                 f"{b.path.name} does not say which part of a job it is (collect it with "
                 "--job-part I/N, or under a launcher: srun, mpirun)"
             )
+        size = job_size(b.manifest)
+        if place < 0 or (size is not None and place >= size) or place > _MOST_PARTS:
+            of = f" of {size}" if size is not None else ""
+            raise BugkitError(f"{b.path.name} says it is part {place}{of}: no such part")
         places.append(place)
     for i, place in enumerate(places):
         if places.index(place) != i:
