@@ -154,6 +154,8 @@ def test_the_size_budget_applies_to_the_whole_job(
     verified = subprocess.run([XLA_BUGKIT, "show", str(out)], capture_output=True, text=True,
                               env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
     assert verified.returncode == 0, verified.stderr
+    assert "job part 1 (the part it is judged by): compile crash" in verified.stdout
+    assert "job part 0 (parts/part-0): taken down by the job" in verified.stdout
 
 
 def test_parts_that_do_not_belong_together_are_refused(

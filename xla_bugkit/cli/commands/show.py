@@ -90,6 +90,14 @@ def render(path: Path, manifest: Manifest) -> str:
         verdict = (m["replay"] or {}).get("outcome", "not replayed")
         lines.append(f"module {m['label']}: {verdict}; chosen because {'; '.join(m['reasons'])}")
     lines += [f"note: {n}" for n in manifest["notes"]]
+    job = manifest.get("job")
+    for part in job.get("merged", []) if job is not None else []:
+        mark = "the part it is judged by" if part.get("judged_by") else part.get("folder")
+        how = part.get("peer") and f"taken down by the job: {part['peer']}"
+        lines.append(
+            f"job part {part.get('part')} ({mark}): {how or part.get('kind')}, "
+            f"ended {part.get('ended')}, first module {part.get('first_module')}"
+        )
     total = sum(e.size for e in entries if e.is_file)
     lines.append(f"{len(entries)} files, {total / 1e6:.2f} MB uncompressed:")
     lines += [f"  {e.size:>12,}  {_printable(e.name)}" for e in entries if e.is_file]
