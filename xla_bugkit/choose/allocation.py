@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.dumps import TEXT_READ_LIMIT, DumpIndex, DumpModule, Role
 
 _OOM = re.compile(r"Out of memory allocating (\d+) bytes")
 # The TPU compiler's own check of a module against the chip's memory, at compile time.
@@ -24,7 +24,6 @@ _HBM = re.compile(
 _REPORT_ROW = re.compile(
     r"^\s*[\d.]+\w+\(\s*\d+%\);\s*(?P<size>[\d.]+\w+);\s*\d+;\s*\d+;\s*(?P<shapes>.+)$", re.M
 )
-_READ_LIMIT = 64 << 20  # a buffer assignment past this is left unread
 
 
 def failed_allocation(text: str) -> int | None:
@@ -55,7 +54,7 @@ def largest_allocations(report: str, count: int = 3) -> list[str]:
 def device_report(index: DumpIndex, module: DumpModule) -> list[str]:
     """``largest_allocations`` of ``module``'s memory-usage report; [] without one."""
     report = next((f for f in module.all(Role.MEMORY_REPORT) if f.path.suffix == ".txt"), None)
-    if report is None or report.size > _READ_LIMIT:
+    if report is None or report.size > TEXT_READ_LIMIT:
         return []
     try:
         return largest_allocations((index.root / report.path).read_text("utf-8", "replace"))
@@ -79,7 +78,7 @@ def modules_allocating(
     found = []
     for module in index.modules if modules is None else modules:
         for file in module.all(Role.BUFFER_ASSIGNMENT):
-            if file.size > _READ_LIMIT:
+            if file.size > TEXT_READ_LIMIT:
                 continue
             try:
                 text = (index.root / file.path).read_bytes()

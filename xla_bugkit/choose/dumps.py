@@ -45,6 +45,10 @@ class Role(StrEnum):
 
 
 # The module prefix: optional microsecond timestamp, then module_NNNN.
+# A dumped text file larger than this is left unread when the chooser searches one (a module's
+# text for its kernels, a buffer assignment for an allocation): no real one comes near it.
+TEXT_READ_LIMIT = 64 << 20
+
 _PREFIX = re.compile(r"^(?:(?P<ts>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
 # "cpu_", "gpu_", "sm_9.0_gpu_" or nothing; a dotted module name must not be taken for it.
 _AFTER = r"(?P<platform>(?:(?:sm_\d+\.\d+_)?[A-Za-z]\w*_)?)after_optimizations"

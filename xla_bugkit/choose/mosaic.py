@@ -13,17 +13,16 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role
+from xla_bugkit.choose.dumps import TEXT_READ_LIMIT, DumpIndex, DumpModule, Role
 
 FOLDER = "mosaic"  # under the dump root
 KERNEL_TARGET = b"tpu_custom_call"
 _NAME = re.compile(r"^(?P<ns>\d{15,20})-\d+-mosaic-dump-.+\.txt$")
-_READ_LIMIT = 64 << 20  # a module text past this is not searched for kernels
 
 
 def _has_kernel(index: DumpIndex, module: DumpModule) -> bool:
     text = module.first(Role.BEFORE_TEXT)
-    if text is None or text.size > _READ_LIMIT:
+    if text is None or text.size > TEXT_READ_LIMIT:
         return False
     try:
         return KERNEL_TARGET in (index.root / text.path).read_bytes()
