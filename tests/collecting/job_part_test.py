@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
+import socket
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -66,5 +70,10 @@ def test_collect_of_a_part_names_its_bundle_and_records_it(
     assert written.exists() and not (tmp_path / "b.zip").exists()
     with zipfile.ZipFile(written) as z:
         manifest = json.loads(z.read("manifest.json"))
-    assert manifest["job"] == {"part": 1, "parts": 2, "from": "SLURM_PROCID"}
+    job = manifest["job"]
+    assert (job["part"], job["parts"], job["from"]) == (1, 2, "SLURM_PROCID")
+    # When the program ended (UTC, to the ms) and its machine, told apart without its name.
+    ended = datetime.datetime.fromisoformat(job["ended"])
+    assert ended.tzinfo is not None and abs(time.time() - ended.timestamp()) < 24 * 3600
+    assert re.fullmatch(r"[0-9a-f]{10}", job["host"]) and socket.gethostname() not in job["host"]
     assert "job: this is part 1 of 2 (SLURM_PROCID)" in capsys.readouterr().err
