@@ -100,7 +100,7 @@ def test_the_job_section_names_the_topology_the_others_and_what_differs() -> Non
     same = {(0, "module_0010.jit_step_0"): "module_0010.jit_step_2 of part 2"}
     section = job_text.issue_section(parts, crashed, 4, same)
     assert "4 processes on 1 machine, 2 devices each (8 in all)" in section
-    assert "merges 3 of its 4 parts. Missing: part 3." in section
+    assert "merges 3 of its 4 parts. Missing: part 3 (a part whose program did not fail" in section
     assert "**Part 2 failed inside XLA**" in section
     assert "| 0 | taken down by the job: task 1 of the job" in section and "+99.0 s" in section
     assert "(the same module as module_0010.jit_step_2 of part 2)" in section

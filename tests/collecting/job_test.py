@@ -64,6 +64,38 @@ def test_a_process_whose_own_compile_aborted_as_the_job_ended_it_failed_on_its_o
     assert failure.site == "buffer_assignment_util.cc:46"
 
 
+def test_a_collective_whose_peer_died_took_this_process_down() -> None:
+    """Process 0 of 3 in an all-gather with process 2, which died: gloo's connection to it
+    dropped, and that error was all this process printed before it exited."""
+    from xla_bugkit.failure.classify import classify
+
+    output = (
+        "Traceback (most recent call last):\n  ...\njax.errors.JaxRuntimeError: UNKNOWN: Gloo "
+        "AllGather failed: [external/gloo/gloo/transport/tcp/pair.cc:538] Read error "
+        "[127.0.0.1]:38274: Connection reset by peer\n"
+    )
+    failure = classify(output, exit_status=1)
+    assert failure.peer == (
+        "a collective lost its connection to another process of the job, which had died"
+    )
+    own = output.replace("Connection reset by peer", "Bad message length")
+    assert classify(own, exit_status=1).peer is None
+
+
+def test_the_programs_last_words_are_not_the_services_goodbye() -> None:
+    """A process of a job that printed its own alarm and exited 1: the JAX service's INFO line
+    at exit comes after it, and is not the failure's headline."""
+    from xla_bugkit.failure.classify import classify
+
+    output = (
+        "[Gloo] Rank 0 is connected to 3 peer ranks.\n"
+        "EVAL FAILED: rotation changed the norm of 4 of 65540 points\n"
+        "I1206 09:30:21.355306   17887 service.cc:114] Jax service shutting down\n"
+    )
+    failure = classify(output, exit_status=1)
+    assert failure.headline == "EVAL FAILED: rotation changed the norm of 4 of 65540 points"
+
+
 def test_a_survivor_of_a_job_is_told_which_task_failed() -> None:
     said = peers.peer_failure(
         SURVIVOR, "JaxRuntimeError: UNKNOWN: Gloo context initialization failed"

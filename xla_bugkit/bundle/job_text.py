@@ -24,6 +24,8 @@ def how_it_ended(part: Part) -> str:
         return f"stopped from outside ({_cut(str(f.get('signal') or f.get('stopped_by')))})"
     if kind == "success":
         return "finished without failing"
+    if kind == "non-XLA failure" and part.reproduced:
+        kind = "wrong result, proven by replay"
     signal = f" ({f['signal']})" if f.get("signal") else ""
     return _cut(f"{kind}{signal}") + f": {_cut(str(f.get('headline', '')))}"
 
@@ -135,11 +137,7 @@ def issue_section(
         "",
         f"A `jax.distributed` job of {topology(parts, failing, count)}, each process under "
         f"its own xla-bugkit collect; this bundle merges {len(parts)} of its {count} parts."
-        + (
-            f" Missing: part{'s' if len(missing) > 1 else ''} {', '.join(missing)}."
-            if missing
-            else ""
-        ),
+        + (f" Missing: {_missing(missing)}." if missing else ""),
         "",
         f"**Part {failing.index} failed {_which(parts, failing, count)}**: the failure and the "
         "module above are its own. The others:",
@@ -182,6 +180,14 @@ def issue_section(
             "",
         ]
     return "\n".join(lines)
+
+
+def _missing(missing: Sequence[str]) -> str:
+    return (
+        f"part{'s' if len(missing) > 1 else ''} {', '.join(missing)} (a part whose program "
+        "did not fail writes no bundle, unless collect --always; one whose collect was killed "
+        "writes none)"
+    )
 
 
 def _which(parts: Sequence[Part], failing: Part, count: int) -> str:
@@ -231,6 +237,9 @@ def summary_lines(
     for p in parts:
         mark = "*" if p is failing else " "
         lines.append(f" {mark} part {p.index} ({_when(p, start)}): {how_it_ended(p)}")
+    present = {p.index for p in parts}
+    if missing := [str(i) for i in range(count) if i not in present]:
+        lines.append(f"  missing: {_missing(missing)}")
     if failing.manifest["modules"]:
         module = failing.manifest["modules"][0]
         outcome = (module.get("replay") or {}).get("outcome") or "not replayed"

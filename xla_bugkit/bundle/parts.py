@@ -108,8 +108,8 @@ def part_paths(given: Sequence[Path]) -> list[Path]:
         else:
             found.append(path)
     unique = list(dict.fromkeys(p.resolve() for p in found))
-    if len(unique) < 2:
-        raise BugkitError("merge takes the bundles of two or more parts of one job")
+    if not unique:
+        raise BugkitError("merge takes the bundles of the parts of one job")
     return unique
 
 

@@ -207,7 +207,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
 
 
 # Words only a multi-process job's output holds: the cheap test before reading it for them.
-_JOB_SIGNS = ("JAX distributed service", "heartbeat", "Gloo context", "preemption notice")
+_JOB_SIGNS = ("JAX distributed service", "heartbeat", "Gloo", "preemption notice")
 
 
 def _classified(
@@ -359,7 +359,13 @@ def signal_name(exit_status: int | None) -> str | None:
 
 
 def _last_nonempty_line(output: str) -> str:
-    for line in reversed(output.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""
+    """The program's last words: its last line that is not one XLA (or gloo) logged at INFO
+    or WARNING ("I1206 ... service.cc:114] Jax service shutting down", which every process of
+    a jax.distributed job logs as it exits); such a line only when there is no other."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    said = [line for line in lines if not _LOGGED.match(line)]
+    return (said or lines or [""])[-1][:300]
+
+
+# A line XLA's logging (or gloo's) writes at INFO or WARNING.
+_LOGGED = re.compile(r"[IW]\d{4} \d\d:\d\d:\d\d|\[Gloo\] ")

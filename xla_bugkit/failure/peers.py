@@ -22,12 +22,17 @@ import re
 _TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
 _HEARTBEAT = re.compile(r"\bTask (\d+) heartbeat timeout")
 _UNHEALTHY = re.compile(r"unhealthy \(stopped sending heartbeats\):\s*\n((?:\s*\d+\s*\n)+)")
+# A collective between the processes (gloo's all-gather, all-reduce) whose peer went away.
+_LOST_PEER = re.compile(
+    r"Gloo \w+ failed: .*(?:Connection reset by peer|Connection closed by peer)"
+)
 _PREEMPTED = re.compile(r"received (?:a )?preemption notice|preemption notice received", re.I)
 # What a survivor's own error says when it is only the job's: a collective whose peers never
 # came, the coordination service's errors.
 _PEER_STATUS = re.compile(
     r"Gloo context initialization failed|GetKeyValue\(\) timed out|heartbeat timeout|"
     r"stopped sending heartbeats|"
+    r"Gloo \w+ failed: .*(?:Connection reset by peer|Connection closed by peer)|"
     r"CoordinationServiceError|coordination service|Barrier failed|JAX distributed service",
     re.I,
 )
@@ -56,4 +61,6 @@ def peer_failure(output: str, own_error: str | None) -> str | None:
         return "the JAX distributed service ended this process after another task of the job died"
     if own_error is not None and "Gloo context initialization failed" in own_error:
         return "a collective timed out waiting for another process of the job, which never joined"
+    if own_error is not None and _LOST_PEER.search(own_error):
+        return "a collective lost its connection to another process of the job, which had died"
     return None
