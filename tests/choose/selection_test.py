@@ -397,6 +397,23 @@ def test_a_compilation_under_way_without_a_number_is_the_unfinished_sibling(
     )
 
 
+def test_a_crash_while_compiling_also_suspects_the_execution_still_on_the_device(
+    tmp_path: Path,
+) -> None:
+    """jax dispatched jit_checksum and went on to compile the next function; the process died
+    on a signal before the checksum's outputs were ready: either may have crashed, and both are
+    replayed."""
+    idx = siblings_dump(tmp_path)
+    running = replace(execute_event(0, 30, "jit_checksum", ended=False), on_device=True)
+    evidence = [process(running, compile_event(1, 20, ended=False))]
+    crash = Failure(Kind.CRASH, Phase.COMPILE, "killed by SIGSEGV", "killed by SIGSEGV")
+    selection = select(idx, crash, "", evidence=evidence)
+    assert labels(selection)[:2] == ["module_0020.jit__lambda", "module_0030.jit_checksum"]
+    assert selection.chosen[1].reasons[0] == (
+        "XLA was still running it (jit_checksum) on the device when the process died"
+    )
+
+
 def test_the_last_finished_execution_before_a_runtime_failure(tmp_path: Path) -> None:
     idx = siblings_dump(tmp_path)
     evidence = [process(execute_event(0, 12), execute_event(1, 16),

@@ -48,6 +48,26 @@ def reason(
     return None
 
 
+def on_device(
+    index: DumpIndex, process: ProcessEvidence, *, several: bool
+) -> list[tuple[DumpModule, str]]:
+    """The executions still computing on the device when ``process`` died while it compiled
+    another function (jax dispatches asynchronously: a crash in the running computation
+    comes while Python has moved on to compiling the next), each with why it is a suspect."""
+    busy = process.unfinished
+    if busy is None or busy.kind != "compile":
+        return []
+    who = _who(process) if several else "the process"
+    found = []
+    for event in process.events:
+        if event.kind == "execute" and event.on_device:
+            module = _event_module(index, process, event)
+            if module is not None and not is_helper(module):
+                why = f"XLA was still running it{_call(event)} on the device when {who} died"
+                found.append((module, why))
+    return found
+
+
 def _who(process: ProcessEvidence) -> str:
     rank = f" (rank {process.rank})" if process.rank is not None else ""
     return f"process {process.pid}{rank}"

@@ -249,6 +249,9 @@ def _process_evidence(
         if found is not None:
             module, under_way, why = found
             reasons[module.label].append((_IN_FLIGHT if under_way else _LAST_EXECUTED, why))
+        if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH):
+            for module, why in recorded.on_device(index, process, several=several):
+                reasons[module.label].append((_UNFINISHED, why))
 
 
 def _rank(index: DumpIndex, failure: Failure, reasons: Reasons, limit: int) -> Selection:
