@@ -37,7 +37,7 @@ from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.rerun import RunRecord
 from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 
 def after_run(
@@ -103,7 +103,9 @@ def bundle_from(
             if options.replay and not peers_gone
             else None
         ) or Replays(())
-        run = with_replayed_message(run, replays.verdicts)
+        run = with_proven_wrong_result(
+            with_replayed_message(run, replays.verdicts), replays.verdicts
+        )
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
         own = (
@@ -215,6 +217,24 @@ def with_replayed_message(run: RunRecord, verdicts: Sequence[Verdict]) -> RunRec
     if proof is None or proof.failure is None:
         return run
     return replace(run, failure=run.failure.with_message_of(proof.failure, proof.module))
+
+
+def with_proven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> RunRecord:
+    """``run``, which ended by the program's own doing (its own alarm and exit status, in
+    words no check of ours reads as a wrong value), as the wrong result a replay proved: the
+    module's output differs from its reference. The program's message stays the headline."""
+    f = run.failure
+    # An exception of the program's (a ValueError it raised) is its own failure, proven or not.
+    if f.kind is not Kind.EXIT or f.exception or f.callback is not None or f.peer is not None:
+        return run
+    proof = next((v for v in verdicts if v.outcome is Outcome.REPRODUCED_WRONG), None)
+    if proof is None:
+        return run
+    rests_on = (
+        f"the program's own check failed ({f.headline[:120]}), and the replay of "
+        f"{proof.module} proved a wrong result: {proof.evidence[:160]}"
+    )
+    return replace(run, failure=replace(f, kind=Kind.WRONG_RESULT, evidence=f.evidence or rests_on))
 
 
 def no_dumps_message(run: RunRecord, saved: Sequence[ProcessEvidence] = ()) -> str:
