@@ -790,3 +790,21 @@ def test_xlas_status_quoted_in_the_programs_own_words_is_xlas_error() -> None:
     raised = f"{said}Traceback (most recent call last):\nValueError: bad batch\n"
     assert classify(raised, exit_status=1).kind is Kind.EXIT
     assert classify("job failed: disk full\n", exit_status=3).kind is Kind.EXIT
+
+
+def test_two_bare_deaths_on_one_signal_are_one_way_of_dying_whatever_python_was_doing() -> None:
+    """The run segfaulted with no line while Python compiled the next function and the device
+    still ran the last one; the replay of that one segfaulted while running."""
+    from xla_bugkit.failure.record import Failure as Record
+
+    run = Record(Kind.COMPILE_CRASH, Phase.COMPILE, "killed by SIGSEGV", "killed by SIGSEGV",
+                 signal="SIGSEGV", message_lost=True)  # fmt: skip
+    replayed = Record(Kind.CRASH, Phase.RUN, "killed by SIGSEGV", "killed by SIGSEGV",
+                      signal="SIGSEGV")  # fmt: skip
+    assert run.same_bug(replayed) and replayed.same_bug(run)
+    # A replay that says what killed it is another matter: the phase must then agree.
+    check = Record(Kind.CRASH, Phase.RUN, "x.cc:1] Check failed: y", "x.cc:1] Check failed: y",
+                   signal="SIGSEGV")  # fmt: skip
+    assert not run.same_bug(check)
+    assert not run.same_bug(Record(Kind.CRASH, Phase.RUN, "killed by SIGABRT",
+                                   "killed by SIGABRT", signal="SIGABRT"))  # fmt: skip

@@ -133,9 +133,18 @@ class Failure:
             return True
         if self.message_lost or other.message_lost:
             # One side's message was lost: the same way of dying must do (kind, which holds
-            # the phase, and signal); the caller says that this rests on less.
-            return self.kind is other.kind and self.signal == other.signal
+            # the phase, and signal); the caller says that this rests on less. Two deaths on
+            # a signal with no line at all (a segfault) are one way of dying: where the run
+            # died is then read from what Python was doing, and jax runs a computation in the
+            # background while Python compiles the next function.
+            if self.signal != other.signal:
+                return False
+            bare = {self.kind, other.kind} <= _CRASHES and self._bare() and other._bare()
+            return self.kind is other.kind or bare
         return comparable(self.signature) == comparable(other.signature)
+
+    def _bare(self) -> bool:
+        return self.signal is not None and self.headline.startswith("killed by ")
 
     def with_message_of(self, other: Failure, source: str) -> Failure:
         """This failure, whose message was lost, with ``other``'s (a replay that died the
@@ -178,6 +187,9 @@ def _unread(crash: Failure, error: Failure) -> bool:
         and _UNREAD_RESULT.search(crash.signature) is not None
         and error.kind is Kind.RUNTIME_ERROR
     )
+
+
+_CRASHES = frozenset({Kind.COMPILE_CRASH, Kind.CRASH})
 
 
 def _family(kind: Kind) -> str:
