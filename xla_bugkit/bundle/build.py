@@ -159,12 +159,14 @@ def _write_texts(
 def _module_entries(
     chosen: Sequence[Chosen], planned: Sequence[Planned], verdicts: Sequence[Verdict]
 ) -> list[ModuleEntry]:
+    """The chosen modules, those whose replay reproduced the failure first (in the order the
+    evidence ranked them): the module the evidence put first may not be the one that fails."""
     modules = [module_entry(c, planned) for c in chosen]
     by_name = {v.module: v for v in verdicts}
     for m in modules:
         v = by_name.get(m["label"])
         m["replay"] = v.to_json() if v else None
-    return modules
+    return sorted(modules, key=lambda m: not _reproduced(by_name.get(m["label"])))
 
 
 def _reproducer(

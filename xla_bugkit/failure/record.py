@@ -149,8 +149,13 @@ class Failure:
     def with_message_of(self, other: Failure, source: str) -> Failure:
         """This failure, whose message was lost, with ``other``'s (a replay that died the
         same way), saying so: "the run's message was not captured; the replay's: ..."."""
+        # A bare death's phase was read from what Python was doing; the replay's is the
+        # module's own (a crash in a background execution while Python compiled the next).
+        crashes = {self.kind, other.kind} <= _CRASHES
         return replace(
             self,
+            kind=other.kind if crashes else self.kind,
+            phase=other.phase if crashes else self.phase,
             headline=other.headline,
             signature=other.signature,
             site=other.site,
