@@ -38,6 +38,7 @@ from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 
 PARTS_DIR = "parts"
+_MODULES = "modules"
 # An other part's files kept beside its summary (its ISSUE.md and repro.py speak for a
 # process that did not fail; the merged bundle's own say what to do).
 _PART_FILES_LEFT = frozenset({members.ISSUE, members.REPRO})
@@ -75,7 +76,9 @@ def fingerprint(part: Part, module: ModuleEntry) -> str | None:
 
 
 def _module_dirs(module: ModuleEntry) -> set[str]:
-    return {"/".join(path.split("/")[:2]) for path in module["files"].values()}
+    """The folders under ``modules/`` that hold a module's files."""
+    paths = module["files"].values()
+    return {"/".join(p.split("/")[:2]) for p in paths if p.startswith(f"{_MODULES}/")}
 
 
 def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, ui: Ui) -> Merged:
@@ -94,7 +97,7 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
             size = archive.write_archive(files, out, fmt, progress=ui.progress("compressing"))
             if max_size is None or size <= max_size:
                 break
-            dropped = _over_budget(sources, size - max_size, failing)
+            dropped = _over_budget(sources, size - max_size)
             if not dropped:
                 ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
                 break
@@ -158,13 +161,13 @@ def _sources(
     return sources
 
 
-def _over_budget(sources: dict[str, Path], excess: int, failing: Part) -> list[str]:
+def _over_budget(sources: dict[str, Path], excess: int) -> list[str]:
     """The other parts' files that go first when the whole is over budget: their modules'
     files, largest first, then their logs, until they hold as much as the excess."""
     others = [n for n in sources if n.startswith(f"{PARTS_DIR}/")]
     ranked = sorted(
         (n for n in others if not n.endswith(f"/{members.MANIFEST}")),
-        key=lambda n: ("/modules/" not in n, -sources[n].stat().st_size),
+        key=lambda n: (f"/{_MODULES}/" not in n, -sources[n].stat().st_size),
     )
     dropped, freed = [], 0
     for name in ranked:
