@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit.bundle.parts import Part
+from xla_bugkit.hlo import flags
 
 _HEADLINE = 110  # characters of a part's failure shown in a table cell or a line
-_DEVICE_COUNT = "--xla_force_host_platform_device_count"
 
 
 def how_it_ended(part: Part) -> str:
@@ -102,7 +102,7 @@ def differences(parts: Sequence[Part]) -> list[str]:
             said = ", ".join(f"part {i}: {v or 'none'}" for i, v in values.items())
             lines.append(f"{name}: {said}")
     flag_sets = {
-        p.index: {f for f in p.manifest["xla_flags"] if not f.startswith(_DEVICE_COUNT)}
+        p.index: {f for f in p.manifest["xla_flags"] if not f.startswith(flags.HOST_DEVICE_COUNT)}
         for p in parts
     }
     common = set.intersection(*flag_sets.values()) if flag_sets else set()

@@ -125,6 +125,7 @@ def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
     """Parts by the place each says it has (``job.part``, else the process's rank); a place
     two parts claim, or parts of jobs of different sizes, are refused."""
     places: list[int] = []
+    sizes: set[int] = set()
     for b in bundles:
         job = b.manifest.get("job")
         rank = _process(b.manifest).get("rank")
@@ -139,11 +140,11 @@ def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
             of = f" of {size}" if size is not None else ""
             raise BugkitError(f"{b.path.name} says it is part {place}{of}: no such part")
         places.append(place)
+        sizes |= {size} if size is not None else set()
     for i, place in enumerate(places):
         if places.index(place) != i:
             first = bundles[places.index(place)].path.name
             raise BugkitError(f"{first} and {bundles[i].path.name} are both part {place}")
-    sizes = {n for b in bundles if (n := job_size(b.manifest)) is not None}
     if len(sizes) > 1:
         raise BugkitError(f"the parts come from jobs of different sizes ({sorted(sizes)})")
     return sorted(

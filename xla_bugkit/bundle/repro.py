@@ -168,8 +168,8 @@ def hlo_command(
     the module was compiled for the whole job's)."""
     if platform == "cpu" and devices > 1:
         xla_flags = (
-            *(f for f in xla_flags if not f.startswith(f"{_HOST_DEVICES}=")),
-            f"{_HOST_DEVICES}={devices}",
+            *(f for f in xla_flags if not f.startswith(f"{flags.HOST_DEVICE_COUNT}=")),
+            f"{flags.HOST_DEVICE_COUNT}={devices}",
         )
     text = files.get(Role.BEFORE_TEXT.value)
     path, fmt = (text, "hlo") if text else (files.get(Role.BEFORE_PROTO.value, ""), "pb")
@@ -247,9 +247,6 @@ def _not_for_run_hlo_module(stage: Path, target: Target) -> str:
 
 
 _SHARDY = "xla.sdy."
-
-
-_HOST_DEVICES = "--xla_force_host_platform_device_count"
 
 
 def _devices(header: str) -> int:

@@ -293,9 +293,10 @@ def _run_stage(
     ui.say(options.capture.describe())
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
+    ended = time.time()
+    options = _as_part_of_its_job(options, run, ui)
     if options.job_part is not None:
-        run = replace(run, job=options.job_part.to_json(ended=time.time()))
-    options, run = _as_part_of_its_job(options, run, ui)
+        run = replace(run, job=options.job_part.to_json(ended=ended))
     try:
         workdir.save_run(work, run)
     except OSError as e:
@@ -307,26 +308,23 @@ def _run_stage(
     return options, run
 
 
-def _as_part_of_its_job(
-    options: CollectOptions, run: RunRecord, ui: Ui
-) -> tuple[CollectOptions, RunRecord]:
-    """A run of one process of a ``jax.distributed`` job that no launcher's environment or
-    ``--job-part`` named: the process id the hook saw names its part, so that the job's
-    other collects, started the same way, write beside it and not over it."""
+def _as_part_of_its_job(options: CollectOptions, run: RunRecord, ui: Ui) -> CollectOptions:
+    """``options``, for a run of one process of a ``jax.distributed`` job that no launcher's
+    environment or ``--job-part`` named, with the part the process id the hook saw gives it,
+    so that the job's other collects, started the same way, write beside it and not over it."""
     culprit = run.culprit
     if options.job_part is not None or culprit is None or culprit.others:
-        return options, run
+        return options
     process = culprit.process
     if process.rank is None or (process.processes or 0) < 2:
-        return options, run
+        return options
     from xla_bugkit.bundle.output import check_output
 
     part = JobPart(process.rank, process.processes, "jax.distributed")
     output = job.part_output(options.output, part)
     check_output(output, options.fmt, force=options.force)
     ui.say(f"this run was {part.describe()}: the bundle is named for its part")
-    options = replace(options, job_part=part, output=output)
-    return options, replace(run, job=part.to_json(ended=time.time()))
+    return replace(options, job_part=part, output=output)
 
 
 def _how_it_ended(run: RunRecord) -> str:

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import replace
 
-from xla_bugkit.failure import callback, peers, ptxla_log, value_check
+from xla_bugkit.failure import callback, peers, ptxla_log, value_check, xla_log
 from xla_bugkit.failure.compile_log import (
     COMPILING_RE,
     FINISHED_RE,
@@ -312,15 +312,12 @@ def _phase_from_output(output: str, compiling: str | None) -> Phase:
     return Phase.UNKNOWN
 
 
-_SERVICE_END = "Terminating process because the JAX distributed service"
-
-
 def _first_fatal(output: str) -> tuple[str, str | None] | None:
     """The line that killed the process: a CHECK, an uncaught C++ exception, LLVM's exit. A
     CHECK of its own counts before the JAX distributed service's end of it: the service may
     end a process (another one had died) a moment before the compile it was in aborts."""
     checks = list(_CHECK_RE.finditer(output))
-    own = [m for m in checks if _SERVICE_END not in m.group("msg")]
+    own = [m for m in checks if peers.TERMINATED not in m.group("msg")]
     m = own[0] if own else checks[0] if checks else None
     if m:
         site = m.group("site").rsplit("/", 1)[-1]
@@ -368,4 +365,4 @@ def _last_nonempty_line(output: str) -> str:
 
 
 # A line XLA's logging (or gloo's) writes at INFO or WARNING.
-_LOGGED = re.compile(r"[IW]\d{4} \d\d:\d\d:\d\d|\[Gloo\] ")
+_LOGGED = re.compile(rf"{xla_log.INFO_OR_WARNING}|\[Gloo\] ")

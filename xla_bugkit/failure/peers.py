@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-_TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
+TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
 _HEARTBEAT = re.compile(r"\bTask (\d+) heartbeat timeout")
 _UNHEALTHY = re.compile(r"unhealthy \(stopped sending heartbeats\):\s*\n((?:\s*\d+\s*\n)+)")
 # A collective between the processes (gloo's all-gather, all-reduce) whose peer went away.
@@ -31,8 +31,7 @@ _PREEMPTED = re.compile(r"received (?:a )?preemption notice|preemption notice re
 # came, the coordination service's errors.
 _PEER_STATUS = re.compile(
     r"Gloo context initialization failed|GetKeyValue\(\) timed out|heartbeat timeout|"
-    r"stopped sending heartbeats|"
-    r"Gloo \w+ failed: .*(?:Connection reset by peer|Connection closed by peer)|"
+    rf"stopped sending heartbeats|{_LOST_PEER.pattern}|"
     r"CoordinationServiceError|coordination service|Barrier failed|JAX distributed service",
     re.I,
 )
@@ -57,7 +56,7 @@ def peer_failure(output: str, own_error: str | None) -> str | None:
         )
     if _PREEMPTED.search(output):
         return "the job was preempted, and the JAX distributed service ended this process"
-    if _TERMINATED in output:
+    if TERMINATED in output:
         return "the JAX distributed service ended this process after another task of the job died"
     if own_error is not None and "Gloo context initialization failed" in own_error:
         return "a collective timed out waiting for another process of the job, which never joined"

@@ -84,6 +84,9 @@ def log_env(base: Mapping[str, str]) -> dict[str, str]:
 
 
 # The terminal leaves out what these settings made XLA print; run.log keeps everything.
+# The start of a line XLA logs at INFO or WARNING ("I1206 09:03:43.455885 ..."): it says how
+# things went, never how the program failed.
+INFO_OR_WARNING = r"[IW]\d{4} \d\d:\d\d:\d\d"
 _INFO_LINE = rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "
 _DUMPING_BYTES = rf"[^\n]*\] {_DUMPING_WORDS}".encode()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from xla_bugkit.failure import ptxla_log
+from xla_bugkit.failure import ptxla_log, xla_log
 
 # XLA's canonical status codes (absl::StatusCode names), as printed before the message.
 STATUS_CODES = (
@@ -98,7 +98,7 @@ _BARE_STATUS_RE = re.compile(rf"^(?P<code>{STATUS}): (?P<msg>.*)$", re.M)
 # ... CANCELLED: Preemption notifier is being deleted", as every jax.distributed process that
 # shuts down logs): such a line says how things went, never how the program failed.
 _QUOTED_STATUS_RE = re.compile(
-    rf"^(?![IW]\d{{4}} \d\d:\d\d:\d\d)[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M
+    rf"^(?!{xla_log.INFO_OR_WARNING})[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M
 )
 DISPATCH = "Error dispatching computation: "
 

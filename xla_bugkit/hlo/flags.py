@@ -16,6 +16,8 @@ DUMP_FORMAT_FLAGS = (
     "--xla_dump_hlo_snapshots",
     "--xla_dump_large_constants",
 )
+# How many devices XLA's CPU client pretends to have (read when the client starts).
+HOST_DEVICE_COUNT = "--xla_force_host_platform_device_count"
 SNAPSHOTS = "--xla_dump_hlo_snapshots"  # a snapshot (arguments, result) of every execution
 # Flags that only steer dumping; a replay drops them (it must not dump into the bundle).
 _DUMP_PREFIXES = ("--xla_dump_",)

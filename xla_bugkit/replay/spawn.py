@@ -41,7 +41,7 @@ CONSERVATIVE_FLAGS = (
 )
 
 # Flags the client reads once, when the backend starts: no per-compile override can set them.
-PROCESS_FLAGS = frozenset({"--xla_force_host_platform_device_count"})
+PROCESS_FLAGS = frozenset({flags.HOST_DEVICE_COUNT})
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def spawn_settled(
                 why = f"the module needs {needed} {inp.platform} devices, {here or '?'} here"
                 return Child(child.done, child.out, None, "", why), inp
             # XLA's CPU client can pretend to have as many devices as the module wants.
-            env_flags.append(f"--xla_force_host_platform_device_count={needed}")
+            env_flags.append(f"{flags.HOST_DEVICE_COUNT}={needed}")
         elif rejected is not None:
             # XLA takes this flag only at start-up; the references then run with it too.
             moved = [f for f in spec["flags"] if flags.name_of(f).lstrip("-") == rejected]
