@@ -26,8 +26,26 @@ def test_a_dump_folder_module_that_crashes_fails_again(
     dump = program_runs["compile_crash"].dump_dir
     assert main(["replay", "-q", str(dump), "--module", "jit_add_noise$"]) == ExitCode.OK
     out = capsys.readouterr().out
-    assert "jit_add_noise: compile crash (SIGABRT)" in out
+    assert "jit_add_noise: reproduced: crash: compile crash (SIGABRT)" in out
     assert "Check failed: const_instr == nullptr" in out
+
+
+def test_the_json_and_the_exit_code_say_what_the_text_says(
+    program_runs: ProgramRuns, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The README's example, its dump replayed with --json: a dump records no outcome, and
+    # the crash its replay meets is what the verdict says (it was "not reproduced" in the
+    # JSON and the API, a compile crash in the text, exit 0).
+    dump = program_runs["compile_crash"].dump_dir
+    argv = ["replay", "-q", str(dump), "--module", "jit_add_noise$"]
+    assert main(argv) == ExitCode.OK
+    text = capsys.readouterr().out
+    assert main([*argv, "--json"]) == ExitCode.OK
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["outcome"] == "reproduced: crash"
+    assert verdict["evidence"].startswith("compile crash (SIGABRT): buffer_assignment_util.cc:46]")
+    first = text.splitlines()[0]
+    assert first.startswith(f"{verdict['module']}: {verdict['outcome']}: compile crash (SIGABRT)")
 
 
 def test_one_dump_file_as_json(
@@ -38,6 +56,7 @@ def test_one_dump_file_as_json(
     assert main(["replay", "-q", "--json", str(hlo)]) == ExitCode.OK
     (verdict,) = json.loads(capsys.readouterr().out)
     assert verdict["module"].endswith(".jit_add_noise")
+    assert verdict["outcome"] == "reproduced: crash"
     assert verdict["failure"]["kind"] == "compile crash"
     assert verdict["failure"]["site"] == "buffer_assignment_util.cc:46"
 
@@ -89,7 +108,7 @@ def test_flags_as_the_readme_writes_them_replace_every_recorded_one(
     # Several flags in one quoted value, the first of which brings the crash back.
     flags = "--xla_disable_all_hlo_passes=true --xla_cpu_enable_fast_math=false"
     assert main([*argv, "--flags", flags]) == ExitCode.OK
-    assert "jit_add_noise: compile crash (SIGABRT)" in capsys.readouterr().out
+    assert "jit_add_noise: reproduced: crash: compile crash (SIGABRT)" in capsys.readouterr().out
 
 
 def test_an_unknown_xla_flag_is_an_error(

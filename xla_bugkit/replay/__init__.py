@@ -36,6 +36,7 @@ __all__ = [
     "RunContext",
     "Spares",
     "Unverified",
+    "as_found",
     "capped",
     "child_spec",
     "compare_outputs",
@@ -65,6 +66,7 @@ _HOMES = {
     "RunContext": "xla_bugkit.replay.context",
     "UNRECORDED": "xla_bugkit.replay.context",
     "replay_dump": "xla_bugkit.replay.dump",
+    "as_found": "xla_bugkit.replay.dump",
     "failed": "xla_bugkit.replay.dump",
     "replay": "xla_bugkit.replay.judge",
     "judged": "xla_bugkit.replay.judge",
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
     from xla_bugkit.replay.children import Spares
     from xla_bugkit.replay.compare import Comparison, compare_outputs
     from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
-    from xla_bugkit.replay.dump import failed, replay_dump
+    from xla_bugkit.replay.dump import as_found, failed, replay_dump
     from xla_bugkit.replay.elsewhere import Unverified
     from xla_bugkit.replay.inputs import (
         Release,

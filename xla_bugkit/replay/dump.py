@@ -74,7 +74,7 @@ def replay_dump(
             verdict = replay_module(
                 inp, expected=None, context=context, options=ReplayOptions(timeout=timeout)
             )
-            verdicts.append(_on_extremes(inp, verdict, context, timeout))
+            verdicts.append(as_found(_on_extremes(inp, verdict, context, timeout)))
     if not verdicts:
         raise BugkitError(f"nothing in {target} can be replayed: no before-optimizations module")
     return verdicts
@@ -98,7 +98,32 @@ def _on_extremes(
     )
 
 
+def as_found(v: Verdict) -> Verdict:
+    """``v``, with a failure the replay met as what it reproduced.
+
+    A dump records no outcome to reproduce, so the judge, told to expect none, calls a
+    module that crashes "not reproduced". What a dump's replay finds is the failure itself:
+    its verdict says so, and every view of it (text, JSON, the exit code) reads that.
+    """
+    found = FOUND.get(v.failure.kind) if v.failure is not None else None
+    if v.outcome is not Outcome.NOT_REPRODUCED or v.failure is None or found is None:
+        return v
+    return replace(v, outcome=found, evidence=v.failure.describe)
+
+
+# A failure's kind -> the outcome that names it. Not here: a non-XLA exit (the replay's own
+# code failed, which says nothing of the module), an interruption, a success.
+FOUND = {
+    Kind.COMPILE_CRASH: Outcome.REPRODUCED_CRASH,
+    Kind.CRASH: Outcome.REPRODUCED_CRASH,
+    Kind.COMPILE_ERROR: Outcome.REPRODUCED_ERROR,
+    Kind.RUNTIME_ERROR: Outcome.REPRODUCED_ERROR,
+    Kind.HANG: Outcome.REPRODUCED_HANG,
+    Kind.WRONG_RESULT: Outcome.REPRODUCED_WRONG,
+}
+
+
 def failed(v: Verdict) -> bool:
-    """The module crashed, errored, hung or computed a wrong result."""
-    crashed = v.failure is not None and v.failure.kind.is_failure
-    return crashed or v.outcome in (Outcome.REPRODUCED_WRONG, Outcome.REPRODUCED_HANG)
+    """The module crashed, errored, hung or computed a wrong result: ``as_found``'s verdict
+    says it reproduced."""
+    return v.reproduced

@@ -24,6 +24,7 @@ from xla_bugkit.replay import (
     ReplayInput,
     ReplayOptions,
     RunContext,
+    as_found,
     dump_modules,
     failed,
     memory_limit,
@@ -203,12 +204,15 @@ def shrink_dump(
         if inp is None:
             continue
         with ui.phase(f"replaying {m.label}"):
-            verdict = replay(
-                inp,
-                expected=None,
-                options=ReplayOptions(
-                    timeout=options.timeout, memory_limit=memory_limit(inp.platform)
-                ),
+            # A dump records no outcome: the failure its replay meets is what it shows.
+            verdict = as_found(
+                replay(
+                    inp,
+                    expected=None,
+                    options=ReplayOptions(
+                        timeout=options.timeout, memory_limit=memory_limit(inp.platform)
+                    ),
+                )
             )
         if not failed(verdict):
             ui.detail(f"{m.label}: {verdict.outcome.value}")

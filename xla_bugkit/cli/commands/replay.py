@@ -51,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ui: Ui) -> int:
-    """Print each verdict; exit 0 when a module fails, 3 when all ran and matched, 1 when
-    none could run (each verdict says why).
+    """Print each verdict; exit 0 when a module's verdict says it failed (reproduced), 3 when
+    all ran and matched, 1 when none could run (each verdict says why).
 
     ``--flags`` replace every recorded flag: the module's debug options and the debug options
     recorded in its PJRT folder's compile_options.pb.
@@ -80,8 +80,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def describe(v: Verdict) -> str:
-    if v.failure is not None and v.failure.kind.is_failure:
-        return f"{v.module}: {v.failure.describe}"
+    """The verdict's own words: its outcome, as ``--json`` gives it, then its evidence."""
     return f"{v.module}: {v.outcome.value}: {v.evidence}"
 
 
