@@ -50,7 +50,8 @@ MEANINGS: dict[ExitCode, str] = {
 COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "collect": {
         ExitCode.OK: "bundle written and the failure reproduced by replay",
-        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced",
+        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced; or the program failed "
+        "before XLA compiled anything (no bundle: nothing of XLA's to replay)",
         ExitCode.NO_FAILURE: "no failure seen",
         ExitCode.ERROR: "error",
         ExitCode.INTERRUPTED: "interrupted",

@@ -18,7 +18,7 @@ from xla_bugkit.bundle import trackers, triage
 from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.choose.snapshot import replay_note
-from xla_bugkit.collecting import own_flags, workdir
+from xla_bugkit.collecting import no_dumps, own_flags, workdir
 from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps
 from xla_bugkit.collecting.replays import Replays
 from xla_bugkit.collecting.stages import (
@@ -29,7 +29,7 @@ from xla_bugkit.collecting.stages import (
     search_wrong_value,
     write_bundle,
 )
-from xla_bugkit.errors import ExitCode, RerunNeeded
+from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
 from xla_bugkit.run import arguments, evidence, processes
@@ -68,7 +68,7 @@ def bundle_from(
     for problem in found.problems:
         ui.warn(f"{problem}: free disk space or raise the file-size limit, then run again")
     if not found.index.modules:
-        raise RerunNeeded(no_dumps_message(run, saved))
+        return no_dumps.without_dumps(run, saved, fmt)
     with ui.timed("select"):
         # Module ids are per process: only the failing process's records describe its dumps.
         selection = choose(found.index, run, options, run.culprit_evidence)
@@ -235,31 +235,3 @@ def with_proven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> Run
         f"{proof.module} proved a wrong result: {proof.evidence[:160]}"
     )
     return replace(run, failure=replace(f, kind=Kind.WRONG_RESULT, evidence=f.evidence or rests_on))
-
-
-def no_dumps_message(run: RunRecord, saved: Sequence[ProcessEvidence] = ()) -> str:
-    """Why a run left no dumps: for certain, when a process's XLA backend started without
-    collect's ``--xla_dump_to`` (the program replaced XLA_FLAGS); else the likely causes.
-    Either way another run is the way on: the dumps cannot be made from this one."""
-    ended = f"the program wrote no XLA dumps ({run.failure.describe})"
-    again = "then run collect again"
-    replaced = next(
-        (
-            p
-            for p in saved
-            if p.started_backend and "--xla_dump_to" not in p.env.get("XLA_FLAGS", "")
-        ),
-        None,
-    )
-    if replaced is not None:
-        value = replaced.env.get("XLA_FLAGS", "")
-        return (
-            f"{ended}: it replaced XLA_FLAGS (its XLA started with XLA_FLAGS={value!r}, "
-            "without the --xla_dump_to collect adds); append to it instead "
-            f"(os.environ['XLA_FLAGS'] += ' --flag' keeps ours), {again}"
-        )
-    return (
-        f"{ended}: it may replace XLA_FLAGS instead of appending to it "
-        "(os.environ['XLA_FLAGS'] += ' --flag' keeps ours), stop before JAX compiles "
-        f"anything, or not use XLA at all; once that is fixed, {again}"
-    )

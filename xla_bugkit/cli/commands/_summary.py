@@ -43,7 +43,8 @@ def render_summary(result: CollectResult, *, verbose: bool = False, quiet: bool 
     """The closing lines of ``collect`` for ``result``; ``quiet`` (-q): what happened,
     the bundle, and what to do with it."""
     if result.manifest is None or result.judged is None or result.tracker is None:
-        return NO_FAILURE
+        # Notes without a bundle say why there is none (a run that wrote no XLA dumps).
+        return "\n".join(f"xla-bugkit: {n}" for n in result.notes) or NO_FAILURE
     if quiet:
         return "\n".join(
             [
