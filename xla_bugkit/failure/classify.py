@@ -47,9 +47,10 @@ __all__ = [
 
 # glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
 # or the dated form of TensorFlow's and PyTorch/XLA's logging:
-# "2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] Check failed: ...".
+# "2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] Check failed: ...". A build
+# with Bazel modules names XLA's folder "external/xla+/" (Bazel 7: "external/xla~/").
 _CHECK_RE = re.compile(
-    r"^(?:F\d{4} [\d:.]+\s+\d+|\d{4}-\d\d-\d\d [\d:.]+: F) (?P<site>[\w./-]+:\d+)\] (?P<msg>.*)$",
+    r"^(?:F\d{4} [\d:.]+\s+\d+|\d{4}-\d\d-\d\d [\d:.]+: F) (?P<site>[\w./+~-]+:\d+)\] (?P<msg>.*)$",
     re.M,
 )
 _RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
