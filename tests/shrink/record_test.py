@@ -4,6 +4,7 @@ the ISSUE.md section it comes with."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -73,3 +74,29 @@ def test_the_issue_section_goes_before_system_info() -> None:
     issue = with_section("### Description\n\ntext\n\n### System info\n\nx\n", section)
     assert issue.index("#### Shrunk reproducer") < issue.index("### System info")
     assert "```text\nHloModule m\n```" in issue
+
+
+def test_without_the_flags_stage_nothing_is_said_of_the_flags() -> None:
+    # shrink --only module,passes on a run with 2 flags: it used to say "fails without any
+    # of the 2 recorded flags", which only the flags stage can show.
+    result = replace(RESULT, user_flags=2, stages=("module", "passes"))
+    lines = result.findings()
+    assert not [line for line in lines if "recorded flags" in line or line.startswith("needs ")]
+    assert "not run (--only): the flags stage" in lines
+    record = result.record()
+    assert (record["stages"], record["skipped"]) == (["module", "passes"], ["flags"])
+
+
+def test_the_flags_stage_alone_says_what_it_found_and_no_more() -> None:
+    result = replace(RESULT, user_flags=2, culprit=None, instructions_after=378, stages=("flags",))
+    lines = result.findings()
+    assert lines[0].startswith("not shrunk: 378 instructions; same failure")
+    assert "fails without any of the 2 recorded flags" in lines
+    assert "not run (--only): the module and passes stages" in lines
+    assert result.record()["skipped"] == ["module", "passes"]
+
+
+def test_a_full_shrink_names_no_stage_as_skipped() -> None:
+    assert not [line for line in RESULT.findings() if "not run" in line]
+    assert RESULT.record()["skipped"] == []
+    assert "fails without any of the 1 recorded flags" in RESULT.findings()

@@ -108,9 +108,15 @@ def test_only_the_module_stage_claims_no_flag_is_needed(
     bundle = shrink_bundles("flag_crash", xla_flags=USER_FLAGS).bundle
     code, record = _shrink(bundle, tmp_path / "out.zip", "--only", "module")
     assert code == ExitCode.OK
-    # The flags were never tried one by one: none is reported as needed.
+    # The flags were never tried one by one: none is reported as needed, nor as not needed,
+    # in the record, the findings or ISSUE.md; each says the flags stage did not run.
     assert record["needed_flags"] == [] and record["module_independent"] is False
     assert any("XLA flags were all kept, untested" in n for n in record["notes"])
+    assert (record["stages"], record["skipped"]) == (["module"], ["flags", "passes"])
+    with zipfile.ZipFile(tmp_path / "out.zip") as z:
+        issue = z.read("ISSUE.md").decode()
+    assert "- not run (--only): the flags and passes stages" in issue
+    assert "recorded flags" not in issue and "- needs " not in issue
 
 
 def test_a_spent_budget_still_writes_the_best_so_far(

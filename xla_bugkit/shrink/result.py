@@ -7,6 +7,9 @@ from typing import Any
 
 from xla_bugkit.shrink.passes import Culprit
 
+# The stages ``--only`` chooses among; the workarounds are tried whatever ran.
+STAGES = ("flags", "module", "passes")
+
 
 @dataclass(frozen=True)
 class ShrinkResult:
@@ -29,6 +32,13 @@ class ShrinkResult:
     probe_seconds: float = 0.0  # the probing stages' share: what --budget limits
     # The module right before and right after the named pass: (file name, HLO text).
     around: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # The stages that ran: a finding about flags, the module or a pass comes only from its own.
+    stages: tuple[str, ...] = STAGES
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """The stages ``--only`` left out, in their order."""
+        return tuple(s for s in STAGES if s not in self.stages)
 
     def record(self) -> dict[str, Any]:
         """The manifest's ``shrink`` record (JSON-ready)."""
@@ -47,31 +57,53 @@ class ShrinkResult:
             "workarounds": list(self.workarounds),
             "notes": list(self.notes),
             "parameters": list(self.parameters),
+            "stages": list(self.stages),
+            "skipped": list(self.skipped),
         }
 
     def findings(self) -> list[str]:
-        """One line per finding, for the terminal and ISSUE.md."""
-        lines = [
-            f"shrunk: {self.instructions_before} → {self.instructions_after} instructions; "
-            f"same failure ({self.oracle}); {self.probes} probes in {self.seconds:.0f} s"
-        ]
+        """One line per finding, for the terminal and ISSUE.md: each from the stage that
+        found it, and a line naming the stages that did not run."""
+        lines = [self._size_line()]
         if self.culprit is not None:
             lines.append(self.culprit.sentence())
-        if self.needed_flags:
-            rest = (
-                f"; not {' '.join(self.unneeded_flags)}, also in force in the run"
-                if self.unneeded_flags
-                else ""
-            )
-            lines.append(
-                f"needs {' '.join(self.needed_flags)} "
-                f"({len(self.needed_flags)} of {self.user_flags} flags{rest})"
-            )
-        elif self.user_flags:
-            lines.append(f"fails without any of the {self.user_flags} recorded flags")
-        if self.module_independent:
-            lines.append("module-independent: the flags alone fail on a module that does nothing")
+        lines += self._flag_lines()
         if self.workarounds:
             lines.append(f"passes with: {', '.join(self.workarounds)}")
+        if self.skipped:
+            lines.append(
+                f"not run (--only): the {' and '.join(self.skipped)} stage{_s(self.skipped)}"
+            )
         lines.extend(self.notes)
         return lines
+
+    def _size_line(self) -> str:
+        same = f"same failure ({self.oracle}); {self.probes} probes in {self.seconds:.0f} s"
+        if "module" not in self.stages:
+            return f"not shrunk: {self.instructions_before} instructions; {same}"
+        return (
+            f"shrunk: {self.instructions_before} → {self.instructions_after} instructions; {same}"
+        )
+
+    def _flag_lines(self) -> list[str]:
+        """What the flags stage showed; nothing when it did not run (or had none to try)."""
+        if "flags" not in self.stages or not self.user_flags:
+            return []
+        if not self.needed_flags:
+            return [f"fails without any of the {self.user_flags} recorded flags"]
+        rest = (
+            f"; not {' '.join(self.unneeded_flags)}, also in force in the run"
+            if self.unneeded_flags
+            else ""
+        )
+        lines = [
+            f"needs {' '.join(self.needed_flags)} "
+            f"({len(self.needed_flags)} of {self.user_flags} flags{rest})"
+        ]
+        if self.module_independent:
+            lines.append("module-independent: the flags alone fail on a module that does nothing")
+        return lines
+
+
+def _s(items: tuple[str, ...]) -> str:
+    return "s" if len(items) > 1 else ""

@@ -26,12 +26,11 @@ from xla_bugkit.shrink.hlo_text import Candidate
 from xla_bugkit.shrink.oracle import Answer, Oracle, mismatch_class
 from xla_bugkit.shrink.probe import ForkServer
 from xla_bugkit.shrink.reduce import reduce_module
-from xla_bugkit.shrink.result import ShrinkResult
+from xla_bugkit.shrink.result import STAGES, ShrinkResult
 from xla_bugkit.shrink.session import Budget, Exhausted, Session, replay_inputs
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
 
-STAGES = ("flags", "module", "passes")
 EXHAUSTED = "budget exhausted: the result is the best checkpoint so far"
 MIN_PROBE_TIMEOUT = 10.0
 
@@ -270,6 +269,7 @@ def _stages(
         notes=tuple(notes),
         trace=trace,
         around=around,
+        stages=options.stages,
         parameters=tuple(
             src.to_json() if has_data(inp, options) else {"generated": True} for src in best.sources
         ),
