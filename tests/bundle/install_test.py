@@ -35,9 +35,10 @@ class _Dist:
         ([], {"url": "https://github.com/o/xla-bugkit.git",
               "vcs_info": {"vcs": "git", "commit_id": "0123abc"}},
          "pipx install git+https://github.com/o/xla-bugkit.git@0123abc"),
-        # A local checkout names no place a maintainer can reach: by name and version.
+        # A local checkout names no place a maintainer can reach, and a package index may
+        # not have its version: a clone of the repository, not `pip install xla-bugkit==0.1.0`.
         ([], {"url": "file:///home/me/xla-bugkit", "dir_info": {"editable": True}},
-         "pip install xla-bugkit==0.1.0"),
+         installed.FROM_CLONE),
     ],
 )  # fmt: skip
 def test_the_install_line_follows_where_it_came_from(

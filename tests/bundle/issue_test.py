@@ -7,6 +7,8 @@ import re
 
 from helpers.programs import ProgramRuns
 
+from xla_bugkit import __version__
+from xla_bugkit.bundle import installed
 from xla_bugkit.bundle.issue import (
     LOG_TAIL_LINES,
     TITLE_MAX,
@@ -162,6 +164,25 @@ def test_ways_to_reproduce_quickest_first() -> None:
     hlo = body.index("```shell\nrun_hlo_module --platform=cpu m.txt\n```")
     verify = body.index("```shell\npip install xla-bugkit && xla-bugkit verify bundle.zip\n```")
     assert script < hlo < verify
+
+
+def test_an_xla_bugkit_installed_from_a_clone_is_got_from_a_clone() -> None:
+    # Installed as the README installs it (a clone): ISSUE.md used to say
+    # `pip install xla-bugkit==0.1.0 && ...`, a version a package index may not have.
+    body = render_issue(_ctx(repro_command="python repro.py", install=installed.FROM_CLONE))
+    script = body.index("```shell\npython repro.py\n```")
+    verify = body.index(
+        "Or, thoroughly, replay every module of the bundle against reference results, with "
+        f"xla-bugkit {__version__} installed from a clone of its repository, as its README says "
+        "(`python -m pip install .` in the clone):\n\n```shell\nxla-bugkit verify bundle.zip\n```"
+    )
+    assert script < verify
+    assert "pip install xla-bugkit" not in body and installed.FROM_CLONE not in body
+
+
+def test_alone_the_verify_line_from_a_clone_opens_with_the_clone() -> None:
+    body = render_issue(_ctx(install=installed.FROM_CLONE))
+    assert f"With xla-bugkit {__version__} installed from a clone of its repository" in body
 
 
 def test_without_a_script_the_reason_comes_first_and_no_option_begins_with_or() -> None:

@@ -51,10 +51,16 @@ def nvidia_dists() -> list[tuple[str, str]]:
 _SOURCE_LABELS = ("source", "repository", "source code", "code")
 
 
+# Installed from a folder (a clone, as the README installs it): no place a maintainer can
+# reach is known, and a package index may not have this version. The command names the
+# clone for them to make, not a pinned version pip may not find.
+FROM_CLONE = "python -m pip install path/to/a/clone/of/xla-bugkit"
+
+
 def install_command() -> str:
     """How a maintainer installs the xla-bugkit that made a bundle: from the source its
     metadata names (``[project.urls]``), or from the repository it was installed from, with
-    pipx; by name and version otherwise."""
+    pipx; from a clone of its repository otherwise (``FROM_CLONE``)."""
     try:
         dist = metadata.distribution("xla-bugkit")
     except metadata.PackageNotFoundError:
@@ -71,7 +77,7 @@ def install_command() -> str:
     if url.startswith("https://") and isinstance(vcs, dict) and vcs.get("vcs") == "git":
         commit = str(vcs.get("commit_id", ""))
         return f"pipx install git+{url}" + (f"@{commit}" if commit else "")
-    return f"pip install xla-bugkit=={dist.version}"
+    return FROM_CLONE
 
 
 def dist_version(dist: str) -> str:

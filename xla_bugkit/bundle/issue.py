@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from xla_bugkit import __version__
+from xla_bugkit.bundle import installed
 
 TEMPLATE = "issue.md"
 LOG_TAIL_LINES = 60
@@ -121,11 +122,11 @@ def render_issue(ctx: IssueContext) -> str:
 def _reproduce(ctx: IssueContext) -> str:
     """The ways to reproduce, quickest first: the bundle's script, XLA's own tool, verify."""
     if ctx.native_only:
-        return (
+        return _verify_block(
+            ctx,
             f"The failure shows under {plain(ctx.native_only)} only: jaxlib's XLA, which the "
             "bundle's standalone script uses, runs the module to completion. Replay it where "
-            "that framework is installed:\n\n"
-            + fenced(f"{ctx.install} && {ctx.verify_command}", "shell")
+            "that framework is installed",
         )
     parts = []
     if ctx.repro_command:
@@ -149,17 +150,29 @@ def _reproduce(ctx: IssueContext) -> str:
             + fenced(ctx.hlo_command, "shell")
         )
     offered = bool(ctx.repro_command or ctx.hlo_command)
-    parts.append(
-        (
-            "Or, thoroughly, replay every module of the bundle against reference results:\n\n"
-            if offered
-            else "Replay every module of the bundle against reference results:\n\n"
-            if parts
-            else ""
-        )
-        + fenced(f"{ctx.install} && {ctx.verify_command}", "shell")
+    lead = (
+        "Or, thoroughly, replay every module of the bundle against reference results"
+        if offered
+        else "Replay every module of the bundle against reference results"
+        if parts
+        else ""
     )
+    parts.append(_verify_block(ctx, lead))
     return "\n\n".join(parts)
+
+
+def _verify_block(ctx: IssueContext, lead: str) -> str:
+    """``lead``, then ``verify`` after the install that gets this xla-bugkit: one installed
+    from a clone is got from a clone, not by a version a package index may not have."""
+    if ctx.install != installed.FROM_CLONE:
+        said = f"{lead}:\n\n" if lead else ""
+        return said + fenced(f"{ctx.install} && {ctx.verify_command}", "shell")
+    clone = (
+        f"with xla-bugkit {__version__} installed from a clone of its repository, as its "
+        "README says (`python -m pip install .` in the clone)"
+    )
+    said = f"{lead}, {clone}" if lead else clone[0].upper() + clone[1:]
+    return f"{said}:\n\n" + fenced(ctx.verify_command, "shell")
 
 
 def _wrong_values(ctx: IssueContext) -> str:
