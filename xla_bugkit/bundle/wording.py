@@ -87,6 +87,8 @@ def _with_numbers(signature: str, headline: str) -> str:
 
 
 def _ended(failure: Failure) -> str:
+    if failure.peer is not None:
+        return f"Ended by its job, another process having failed: {failure.headline}"
     if failure.kind is Kind.HANG:
         return "The program hangs"
     if failure.kind is Kind.INTERRUPTED:

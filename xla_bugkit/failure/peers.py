@@ -1,48 +1,130 @@
 """A process of a multi-process job (``jax.distributed``) that another process took down.
 
-When one process of a job dies (a crash inside XLA, a kill, a preemption), the others find
-out through the job's coordination service: a collective that waits for it times out
-(``Gloo context initialization failed: DEADLINE_EXCEEDED: GetKeyValue() timed out``), the
-service marks it unhealthy (``Task 1 heartbeat timeout``), and each survivor is ended by
-the JAX client itself::
+When one process of a job dies (a crash inside XLA, a kill, a preemption, its own exit), the
+others find out through the job: a collective loses its connection to it (gloo's
+``Gloo all-reduce failed: [.../pair.cc:547] Connection closed by peer``, NCCL's ``remote
+process exited or there was a network error``), a collective waits for it until it times
+out (``Gloo context initialization failed: DEADLINE_EXCEEDED: GetKeyValue() timed out``),
+the coordination service marks it unhealthy (``Task 1 heartbeat timeout``) or fails a
+barrier it never reached, and each survivor is ended by the JAX client itself::
 
     F1206 04:46:42.454236  5669 client.h:80] Terminating process because the JAX
     distributed service detected fatal errors. This most likely indicates that another task
     died; ...
 
-That abort is the job's doing, not XLA's: the failure to look at is the other process's.
-A process whose own error came first (an XLA status of its own, a CHECK of its own) is not
-such a survivor, even when the service then ends it the same way.
+That is the job's doing, not XLA's: the failure to look at is the other process's. A process
+whose FIRST error is the job's (``job_error``) was ended by the job, whatever it printed
+after (the shutdown's abort, gloo's own abort). A process whose own error came first (an XLA
+status of its own, a CHECK of its own) is not such a survivor, even when the job then ends
+it the same way.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
 _HEARTBEAT = re.compile(r"\bTask (\d+) heartbeat timeout")
 _UNHEALTHY = re.compile(r"unhealthy \(stopped sending heartbeats\):\s*\n((?:\s*\d+\s*\n)+)")
-# A collective between the processes (gloo's all-gather, all-reduce) whose peer went away.
-_LOST_PEER = re.compile(
-    r"Gloo \w+ failed: .*(?:Connection reset by peer|Connection closed by peer)"
+_PREEMPTED = re.compile(
+    r"received (?:a )?preemption notice|preemption notice received|SIGTERM caught at", re.I
 )
-_PREEMPTED = re.compile(r"received (?:a )?preemption notice|preemption notice received", re.I)
-# What a survivor's own error says when it is only the job's: a collective whose peers never
-# came, the coordination service's errors.
-_PEER_STATUS = re.compile(
-    r"Gloo context initialization failed|GetKeyValue\(\) timed out|heartbeat timeout|"
-    rf"stopped sending heartbeats|{_LOST_PEER.pattern}|"
-    r"CoordinationServiceError|coordination service|Barrier failed|JAX distributed service",
+_GAP = r"[\s\S]{0,400}?"  # what lies between two parts of one message, over lines too
+
+
+class JobText(NamedTuple):
+    """What a process prints when its job, not XLA, failed it; what that says, in words."""
+
+    pattern: re.Pattern[str]
+    words: str
+
+
+_LOST = "a collective lost its connection to another process of the job, which had died"
+_NEVER_CAME = "a collective timed out waiting for another process of the job, which never joined"
+# One row per way a job's transport or coordination shows a lost process, first match wins.
+JOB_TEXTS = (
+    # gloo (CPU collectives): "Gloo all-reduce failed: [.../pair.cc:547] Connection closed by
+    # peer", "Gloo AllGather failed: [...] Read error [...]: Connection reset by peer".
+    JobText(
+        re.compile(
+            rf"(?:Gloo [\w-]+ failed|gloo/transport/\w+/pair\.cc:\d+\]){_GAP}"
+            r"(?:Connection (?:closed|reset) by peer|Socket unexpectedly closed)"
+        ),
+        _LOST,
+    ),
+    JobText(
+        re.compile(r"gloo::EnforceNotMet"),
+        "gloo aborted this process: another process of the job sent what its collective did "
+        "not expect (that process failed, or had gone on to another step)",
+    ),
+    JobText(
+        re.compile(r"Gloo context initialization failed|GetKeyValue\(\) timed out"), _NEVER_CAME
+    ),
+    # NCCL (GPU collectives), as XLA and torch pass it on.
+    JobText(
+        re.compile(
+            r"remote process exited or there was a network error|ncclRemoteError|"
+            r"NCCL[^\n]{0,300}unhandled system error"
+        ),
+        "NCCL lost another process of the job (it exited, or the network between them failed)",
+    ),
+    # Open MPI's launcher, ending every rank once one called MPI_Abort.
+    JobText(
+        re.compile(r"MPI_ABORT was invoked on rank \d+"),
+        "MPI ended the job after one of its ranks called MPI_ABORT",
+    ),
+    JobText(
+        re.compile(r"Shutdown barrier (?:in coordination service )?has failed"),
+        "another process of the job never reached jax.distributed's shutdown barrier (it "
+        "failed or hung), and the JAX distributed service ended this process",
+    ),
+    JobText(
+        re.compile(r"Failed to send RPC to coordination service"),
+        "the job's coordination service (in process 0) went away: process 0 had died, and "
+        "the JAX distributed service ended this process",
+    ),
+    JobText(
+        re.compile(
+            r"Barrier timed out|Barrier failed because|heartbeat timeout|"
+            r"stopped sending heartbeats"
+        ),
+        "the job's coordination service gave up waiting for another process of the job",
+    ),
+    JobText(
+        re.compile(r"JAX distributed service|CoordinationServiceError|coordination service", re.I),
+        "the JAX distributed service ended this process after another task of the job died",
+    ),
+    JobText(_PREEMPTED, "the job was preempted"),
+)
+# The cheap test before reading an output for the job's texts.
+_JOB_SIGNS = re.compile(
+    r"JAX distributed service|heartbeat|gloo|preemption|NCCL|MPI_ABORT|coordination service|"
+    r"Barrier timed out|SIGTERM caught",
     re.I,
 )
 
 
-def peer_failure(output: str, own_error: str | None) -> str | None:
+def mentions_job(output: str) -> bool:
+    """Whether ``output`` holds any word of a job's transport or coordination."""
+    return _JOB_SIGNS.search(output) is not None
+
+
+def job_error(text: str) -> str | None:
+    """What ``text`` (an error's message, or a process's output) says of the job, in words,
+    when it is the job's transport or coordination failing, not XLA; None otherwise."""
+    return next((t.words for t in JOB_TEXTS if t.pattern.search(text)), None)
+
+
+def peer_failure(output: str, own_error: str | None, *, ended_by: str | None = None) -> str | None:
     """What took this process down when it was another process of its job ("task 1 of the
     job stopped sending heartbeats: it failed, was preempted or was killed"); None when the
-    process failed on its own (``own_error``: its own first error's text, if any, that
-    does not read as the job's)."""
-    if own_error is not None and not _PEER_STATUS.search(own_error):
+    process failed on its own (``own_error``: its first error's text, if any, that does not
+    read as the job's). ``ended_by``: the signal that ended it, if one did; a process with
+    no error of its own that the job's launcher killed (MPI's SIGTERM) was ended by the
+    job when its output says so."""
+    own_words = job_error(own_error) if own_error is not None else None
+    if own_error is not None and own_words is None:
         return None
     tasks = sorted({int(t) for t in _HEARTBEAT.findall(output)})
     for listed in _UNHEALTHY.findall(output):
@@ -56,10 +138,12 @@ def peer_failure(output: str, own_error: str | None) -> str | None:
         )
     if _PREEMPTED.search(output):
         return "the job was preempted, and the JAX distributed service ended this process"
+    if own_words is not None:
+        return own_words
     if TERMINATED in output:
-        return "the JAX distributed service ended this process after another task of the job died"
-    if own_error is not None and "Gloo context initialization failed" in own_error:
-        return "a collective timed out waiting for another process of the job, which never joined"
-    if own_error is not None and _LOST_PEER.search(own_error):
-        return "a collective lost its connection to another process of the job, which had died"
-    return None
+        return job_error(output[output.find(TERMINATED) :])
+    return job_error(output) if ended_by in _FROM_OUTSIDE else None
+
+
+# The signals a launcher ends the rest of a job with once one process has failed.
+_FROM_OUTSIDE = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})

@@ -1,0 +1,121 @@
+"""A process of a job ended by the job, not by XLA: real log excerpts of the job's transport
+(gloo, NCCL, MPI) and coordination service (heartbeats, barriers, shutdown, preemption) losing
+another process, each read as the job's; and real XLA failures inside a job, which are not.
+
+The excerpts are in data/peers/ (the job's) and data/peers/own/ (a process's own failure),
+one file each, as the processes printed them: those named in ``OWN_RUNS`` were printed by
+tests/programs/wrong_then_lost_peer.py and job_step.py on jaxlib 0.10.2 (CPU, gloo); the
+others are users' logs of other versions and platforms (jax-ml/jax, NVIDIA/nccl, Open MPI
+and levanter issues), kept in their wording.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xla_bugkit.failure import peers
+from xla_bugkit.failure.classify import Kind, classify
+
+DATA = Path(__file__).parent / "data" / "peers"
+
+_LOST = "a collective lost its connection to another process of the job, which had died"
+_NEVER_CAME = "a collective timed out waiting for another process of the job, which never joined"
+_HEARTBEATS = "task 1 of the job stopped sending heartbeats"
+_SHUTDOWN = "another process of the job never reached jax.distributed's shutdown barrier"
+_LEADER_GONE = "the job's coordination service (in process 0) went away"
+_BARRIER = "the job's coordination service gave up waiting for another process of the job"
+
+# Each excerpt of the job's: its exit status, what the process is told took it down, and the
+# first error the headline names (not the abort that followed it).
+JOBS = {
+    # wrong_then_lost_peer.py 1 of 3: process 0 exited; the next step's all-reduce lost it,
+    # and at exit the shutdown found the coordination service (process 0's) gone.
+    "gloo_all_reduce_closed_by_peer.txt": (-6, _LOST, "UNKNOWN: Gloo all-reduce failed"),
+    # wrong_then_lost_peer.py 2 of 3: in the all-reduce when the service went away.
+    "service_leader_gone.txt": (-6, _LEADER_GONE, "client.h:80] Terminating process"),
+    # wrong_then_lost_peer.py sys-exit 1 of 3: in the all-reduce while process 0 waited at
+    # the shutdown barrier, until the barrier timed out.
+    "shutdown_barrier_failed.txt": (-6, _SHUTDOWN, "client.h:80] Terminating process"),
+    # job_step.py wrong, 1 of 3: its barrier's new gloo context waited for process 0.
+    "gloo_context_get_key_value_timed_out.txt": (
+        1,
+        _NEVER_CAME,
+        "UNKNOWN: Gloo context initialization failed",
+    ),
+    "gloo_all_gather_read_error_reset.txt": (1, _LOST, "UNKNOWN: Gloo AllGather failed"),
+    "gloo_all_gather_closed_by_peer_then_abort.txt": (-6, _LOST, "UNKNOWN: Gloo AllGather"),
+    "gloo_enforce_data_size.txt": (
+        -6,
+        "gloo aborted this process",
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+    ),
+    "heartbeat_timeout.txt": (-6, _HEARTBEATS, "UNKNOWN: Gloo context initialization failed"),
+    "heartbeats_stopped_in_a_step.txt": (-6, _HEARTBEATS, "UNAVAILABLE: The following tasks"),
+    "barrier_timed_out_at_connect.txt": (1, _BARRIER, "DEADLINE_EXCEEDED: Barrier timed out"),
+    "barrier_timed_out_in_broadcast.txt": (1, _BARRIER, "DEADLINE_EXCEEDED: Barrier timed out"),
+    "polled_error_leader_died.txt": (-6, _LEADER_GONE, "client.h:77] Terminating process"),
+    "nccl_unhandled_system_error.txt": (1, "NCCL lost another process", "INTERNAL: Failed to"),
+    "nccl_remote_process_exited.txt": (1, "NCCL lost another process", "ncclRemoteError: A call"),
+    "mpi_abort_other_rank.txt": (-15, "MPI ended the job", "killed by SIGTERM"),
+    "preemption_notice.txt": (-6, "the job was preempted", "client.h:80] Terminating process"),
+}
+# Each excerpt of a process's own failure inside a job: its exit status and its kind.
+OWN = {
+    # stale_flags_trainer (benchmarks/multihost): process 1's own compile's CHECK.
+    "check_failed_compiling_in_a_job.txt": (-6, Kind.COMPILE_CRASH),
+    # job_step.py crash-all: the service ended it 5 ms before its own compile's CHECK.
+    "check_failed_as_the_service_ended_it.txt": (-6, Kind.CRASH),
+    # Its own out-of-memory, then the service's abort: the error is the failure.
+    "out_of_memory_then_heartbeats.txt": (-6, Kind.RUNTIME_ERROR),
+    "ret_check_in_a_job.txt": (1, Kind.RUNTIME_ERROR),
+    # rotation_eval_wrong (benchmarks/multihost): the program's own check, then the JAX
+    # service's INFO line at exit.
+    "wrong_result_then_service_goodbye.txt": (1, Kind.EXIT),
+}
+
+
+def test_every_excerpt_has_its_test() -> None:
+    assert {p.name for p in DATA.glob("*.txt")} == set(JOBS)
+    assert {p.name for p in (DATA / "own").glob("*.txt")} == set(OWN)
+
+
+@pytest.mark.parametrize("name", sorted(JOBS))
+def test_a_process_the_job_ended_is_told_so(name: str) -> None:
+    exit_status, said, first = JOBS[name]
+    output = (DATA / name).read_text()
+    failure = classify(output, exit_status=exit_status)
+    assert failure.peer is not None and failure.peer.startswith(said), failure.peer
+    # The first error is the headline, not the JAX client's abort that came after it.
+    assert failure.headline.startswith(first), failure.headline
+    assert peers.job_error(output) is not None
+
+
+@pytest.mark.parametrize("name", sorted(OWN))
+def test_a_process_that_failed_on_its_own_is_not_excused(name: str) -> None:
+    exit_status, kind = OWN[name]
+    failure = classify((DATA / "own" / name).read_text(), exit_status=exit_status)
+    assert failure.peer is None, failure.peer
+    assert failure.kind is kind
+    assert peers.TERMINATED not in failure.headline
+
+
+def test_a_collective_that_lost_its_peer_is_the_job_across_lines_and_spellings() -> None:
+    """gloo names the collective with a hyphen or in CamelCase, and XLA may wrap its text."""
+    for op in ("all-reduce", "AllGather", "reduce-scatter", "all_to_all"):
+        said = f"UNKNOWN: Gloo {op} failed: [external/gloo/gloo/transport/tcp/pair.cc:547]"
+        assert peers.job_error(f"{said} Connection closed by peer [127.0.0.1]:1957") == _LOST
+        assert peers.job_error(f"{said}\nConnection closed by peer [127.0.0.1]:1957") == _LOST
+    # gloo's own words for a message it could not make sense of are not a lost peer.
+    assert peers.job_error("Gloo all-reduce failed: [pair.cc:547] Bad message length") is None
+
+
+def test_an_xla_error_that_says_nothing_of_the_job_is_not_excused() -> None:
+    for own in (
+        "INTERNAL: RET_CHECK failure (external/xla/xla/service/cpu/dot_op_emitter.cc:1124) x",
+        "buffer_assignment_util.cc:46] Check failed: const_instr == nullptr",
+        "RESOURCE_EXHAUSTED: Out of memory allocating 17179869184 bytes.",
+    ):
+        assert peers.job_error(own) is None
+        assert peers.peer_failure((DATA / "heartbeat_timeout.txt").read_text(), own) is None
