@@ -48,7 +48,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``dump_to_replaced`` the program set a ``--xla_dump_to`` of its own, taken out of XLA_FLAGS so
                that XLA dumps where collect reads: ``folder`` (absolute)
 ``ready``      the outputs of execution ``n``, whose ``executed`` record said ``pending`` (the
-               device was still computing as dispatch returned), are computed
+               device was still computing as dispatch returned), are computed; ``error`` when
+               computing them raised (the call's error, met when the program read them)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``uncaught``   an exception Python printed and went on from, which the exit status never
@@ -227,6 +228,8 @@ def _load_one(path: Path) -> _Loaded | None:
             _end(events.get(({"compiled": "compile", "executed": "execute"}[kind], r["n"])), r)
         elif kind == "ready" and (begun := events.get(("execute", _int(r.get("n")) or -1))):
             begun["ready"] = True
+            if isinstance(r.get("error"), str):
+                begun["error"] = r["error"]
         elif kind == "args" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
             begun = events.get(("execute", r["n"]))
             if begun is not None:

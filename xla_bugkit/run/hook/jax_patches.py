@@ -372,6 +372,10 @@ def _patch_execute(recorder: Any) -> None:
             # Dispatch returned, the device is still computing: ``ready`` says when it ends.
             recorder.write("executed", n=n, pending=True)
             ready.watch(recorder, n, outputs)
+        elif (error := ready.failed(outputs)) is not None:
+            # It failed before dispatch returned (an output XLA could not allocate, say): the
+            # program meets the error only when it reads the outputs, and it is this call's.
+            recorder.write("executed", n=n, error=error)
         else:
             recorder.write("executed", n=n)
         return out

@@ -4,7 +4,8 @@ jax dispatches asynchronously: ``pxla.ExecuteReplicated.__call__`` returns as so
 computation is enqueued, and the program blocks later (``np.asarray(x)``, ``.item()``,
 ``block_until_ready``), in whichever thread reads the value. The ``executed`` record says
 only that dispatch returned. For each execution whose outputs were not ready by then, one
-daemon thread polls them and writes ``ready`` once they are: an
+daemon thread polls them and writes ``ready`` once they are (with the ``error`` XLA raised
+computing them, which the program meets only when it reads them): an
 execution with ``pending`` and no ``ready`` record was still running on the device when the
 process ended (a hang in a worker thread that the program's own watchdog ended with
 ``os._exit``, say).
@@ -16,6 +17,7 @@ array alive that the program dropped, and never raises into the program.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import queue
 import threading
@@ -60,6 +62,9 @@ def watch(recorder: Any, n: int, arrays: list[Any]) -> None:
             )
             thread.start()
             _watcher.append(thread)
+            # A program that reads a failed output and exits at once (its own message, then
+            # sys.exit) ends before the next poll: the last pass is at exit.
+            atexit.register(_settle, recorder)
 
 
 def _wait(recorder: Any) -> None:
@@ -67,22 +72,38 @@ def _wait(recorder: Any) -> None:
     interpreter exits is unwound through jaxlib's C++ frames and aborts the process
     ("FATAL: exception not rethrown"). ``is_ready`` keeps the interpreter's lock, and the
     waits between polls are the interpreter's own."""
-    pending: list[tuple[int, list[Any]]] = []
     while True:
-        if not pending:
-            pending.append(_PENDING.get())
+        if _settle(recorder):
+            time.sleep(POLL_SECONDS)
+        else:
+            first = _PENDING.get()  # nothing under way: wait for the next execution
+            with _SETTLING:
+                _WATCHED.append(first)
+
+
+# The executions whose outputs were being computed at the last pass, and the lock of a pass
+# (the watcher's, or the last one at exit).
+_WATCHED: list[tuple[int, list[Any]]] = []
+_SETTLING = threading.Lock()
+
+
+def _settle(recorder: Any) -> bool:
+    """Write ``ready`` for each watched execution whose outputs are computed, with the
+    error that computing them raised; whether any is still being computed."""
+    with _SETTLING:
         with contextlib.suppress(queue.Empty):
             while True:
-                pending.append(_PENDING.get_nowait())
+                _WATCHED.append(_PENDING.get_nowait())
         still = []
-        for n, refs in pending:
-            if _computed(refs):
-                recorder.write("ready", n=n)
-            else:
+        for n, refs in _WATCHED:
+            if not _computed(refs):
                 still.append((n, refs))
-        pending = still
-        if pending:
-            time.sleep(POLL_SECONDS)
+            elif (error := failed([a for ref in refs if (a := ref()) is not None])) is not None:
+                recorder.write("ready", n=n, error=error)
+            else:
+                recorder.write("ready", n=n)
+        _WATCHED[:] = still
+        return bool(still)
 
 
 def _computed(refs: list[Any]) -> bool:
@@ -92,3 +113,21 @@ def _computed(refs: list[Any]) -> bool:
         if array is not None and pending([array]):
             return False
     return True
+
+
+def failed(arrays: list[Any]) -> str | None:
+    """The error XLA raised computing ``arrays``, which are ready (not ``pending``): what
+    the program meets when it reads them (``block_until_ready``, ``np.asarray``), said as an
+    ``executed`` record's ``error``. Waiting on an array that is ready returns at once."""
+    for array in arrays:
+        try:
+            array.block_until_ready()
+        except Exception as e:  # a deleted array raises too: only XLA's errors count
+            if type(e).__name__ in _XLA_ERRORS:
+                first = str(e).strip().splitlines()
+                return f"{type(e).__name__}: {first[0][:300] if first else ''}"
+    return None
+
+
+# What jax (and, before 0.5, jaxlib) raise for an XLA status.
+_XLA_ERRORS = frozenset({"JaxRuntimeError", "XlaRuntimeError"})

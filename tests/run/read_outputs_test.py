@@ -1,0 +1,92 @@
+"""An error the program meets when it reads a call's outputs is that call's error.
+
+jax dispatches asynchronously: an execution whose output XLA could not allocate returns
+from dispatch, and the error surfaces at ``block_until_ready()`` or ``np.asarray(out)``. A
+program that catches it there and exits with its own message failed in XLA all the same, and
+a replay that raises the same status reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.programs import PROGRAMS, run_collect
+
+from xla_bugkit.cli.main import main
+from xla_bugkit.run import evidence
+
+OOM = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 2784000000 bytes."
+
+
+def _write(work: Path, *records: dict[str, object]) -> None:
+    folder = work / evidence.PROCESSES
+    folder.mkdir(parents=True)
+    start = {"e": "start", "t": 1.0, "pid": 7, "ppid": 1, "argv": ["x.py"], "cwd": "/"}
+    lines = [json.dumps(r) for r in (start, *records)]
+    (folder / "7.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_outputs_that_failed_after_dispatch_returned_carry_the_calls_error(
+    tmp_path: Path,
+) -> None:
+    """The watcher's ``ready`` record, written once the outputs are computed, says the
+    error computing them raised: the call ended by raising it, however its dispatch ended."""
+    _write(
+        tmp_path,
+        {"e": "execute", "t": 2.0, "n": 6, "module": "jit_build_table"},
+        {"e": "executed", "t": 2.1, "n": 6, "pending": True},
+        {"e": "ready", "t": 2.2, "n": 6, "error": OOM},
+        {"e": "exit", "t": 2.3, "status": 3, "how": "sys.exit"},
+    )
+    (p,) = evidence.load(tmp_path)
+    (call,) = p.events
+    assert call.finished and not call.on_device
+    assert call.error == OOM
+
+
+def test_outputs_computed_without_an_error_carry_none(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {"e": "execute", "t": 2.0, "n": 6, "module": "jit_build_table"},
+        {"e": "executed", "t": 2.1, "n": 6, "pending": True},
+        {"e": "ready", "t": 2.2, "n": 6},
+    )
+    (p,) = evidence.load(tmp_path)
+    assert p.events[0].finished and p.events[0].error is None
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_a_caught_out_of_memory_read_from_the_outputs_reproduces_as_out_of_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tests/programs/caught_oom.py caps its memory, meets XLA's RESOURCE_EXHAUSTED at
+    ``block_until_ready()``, says so in its own words and exits 3. Before, the hook took the
+    failed outputs for ready, the run for a non-XLA failure, and the replay's identical
+    status for a failure of another kind ("not reproduced")."""
+    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "caught_oom.py")])
+    assert c.returncode == 0, c.stderr
+    failure = c.manifest()["failure"]
+    assert failure["kind"] == "runtime error", failure
+    assert failure["status_code"] == "RESOURCE_EXHAUSTED"
+    assert failure["headline"] == "RESOURCE_EXHAUSTED: Out of memory allocating 2784000000 bytes."
+    assert failure["executing"] == "build_table"
+    # What it rests on: the process's record, and the program's own last words.
+    assert "recorded that XLA raised while running jit(build_table)" in failure["evidence"]
+    assert "lookup table build failed: not enough memory for 696M rows" in failure["evidence"]
+    (module,) = [m for m in c.manifest()["modules"] if "build_table" in m["label"]]
+    assert module["replay"]["outcome"] == "reproduced: error", module["replay"]
+    # Reproduced, and still no XLA bug: the allocation alone is over the program's own cap.
+    assert "this does not look like an XLA bug: XLA could not allocate 2,784,000,000 bytes" in (
+        c.stderr
+    )
+    assert "address-space cap (RLIMIT_AS) the program set itself" in c.stderr
+
+    # The maintainer's side: the replay under the same cap raises the same status.
+    assert main(["verify", "--json", str(c.bundle)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["reproduced"]
+    assert result["modules"][0]["verdict"]["outcome"] == "reproduced: error"
