@@ -3,6 +3,7 @@ exit codes."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -20,9 +21,12 @@ from xla_bugkit.ui import Ui, shown
 def entry() -> NoReturn:
     """The console script: ``main``, then out at once. What the interpreter would do at
     its exit, tearing every module down (numpy's and protobuf's included: ~30 ms after a
-    collect), changes nothing by then: every file is closed and every temporary folder
-    removed; what is left is to flush the output."""
+    collect), changes nothing by then: every file is closed; what is left is to remove what
+    the exit functions remove (the folders lent to a replay child under another
+    interpreter) and to flush the output."""
     code = main()
+    # Public registration, private run: os._exit skips them, and nothing else runs them.
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a reader gone away (`| head`) lost nothing
             stream.flush()
