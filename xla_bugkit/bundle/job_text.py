@@ -18,8 +18,8 @@ _HEADLINE = 110  # characters of a part's failure shown in a table cell or a lin
 def how_it_ended(part: Part) -> str:
     f = part.failure
     kind = str(f.get("kind", "?"))
-    if f.get("peer"):
-        return f"taken down by the job: {_cut(str(f['peer']))}"
+    if (peer := part.ended_by_job) is not None:
+        return f"taken down by the job: {_cut(peer)}"
     if part.taken_down:
         return f"stopped from outside ({_cut(str(f.get('signal') or f.get('stopped_by')))})"
     if kind == "success":
@@ -45,7 +45,7 @@ def part_record(
         "ended": part.ended,
         "kind": f.get("kind"),
         "headline": f.get("headline"),
-        "peer": f.get("peer"),
+        "peer": part.ended_by_job,
         "exit_status": part.manifest["exit_status"],
         "first_module": first,
         "same_as": same_as.get((part.index, first)) if first else None,
@@ -57,17 +57,22 @@ def part_record(
 
 def topology(parts: Sequence[Part], failing: Part, count: int) -> str:
     """ "4 processes on 2 machines, 2 devices each (8 in all)"."""
-    process = failing.process
-    devices, processes = process.get("devices"), process.get("processes") or count
+    # The job's size, from the parts' job records and names: the process's own count may
+    # have been read before the job started.
+    devices, processes = failing.process.get("devices"), count
     hosts = {p.job.get("host") for p in parts}
-    where = ""
-    if None not in hosts:
-        where = f" on {len(hosts)} machine" + ("s" if len(hosts) > 1 else "")
+    where = f" on {_counted(len(hosts), 'machine')}" if None not in hosts else ""
     if isinstance(devices, int) and devices >= processes and devices % processes == 0:
-        each = devices // processes
-        plural = "s" if each > 1 else ""
-        return f"{processes} processes{where}, {each} device{plural} each ({devices} in all)"
-    return f"{processes} processes{where}"
+        each = _counted(devices // processes, "device")
+        return f"{_counted(processes, 'process')}{where}, {each} each ({devices} in all)"
+    return f"{_counted(processes, 'process')}{where}"
+
+
+def _counted(n: int, thing: str) -> str:
+    """ "1 process", "2 processes", "3 machines"."""
+    return (
+        f"{n} {thing}" if n == 1 else f"{n} {thing}es" if thing.endswith("s") else f"{n} {thing}s"
+    )
 
 
 def _when(part: Part, start: _dt.datetime | None) -> str:

@@ -85,7 +85,7 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
     """Write ``out``, one bundle of the job from its parts' bundles ``paths``."""
     with opened(paths) as parts, tempfile.TemporaryDirectory(prefix="xla-bugkit-merge-") as tmp:
         failing = choose(parts)
-        count = job_size(failing.manifest) or max(p.index for p in parts) + 1
+        count = job_size(failing.bundle) or max(p.index for p in parts) + 1
         stage = Path(tmp) / "stage"
         kept, same_as = _kept_modules(parts, failing)
         sources = _sources(parts, failing, kept)

@@ -8,6 +8,7 @@ files held to their sizes and hashes into a temporary folder that is removed aft
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +18,17 @@ from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.bundle.manifest import Manifest, open_bundle
 from xla_bugkit.bundle.manifest.integrity import OpenBundle
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.failure import peers
 
-# How strongly a part's ending points at XLA: XLA's own crash or error, then a wrong result
-# (a program's check, which a replay may prove), a hang, the program's own failure, a process
-# the job took down (a peer's heartbeat, a collective left waiting), a part with no failure.
+# How strongly a part's ending points at XLA, among the parts that failed on their own: XLA's
+# own crash or error, then a wrong result (a program's check, which a replay may prove), a
+# hang, the program's own failure. A part the job took down (a peer's heartbeat, a collective
+# that lost its peer) ranks below all of them, a part with no failure last.
 _ERRORS = frozenset({"compile crash", "compile error", "runtime error", "process crash"})
 _WEIGHTS = {"wrong result": 4, "hang": 3, "non-XLA failure": 2, "interrupted": 1, "success": 0}
 _MOST_PARTS = 1 << 20  # a job of a million processes is larger than any real one
 _OUTSIDE_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
+_OF_SIZE = re.compile(r"\.part-\d+-of-(\d+)(?=\.)")  # bundle.part-1-of-4.zip
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,24 @@ class Part:
         return str(self.job.get("ended") or self.manifest["created"])
 
     @property
+    def ended_by_job(self) -> str | None:
+        """How the job took this process down after another failed, in words; None when
+        it did not. A bundle collected before its words were known to be the job's (a gloo
+        all-reduce that lost its peer, the JAX client's abort at shutdown) says so in its
+        headline."""
+        f = self.failure
+        if f.get("peer"):
+            return str(f["peer"])
+        if f.get("kind") == "success":
+            return None
+        return peers.job_error(str(f.get("headline") or ""))
+
+    @property
     def taken_down(self) -> bool:
         """The job took this process down after another failed, or it was stopped from
         outside (a launcher ends the others once one has failed)."""
         f = self.failure
-        if f.get("peer"):
+        if self.ended_by_job is not None:
             return True
         return (
             f.get("kind") == "process crash"
@@ -76,6 +93,13 @@ class Part:
             str((m.get("replay") or {}).get("outcome", "")).startswith("reproduced")
             for m in self.manifest["modules"]
         )
+
+    def rank(self) -> tuple[int, bool, int]:
+        """Where the part stands as evidence of the job's failure, first first: a part that
+        failed on its own, then one the job took down, then one with no failure; among the
+        first, proof (a replay that reproduced it) before words, then ``weight``."""
+        group = 1 if self.taken_down else 2 if self.weight() == 0 else 0
+        return (group, not self.reproduced, -self.weight())
 
     def weight(self) -> int:
         kind = str(self.failure.get("kind", ""))
@@ -135,7 +159,7 @@ def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
                 f"{b.path.name} does not say which part of a job it is (collect it with "
                 "--job-part I/N, or under a launcher: srun, mpirun)"
             )
-        size = job_size(b.manifest)
+        size = job_size(b)
         if place < 0 or (size is not None and place >= size) or place > _MOST_PARTS:
             of = f" of {size}" if size is not None else ""
             raise BugkitError(f"{b.path.name} says it is part {place}{of}: no such part")
@@ -152,11 +176,17 @@ def _placed(bundles: Sequence[OpenBundle]) -> list[Part]:
     )
 
 
-def job_size(manifest: Manifest) -> int | None:
-    job = manifest.get("job")
+def job_size(bundle: OpenBundle) -> int | None:
+    """How many processes the part's job has: its job record, else its name
+    (``bundle.part-1-of-4.zip``), else what its process saw (which, read before the job
+    started, may be 1)."""
+    job = bundle.manifest.get("job")
     if job is not None and job["parts"] is not None:
         return job["parts"]
-    count = _process(manifest).get("processes")
+    named = _OF_SIZE.search(bundle.path.name)
+    if named is not None:
+        return int(named.group(1))
+    count = _process(bundle.manifest).get("processes")
     return int(count) if isinstance(count, int) else None
 
 
@@ -165,6 +195,6 @@ def _process(manifest: Manifest) -> dict[str, Any]:
 
 
 def choose(parts: Sequence[Part]) -> Part:
-    """The part the job's failure is judged by: the strongest evidence of XLA's doing, and
-    among equals the one that stopped first."""
-    return min(parts, key=lambda p: (-p.weight(), not p.reproduced, p.ended, p.index))
+    """The part the job's failure is judged by: the strongest evidence of XLA's doing
+    (``Part.rank``), and among equals the one that stopped first."""
+    return min(parts, key=lambda p: (*p.rank(), p.ended, p.index))
