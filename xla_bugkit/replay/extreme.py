@@ -96,6 +96,19 @@ def _alternate(values: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
     return np.resize(values, size)
 
 
+# The largest finite bfloat16 ((2 - 2**-7) * 2**127): a float32 beyond it becomes infinite
+# when a TPU rounds a dot's operands to one bfloat16 pass, its default matmul precision.
+BFLOAT16_MAX = 3.3895313892515355e38
+
+
+def beyond_bfloat16(name: str) -> bool:
+    """Whether the set ``name`` gives float32 parameters finite values beyond bfloat16's
+    range (``max``: float32's largest, 3.40e38), read from the values the set makes."""
+    (values,) = arrays([(np.dtype(np.float32), (6,))], name, seed=0)
+    finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
+    return bool(finite.size) and float(finite.max()) > BFLOAT16_MAX
+
+
 def worth_trying(verdict: Verdict, expected: Failure | None) -> bool:
     """A run that failed with a wrong result, whose module ran to the end on generated
     inputs and agreed with its references (a failed replay is judged on its own)."""
@@ -122,6 +135,15 @@ def retry(verdict: Verdict, expected: Failure | None, replay: Callable[[str], Ve
         if again.reproduced:
             note = f"; with {verdict.inputs} inputs it agreed with the reference"
             return dataclasses.replace(again, evidence=again.evidence + note)
-        tried.append(name if again.failure is None else f"{name} (failed: {again.evidence})")
+        tried.append(_tried(name, again))
     note = f"; extreme inputs agreed too ({', '.join(tried)})"
     return dataclasses.replace(verdict, evidence=verdict.evidence + note)
+
+
+def _tried(name: str, verdict: Verdict) -> str:
+    """How a set that did not show the wrong result is listed in the verdict's evidence."""
+    if verdict.failure is not None:
+        return f"{name} (failed: {verdict.evidence})"
+    if verdict.numbers.get("inputs") == "beyond bfloat16":
+        return f"{name} (beyond bfloat16's range: nothing to judge at the TPU's default precision)"
+    return name

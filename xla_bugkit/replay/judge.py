@@ -79,7 +79,10 @@ def replay(
             o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, o.keep_arrays / saved.name)
-        verdict = _verdict(inp, child, expected, o.timeout, reference=o.reference)
+        beyond = o.extreme_set is not None and extreme.beyond_bfloat16(o.extreme_set)
+        verdict = _verdict(
+            inp, child, expected, o.timeout, reference=o.reference, beyond_bfloat16=beyond
+        )
         if inp.python is not None:
             verdict = replace(verdict, under=_under(inp, ran, child))
         if inp.release is not None:
@@ -131,9 +134,13 @@ def _verdict(
     timeout: float,
     *,
     reference: bool,
+    beyond_bfloat16: bool = False,
 ) -> Verdict:
+    """``beyond_bfloat16``: the inputs hold float values a bfloat16 cannot (``extreme``)."""
     verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
-    verdict = verdict or _judge_result(inp, child, expected, timeout if reference else None)
+    verdict = verdict or _judge_result(
+        inp, child, expected, timeout if reference else None, beyond_bfloat16
+    )
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
     withheld = (*spawn.admitted_flags(inp).withheld, *recorded)
     return replace(verdict, withheld=withheld) if withheld else verdict
@@ -260,7 +267,11 @@ def _references(
 
 
 def _judge_result(
-    inp: ReplayInput, test: spawn.Child, expected: Failure | None, timeout: float | None
+    inp: ReplayInput,
+    test: spawn.Child,
+    expected: Failure | None,
+    timeout: float | None,
+    beyond_bfloat16: bool = False,
 ) -> Verdict:
     """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
     too_large = _too_large_to_compare(protocol.arrays_path(test.out, protocol.TEST))
@@ -293,9 +304,14 @@ def _judge_result(
         disputed = f" (the {wrong[0]} reference differs: {wrong[1].summary()})"
         wrong = None
     suspected = _wrong_result_suspected(expected)
-    if wrong is not None and (default := _default_precision(test, found[wrong[0]], wrong[1])):
+    default = None
+    if wrong is not None:
+        default = _default_precision(test, found[wrong[0]], wrong[1], beyond_bfloat16)
+    if wrong is not None and default is not None:
         # Not a wrong result: the TPU rounds float32 dots to one bfloat16 pass by default.
         numbers = {**wrong[1].numbers(), "reference": wrong[0], "precision": "default"}
+        if beyond_bfloat16:
+            numbers["inputs"] = "beyond bfloat16"
         return Verdict(inp.name, Outcome.NOT_REPRODUCED, default, test.inputs, None, numbers)
     if wrong is not None:
         label, comparison = wrong
@@ -327,11 +343,24 @@ def _judge_result(
 
 
 def _default_precision(
-    test: spawn.Child, reference: list[np.ndarray], differs: Comparison
+    test: spawn.Child, reference: list[np.ndarray], differs: Comparison, beyond_bfloat16: bool
 ) -> str | None:
-    """When the module run with its float dots at HIGHEST precision agrees with the
-    ``reference`` it ``differs`` from at the default: the evidence that says so."""
-    highest = _load(protocol.arrays_path(test.out, protocol.HIGHEST))
+    """When the difference from the ``reference`` is the TPU's default matmul precision:
+    the module run with its float dots at HIGHEST agrees with it, or its inputs hold values
+    beyond bfloat16's range (``beyond_bfloat16``), which one bfloat16 pass makes infinite and
+    no precision brings back. The evidence that says so; None when it is neither."""
+    highest_path = protocol.arrays_path(test.out, protocol.HIGHEST)
+    # The child runs the module at HIGHEST only where it is a TPU module with float dots at
+    # the default precision: what it left (arrays, or why there are none) says it is one.
+    at_default = highest_path.exists() or protocol.error_path(test.out, protocol.HIGHEST).exists()
+    if at_default and beyond_bfloat16:
+        return (
+            f"ran to completion; differs from the op-by-op reference ({differs.summary()}) on "
+            f"inputs beyond bfloat16's range (|x| > {extreme.BFLOAT16_MAX:.4g}), which the "
+            "TPU's float32 dots at the default precision round to infinity in their one "
+            "bfloat16 pass: such inputs prove nothing of this module's dots"
+        )
+    highest = _load(highest_path)
     if highest is None or not compare_outputs(highest, reference).close:
         return None
     return (
