@@ -21,6 +21,15 @@ HOST_DEVICE_COUNT = "--xla_force_host_platform_device_count"
 SNAPSHOTS = "--xla_dump_hlo_snapshots"  # a snapshot (arguments, result) of every execution
 # Flags that only steer dumping; a replay drops them (it must not dump into the bundle).
 _DUMP_PREFIXES = ("--xla_dump_",)
+# Flags that make XLA read and write a cache of the user's (GPU autotune results per fusion,
+# compiled kernels; the autotune cache's mode means nothing without its folder). The run
+# leaves them out: a hit skips the work that fails, and the user's cache stays as it was.
+# The start-up hook keeps its own copy (``run/hook/caches.py``), for flags a program sets.
+CACHE_FLAGS = (
+    "--xla_gpu_per_fusion_autotune_cache_dir",
+    "--xla_gpu_kernel_cache_file",
+    "--xla_gpu_experimental_autotune_cache_mode",
+)
 
 
 def split(value: str | None) -> list[str]:
@@ -92,8 +101,8 @@ def merge(
     name it matches, ``--xla_dump_hlo_pass_re``).
 
     A user's own ``--xla_dump_to`` is replaced for this run only (their environment is not
-    changed) and reported; a module filter they set is kept, with a warning that it can hide
-    the failing module.
+    changed) and reported, as is a cache of XLA's they named (``CACHE_FLAGS``), left out; a
+    module filter they set is kept, with a warning that it can hide the failing module.
     """
     user = split(user_value)
     formats = [f for f in DUMP_FORMAT_FLAGS if snapshots or f != SNAPSHOTS]
@@ -110,6 +119,8 @@ def merge(
                 f"your {flag} is replaced by the bundle's work dir for this run "
                 "(your environment is unchanged)"
             )
+        elif f"--{canonical(flag)[0]}" in CACHE_FLAGS:
+            notes.append(cache_flag_note(flag))
         elif name in forced:
             if value_of(flag) not in (None, "true", "1"):
                 notes.append(f"your {flag} is overridden: collect needs {name}=true")
@@ -118,6 +129,14 @@ def merge(
                 notes.append(f"your {flag} is kept: it may keep the failing module out of the dump")
             kept.append(flag)
     return MergedFlags(tuple(kept + ours), tuple(user), tuple(notes))
+
+
+def cache_flag_note(flag: str) -> str:
+    """What the run says of a cache flag of XLA's it left out (``CACHE_FLAGS``)."""
+    return (
+        f"{flag} is left out of the run's XLA_FLAGS: XLA neither read nor wrote that cache "
+        "(your files are as they were)"
+    )
 
 
 def without_dump_flags(flags: Sequence[str]) -> tuple[str, ...]:

@@ -47,6 +47,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``program`` (the value the program had set, which now follows them)
 ``dump_to_replaced`` the program set a ``--xla_dump_to`` of its own, taken out of XLA_FLAGS so
                that XLA dumps where collect reads: ``folder`` (absolute)
+``cache_defeated`` a cache the program would have read and written was not (``hook.caches``):
+               ``cache`` "jax" and its ``folder`` (absolute), the persistent compilation
+               cache the program turned on; or "xla" and the ``flag`` taken out of XLA_FLAGS
 ``ready``      the outputs of execution ``n``, whose ``executed`` record said ``pending`` (the
                device was still computing as dispatch returned), are computed; ``error`` when
                computing them raised (the call's error, met when the program read them)
@@ -185,6 +188,12 @@ def read(folder: Path) -> tuple[ProcessEvidence, ...]:
         return ()
     found = [_load_one(path) for path in folder.glob("*.jsonl")]
     return tuple(sorted((p for p in found if p is not None), key=lambda p: p.pid_order))
+
+
+def records_of(folder: Path, kind: str) -> list[dict[str, Any]]:
+    """Every record of ``kind`` in ``folder``'s process files, in file order per process."""
+    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    return [r for path in paths for r in _records(path) if r["e"] == kind]
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:

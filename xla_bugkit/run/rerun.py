@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.hlo import flags
-from xla_bugkit.run import adapt, ask, evidence, hook
+from xla_bugkit.run import adapt, ask, caches, evidence, hook
 from xla_bugkit.run import main_end as ends
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 
@@ -183,7 +183,8 @@ def child_env(
         )
     merged = flags.merge(base.get("XLA_FLAGS"), dump_dir, snapshots=snapshots, pass_re=pass_re)
     env["XLA_FLAGS"] = merged.value
-    # A persistent-cache hit compiles nothing and so dumps nothing.
+    # A persistent-cache hit compiles nothing and so dumps nothing; a miss would write into
+    # the user's cache. The hook also keeps a cache the program turns on itself unused.
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     # Tiny computations are dumped too: the failing one may be tiny.
     env.setdefault("JAX_COMPILER_DETAILED_LOGGING_MIN_OPS", "0")
@@ -300,6 +301,8 @@ def rerun(
             f"{NEWEST_KEPT}, within --max-dump-size"
         )
         merged = replace(merged, notes=(*merged.notes, note))
+    # The program's own caches, which the hook kept unread and unwritten.
+    merged = replace(merged, notes=(*merged.notes, *caches.notes(processes)))
     from xla_bugkit.failure.classify import classify
     from xla_bugkit.run.processes import failing
     from xla_bugkit.run.weigh import weigh

@@ -11,8 +11,10 @@ or raising its exception unchanged (and left out of the tracebacks jax filters, 
 frames are: ``traceback_util.register_exclusion``):
 
 - ``xla_bridge._init_backend``: before the first backend starts, collect's ``--xla_dump_to``
-  is moved to a folder of this process's own (``_own_dump_dir``); afterwards, the
-  ``backend`` record.
+  is moved to a folder of this process's own (``_own_dump_dir``) and XLA's cache flags are
+  taken out (``caches``); afterwards, the ``backend`` record.
+- ``compilation_cache.is_cache_used`` and ``is_persistent_cache_enabled``: always no, so the
+  program's own compilation cache is neither read nor written (``caches``).
 - ``compiler.compile_or_get_cached``: ``compile`` / ``compiled`` records, with the XLA
   options the program passed to that compile (``options``).
 - nothing patched: the recorder's answer to collect's question before a stop
@@ -60,6 +62,7 @@ def apply(recorder: Any) -> None:
     for patch in (
         _hide_own_frames,
         _quiet_jaxpr_dumps,
+        _defeat_caches,
         _patch_backend,
         _patch_compile,
         _patch_execute,
@@ -78,6 +81,11 @@ def _hide_own_frames(recorder: Any) -> None:
     from jax._src import traceback_util
 
     traceback_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _defeat_caches(recorder: Any) -> None:
+    """The program's own compilation cache is neither read nor written (``caches``)."""
+    recorder.load_sibling("caches").defeat(recorder)
 
 
 # --- backend start -------------------------------------------------------------------
@@ -108,6 +116,7 @@ def _patch_backend(recorder: Any) -> None:
         if not state["started"]:
             state["started"] = True
             recorder.keep_xla_flags()  # the program's own XLA_FLAGS are set by now
+            recorder.load_sibling("caches").drop_cache_flags(recorder)
             _own_dump_dir(recorder)
         backend = original(platform)
         _record_backend(recorder, backend)
