@@ -42,6 +42,11 @@ RELAXING = frozenset(
 )
 
 
+# Said after the run's own flags when the device count is one of them: a replay without it
+# still has as many devices as the module is partitioned for.
+DEVICES_SAID = "(a replay still gives the module the devices it is partitioned for)"
+
+
 @dataclass(frozen=True)
 class OwnFlags:
     """The flags the run set, and how the failing module replayed without them."""
@@ -63,7 +68,7 @@ class OwnFlags:
         """For a wrong value that agrees with its references without them, the run's own
         flags and options when every one of them lets XLA change results on purpose (fast
         math, NaNs or infinities not honoured: ``RELAXING``); () otherwise."""
-        every = (*self.flags, *self.options)
+        every = tuple(f for f in (*self.flags, *self.options) if not _starts_process(f))
         agreed = self.without.numbers.get("reference") not in (None, NO_REFERENCE)
         if not (self.needed and self.wrong_result and agreed and self.without.failure is None):
             return ()
@@ -72,8 +77,10 @@ class OwnFlags:
     def finding(self) -> str:
         """One line for the summary and the report."""
         named = _set_own(self.flags, self.options, self.module)
+        devices = any(_starts_process(f) for f in self.flags)
+        them = f"them {DEVICES_SAID}" if devices else "them"
         if not self.needed:
-            return f"{named}; it fails without them too"
+            return f"{named}; it fails without {them} too"
         failed = self.without.failure
         agreed = self.without.numbers.get("reference")
         if failed is not None:
@@ -91,7 +98,7 @@ class OwnFlags:
             then = "say so in the report (a crash or an error is XLA's bug under any flags)"
         if self.alone:
             without += f", and with {self.alone} alone it fails the same way"
-        return f"{named}; without them {without}: {then}"
+        return f"{named}; without {them} {without}: {then}"
 
 
 def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> str:
@@ -135,16 +142,14 @@ def probe(
         return None
     context = RunContext(run.flags_in_force, run.memory_cap, python=run.program_python)
     # The module's debug options hold its compile's own options: a replay applies them.
-    names = {flags.name_of(f) for f in (*own, *options)}
+    names = {_name(f) for f in (*own, *options)}
     as_run = context.input(inp)
     wrong = proof.outcome.name == "REPRODUCED_WRONG"
 
     def replay_keeping(keep: frozenset[str]) -> Verdict:
         """The module replayed with the run's own flags and options less all but ``keep``."""
-        drop = names - keep
-        kept = tuple(f for f in as_run.xla_flags if flags.name_of(f) not in drop)
         return replay(
-            replace(as_run, xla_flags=kept, flags_given=True),
+            replace(as_run, xla_flags=kept_flags(as_run.xla_flags, names - keep), flags_given=True),
             expected=run.failure,
             options=ReplayOptions(
                 timeout=timeout,
@@ -161,7 +166,7 @@ def probe(
         # Which one is enough: a maintainer asks for the smallest set.
         with ui.phase(f"replaying {m.label} with each of them alone"):
             for f in (*own, *options):
-                if replay_keeping(frozenset({flags.name_of(f)})).reproduced:
+                if replay_keeping(frozenset({_name(f)})).reproduced:
                     alone = f
                     break
     return OwnFlags(own, without, wrong_result=wrong, options=options, module=m.name, alone=alone)
@@ -170,13 +175,31 @@ def probe(
 MOST_TRIED_ALONE = 4  # own flags and options, each tried alone after all of them are dropped
 
 
+def kept_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """The flags a replay of the module as it ran applies (``flags.admit``: never one that
+    makes XLA read or write a file, such as a cache of the user's), less those named in
+    ``drop`` (canonical names, ``--xla_foo``)."""
+    return tuple(f for f in flags.admit(recorded).flags if _name(f) not in drop)
+
+
+def _starts_process(flag: str) -> bool:
+    """Whether ``flag`` is read once, as the backend starts (the device count): it changes
+    no result XLA computes."""
+    return flags.name_of(flag) in PROCESS_FLAGS
+
+
+def _name(flag: str) -> str:
+    """``flag``'s name as ``flags.admit`` spells it: ``-noxla_foo`` -> ``--xla_foo``."""
+    return f"--{flags.canonical(flag)[0]}"
+
+
 def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
     """For a wrong value no replay reproduced, the run's own XLA flags, said first: flags
     such as fast math change results on purpose, and the replay ran with them, so it could
     not tell them apart from XLA's doing. None when the run set none, or it is no such case."""
     from xla_bugkit.failure.classify import Kind
 
-    own = _own(run)
+    own = _compiler_flags(run)
     module = triage.module_name(verdicts[0].module) if verdicts else ""
     options = run.compile_options(verdicts[0].module) if verdicts else ()
     if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
@@ -191,6 +214,12 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
 
 
 def _own(run: RunRecord) -> tuple[str, ...]:
-    """The XLA flags the run set itself: those in force, less the dump flags and the
-    device count a replay sets for itself."""
-    return tuple(f for f in run.flags_in_force if flags.name_of(f) not in PROCESS_FLAGS)
+    """The XLA flags the run set itself: those in force, less the dump flags. The device
+    count is one of them: dropped, a replay gives the module only the devices it is
+    partitioned for (``DEVICES_SAID``)."""
+    return run.flags_in_force
+
+
+def _compiler_flags(run: RunRecord) -> tuple[str, ...]:
+    """``_own`` less the device count, which changes no result XLA computes."""
+    return tuple(f for f in _own(run) if not _starts_process(f))
