@@ -33,6 +33,13 @@ JOBS = {
     # wrong_then_lost_peer.py 1 of 3: process 0 exited; the next step's all-reduce lost it,
     # and at exit the shutdown found the coordination service (process 0's) gone.
     "gloo_all_reduce_closed_by_peer.txt": (-6, _LOST, "UNKNOWN: Gloo all-reduce failed"),
+    # The same under collect (its log.txt): the JAX client's abort, from another thread,
+    # reached the output before Python printed the all-reduce's error.
+    "gloo_all_reduce_closed_by_peer_after_the_abort.txt": (
+        -6,
+        _LOST,
+        "UNKNOWN: Gloo all-reduce failed",
+    ),
     # wrong_then_lost_peer.py 2 of 3: in the all-reduce when the service went away.
     "service_leader_gone.txt": (-6, _LEADER_GONE, "client.h:80] Terminating process"),
     # wrong_then_lost_peer.py sys-exit 1 of 3: in the all-reduce while process 0 waited at

@@ -199,7 +199,7 @@ def _classify_failure(output: str, base: Failure) -> Failure:
     failure = _classified(output, base, fatal, status)
     if not peers.mentions_job(output):
         return failure
-    first = _first_error(output, fatal, status)
+    first = peers.first_error(output, fatal, status)
     if first is not None and fatal is not None and peers.TERMINATED in fatal[0]:
         # The JAX client's abort came after the process's first error: that error is the
         # news (a collective that lost its peer, the program's own out-of-memory).
@@ -207,33 +207,6 @@ def _classify_failure(output: str, base: Failure) -> Failure:
                           signal=base.signal)  # fmt: skip
     peer = peers.peer_failure(output, first and first[1], ended_by=base.signal)
     return replace(failure, peer=peer) if peer is not None else failure
-
-
-def _first_error(
-    output: str, fatal: tuple[str, str | None] | None, status: Status | None
-) -> tuple[int, str] | None:
-    """Where the output shows the process's first error, and its text: its own fatal line
-    (a CHECK of its own counts before the JAX distributed service's end of it, see
-    ``_first_fatal``) or a status it raised, whichever came first; a status only logged (the
-    coordination service's) when there is neither. A status in the JAX client's abort is
-    the abort's."""
-    abort = output.find(peers.TERMINATED)
-    said: tuple[int, str] | None = None
-    raised = False
-    if status is not None:
-        exc, code, msg = status
-        at = _position(output, msg)
-        if abort < 0 or at < abort:
-            said, raised = (at, f"{exc}: {code}: {msg}" if code else f"{exc}: {msg}"), bool(exc)
-    if fatal is not None and peers.TERMINATED not in fatal[0]:
-        own = (_position(output, fatal[0].split("] ", 1)[-1]), fatal[0])
-        return min(own, said) if said is not None and raised else own
-    return said
-
-
-def _position(output: str, message: str) -> int:
-    at = output.find(message[:80].strip())
-    return at if at >= 0 else len(output)
 
 
 def _classified(

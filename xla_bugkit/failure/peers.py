@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from xla_bugkit.failure.xla_status import Status
+
 TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
 _HEARTBEAT = re.compile(r"\bTask (\d+) heartbeat timeout")
 _UNHEALTHY = re.compile(r"unhealthy \(stopped sending heartbeats\):\s*\n((?:\s*\d+\s*\n)+)")
@@ -147,3 +149,33 @@ def peer_failure(output: str, own_error: str | None, *, ended_by: str | None = N
 
 # The signals a launcher ends the rest of a job with once one process has failed.
 _FROM_OUTSIDE = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
+
+
+def first_error(
+    output: str, fatal: tuple[str, str | None] | None, status: Status | None
+) -> tuple[int, str] | None:
+    """Where the output shows the process's first error, and its text: its own fatal line
+    (a CHECK of its own counts before the JAX distributed service's end of it, see
+    classify's ``_first_fatal``) or a status it raised, whichever came first; a status only
+    logged (the coordination service's) when there is neither, and only before the JAX
+    client's abort (a status in that abort is the abort's). A raised status counts wherever
+    its traceback is: the abort comes from another thread at the moment the job loses a
+    process, and its line may reach the output before Python prints the collective's error
+    that the same loss raised."""
+    abort = output.find(TERMINATED)
+    said: tuple[int, str] | None = None
+    raised = False
+    if status is not None:
+        exc, code, msg = status
+        at, raised = _position(output, msg), bool(exc)
+        if raised or abort < 0 or at < abort:
+            said = (at, f"{exc}: {code}: {msg}" if code else f"{exc}: {msg}")
+    if fatal is not None and TERMINATED not in fatal[0]:
+        own = (_position(output, fatal[0].split("] ", 1)[-1]), fatal[0])
+        return min(own, said) if said is not None and raised else own
+    return said
+
+
+def _position(output: str, message: str) -> int:
+    at = output.find(message[:80].strip())
+    return at if at >= 0 else len(output)
