@@ -4,10 +4,14 @@ found, and where a crash happened."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.bundle.wording import sentence, title
-from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
+from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.processes import failing
+from xla_bugkit.run.weigh import weigh
 from xla_bugkit.verdict import Outcome, Verdict
 
 CHECKED = Failure(
@@ -260,3 +264,99 @@ def test_an_allocation_larger_than_the_machines_memory_is_not_called_xlas_bug() 
     fits = replace(oom, headline="RESOURCE_EXHAUSTED: Out of memory allocating 8589934592 bytes.")
     assert triage(fits, [reproduced], host_memory=26 << 30).xla
     assert triage(oom, [reproduced]).xla
+
+
+STACKS = Path(__file__).parents[1] / "failure" / "data" / "stacks"
+CALLBACK_REFUSED = Verdict(
+    "module_0002.jit_calibrate",
+    Outcome.NOT_REPLAYABLE,
+    "the module calls back into Python (custom-call xla_ffi_python_cpu_callback); host "
+    "callbacks cannot run outside the original process",
+    "",
+)
+
+
+def _stopped_in_callback() -> Failure:
+    """tests/programs/callback_sleep_hang.py stopped by collect's timeout, weighed against its
+    process's real stack at the stop."""
+    stop = Stop(by="timeout", ran=40.0, stalled=37.0)
+    stopped = classify("calibrating\n", exit_status=-15, timed_out=True, stop=stop)
+    busy = Event("execute", 2, "jit_calibrate", 1, started=2.0)
+    stack = (STACKS / "pure_callback_sleeping.txt").read_text()
+    p = ProcessEvidence(7, 1, ("python",), (busy,), platform="cpu", stack=stack)
+    return weigh(stopped, failing([p]))
+
+
+def test_a_hang_inside_the_programs_own_callback_is_not_called_xlas() -> None:
+    f = _stopped_in_callback()
+    judged = triage(f, [CALLBACK_REFUSED])
+    assert not judged.xla and judged.what == "hang" and judged.where == "jit(calibrate)"
+    assert judged.reason == (
+        "the program's own host callback fetch_gain (callback_sleep_hang.py:30) was running in "
+        "jit(calibrate) when it was stopped: not XLA's. XLA was only waiting for the "
+        "callback's Python to return, so look at what the callback waits for; no replay ran: "
+        "the replay of module_0002.jit_calibrate could not run (the module calls back into "
+        "Python (custom-call xla_ffi_python_cpu_callback); host callbacks cannot run outside "
+        "the original process)"
+    )
+    assert "did not reproduce" not in judged.reason
+    assert title(judged, f, "cpu") == (
+        "The program's own host callback fetch_gain never returns in jit(calibrate) "
+        "(no sign of an XLA bug)"
+    )
+    assert sentence(judged, f).startswith("**This does not look like an XLA bug:** the program")
+
+
+HUNG_REPLAY = Verdict(
+    "module_0006.jit_recalibrate",
+    Outcome.NOT_REPRODUCED,
+    "no result after 40 s while running (a hang, though non-XLA failure was expected)",
+    "snapshot",
+    classify("", exit_status=-9, timed_out=True, phase=Phase.RUN),
+)
+WATCHDOG = "2026-12-06 14:34:04,696 ERROR recalibration: recalibration exceeded the 20s SLA"
+
+
+def test_a_replay_that_hangs_outweighs_the_programs_own_ending() -> None:
+    """The program ended itself (its watchdog's os._exit) with words of its own, and nothing
+    of its record said XLA was busy; the module's replay never finished."""
+    own = classify(f"{WATCHDOG}\n", exit_status=75)
+    assert own.kind is Kind.EXIT
+    judged = triage(own, [HUNG_REPLAY])
+    assert judged.xla and judged.what == "hang" and judged.verdict is HUNG_REPLAY
+    assert judged.reason == (
+        f"the program ended itself with its own message ({WATCHDOG}), but the replay of "
+        "module_0006.jit_recalibrate (snapshot inputs) never finishes either: the module "
+        "hangs without the program, which outweighs the program's own words"
+    )
+    assert title(judged, own, "cpu") == "XLA CPU hang in jit(recalibrate)"
+    assert sentence(judged, own) == (
+        "The program hangs in `jit(recalibrate)`: it ended itself (exit status 75)."
+    )
+
+
+def test_a_reproduced_hang_says_what_it_rests_on() -> None:
+    said = "XLA was still executing jit(recalibrate) for 20 s when the program ended itself"
+    hang = Failure(Kind.HANG, Phase.RUN, said, "hang", exit_status=75, executing="recalibrate")
+    proof = replace(HUNG_REPLAY, outcome=Outcome.REPRODUCED_HANG,
+                    evidence="no result after 40 s while running")  # fmt: skip
+    judged = triage(hang, [proof])
+    assert judged.xla and judged.verdict is proof
+    assert judged.reason == (
+        "the replay of module_0006.jit_recalibrate hangs as well (no result after 40 s while "
+        "running): the module does not finish outside the program either"
+    )
+    assert sentence(judged, hang) == (
+        "The program hangs in `jit(recalibrate)`: it ended itself (exit status 75) while XLA "
+        "still ran."
+    )
+
+
+def test_xla_busy_at_the_end_is_never_said_not_busy() -> None:
+    ended = Failure(Kind.EXIT, Phase.RUN, WATCHDOG, WATCHDOG, exit_status=75,
+                    executing="recalibrate")  # fmt: skip
+    ran = Verdict("module_0006.jit_recalibrate", Outcome.NOT_REPRODUCED, "ran to completion",
+                  "snapshot")  # fmt: skip
+    reason = triage(ended, [ran]).reason
+    assert "XLA was not busy" not in reason
+    assert "XLA was running jit(recalibrate) at the end" in reason

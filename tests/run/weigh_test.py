@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from xla_bugkit.failure.classify import (
     HANG_REPLAY_START_SECONDS,
     Failure,
@@ -307,3 +309,63 @@ def test_a_stop_from_outside_gets_how_long_the_hung_call_had_run() -> None:
     assert weighed.replay_timeout(300.0) == 300.0
     early = weigh(failure, failing([p]), ended_at=80.0)
     assert early.replay_timeout(300.0) == 30.0 + HANG_REPLAY_START_SECONDS
+
+
+STACKS = Path(__file__).parents[1] / "failure" / "data" / "stacks"
+
+
+def test_a_program_that_ended_itself_inside_a_call_xla_ran_inline_hung_in_it() -> None:
+    """A small computation XLA's CPU client runs inside the call (tests/programs/
+    watchdog_exit_hang.py): the call never returned, no ``executed`` record, and the
+    watchdog's os._exit ended the process there."""
+    said = "ERROR recalibration: recalibration exceeded the 20s SLA, restarting the service"
+    failure = classify(f"2026-12-06 14:34:04,696 {said}\n", exit_status=75)
+    assert failure.kind is Kind.EXIT
+    inline = replace(running(3, "recalibrate"), started=100.0)  # no executed, not on device
+    weighed = weigh(failure, failing([process(7, inline)]), ended_at=120.0)
+    assert weighed.kind is Kind.HANG and weighed.executing == "recalibrate"
+    assert weighed.headline.startswith("XLA was still executing jit(recalibrate) for 20 s")
+    assert weighed.evidence == (
+        "pid 7 called jit(recalibrate), which XLA ran inside the call, and the call had still "
+        "not returned 20 s later, when the process ended on its own (no exit of Python's, no "
+        "fatal signal)"
+    )
+    # A process that left through Python's own exit was not ended inside the call.
+    exited = process(7, inline, exited=True, exit_status=75)
+    assert weigh(failure, failing([exited]), ended_at=120.0).kind is Kind.EXIT
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "callback", "call"),
+    [
+        ("pure_callback_sleeping.txt", "fetch_gain (callback_sleep_hang.py:30)", "calibrate"),
+        ("io_callback_waiting_on_event.txt", "log_metrics (callback_event_hang.py:31)", "step"),
+    ],
+)
+def test_a_stop_inside_the_programs_own_callback_is_the_programs_hang(
+    excerpt: str, callback: str, call: str
+) -> None:
+    stop = Stop(by="timeout", ran=40.0, stalled=37.0)
+    stopped = classify("calibrating\n", exit_status=-15, timed_out=True, stop=stop)
+    stack = (STACKS / excerpt).read_text()
+    weighed = weigh(stopped, failing([process(7, running(2, call), stack=stack)]))
+    assert weighed.kind is Kind.HANG and weighed.callback == callback
+    assert weighed.exception is None and weighed.executing == call
+    assert weighed.headline == (
+        f"the program's own host callback {callback} was running in jit({call}) with no "
+        "output for 37 s; killed by the timeout after 40 s"
+    )
+    assert weighed.evidence == (
+        f"pid 7's Python stack at the stop shows a thread inside the program's own host "
+        f"callback {callback}, which jax called in jit({call}): XLA was waiting for the "
+        "program's Python to return"
+    )
+
+
+def test_a_stop_while_xla_itself_ran_names_no_callback() -> None:
+    stop = Stop(by="timeout", ran=40.0, stalled=37.0)
+    stopped = classify("ready\n", exit_status=-15, timed_out=True, stop=stop)
+    stack = (STACKS / "xla_executing_no_callback.txt").read_text()
+    weighed = weigh(stopped, failing([process(7, running(2, "spin"), stack=stack)]))
+    assert weighed.kind is Kind.HANG and weighed.callback is None
+    assert weighed.headline.startswith("XLA was executing jit(spin)")

@@ -27,7 +27,7 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import replay_label
 from xla_bugkit.run.rerun import RunRecord
-from xla_bugkit.verdict import Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
 
@@ -219,8 +219,14 @@ def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Sta
                 "not show it."
             )
         return f"Replaying {module} from the bundle reproduces it without the original program."
-    if verdicts:
+    if any(v.outcome is not Outcome.NOT_REPLAYABLE for v in verdicts):
         return "The bundle's replay did not reproduce it on the reporter's machine."
+    if verdicts:
+        v = verdicts[0]
+        return (
+            f"No replay ran: the replay of {issue.code_span(v.module)} could not run "
+            f"({issue.plain(v.evidence)}), so nothing shows yet that it reproduces."
+        )
     if not staged.replayed:
         return "The replay was skipped (`--no-replay`): nothing shows yet that it reproduces."
     return "No chosen module could be replayed (none has a before-optimizations proto)."

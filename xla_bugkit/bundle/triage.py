@@ -4,8 +4,9 @@ Both the issue text (title, description) and collect's summary read one ``Triage
 words by ``wording``, so the two never disagree on whether a run looks like an XLA bug. The
 decision reads only the failure record and the replay verdicts: a CHECK/RET_CHECK site, an
 XLA status code or exception type, a crash signal while JAX compiled or ran, a run stopped
-while XLA was compiling or running (unless a replay of the module ran without hanging), or a
-replay that reproduced the failure without the original program.
+while XLA was compiling or running (unless a replay of the module ran without hanging, or the
+program's own host callback was running), or a replay that reproduced the failure without the
+original program, which outweighs what the program said of its own end.
 """
 
 from __future__ import annotations
@@ -83,11 +84,11 @@ def triage(
     if failure.peer is not None:
         return Triage(False, _what(failure, None), where, _peer_failed(failure.peer))
     if proof is not None:
-        reason = f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
-        return Triage(True, _what(failure, proof), where, reason, proof)
+        return Triage(True, _what(failure, proof), where, _reproduced(proof), proof)
+    if failure.callback and failure.exception is None:
+        return Triage(False, _what(failure, None), where, _callback_running(failure, verdicts))
     if hung is not None:
-        # A stopped run has no timeout to compare with; a replay that hangs too is the proof.
-        return Triage(True, "hang", where, f"the replay of {hung.module} hangs as well", hung)
+        return Triage(True, "hang", where, _hangs_too(failure, hung), hung)
     what, stuck = _what(failure, None), _stuck_in_xla(failure)
     ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
     if stuck is not None and ran and failure.unread_inputs:
@@ -223,9 +224,51 @@ def _stuck_in_xla(f: Failure) -> str | None:
 
 
 def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | None:
-    if failure.kind is not Kind.INTERRUPTED:
+    """A replay that hung where the run showed no hang of its own: stopped by the user (no
+    timeout to compare with), or ended by the program itself (its own watchdog's exit)."""
+    if failure.kind not in (Kind.INTERRUPTED, Kind.EXIT):
         return None
     return next((v for v in verdicts if v.failure and v.failure.kind is Kind.HANG), None)
+
+
+def _reproduced(proof: Verdict) -> str:
+    if proof.outcome is Outcome.REPRODUCED_HANG:
+        return (
+            f"the replay of {proof.module} hangs as well ({proof.evidence}): the module does "
+            "not finish outside the program either"
+        )
+    return f"the replay of {proof.module} reproduces it ({proof.outcome.value})"
+
+
+def _hangs_too(failure: Failure, hung: Verdict) -> str:
+    """What a replay that hung proves, where the run itself said nothing of a hang."""
+    if failure.kind is Kind.INTERRUPTED:
+        # A stopped run has no timeout to compare with; a replay that hangs too is the proof.
+        return f"the replay of {hung.module} hangs as well"
+    return (
+        f"the program ended itself with its own message ({failure.headline[:160]}), but the "
+        f"replay of {hung.module} ({hung.inputs} inputs) never finishes either: the module "
+        "hangs without the program, which outweighs the program's own words"
+    )
+
+
+def _callback_running(f: Failure, verdicts: Sequence[Verdict]) -> str:
+    """A hang inside the program's own host callback, and what a replay could show of it."""
+    unreplayed = [v for v in verdicts if v.outcome is Outcome.NOT_REPLAYABLE]
+    ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
+    if ran:
+        replay = f"the replay of {', '.join(v.module for v in ran)} did not hang"
+    elif unreplayed:
+        v = unreplayed[0]
+        replay = f"no replay ran: the replay of {v.module} could not run ({v.evidence})"
+    else:
+        replay = "no replay ran"
+    during = f" in jit({f.executing})" if f.executing else ""
+    return (
+        f"the program's own host callback {f.callback} was running{during} when it was "
+        "stopped: not XLA's. XLA was only waiting for the callback's Python to return, so "
+        f"look at what the callback waits for; {replay}"
+    )
 
 
 def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:
@@ -295,6 +338,9 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
         signs += (
             ", and no compilation or execution under way that the capture hook found at the stop"
         )
+    elif f.executing or f.compiling:
+        doing = f"compiling jit({f.compiling})" if f.compiling else f"running jit({f.executing})"
+        signs += f"; XLA was {doing} at the end"
     else:
         signs += ", and XLA was not busy at the end"
     ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]

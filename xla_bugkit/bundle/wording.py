@@ -89,6 +89,11 @@ def _with_numbers(signature: str, headline: str) -> str:
 def _ended(failure: Failure) -> str:
     if failure.peer is not None:
         return f"Ended by its job, another process having failed: {failure.headline}"
+    if failure.callback and failure.exception is None:
+        # Named by the function alone: its line is the body's to say.
+        name = failure.callback.split(" (", 1)[0]
+        inside = f" in jit({failure.executing})" if failure.executing else ""
+        return f"The program's own host callback {name} never returns{inside}"
     if failure.kind is Kind.HANG:
         return "The program hangs"
     if failure.kind is Kind.INTERRUPTED:
@@ -108,24 +113,31 @@ def sentence(t: Triage, failure: Failure) -> str:
         found = issue.plain(differences(t.verdict))
         return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
     if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
-        by_user = failure.kind is Kind.INTERRUPTED or failure.stopped_by == "user"
-        stopped = (
-            "by the user"
-            if by_user
-            else "by a signal from outside collect"
-            if failure.stopped_by == "signal"
-            else "after the timeout"
-        )
         if failure.phase is Phase.COMPILE:
             module = at or " a module"
-            return f"XLA never finishes compiling{module}: the run was stopped {stopped}."
-        return f"The program hangs{at and ' in' + at}: it was stopped {stopped}."
+            return f"XLA never finishes compiling{module}: the run {_how_ended(failure)}."
+        return f"The program hangs{at and ' in' + at}: it {_how_ended(failure)}."
     return {
         Kind.COMPILE_CRASH: f"XLA crashes{sig} while compiling{at or ' a module'}.",
         Kind.COMPILE_ERROR: f"XLA returns an error while compiling{at or ' a module'}.",
         Kind.RUNTIME_ERROR: f"XLA returns an error while running{at or ' compiled code'}.",
         Kind.CRASH: f"The process dies{sig} while running{at or ' compiled code'}.",
     }.get(failure.kind, f"The run ends in {_article(failure.kind.value)} {failure.kind.value}.")
+
+
+def _how_ended(failure: Failure) -> str:
+    """How a hang's run ended: stopped by collect or the user, or ended by the program itself
+    (its own watchdog's exit) while XLA still ran."""
+    if failure.kind is Kind.INTERRUPTED or failure.stopped_by == "user":
+        return "was stopped by the user"
+    if failure.stopped_by == "signal":
+        return "was stopped by a signal from outside collect"
+    if failure.stopped_by is None and failure.exit_status is not None:
+        # Said still running only where its own record showed it (``weigh``); otherwise the
+        # replay that hung is what shows the hang.
+        still = " while XLA still ran" if failure.kind is Kind.HANG else ""
+        return f"ended itself (exit status {failure.exit_status}){still}"
+    return "was stopped after the timeout"
 
 
 def _article(word: str) -> str:

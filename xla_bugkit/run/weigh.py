@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from xla_bugkit.failure.callback import running_in_callback
 from xla_bugkit.failure.classify import (
     Failure,
     Kind,
@@ -50,7 +51,8 @@ def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None =
     busy = p.unfinished
     if failure.stopped_by is not None:
         return _stopped(failure, busy, culprit, ended_at)
-    if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and (busy or _awaited(p)):
+    inside = bool(busy or _awaited(p) or running_in_callback(p.stack or ""))
+    if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and inside:
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
         return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
@@ -60,7 +62,7 @@ def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None =
         return _with_busy(failure, busy)
     if failure.kind is Kind.EXIT and busy is not None and busy.kind == "compile" and not p.exited:
         return _ended_compiling(failure, busy, culprit)
-    if failure.kind is Kind.EXIT and busy is not None and busy.on_device:
+    if failure.kind is Kind.EXIT and busy is not None and _still_running(busy, p):
         return _ended_running(failure, busy, culprit, ended_at)
     raised = next((e for e in reversed(p.events) if e.error), None)
     errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
@@ -179,12 +181,20 @@ def _ended_compiling(failure: Failure, busy: Event, culprit: Culprit) -> Failure
     )
 
 
+def _still_running(busy: Event, p: ProcessEvidence) -> bool:
+    """Whether the execution ``busy`` was still running when ``p`` ended: the device was
+    computing it after its dispatch returned, or (a small computation XLA's CPU client runs
+    inline, inside the call) the call never returned in a process that ended without
+    Python's own exit (``os._exit``)."""
+    return busy.kind == "execute" and (busy.on_device or not p.exited)
+
+
 def _ended_running(
     failure: Failure, busy: Event, culprit: Culprit, ended_at: float | None
 ) -> Failure:
-    """A process that ended itself (``os._exit`` from its own watchdog, say) while the
-    device was still computing a call it had dispatched: whatever thread waited on it, the
-    call was running, so this is a hang in XLA until a replay shows the call ends."""
+    """A process that ended itself (``os._exit`` from its own watchdog, say) while XLA was
+    still computing a call: whatever thread waited on it, the call was running, so this is
+    a hang in XLA until a replay shows the call ends."""
     call = _call(busy)
     running = max(ended_at - busy.started, 0.0) if ended_at is not None else None
     during = f" for {seconds(running)}" if running is not None else ""
@@ -200,7 +210,11 @@ def _ended_running(
         stalled_seconds=round(running, 1) if running is not None else None,
         evidence=f"{culprit.label} dispatched {call}, and its outputs were still not computed"
         f"{later} when the process ended on its own (no exit of Python's, no fatal signal): "
-        "the thread that waited for them never got them",
+        "the thread that waited for them never got them"
+        if busy.on_device
+        else f"{culprit.label} called {call}, which XLA ran inside the call, and the call had "
+        f"still not returned{later} when the process ended on its own (no exit of Python's, "
+        "no fatal signal)",
     )
 
 
@@ -248,6 +262,8 @@ def _stopped(
     p = culprit.process
     awaited = _awaited(p) if busy is None and not p.answered else None
     event = busy or awaited
+    if (callback := running_in_callback(p.stack or "")) is not None:
+        return _in_callback(failure, callback, event, culprit)
     if event is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
             # The output's compile log said busy; the process's own record says it had
@@ -285,6 +301,25 @@ def _stopped(
         compiling=name if event.kind == "compile" else failure.compiling,
         executing=None if event.kind == "compile" else name,
         evidence=rests_on,
+    )
+
+
+def _in_callback(failure: Failure, callback: str, event: Event | None, culprit: Culprit) -> Failure:
+    """A run stopped while the program's own host callback ran: XLA was executing the
+    computation that called it, and waiting for the program's Python to return."""
+    inside = f" in {_call(event)}" if event is not None else ""
+    busy = f"the program's own host callback {callback} was running{inside}"
+    return replace(
+        failure,
+        kind=Kind.HANG,
+        phase=Phase.RUN,
+        headline=busy_headline(busy, failure),
+        signature="hang in a host callback",
+        executing=_name(event) if event is not None and event.kind == "execute" else None,
+        callback=callback,
+        evidence=f"{culprit.label}'s Python stack at the stop shows a thread inside the "
+        f"program's own host callback {callback}, which jax called{inside}: XLA was waiting "
+        "for the program's Python to return",
     )
 
 
