@@ -301,8 +301,7 @@ def test_a_hang_inside_the_programs_own_callback_is_not_called_xlas() -> None:
     )
     assert "did not reproduce" not in judged.reason
     assert title(judged, f, "cpu") == (
-        "The program's own host callback fetch_gain never returns in jit(calibrate) "
-        "(no sign of an XLA bug)"
+        "The program's own callback fetch_gain hangs in jit(calibrate) (no sign of an XLA bug)"
     )
     assert sentence(judged, f).startswith("**This does not look like an XLA bug:** the program")
 

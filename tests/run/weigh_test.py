@@ -369,3 +369,20 @@ def test_a_stop_while_xla_itself_ran_names_no_callback() -> None:
     weighed = weigh(stopped, failing([process(7, running(2, "spin"), stack=stack)]))
     assert weighed.kind is Kind.HANG and weighed.callback is None
     assert weighed.headline.startswith("XLA was executing jit(spin)")
+
+
+def test_a_stop_that_interrupted_the_callback_names_the_call_it_ended() -> None:
+    """Ctrl-C on collect: the KeyboardInterrupt met the callback, and XLA ended the call
+    with its callback error; the stack at the stop still shows the callback."""
+    stop = Stop(by="user", ran=3.0, stalled=1.0)
+    stopped = classify("calibrating\n", exit_status=-2, interrupted=True, stop=stop)
+    error = "JaxRuntimeError: INTERNAL: CpuCallback error calling callback: Traceback (most"
+    ended = replace(running(2, "calibrate", ended=3.0), error=error)
+    stack = (STACKS / "pure_callback_sleeping.txt").read_text()
+    weighed = weigh(stopped, failing([process(7, ended, stack=stack)]))
+    assert weighed.kind is Kind.HANG and weighed.executing == "calibrate"
+    assert weighed.callback == "fetch_gain (callback_sleep_hang.py:30)"
+    assert weighed.headline.startswith(
+        "the program's own host callback fetch_gain (callback_sleep_hang.py:30) was running in "
+        "jit(calibrate)"
+    )

@@ -93,7 +93,7 @@ def _ended(failure: Failure) -> str:
         # Named by the function alone: its line is the body's to say.
         name = failure.callback.split(" (", 1)[0]
         inside = f" in jit({failure.executing})" if failure.executing else ""
-        return f"The program's own host callback {name} never returns{inside}"
+        return f"The program's own callback {name} hangs{inside}"
     if failure.kind is Kind.HANG:
         return "The program hangs"
     if failure.kind is Kind.INTERRUPTED:

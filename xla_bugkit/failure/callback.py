@@ -49,6 +49,12 @@ class CallbackError:
     where: str  # the callback's innermost frame: "lookup_calibration (calibrate.py:46)"
 
 
+def callback_failed(error: str) -> bool:
+    """Whether an execution's error is XLA's word that a host callback raised (a stop's
+    KeyboardInterrupt inside the callback, say)."""
+    return _CALLBACK_ERROR.search(error) is not None
+
+
 def raised_in_callback(output: str) -> CallbackError | None:
     """The program's own exception from a host callback, when XLA's error quotes one."""
     m = _CALLBACK_ERROR.search(output)

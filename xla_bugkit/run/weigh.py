@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.callback import running_in_callback
+from xla_bugkit.failure.callback import callback_failed, running_in_callback
 from xla_bugkit.failure.classify import (
     Failure,
     Kind,
@@ -263,7 +263,9 @@ def _stopped(
     awaited = _awaited(p) if busy is None and not p.answered else None
     event = busy or awaited
     if (callback := running_in_callback(p.stack or "")) is not None:
-        return _in_callback(failure, callback, event, culprit)
+        # A stop that interrupted the callback ended its execution with XLA's callback error.
+        raised = next((e for e in reversed(p.events) if callback_failed(e.error or "")), None)
+        return _in_callback(failure, callback, event or raised, culprit)
     if event is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
             # The output's compile log said busy; the process's own record says it had
@@ -317,6 +319,7 @@ def _in_callback(failure: Failure, callback: str, event: Event | None, culprit: 
         signature="hang in a host callback",
         executing=_name(event) if event is not None and event.kind == "execute" else None,
         callback=callback,
+        exception=None,  # a stop's KeyboardInterrupt in the callback is the stop's, not news
         evidence=f"{culprit.label}'s Python stack at the stop shows a thread inside the "
         f"program's own host callback {callback}, which jax called{inside}: XLA was waiting "
         "for the program's Python to return",
