@@ -119,6 +119,12 @@ def wait_for(ready: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
+def _default_sighup() -> None:
+    """SIGHUP as a terminal session gives it: under ``nohup`` the tests inherit it ignored,
+    and xla-bugkit rightly keeps an ignored SIGHUP ignored; these tests send one."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @dataclass
 class Run:
     """One xla-bugkit process, started with its own mark."""
@@ -136,7 +142,7 @@ class Run:
             env["TMPDIR"] = str(tmpdir)
         popen = subprocess.Popen(
             [XLA_BUGKIT, *argv], cwd=cwd, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sighup,
         )  # fmt: skip
         return cls(popen, mark)
 

@@ -347,11 +347,16 @@ def test_sigterm_and_sighup_interrupt_a_run_by_themselves(
 ) -> None:
     pid_file = tmp_path / "child.pid"
     script = f"echo $$ > {pid_file}; (sleep 0.5; kill -{sig.name[3:]} $PPID) & sleep 100"
-    done = proc.run(["bash", "-c", script], timeout=120)
+    # As a terminal session gives it: under nohup SIGHUP comes ignored, and stays so.
+    inherited = signal.signal(sig, signal.SIG_DFL)
+    try:
+        done = proc.run(["bash", "-c", script], timeout=120)
+        assert signal.getsignal(sig) == signal.SIG_DFL  # as it was before the run
+    finally:
+        signal.signal(sig, inherited)
     assert done.interrupted and not done.timed_out
     assert done.returncode == -signal.SIGINT
     assert not alive(int(pid_file.read_text()))
-    assert signal.getsignal(sig) == signal.SIG_DFL  # as it was before the run
 
 
 def test_an_ignored_sighup_stays_ignored() -> None:
