@@ -61,19 +61,33 @@ def load(path: Path | None = None) -> Config:
     return Config(format=fmt, max_size=max_size)
 
 
+_SIZE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:(?P<unit>[kmg])b?|(?P<bytes>b))$")
+_SIZE_UNITS = {"k": 10**3, "m": 10**6, "g": 10**9}
+SIZE_HOWTO = "a size takes a unit: 25M, 10k, 1.5G; bytes only with B, as in 800B"
+
+
 def parse_size(text: str) -> int:
-    """Bytes in "25MB", "500kB", "1GB" or a plain number; ValueError if it is none of them."""
-    units = {"gb": 10**9, "mb": 10**6, "kb": 10**3, "b": 1}
-    lowered = text.strip().lower()
-    for unit, factor in units.items():
-        if lowered.endswith(unit):
-            try:
-                return int(float(lowered[: -len(unit)]) * factor)
-            except ValueError:
-                break
-    if lowered.isdigit():
-        return int(lowered)
-    raise ValueError(f"not a size: {text!r} (try 25MB)")
+    """Bytes in "25M", "25MB", "10k", "1.5G" (powers of 1000) or "800B"; ValueError for
+    anything else. A bare number is refused: "10" meant as 10 MB would be 10 bytes."""
+    found = _SIZE.match(text.strip().lower())
+    if found is None:
+        if re.fullmatch(r"\d+(\.\d+)?", n := text.strip()):
+            raise ValueError(
+                f"{n!r} has no unit: {n}M for megabytes, {n}k for kilobytes, {n}B for bytes"
+            )
+        raise ValueError(f"not a size: {text!r} ({SIZE_HOWTO})")
+    factor = 1 if found.group("bytes") else _SIZE_UNITS[found.group("unit")]
+    return int(float(found.group("n")) * factor)
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as a person reads them, in the units ``parse_size`` takes: "800 B",
+    "15.6 kB", "2.50 MB", "1.50 GB"."""
+    if n < 1000:
+        return f"{n} B"
+    if n < 10**6:
+        return f"{n / 1e3:.1f} kB"
+    return f"{n / 1e6:.2f} MB" if n < 10**9 else f"{n / 1e9:.2f} GB"
 
 
 _DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smh]?)$")

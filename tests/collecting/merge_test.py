@@ -140,7 +140,7 @@ def test_the_size_budget_applies_to_the_whole_job(
     # Below the whole, above the failing part with the other's manifest and log.
     budget = whole.stat().st_size - 5_000
     out = tmp_path / "small.zip"
-    done = _merge("--max-size", str(budget), "-o", str(out), *(str(p.bundle) for p in crash_job))
+    done = _merge("--max-size", f"{budget}B", "-o", str(out), *(str(p.bundle) for p in crash_job))
     assert done.returncode == ExitCode.OK, done.stderr
     assert out.stat().st_size <= budget
     assert "over the size budget: leaving out parts/part-0/modules/" in done.stderr

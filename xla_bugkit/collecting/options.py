@@ -160,7 +160,7 @@ def rebundle_command(work: Path, options: CollectOptions) -> str:
     if options.budget != config.SEARCH_BUDGET:
         argv += ["--budget", f"{options.budget:g}"]
     if options.max_size is not None and options.max_size != config.MAX_SIZE:
-        argv += ["--max-size", str(options.max_size)]
+        argv += ["--max-size", f"{options.max_size}B"]
     argv += [] if options.replay else ["--no-replay"]
     argv += [] if options.data else ["--no-data"]
     return shlex.join(argv)

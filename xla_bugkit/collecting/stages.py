@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import archive, frameworks
+from xla_bugkit import archive, config, frameworks
 from xla_bugkit.bundle import build, envinfo, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.choose import dumps
@@ -192,7 +192,11 @@ def write_bundle(
         if options.max_size is None or size <= options.max_size:
             return manifest, size
         if len(dropped) == len(order):
-            ui.warn(f"the bundle is {size:,} bytes: over --max-size with nothing left to drop")
+            ui.warn(
+                f"the bundle is {config.size_text(size)}, over --max-size "
+                f"{config.size_text(options.max_size)}, with nothing left to drop (what is left "
+                "is what the report needs): raise --max-size to keep what was left out"
+            )
             return manifest, size
         # A file takes at most its own size in the archive: the next ones in the order go
         # together until they hold as much as the archive is over (each archive written in

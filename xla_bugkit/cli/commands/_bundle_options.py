@@ -49,8 +49,8 @@ def add_bundle_options(p: argparse.ArgumentParser) -> None:
         "--max-size",
         type=options.size,
         metavar="SIZE",
-        help=f"size budget of the bundle, e.g. 10MB (default {config.Config.max_size}, "
-        "GitHub's limit)",
+        help=f"size budget of the bundle, e.g. 10M or 500k; bytes only with B, as in 800B "
+        f"(default {config.Config.max_size}, GitHub's limit)",
     )
     p.add_argument(
         "--repo",

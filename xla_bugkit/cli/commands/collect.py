@@ -88,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=options.size,
         default=config.MAX_DUMP_SIZE,
         metavar="SIZE",
-        help="the most disk the run's inputs may take, e.g. 500MB (default 2GB)",
+        help="the most disk the run's inputs may take, e.g. 500M (default 2GB)",
     )
     p.add_argument(
         "--dump-passes",
