@@ -61,6 +61,20 @@ def test_show_lists_a_sound_bundle(
 
 
 @pytest.mark.parametrize("fmt", ["zip", "7z", "tar.gz"])
+def test_show_lists_the_files_by_name_in_every_format(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Written in this order, not by name: manifest.json, ISSUE.md, then the module.
+    members = bundle_members()
+    path = write_raw(fmt, tmp_path / f"bug.{fmt}", members)
+    assert main(["show", str(path)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    listed = out.split(" MB uncompressed:\n", 1)[1].splitlines()
+    assert [line.split()[-1] for line in listed] == sorted(name for name, _ in members)
+    assert f"{len(members)} files, " in out
+
+
+@pytest.mark.parametrize("fmt", ["zip", "7z", "tar.gz"])
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_show_refuses_what_verify_would(
     fmt: str,

@@ -98,9 +98,11 @@ def render(path: Path, manifest: Manifest) -> str:
             f"job part {part.get('part')} ({mark}): {how or part.get('kind')}, "
             f"ended {part.get('ended')}, first module {part.get('first_module')}"
         )
-    total = sum(e.size for e in entries if e.is_file)
-    lines.append(f"{len(entries)} files, {total / 1e6:.2f} MB uncompressed:")
-    lines += [f"  {e.size:>12,}  {_printable(e.name)}" for e in entries if e.is_file]
+    # By name, whatever order the archive holds them in (a 7z's follows its packing).
+    files = sorted((e for e in entries if e.is_file), key=lambda e: e.name)
+    total = sum(e.size for e in files)
+    lines.append(f"{len(files)} files, {total / 1e6:.2f} MB uncompressed:")
+    lines += [f"  {e.size:>12,}  {_printable(e.name)}" for e in files]
     return "\n".join(lines)
 
 
