@@ -80,16 +80,17 @@ def replay_modules(
     context = _context(run, selection, options)
     if note := fallback_note(context.framework):
         ui.warn(note)
-    replays = replay_stage(
-        root,
-        tuple(c for c in selection.chosen if c.module.label not in known),
-        run.failure,
-        timeout=run.failure.replay_timeout(options.replay_timeout),
-        use_data=options.data,
-        ui=ui,
-        arrays=arrays,
-        context=context,
-    )
+    with ui.timed("replay"):
+        replays = replay_stage(
+            root,
+            tuple(c for c in selection.chosen if c.module.label not in known),
+            run.failure,
+            timeout=run.failure.replay_timeout(options.replay_timeout),
+            use_data=options.data,
+            ui=ui,
+            arrays=arrays,
+            context=context,
+        )
     if not known:
         return replays
     by_label = {**known, **{v.module: v for v in replays.verdicts}}
