@@ -118,6 +118,20 @@ def test_a_collective_that_lost_its_peer_is_the_job_across_lines_and_spellings()
     assert peers.job_error("Gloo all-reduce failed: [pair.cc:547] Bad message length") is None
 
 
+def test_a_process_stopped_from_outside_is_the_jobs_only_when_an_error_line_says_so() -> None:
+    """Every process of a job logs the coordination service at INFO as it starts; a launcher's
+    SIGTERM after that alone says nothing of who failed."""
+    started = (DATA / "gloo_all_reduce_closed_by_peer_after_the_abort.txt").read_text()
+    info = "\n".join(started.splitlines()[:3]) + "\n"
+    assert "coordination service" in info
+    assert classify(info, exit_status=-15).peer is None
+    mpi = info + (DATA / "mpi_abort_other_rank.txt").read_text()
+    assert classify(mpi, exit_status=-15).peer == "MPI ended the job after one of its ranks " + (
+        "called MPI_ABORT"
+    )
+    assert classify(mpi, exit_status=-11).peer is None  # its own segfault
+
+
 def test_an_xla_error_that_says_nothing_of_the_job_is_not_excused() -> None:
     for own in (
         "INTERNAL: RET_CHECK failure (external/xla/xla/service/cpu/dot_op_emitter.cc:1124) x",

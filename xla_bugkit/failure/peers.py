@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from xla_bugkit.failure.xla_log import INFO_OR_WARNING
 from xla_bugkit.failure.xla_status import Status
 
 TERMINATED = "Terminating process because the JAX distributed service detected fatal errors"
@@ -144,11 +145,16 @@ def peer_failure(output: str, own_error: str | None, *, ended_by: str | None = N
         return own_words
     if TERMINATED in output:
         return job_error(output[output.find(TERMINATED) :])
-    return job_error(output) if ended_by in _FROM_OUTSIDE else None
+    if ended_by not in _FROM_OUTSIDE:
+        return None
+    # Every process of a job logs the service at INFO as it starts ("Polling for error from
+    # coordination service"): only an error line is the job's word.
+    return job_error(_LOGGED.sub("", output))
 
 
 # The signals a launcher ends the rest of a job with once one process has failed.
 _FROM_OUTSIDE = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
+_LOGGED = re.compile(rf"^{INFO_OR_WARNING}[^\n]*$", re.M)
 
 
 def first_error(
