@@ -96,3 +96,23 @@ def test_a_hang_the_replay_reproduces_is_xlas_though_the_program_ended_itself(
     )
     # A while loop that never ends may be the program's own: the maintainer is told to look.
     assert "check that the condition can turn false" in issue
+
+
+def test_a_watchdogs_exit_inside_the_programs_own_callback_is_its_own_hang(
+    tmp_path: Path,
+) -> None:
+    c = run_collect(tmp_path / "bundle.zip",
+                    [sys.executable, str(PROGRAMS / "callback_watchdog_exit.py")],
+                    cwd=tmp_path)  # fmt: skip
+    said = " ".join(c.stderr.split())
+    assert (
+        "this does not look like an XLA bug: the program's own host callback read_sensor "
+        "(callback_watchdog_exit.py:28) was running in jit(fuse) when the program ended "
+        "itself: not XLA's"
+    ) in said, c.stderr
+    assert not any(tracker in c.stderr for tracker in TRACKERS), c.stderr
+    assert c.manifest()["title"] == (
+        "The program's own callback read_sensor hangs in jit(fuse) (no sign of an XLA bug)"
+    )
+    issue = " ".join(c.text("ISSUE.md").split())
+    assert "did not reproduce" not in issue and "no replay ran: the replay of" in issue

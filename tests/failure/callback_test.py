@@ -2,8 +2,9 @@
 
 Each excerpt in data/stacks is faulthandler's stack of a real jax 0.10.2 process on the CPU:
 the two of a collect stop (its timeout's SIGTERM) of tests/programs/callback_sleep_hang.py
-and callback_event_hang.py, one taken inside a ``jax.debug.callback``, and one of a thread
-inside XLA's execution of a while loop, with no callback.
+and callback_event_hang.py, the hook's at the os._exit of callback_watchdog_exit.py, one
+taken inside a ``jax.debug.callback``, and one of a thread inside XLA's execution of a while
+loop, with no callback.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ STACKS = Path(__file__).parent / "data" / "stacks"
         ("io_callback_waiting_on_event.txt", "log_metrics (callback_event_hang.py:31)"),
         # jax.debug.callback goes through debugging.py, not callback.py.
         ("debug_callback.txt", "show (dbg.py:3)"),
+        # The hook's stack at the program's own os._exit (its watchdog's thread first).
+        ("pure_callback_at_own_exit.txt", "read_sensor (callback_watchdog_exit.py:28)"),
     ],
 )
 def test_a_thread_inside_the_programs_callback_names_it(excerpt: str, callback: str) -> None:

@@ -386,3 +386,21 @@ def test_a_stop_that_interrupted_the_callback_names_the_call_it_ended() -> None:
         "the program's own host callback fetch_gain (callback_sleep_hang.py:30) was running in "
         "jit(calibrate)"
     )
+
+
+def test_a_program_that_ended_itself_inside_its_own_callback_is_its_own_hang() -> None:
+    """tests/programs/callback_watchdog_exit.py: the watchdog's os._exit while the callback
+    waited; the hook wrote the stack at that exit (no signal stopped it)."""
+    said = "watchdog: sensor read exceeded 10 s, exiting"
+    failure = classify(f"{said}\n", exit_status=75)
+    stack = (STACKS / "pure_callback_at_own_exit.txt").read_text()
+    inline = replace(running(2, "fuse"), started=100.0)
+    weighed = weigh(failure, failing([process(7, inline, stack=stack)]), ended_at=110.0)
+    assert weighed.kind is Kind.HANG and weighed.stopped_by is None
+    assert weighed.callback == "read_sensor (callback_watchdog_exit.py:28)"
+    assert weighed.headline == (
+        "the program's own host callback read_sensor (callback_watchdog_exit.py:28) was "
+        f"running in jit(fuse) when the program ended itself ({said})"
+    )
+    assert weighed.evidence is not None
+    assert weighed.evidence.startswith("pid 7's Python stack at its own os._exit shows")

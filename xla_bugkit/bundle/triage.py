@@ -264,9 +264,10 @@ def _callback_running(f: Failure, verdicts: Sequence[Verdict]) -> str:
     else:
         replay = "no replay ran"
     during = f" in jit({f.executing})" if f.executing else ""
+    when = "it was stopped" if f.stopped_by is not None else "the program ended itself"
     return (
-        f"the program's own host callback {f.callback} was running{during} when it was "
-        "stopped: not XLA's. XLA was only waiting for the callback's Python to return, so "
+        f"the program's own host callback {f.callback} was running{during} when {when}: "
+        "not XLA's. XLA was only waiting for the callback's Python to return, so "
         f"look at what the callback waits for; {replay}"
     )
 

@@ -24,6 +24,7 @@ from xla_bugkit.failure.classify import (
 )
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
+from xla_bugkit.run.hook.ending import OWN_EXIT
 from xla_bugkit.run.processes import Culprit
 
 # faulthandler's first line for each fatal signal it catches.
@@ -35,6 +36,8 @@ _FATAL_SIGNALS = {
     "Illegal instruction": "SIGILL",
 }
 _FATAL_LINE = re.compile(r"^Fatal Python error: (?P<what>[^\n]+)$", re.M)
+# The line the hook writes above the stack when the program calls os._exit in a callback.
+_OWN_EXIT = re.compile("^" + re.escape(OWN_EXIT).replace(r"\{status\}", r"-?\d+") + "$", re.M)
 # What the run's own output may say that the record cannot improve on.
 _CAPTURED = (Kind.WRONG_RESULT, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
 
@@ -51,7 +54,10 @@ def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None =
     busy = p.unfinished
     if failure.stopped_by is not None:
         return _stopped(failure, busy, culprit, ended_at)
-    inside = bool(busy or _awaited(p) or running_in_callback(p.stack or ""))
+    callback = running_in_callback(p.stack or "")
+    if failure.kind is Kind.EXIT and callback is not None and _OWN_EXIT.search(p.stack or ""):
+        return _in_callback(failure, callback, busy, culprit)
+    inside = bool(busy or _awaited(p) or callback)
     if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and inside:
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
@@ -95,7 +101,13 @@ def _fatal_signal(p: ProcessEvidence) -> str | None:
 def _signalled(p: ProcessEvidence) -> bool:
     """Whether ``p`` was stopped by a SIGTERM or SIGINT: faulthandler wrote its stack (the
     hook registers it for those two), it died on no fatal signal, and it never exited."""
-    return p.stack is not None and _FATAL_LINE.search(p.stack) is None and not p.exited
+    stack = p.stack
+    return (
+        stack is not None
+        and _FATAL_LINE.search(stack) is None
+        and _OWN_EXIT.search(stack) is None
+        and not p.exited
+    )
 
 
 def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit) -> Failure:
@@ -307,20 +319,26 @@ def _stopped(
 
 
 def _in_callback(failure: Failure, callback: str, event: Event | None, culprit: Culprit) -> Failure:
-    """A run stopped while the program's own host callback ran: XLA was executing the
-    computation that called it, and waiting for the program's Python to return."""
+    """A run stopped, or a program that ended itself, while its own host callback ran: XLA
+    was executing the computation that called it, and waiting for the program's Python."""
     inside = f" in {_call(event)}" if event is not None else ""
     busy = f"the program's own host callback {callback} was running{inside}"
+    headline = (
+        busy_headline(busy, failure)
+        if failure.stopped_by is not None
+        else f"{busy} when the program ended itself ({failure.headline[:120]})"
+    )
+    at = "the stop" if failure.stopped_by is not None else "its own os._exit"
     return replace(
         failure,
         kind=Kind.HANG,
         phase=Phase.RUN,
-        headline=busy_headline(busy, failure),
+        headline=headline,
         signature="hang in a host callback",
         executing=_name(event) if event is not None and event.kind == "execute" else None,
         callback=callback,
         exception=None,  # a stop's KeyboardInterrupt in the callback is the stop's, not news
-        evidence=f"{culprit.label}'s Python stack at the stop shows a thread inside the "
+        evidence=f"{culprit.label}'s Python stack at {at} shows a thread inside the "
         f"program's own host callback {callback}, which jax called{inside}: XLA was waiting "
         "for the program's Python to return",
     )

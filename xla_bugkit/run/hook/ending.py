@@ -1,21 +1,32 @@
 """How a process of the run ends, as its recorder records it (loaded by file path, as the
 recorder is; standard library only): the ``exit`` record, exceptions Python prints and goes
-on from (``uncaught``), and the word to collect that the program's main module has finished."""
+on from (``uncaught``), the stack of a program that ends itself with ``os._exit`` while its
+own host callback runs, and the word to collect that the program's main module has
+finished."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import os
+import re
 import sys
 import threading
-from typing import Any
+from typing import Any, NoReturn
+
+# The first line of the stack ``os._exit`` leaves (``weigh`` reads it), and the modules
+# through which jax calls a host callback.
+OWN_EXIT = "Program called os._exit({status}) with its own host callback running"
+_JAX_CALLING = re.compile(r"[/\\]jax[/\\]_src[/\\](?:callback|debugging)\.py$")
+_JAX_OWN = re.compile(r"[/\\](?:jax|jaxlib)[/\\]")
 
 
 def watch(recorder: Any) -> None:
     """Record how ``recorder``'s process exits, and tell collect when its main module ends."""
     _record_exit(recorder)
     _record_uncaught(recorder)
+    _stack_at_own_exit(recorder)
     _tell_main_end()
 
 
@@ -65,6 +76,38 @@ def _record_uncaught(recorder: Any) -> None:
 
     threading.excepthook = excepthook
     sys.unraisablehook = unraisablehook
+
+
+def _stack_at_own_exit(recorder: Any) -> None:
+    """``os._exit`` (a watchdog's) leaves no record and runs no atexit: when a thread is
+    inside the program's own host callback then, every thread's stack is written where
+    faulthandler writes a stop's, under a line that says it was the program's exit, so that
+    the hang is told to be the callback's. Nothing is written otherwise."""
+    original = os._exit
+
+    def exiting(status: int, /) -> NoReturn:
+        try:
+            stack = getattr(recorder, "stack_file", None)
+            if stack is not None and _in_callback():
+                stack.write(OWN_EXIT.format(status=status) + "\n\n")
+                stack.flush()
+                faulthandler.dump_traceback(stack, all_threads=True)
+        except Exception:  # the exit must happen whatever this meets
+            pass
+        original(status)
+
+    setattr(os, "_exit", exiting)  # noqa: B010  # replaced on its module, as sys.exit is
+
+
+def _in_callback() -> bool:
+    """Whether a thread is in a frame of the program's own that jax's callback called."""
+    for frame in sys._current_frames().values():
+        while frame is not None and frame.f_back is not None:
+            caller = frame.f_back.f_code.co_filename
+            if _JAX_CALLING.search(caller) and not _JAX_OWN.search(frame.f_code.co_filename):
+                return True
+            frame = frame.f_back
+    return False
 
 
 def _note(recorder: Any, where: str, kind: Any, value: Any) -> None:
