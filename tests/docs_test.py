@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from xla_bugkit.cli import grammar
+from xla_bugkit.cli import grammar, options
 from xla_bugkit.errors import COMMAND_MEANINGS, exit_codes_help
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ REGENERATE = f"python tests/docs_test.py (or {UPDATE}=1 python -m pytest -q test
 WIDTH = 90
 
 
-class StableHelpFormatter(argparse.RawDescriptionHelpFormatter):
+class StableHelpFormatter(options.HelpFormatter):
     """argparse's help, laid out the same on every Python the package supports (3.11+).
 
     The width is fixed (argparse otherwise reads the terminal's, ``COLUMNS``), colour is off

@@ -70,20 +70,16 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="xla-bugkit",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=options.HelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"xla-bugkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
-        command.add_arguments(
-            options.subcommand(
-                sub,
-                name,
-                help=command.HELP,
-                description=command.DESCRIPTION,
-                epilog=command.EPILOG,
-            )
+        one = options.subcommand(
+            sub, name, help=command.HELP, description=command.DESCRIPTION, epilog=command.EPILOG
         )
+        command.add_arguments(one)
+        options.name_positionals(one)
     return p
 
 

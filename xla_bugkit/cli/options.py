@@ -29,6 +29,34 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, with the description and epilog wrapped to the terminal's width
+    (``COLUMNS``) as the options are: prose is filled, a line that ends in a colon ends its
+    paragraph, and an indented line (an example command and what it does) is kept as
+    written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []
+
+        def fill() -> None:
+            if prose:
+                lines.append(textwrap.fill(" ".join(prose), width, initial_indent=indent,
+                                           subsequent_indent=indent))  # fmt: skip
+                prose.clear()
+
+        for line in text.splitlines():
+            if line[:1].isspace() or not line:
+                fill()
+                lines.append(indent + line if line else "")
+                continue
+            prose.append(line.strip())
+            if line.endswith(":"):
+                fill()
+        fill()
+        return "\n".join(lines)
+
+
 def subcommand(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -38,17 +66,21 @@ def subcommand(
     epilog: str,
 ) -> argparse.ArgumentParser:
     """A subcommand's parser: examples kept as written, and the -q/-v every command takes."""
-    epilog = f"{epilog.rstrip()}\n\n{textwrap.fill(exit_codes_help(name), 90)}\n"
+    epilog = f"{epilog.rstrip()}\n\n{exit_codes_help(name)}\n"
     p = sub.add_parser(
-        name,
-        help=help,
-        description=description,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter
     )
     p.add_argument("-q", "--quiet", action="count", default=0, help="say less")
     p.add_argument("-v", "--verbose", action="count", default=0, help="say more")
     return p
+
+
+def name_positionals(p: argparse.ArgumentParser) -> None:
+    """Name each positional in capitals in the usage and the help (BUNDLE, OUT, WORKDIR), as
+    the descriptions and the options' metavars name what a user gives."""
+    for action in p._actions:
+        if not action.option_strings and action.metavar is None and action.nargs != 0:
+            action.metavar = action.dest.upper()
 
 
 def add_tolerance(p: argparse.ArgumentParser) -> None:
@@ -94,7 +126,7 @@ def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
     )
 
 
-def add_module(p: argparse.ArgumentParser, help: str, metavar: str = "RE") -> None:
+def add_module(p: argparse.ArgumentParser, help: str, metavar: str = "REGEX") -> None:
     """--module: a regular expression on module labels, as ``args.module_re``."""
     p.add_argument("--module", dest="module_re", type=regex, metavar=metavar, help=help)
 

@@ -22,6 +22,7 @@ def add_bundle_options(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         type=Path,
+        metavar="OUT",
         help="the bundle to write: .7z, .zip or .tar.gz (default: bundle.7z, or "
         "the format set in the user config file)",
     )

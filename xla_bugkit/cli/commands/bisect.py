@@ -55,11 +55,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         type=Path,
-        help="write the bundle again as OUTPUT with the result (manifest and ISSUE.md)",
+        metavar="OUT",
+        help="write the bundle again as OUT with the result (manifest and ISSUE.md)",
     )
     options.add_force(p)
     options.add_json(p, "print the result as JSON on stdout")
-    options.add_module(p, "bisect the module whose label matches RE")
+    options.add_module(p, "bisect the module whose label matches REGEX")
     options.add_timeout(p, "how long each release's replay may take (default %(default)g s)")
     options.add_tolerance(p)
 

@@ -37,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         type=Path,
+        metavar="OUT",
         help="the bundle to write (default: the parts' name without the part, "
         "bundle.part-0-of-4.zip -> bundle.zip)",
     )

@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--issue", action="store_true", help="print the bundle's ISSUE.md")
     p.add_argument("--graph", type=Path, metavar="OUT",
                    help="write a module's graph to OUT (.html, or .dot for Graphviz)")  # fmt: skip
-    options.add_module(p, "with --graph: the module whose label matches RE")
+    options.add_module(p, "with --graph: the module whose label matches REGEX")
     options.add_force(p, "with --graph: replace OUT")
 
 

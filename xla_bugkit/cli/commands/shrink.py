@@ -30,9 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         type=Path,
+        metavar="OUT",
         help="the bundle to write (default: NAME.shrunk.zip beside it; .tar.gz for a .tar.gz)",
     )
-    options.add_module(p, "shrink the module whose label matches RE")
+    options.add_module(p, "shrink the module whose label matches REGEX")
     p.add_argument(
         "--budget",
         type=options.duration_text,
@@ -43,11 +44,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-probes",
         type=int,
         default=1000,
+        metavar="N",
         help="at most this many probes (default %(default)s)",
     )
     p.add_argument(
         "--only",
         default="flags,module,passes",
+        metavar="STAGES",
         help="the stages to run, of flags,module,passes (default: all)",
     )
     options.add_timeout(p, "how long each confirming replay may take (default %(default)g s)")
