@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def size(text: str) -> int:
-    """ "25MB", "500kB", "1GB" or a number of bytes."""
+    """A size with its unit ("25M", "500k", "1.5G", "800B"), as ``config.parse_size`` reads
+    it; a bare number is refused, with how to write it."""
     try:
         return config.parse_size(text)
     except ValueError as e:
