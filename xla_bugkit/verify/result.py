@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import Unverified
 from xla_bugkit.verdict import Outcome, Verdict
@@ -26,6 +28,22 @@ class ModuleCheck:
         return self.verdict.outcome.value == self.recorded
 
 
+class Found(StrEnum):
+    """What verify found of the recorded failure: the one answer that the text, the JSON,
+    the exit code and the Python API each give."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    UNVERIFIED = "unverified"
+
+
+EXIT_CODES = {
+    Found.REPRODUCED: ExitCode.OK,
+    Found.NOT_REPRODUCED: ExitCode.NOT_REPRODUCED,
+    Found.UNVERIFIED: ExitCode.UNVERIFIED,
+}
+
+
 @dataclass(frozen=True)
 class VerifyResult:
     bundle: Path
@@ -41,17 +59,32 @@ class VerifyResult:
     compiler_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
+    def found(self) -> Found:
+        """The answer: reproduced by some module's replay, unverified (``unverified``), or
+        not reproduced."""
+        if any(c.verdict is not None and c.verdict.reproduced for c in self.checks):
+            return Found.REPRODUCED
+        return Found.UNVERIFIED if self._unverified else Found.NOT_REPRODUCED
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """What ``xla-bugkit verify`` exits with: the answer's code."""
+        return EXIT_CODES[self.found]
+
+    @property
     def reproduced(self) -> bool:
-        return any(c.verdict is not None and c.verdict.reproduced for c in self.checks)
+        return self.found is Found.REPRODUCED
 
     @property
     def unverified(self) -> bool:
-        """Nothing reproduced here, and some module needs a platform this machine lacks, or
-        none could be replayed at all (it calls back into the program), or the call that
-        hung ran on inputs the reporter's run could not record: the failure is not "not
+        return self.found is Found.UNVERIFIED
+
+    @property
+    def _unverified(self) -> bool:
+        """Some module needs a platform this machine lacks, or none could be replayed at all
+        (it calls back into the program), or the call that hung ran on inputs the reporter's
+        run could not record: where nothing reproduced, the failure is not "not
         reproduced", it is unverified."""
-        if self.reproduced:
-            return False
         needs = any(c.unverified is not None for c in self.checks)
         return needs or self.unreplayable or self.failure.unread_inputs
 
@@ -70,6 +103,8 @@ class VerifyResult:
             "failure": self.failure.to_json(),
             "xla_flags": list(self.flags),
             "compiler_options": {label: list(own) for label, own in self.compiler_options},
+            "found": self.found.value,
+            "exit_code": int(self.exit_code),
             "reproduced": self.reproduced,
             "unverified": self.unverified,
             "modules": [

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from xla_bugkit.cli import options
-from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.errors import BugkitError
 from xla_bugkit.ui import Ui, shown
 
 if TYPE_CHECKING:
@@ -67,9 +67,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
     )
     # The text quotes a stranger's headline, notes and evidence.
     options.emit(args.json, result.to_json, lambda: shown(render_table(result)))
-    if result.reproduced:
-        return ExitCode.OK
-    return ExitCode.UNVERIFIED if result.unverified else ExitCode.NOT_REPRODUCED
+    return result.exit_code
 
 
 def render_table(result: VerifyResult) -> str:
@@ -131,31 +129,40 @@ def render_table(result: VerifyResult) -> str:
         }[c.verdict.matches_recorded]
         if recorded:
             lines.append(f"    output: {recorded}")
-    lines.append("")
-    if result.reproduced:
-        lines.append("the recorded failure reproduces here")
-    elif result.unreplayable and _kernels_only(result):
-        lines.append(
-            "the recorded failure is unverified here: the module ran, but its Pallas kernel "
-            "has no reference to check its values against (see above); run the kernel with "
-            "pallas_call(..., interpret=True) on the same inputs to tell"
-        )
-    elif result.unreplayable:
-        lines.append(
-            "the recorded failure is unverified here: no module of the bundle can be replayed "
-            "outside the reporter's program (see above); it takes that program to check it"
-        )
-    elif result.failure.unread_inputs:
-        lines.append(
-            "the recorded failure is unverified here: the call that hung ran on inputs the "
-            "reporter's run could not record, and the replays ran on an earlier call's"
-        )
-    elif result.unverified:
-        needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
-        lines.append(f"the recorded failure is unverified here: it needs {needs}")
-    else:
-        lines.append("the recorded failure does NOT reproduce here")
+    lines += ["", conclusion(result)]
     return "\n".join(lines)
+
+
+def conclusion(result: VerifyResult) -> str:
+    """The table's last line: ``result.found``, and why where it is unverified."""
+    from xla_bugkit.verify.result import Found
+
+    if result.found is Found.REPRODUCED:
+        return "the recorded failure reproduces here"
+    if result.found is Found.NOT_REPRODUCED:
+        return "the recorded failure does NOT reproduce here"
+    return f"the recorded failure is unverified here: {_why_unverified(result)}"
+
+
+def _why_unverified(result: VerifyResult) -> str:
+    if result.unreplayable and _kernels_only(result):
+        return (
+            "the module ran, but its Pallas kernel has no reference to check its values "
+            "against (see above); run the kernel with pallas_call(..., interpret=True) on the "
+            "same inputs to tell"
+        )
+    if result.unreplayable:
+        return (
+            "no module of the bundle can be replayed outside the reporter's program (see "
+            "above); it takes that program to check it"
+        )
+    if result.failure.unread_inputs:
+        return (
+            "the call that hung ran on inputs the reporter's run could not record, and the "
+            "replays ran on an earlier call's"
+        )
+    needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
+    return f"it needs {needs}"
 
 
 def _kernels_only(result: VerifyResult) -> bool:
