@@ -148,7 +148,7 @@ def test_the_releases_used_longest_ago_make_room_past_the_limit(
     first = cache.release("0.8.1", wheels)
     size = cache.entries()[0].size
     assert size > 1000  # recorded in the marker: what the wheels unpack to
-    monkeypatch.setenv(cache.LIMIT_ENV, str(2 * size + size // 2))  # room for two
+    monkeypatch.setenv(cache.LIMIT_ENV, f"{2 * size + size // 2}B")  # room for two
     cache.release("0.9.0", wheels)
     os.utime(first.path / ".complete", (1, 1))  # used long ago...
     assert cache.release("0.8.1", wheels) == first  # ...and now again: the newest use
