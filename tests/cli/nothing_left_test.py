@@ -16,11 +16,13 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import uuid
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from commands.replay_children import TAG, needs_proc, wait_for_replay
 from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, wait_for_child
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
@@ -46,8 +48,9 @@ class Commands:
         folder.mkdir()
         return folder
 
-    def env(self, tmp: Path) -> dict[str, str]:
-        return {**clean_env(), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(self.root / "cache")}
+    def env(self, tmp: Path, tag: str = "") -> dict[str, str]:
+        return {**clean_env(), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(self.root / "cache"),
+                TAG: tag}  # fmt: skip
 
     def run(self, *argv: str, codes: tuple[int, ...] = (0,)) -> str:
         tmp = self.tmpdir()
@@ -148,3 +151,23 @@ def test_verify_under_another_release_and_interpreter(commands: Commands, bundle
     said = commands.run("verify", "-q", str(bundle), "--jaxlib", release,
                         "--wheels", WHEELS, "--python", str(python))  # fmt: skip
     assert f"under jaxlib {release}" in said
+
+
+@needs_proc
+def test_verify_interrupted_during_its_replay(commands: Commands) -> None:
+    """A module that never ends (tests/programs/compiled_hang.py): verify is stopped with
+    Ctrl-C once its replay child runs it."""
+    hang = commands.root / "hang.zip"
+    commands.run("collect", "-q", "--no-replay", "--module", "jit_spin", "-o", str(hang), "--",
+                 sys.executable, str(PROGRAMS / "compiled_hang.py"), codes=(3,))  # fmt: skip
+    tmp, tag = commands.tmpdir(), uuid.uuid4().hex
+    child = subprocess.Popen([XLA_BUGKIT, "verify", "-q", "--timeout", "3600", str(hang)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=commands.env(tmp, tag))  # fmt: skip
+    try:
+        wait_for_replay(tag, child)
+    finally:
+        child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=READY_TIMEOUT)
+    assert child.returncode == 130, err
+    assert sorted(p.name for p in tmp.iterdir()) == []
