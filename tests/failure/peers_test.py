@@ -40,6 +40,13 @@ JOBS = {
         _LOST,
         "UNKNOWN: Gloo all-reduce failed",
     ),
+    # The same under collect, process 1 still in the gather when process 0 exited: the
+    # abort's line cut into the traceback's, where no fatal line is read.
+    "gloo_all_gather_reset_cut_into_by_the_abort.txt": (
+        -6,
+        _LOST,
+        "UNKNOWN: Gloo AllGather failed",
+    ),
     # wrong_then_lost_peer.py 2 of 3: in the all-reduce when the service went away.
     "service_leader_gone.txt": (-6, _LEADER_GONE, "client.h:80] Terminating process"),
     # wrong_then_lost_peer.py sys-exit 1 of 3: in the all-reduce while process 0 waited at

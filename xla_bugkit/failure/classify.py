@@ -200,7 +200,8 @@ def _classify_failure(output: str, base: Failure) -> Failure:
     if not peers.mentions_job(output):
         return failure
     first = peers.first_error(output, fatal, status)
-    if first is not None and fatal is not None and peers.TERMINATED in fatal[0]:
+    aborted = fatal[0] if fatal is not None else output  # its line, or cut into another
+    if first is not None and base.signal is not None and peers.TERMINATED in aborted:
         # The JAX client's abort came after the process's first error: that error is the
         # news (a collective that lost its peer, the program's own out-of-memory).
         failure = replace(_classified(output, replace(base, signal=None), None, status),
