@@ -29,16 +29,13 @@ def without_dumps(run: RunRecord, saved: Sequence[ProcessEvidence], fmt: str) ->
     the program's flags fixed, is the way on. ``saved``: what its processes recorded."""
     ended = f"the program wrote no XLA dumps ({run.failure.describe})"
     replaced = next((p for p in saved if _replaced_flags(p)), None)
-    if replaced is not None:
-        value = replaced.env.get("XLA_FLAGS", "")
-        raise RerunNeeded(
-            f"{ended}: it replaced XLA_FLAGS (its XLA started with XLA_FLAGS={value!r}, "
-            f"without the --xla_dump_to collect adds); append to it instead {_KEEPS_OURS}, "
-            f"{_AGAIN}"
-        )
-    before = _before_xla(saved)
+    why = _replaced(replaced) if replaced is not None else None
+    # A stop is the user's: interrupted, whatever else the records say.
     if run.failure.kind is Kind.INTERRUPTED:
-        return _ended(ExitCode.INTERRUPTED, run, fmt, f"{ended}: stopped {before}")
+        said = why or f"stopped {_before_xla(saved)}"
+        return _ended(ExitCode.INTERRUPTED, run, fmt, f"{ended}: {said}")
+    if why is not None:
+        raise RerunNeeded(f"{ended}: {why}, {_AGAIN}")
     if run.failure.kind in _INSIDE_XLA and not saved:
         raise RerunNeeded(
             f"{ended}: XLA failed but dumped nothing: the program may replace XLA_FLAGS "
@@ -48,7 +45,16 @@ def without_dumps(run: RunRecord, saved: Sequence[ProcessEvidence], fmt: str) ->
         ExitCode.NOT_REPRODUCED,
         run,
         fmt,
-        f"{ended}: it failed {before}, so the failure is not XLA's and there is nothing to bundle",
+        f"{ended}: it failed {_before_xla(saved)}, so the failure is not XLA's and there is "
+        "nothing to bundle",
+    )
+
+
+def _replaced(p: ProcessEvidence) -> str:
+    value = p.env.get("XLA_FLAGS", "")
+    return (
+        f"it replaced XLA_FLAGS (its XLA started with XLA_FLAGS={value!r}, without the "
+        f"--xla_dump_to collect adds); append to it instead {_KEEPS_OURS}"
     )
 
 
