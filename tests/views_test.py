@@ -20,6 +20,7 @@ import pytest
 from helpers.bundles import bundle_members
 from helpers.programs import PROGRAMS, TESTS, Collected, ProgramRuns, run_collect
 
+from xla_bugkit.bundle.issue import plain
 from xla_bugkit.cli.commands.verify import render_table
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
@@ -169,6 +170,35 @@ def test_a_collected_bundle_says_one_thing_in_every_view(
     # Verified on the machine that made it: each module's verdict is the reporter's.
     for check in result.checks:
         assert check.same_as_reporter is not False, (check.label, check.recorded)
+
+
+def test_a_shrink_says_one_thing_in_every_view(
+    collected: dict[str, Collected], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The issue's own case: the README's example shrunk without the flags stage, which
+    # wrote "fails without any of the 2 recorded flags" into ISSUE.md.
+    out = tmp_path / "shrunk.zip"
+    bundle = str(collected["readme_example"].bundle)
+    assert main(["shrink", "-q", bundle, "-o", str(out), "--only", "module,passes"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[-1] == f"bundle: {out}"
+    findings = text[:-1]
+    record = _manifest(out)["shrink"]
+    with zipfile.ZipFile(out) as z:
+        issue = z.read("ISSUE.md").decode()
+    section = issue[issue.index("#### Shrunk reproducer") :].split("\n\n")[1]
+    bullets = [line.removeprefix("- ") for line in section.splitlines()]
+    # ISSUE.md says each finding the text says, and adds only where to look in the bundle.
+    assert [plain(f) for f in findings] == bullets[: len(findings)]
+    assert all(
+        b.startswith(("reproduce it alone: ", "the module right")) for b in bullets[len(findings) :]
+    )
+    # The record (what --json prints) says the same stages, and no flag finding.
+    assert (record["stages"], record["skipped"]) == (["module", "passes"], ["flags"])
+    assert record["needed_flags"] == [] and "not run (--only): the flags stage" in findings
+    assert not [f for f in findings if "recorded flags" in f or f.startswith("needs ")]
+    assert set(record["notes"]) <= set(findings)
+    check_verify_views(out, capsys)
 
 
 def test_a_merged_job_says_one_thing_in_every_view(

@@ -32,7 +32,8 @@ class ShrinkResult:
     probe_seconds: float = 0.0  # the probing stages' share: what --budget limits
     # The module right before and right after the named pass: (file name, HLO text).
     around: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    # The stages that ran: a finding about flags, the module or a pass comes only from its own.
+    # The stages --only asked for (a spent budget ends one early, and its note says so): a
+    # finding about flags, the module or a pass comes only from its own stage.
     stages: tuple[str, ...] = STAGES
 
     @property
