@@ -100,7 +100,7 @@ def render(
         jaxlib_version=env.version("jaxlib"),
         bundle_name=bundle_name,
         selected_modules=[(c.module.label, "; ".join(c.reasons)) for c in selection.chosen],
-        replay_verdicts=[(v.module, v.outcome.value, text(v.evidence)) for v in verdicts],
+        replay_verdicts=[(v.module, _outcome(v, judged), text(v.evidence)) for v in verdicts],
         replay_note=_replay_note(staged),
         repro_command=f"python {members.REPRO}" if rep and rep.script else "",
         repro_missing=rep.missing if rep else "",
@@ -116,6 +116,14 @@ def render(
         fields=trackers.fields(env, f, staged.framework, platform),
     )
     return title, issue.render_issue(ctx)
+
+
+def _outcome(v: Verdict, judged: triage.Triage) -> str:
+    """The verdict's outcome as the table says it: a replay that hung where the program ended
+    otherwise is the proof the triage rests on, not a replay that did not reproduce."""
+    if judged.verdict is v and v.outcome is Outcome.NOT_REPRODUCED and judged.what == "hang":
+        return "hangs (the run ended otherwise)"
+    return v.outcome.value
 
 
 def _native_only(verdicts: Sequence[Verdict]) -> str:
