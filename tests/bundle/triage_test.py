@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit.bundle.triage import triage
+from xla_bugkit.bundle.triage import of_run, triage
 from xla_bugkit.bundle.wording import sentence, title
 from xla_bugkit.failure.classify import Failure, Kind, Phase, Stop, classify
 from xla_bugkit.run.evidence import Event, ProcessEvidence
@@ -359,3 +359,20 @@ def test_xla_busy_at_the_end_is_never_said_not_busy() -> None:
     reason = triage(ended, [ran]).reason
     assert "XLA was not busy" not in reason
     assert "XLA was running jit(recalibrate) at the end" in reason
+
+
+def test_a_process_that_exited_with_xla_still_running_is_not_said_not_busy() -> None:
+    """sys.exit(3) in the main thread while a worker thread was inside jit(solve): Python's
+    own exit, so the record leaves the failure the program's, but XLA was busy."""
+    from helpers.programs import run_record
+
+    own = classify("giving up: solver too slow\n", exit_status=3)
+    busy = Event("execute", 4, "jit_solve", 2, fun="jit(solve)", started=4.0)
+    p = ProcessEvidence(7, 1, ("python",), (busy,), platform="cpu", exited=True, exit_status=3)
+    run = run_record("giving up: solver too slow\n", own, exit_status=3, culprit=failing([p]))
+    ran = Verdict("module_0004.jit_solve", Outcome.NOT_REPRODUCED, "ran to completion", "x")
+    reason = of_run(run, [ran]).reason
+    assert "XLA was not busy" not in reason
+    assert "the capture hook saw XLA executing jit(solve) as the process ended" in reason
+    idle = replace(run, culprit=failing([replace(p, events=(replace(busy, ended=5.0),))]))
+    assert "XLA was not busy at the end" in of_run(idle, [ran]).reason

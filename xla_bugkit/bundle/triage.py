@@ -62,13 +62,16 @@ def triage(
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
+    busy_at_end: str | None = None,
 ) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
     module's name (``jit_f``), used for ``where`` when nothing better is known;
     ``memory_cap``: the address-space limit the program set itself, if it did;
     ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did;
     ``relaxed_by``: the run's own fast-math flags, when a wrong value goes away without
-    them; ``largest_buffers``: the chosen module's largest, for want of device memory."""
+    them; ``largest_buffers``: the chosen module's largest, for want of device memory;
+    ``busy_at_end``: what the failing process's hook saw XLA doing as it ended
+    ("executing jit(f)"), if anything."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
@@ -130,7 +133,7 @@ def triage(
     as_lowered = _as_lowered(failure, verdicts)
     if as_lowered is not None:
         return Triage(False, what, where, as_lowered)
-    return Triage(False, what, where, _why_not(failure, verdicts))
+    return Triage(False, what, where, _why_not(failure, verdicts, busy_at_end))
 
 
 def _peer_failed(peer: str) -> str:
@@ -313,7 +316,7 @@ def _record_evidence(f: Failure) -> str | None:
     return None
 
 
-def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
+def _why_not(f: Failure, verdicts: Sequence[Verdict], busy_at_end: str | None) -> str:
     if f.callback:
         return (
             f"the program's own host callback {f.callback} raised {f.exception} inside the "
@@ -342,6 +345,8 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict]) -> str:
     elif f.executing or f.compiling:
         doing = f"compiling jit({f.compiling})" if f.compiling else f"running jit({f.executing})"
         signs += f"; XLA was {doing} at the end"
+    elif busy_at_end is not None:
+        signs += f"; the capture hook saw XLA {busy_at_end} as the process ended"
     else:
         signs += ", and XLA was not busy at the end"
     ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
@@ -361,7 +366,8 @@ def _unreplayed(verdicts: Sequence[Verdict]) -> str:
 
 def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = None) -> Triage:
     """``triage`` of ``run``'s failure, with what its failing process recorded: its memory
-    cap, the machine's memory where it ran on the CPU, and its own fast-math flags."""
+    cap, the machine's memory where it ran on the CPU, its own fast-math flags, and what XLA
+    was doing as it ended."""
     return triage(
         run.failure,
         verdicts,
@@ -370,4 +376,14 @@ def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = 
         host_memory=run.host_memory,
         relaxed_by=run.relaxed_by,
         largest_buffers=run.largest_buffers,
+        busy_at_end=_busy_at_end(run),
     )
+
+
+def _busy_at_end(run: RunRecord) -> str | None:
+    """What the failing process's own record says XLA was doing as it ended."""
+    busy = run.culprit.process.unfinished if run.culprit is not None else None
+    if busy is None:
+        return None
+    doing = "compiling" if busy.kind == "compile" else "executing"
+    return f"{doing} {busy.fun or function_name(busy.module)}"
