@@ -294,7 +294,8 @@ def test_a_hang_inside_the_programs_own_callback_is_not_called_xlas() -> None:
     assert judged.reason == (
         "the program's own host callback fetch_gain (callback_sleep_hang.py:30) was running in "
         "jit(calibrate) when it was stopped: not XLA's. XLA was only waiting for the "
-        "callback's Python to return, so look at what the callback waits for; no replay ran: "
+        "callback's Python to return (the process's Python stack at the stop shows the "
+        "callback running), so look at what the callback waits for; no replay ran: "
         "the replay of module_0002.jit_calibrate could not run (the module calls back into "
         "Python (custom-call xla_ffi_python_cpu_callback); host callbacks cannot run outside "
         "the original process)"

@@ -267,11 +267,16 @@ def _callback_running(f: Failure, verdicts: Sequence[Verdict]) -> str:
     else:
         replay = "no replay ran"
     during = f" in jit({f.executing})" if f.executing else ""
-    when = "it was stopped" if f.stopped_by is not None else "the program ended itself"
+    when, at = (
+        ("it was stopped", "the stop")
+        if f.stopped_by is not None
+        else ("the program ended itself", "its own os._exit")
+    )
     return (
         f"the program's own host callback {f.callback} was running{during} when {when}: "
-        "not XLA's. XLA was only waiting for the callback's Python to return, so "
-        f"look at what the callback waits for; {replay}"
+        f"not XLA's. XLA was only waiting for the callback's Python to return (the process's "
+        f"Python stack at {at} shows the callback running), so look at what the callback "
+        f"waits for; {replay}"
     )
 
 
