@@ -16,7 +16,7 @@ def reason(
     that raised) rather than the last to finish before the failure, and why."""
     who = _who(process) if several else "the process"
     busy = process.unfinished
-    raised = next((e for e in reversed(process.events) if e.error), None)
+    raised = process.raised
     for event in (busy, raised):
         if event is None:
             continue
@@ -31,7 +31,7 @@ def reason(
         same = _raised_before(index, process, event)
         error = f"{error[:120]}…" if len(error) > 120 else error
         # The program may have caught it and gone on: said as what happened, not as a stop.
-        why = f"XLA raised {error} while {doing} it{_call(event)}"
+        why = f"XLA raised {error} while {doing} it{_call(event)}" + _met(process, event)
         if same:
             more = f" and {len(same) - 3} more" if len(same) > 3 else ""
             why += f"; it raised the same before, in {', '.join(same[:3])}{more}"
@@ -86,6 +86,15 @@ def _raised_before(index: DumpIndex, process: ProcessEvidence, event: Event) -> 
             if m is not None and m.label not in labels:
                 labels.append(m.label)
     return labels
+
+
+def _met(process: ProcessEvidence, event: Event) -> str:
+    """Where the program met ``event``'s error, when a later call on its outputs raised it
+    (jax dispatches asynchronously), as the hook saw that call take them."""
+    last = next((e for e in reversed(process.events) if e.error), None)
+    if last is None or last is event:
+        return ""
+    return f"; the program met it in a later call on its outputs{_call(last)}"
 
 
 def _call(event: Event) -> str:

@@ -22,8 +22,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                (the XLA options the program passed to this compile, as flags; only when any)
 ``compiled``   that compilation ended: ``n``, ``id`` (when known), ``error`` (when it raised)
 ``execute``    an execution started: ``n``, ``module``, ``id`` or ``c`` (the ``n`` of its
-               compilation); ``seen``, for one the hook found under way only when collect
-               asked before the stop (``hook.waiting``): what showed it
+               compilation); ``fed`` (the ``n`` of each earlier execution whose outputs it
+               takes, when any: ``hook.outputs``); ``seen``, for one the hook found under
+               way only when collect asked before the stop (``hook.waiting``): what showed it
 ``executed``   its dispatch returned: ``n``, ``error`` (when it raised), ``pending`` (the device
                was still computing its outputs: a ``ready`` record follows when they are)
 ``args``       the arguments of execution ``n`` were saved: ``n``, ``file`` (relative to
@@ -106,6 +107,7 @@ class Event:
     # An execution whose dispatch had returned while the device still computed its outputs,
     # which were not ready when the process ended (``ended`` is then None): it was running.
     on_device: bool = False
+    fed_by: tuple[int, ...] = ()  # the earlier executions whose outputs it took (``fed``)
 
     @property
     def finished(self) -> bool:
@@ -174,6 +176,29 @@ class ProcessEvidence:
     @property
     def started_backend(self) -> bool:
         return bool(self.platform)
+
+    @property
+    def raised(self) -> Event | None:
+        """The compilation or execution whose error the process met last: the call that
+        raised it, or, where that call only met the error of an earlier execution whose
+        outputs it took (jax dispatches asynchronously), the first such execution."""
+        last = next((e for e in reversed(self.events) if e.error), None)
+        return None if last is None else self.made_error(last)
+
+    def made_error(self, event: Event) -> Event:
+        """The first execution, among those whose outputs ``event`` took (directly or
+        through other calls, as the hook saw them: ``fed``), that raised; else ``event``."""
+        executions = {e.n: e for e in self.events if e.kind == "execute"}
+        seen: set[int] = set()
+        todo, failed = list(event.fed_by), []
+        while todo:
+            n = todo.pop()
+            if n in seen or (maker := executions.get(n)) is None:
+                continue
+            seen.add(n)
+            failed += [maker] if maker.error else []
+            todo += maker.fed_by
+        return min(failed, key=lambda e: e.n, default=event)
 
 
 def load(work: Path) -> tuple[ProcessEvidence, ...]:
@@ -333,23 +358,69 @@ def _end(begun: dict[str, Any] | None, r: dict[str, Any]) -> None:
 
 # The file every compiled module gets first (collect dumps text and protos of each).
 _BEFORE = re.compile(r"^(?:\d+\.)?module_(\d+)\.(.+)\.before_optimizations\.(?:txt|hlo\.pb)$")
+# An array type in a compile record's MLIR types (``tensor<8x4xf32>``: its dimensions), and
+# in the parameters of a dumped module's entry layout (``f32[8,4]{1,0}``).
+_MLIR_DIMS = re.compile(r"tensor<((?:\d+x)*)")
+_HLO_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([\d,]*)\]")
+_HEADER_BYTES = 1 << 20  # of a module's first line, which lists its parameters
 
 
-def _dumped(folder: Path) -> list[tuple[int, str]]:
-    """(module id, name) of each module dumped directly in ``folder``, in id order."""
+@dataclass
+class _Dumped:
+    """A module dumped in a folder, and whether a compilation record was given it."""
+
+    id: int
+    name: str
+    text: Path | None  # its before_optimizations.txt, whose first line lists its parameters
+    taken: bool = False
+
+    def dims(self) -> tuple[tuple[int, ...], ...] | None:
+        """Its parameters' dimensions, from its header (``HloModule jit_f,
+        entry_computation_layout={(f32[8]{0}, s32[]{:T(256)})->...}``); None if unread."""
+        if self.text is None:
+            return None
+        try:
+            with self.text.open(encoding="utf-8", errors="replace") as f:
+                header = f.readline(_HEADER_BYTES)
+        except OSError:
+            return None
+        layout = header.partition("entry_computation_layout={(")[2].partition(")->")[0]
+        arrays = _HLO_ARRAY.findall(layout)
+        return tuple(_numbers(d, ",") for t, d in arrays if t != "token")
+
+
+def _numbers(text: str, sep: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in text.split(sep) if d)
+
+
+def _mlir_dims(shapes: str) -> tuple[tuple[int, ...], ...]:
+    """The dimensions of each array parameter in a compile record's ``shapes``."""
+    return tuple(_numbers(d, "x") for d in _MLIR_DIMS.findall(shapes))
+
+
+def _dumped(folder: Path) -> list[_Dumped]:
+    """Each module dumped directly in ``folder``, in id order."""
     try:
         names = os.listdir(folder)
     except OSError:
         return []
-    found = {(int(m.group(1)), m.group(2)) for n in names if (m := _BEFORE.match(n))}
-    return sorted(found)
+    found: dict[tuple[int, str], Path | None] = {}
+    for n in names:
+        if m := _BEFORE.match(n):
+            key = (int(m.group(1)), m.group(2))
+            text = folder / n if n.endswith(".txt") else None
+            found[key] = found.get(key) or text
+    return [_Dumped(i, name, text) for (i, name), text in sorted(found.items())]
 
 
 def _fill_ids(ordered: list[dict[str, Any]], dump_dir: Path | None) -> None:
     """Give compilations without an id the id of their module in the dump: module ids grow
     in compile order, so the k-th compilation of ``jit_f`` is the next ``jit_f`` dumped after
-    the previous match. Executions take the id of the compilation they ran."""
-    cursors: dict[Path, tuple[list[tuple[int, str]], int]] = {}
+    the previous match. Compilations that ran at once (threads) are numbered by XLA in any
+    order: where the next is not the module of the compilation's own parameters, a later
+    one of the same name that is takes it. Executions take the id of the compilation they
+    ran."""
+    cursors: dict[Path, tuple[list[_Dumped], int]] = {}
     by_n: dict[int, dict[str, Any]] = {}
     for r in ordered:
         if r["e"] != "compile":
@@ -360,14 +431,30 @@ def _fill_ids(ordered: list[dict[str, Any]], dump_dir: Path | None) -> None:
             continue
         dumped, at = cursors.get(folder) or (_dumped(folder), 0)
         name = str(r.get("module") or "")
-        hit = next((i for i in range(at, len(dumped)) if program_name(dumped[i][1]) == name), None)
+        same = [
+            i
+            for i in range(at, len(dumped))
+            if program_name(dumped[i].name) == name and not dumped[i].taken
+        ]
+        hit = _own_parameters(dumped, same, str(r.get("shapes") or ""))
         if hit is not None:
-            r["id"], at = dumped[hit][0], hit + 1
+            r["id"], dumped[hit].taken = dumped[hit].id, True
+            at = hit + 1 if hit == same[0] else at  # the earlier one is another's
         cursors[folder] = (dumped, at)
     for r in ordered:
         compiled = by_n.get(r["c"]) if r["e"] == "execute" and isinstance(r.get("c"), int) else None
         if compiled is not None and not isinstance(r.get("id"), int):
             r["id"] = compiled.get("id")
+
+
+def _own_parameters(dumped: list[_Dumped], same: list[int], shapes: str) -> int | None:
+    """Of the modules ``same`` (indexes into ``dumped``, of one name), the first whose
+    parameters have the dimensions ``shapes`` names; the first of all where none has, or
+    where their parameters cannot be told."""
+    if len(same) < 2 or not shapes:
+        return same[0] if same else None
+    want = _mlir_dims(shapes)
+    return next((i for i in same if dumped[i].dims() == want), same[0])
 
 
 @dataclass(frozen=True)
@@ -390,6 +477,9 @@ def _event(r: dict[str, Any]) -> Event:
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
         seen=str(r.get("seen") or ""),
         on_device=bool(r.get("on_device")),
+        fed_by=tuple(sorted({n for n in r.get("fed") or () if _int(n) is not None}))
+        if isinstance(r.get("fed"), list)
+        else (),
         options=tuple(o for o in r.get("options") or () if isinstance(o, str))
         if isinstance(r.get("options"), list)
         else (),

@@ -52,7 +52,7 @@ def ending(p: ProcessEvidence) -> tuple[int, str]:
     if unfinished is not None:
         verb = "compiling" if unfinished.kind == "compile" else "running"
         doing = f" while {verb} {unfinished.module or 'a module'}"
-    raised = next((e for e in reversed(p.events) if e.error), None)
+    raised = p.raised
     if p.stack is not None and _FATAL in p.stack:
         return (6 if unfinished else 5), f"it crashed{doing}"
     if raised is not None and (not p.exited or p.exit_status):

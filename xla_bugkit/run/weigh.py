@@ -70,7 +70,7 @@ def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None =
         return _ended_compiling(failure, busy, culprit)
     if failure.kind is Kind.EXIT and busy is not None and _still_running(busy, p):
         return _ended_running(failure, busy, culprit, ended_at)
-    raised = next((e for e in reversed(p.events) if e.error), None)
+    raised = p.raised  # the call that made the error, not a later one that met it
     errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
     # An error of the program's own host callback is the program's, whatever XLA recorded.
     if failure.kind is Kind.EXIT and raised is not None and failure.callback is None:
@@ -153,7 +153,8 @@ def _caught(failure: Failure, raised: Event, culprit: Culprit) -> Failure:
 def _went_on(failure: Failure, thrown: Uncaught, p: ProcessEvidence, culprit: Culprit) -> Failure:
     """The XLA error that ended a thread of the process, or that an atexit function raised:
     Python printed it and went on, and the exit status says nothing of it (0)."""
-    raised = next((e for e in reversed(p.events) if e.error == thrown.error), None)
+    met = next((e for e in reversed(p.events) if e.error == thrown.error), None)
+    raised = p.made_error(met) if met is not None else None
     phase = None if raised is None else Phase.COMPILE if raised.kind == "compile" else Phase.RUN
     found = classify(f"{thrown.error}\n", exit_status=1, phase=phase)
     if raised is not None:

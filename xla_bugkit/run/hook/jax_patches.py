@@ -20,7 +20,8 @@ frames are: ``traceback_util.register_exclusion``):
 - nothing patched: the recorder's answer to collect's question before a stop
   (``waiting.state``) finds a call under way that took jax's C++ fast path.
 - ``pxla.ExecuteReplicated.__call__``: ``execute`` / ``executed`` records (``pending``, and
-  later ``ready``, when the device was still computing as dispatch returned: ``ready.py``),
+  later ``ready``, when the device was still computing as dispatch returned: ``ready.py``;
+  ``fed``, the earlier executions whose outputs the call takes: ``outputs.py``),
   and the arguments
   (``args``) of multi-device executions, which XLA writes no snapshot of, and, when collect
   turned XLA's snapshots off, of each compiled function's first execution and of one that
@@ -348,13 +349,17 @@ def _patch_execute(recorder: Any) -> None:
 
     first_arguments = bool(getattr(recorder, "first_arguments", False))
     ready = recorder.load_sibling("ready")
+    outputs = recorder.load_sibling("outputs")
     cls = pxla.ExecuteReplicated
     original = cls.__call__
 
     def __call__(self: Any, *args: Any) -> Any:
         n = recorder.next_n()
         module, c = _MODULES.get(id(self.xla_executable), ("", None))
-        recorder.write("execute", n=n, module=module or str(self.name), c=c)
+        # The earlier executions whose outputs this call takes: an error of theirs, met here
+        # (jax dispatches asynchronously), is theirs (``outputs``).
+        fed = {"fed": made} if (made := outputs.makers(args)) else {}
+        recorder.write("execute", n=n, module=module or str(self.name), c=c, **fed)
         compiled = _COMPILED.get(c) if c is not None else None
         if compiled is not None and compiled.passed is None:
             kept = getattr(self, "kept_var_idx", None)
@@ -376,12 +381,13 @@ def _patch_execute(recorder: Any) -> None:
             if first_arguments and not saved:
                 _save_arguments(recorder, n, self, args)  # the call that failed, if still there
             raise
-        outputs = ready.leaves(out)
-        if ready.pending(outputs):
+        arrays = ready.leaves(out)
+        outputs.made(n, arrays)
+        if ready.pending(arrays):
             # Dispatch returned, the device is still computing: ``ready`` says when it ends.
             recorder.write("executed", n=n, pending=True)
-            ready.watch(recorder, n, outputs)
-        elif (error := ready.failed(outputs)) is not None:
+            ready.watch(recorder, n, arrays)
+        elif (error := ready.failed(arrays)) is not None:
             # It failed before dispatch returned (an output XLA could not allocate, say): the
             # program meets the error only when it reads the outputs, and it is this call's.
             recorder.write("executed", n=n, error=error)
