@@ -2,7 +2,11 @@
 their gloo connection to it (tests/programs/wrong_then_lost_peer.py, 3 processes of 2 CPU
 devices, each under its own collect as ``srun xla-bugkit collect -- python prog.py`` starts
 them): the merged bundle is judged by the wrong result, the others are the job's doing.
-The unit tests of the choice are in parts_test.py."""
+The unit tests of the choice are in parts_test.py.
+
+Process 0's wrong result stays unproven here: its exit at once leaves the capture hook no
+inputs of the sharded step (another process holds part of each global array), and the
+module XLA ran last is the one replayed; the merged job says what process 0's part says."""
 
 from __future__ import annotations
 
@@ -62,7 +66,6 @@ def test_each_survivor_is_told_the_job_ended_it_with_no_issue_link(
     assert wrong.returncode in (ExitCode.OK, ExitCode.NOT_REPRODUCED), wrong.stderr[-3000:]
     assert wrong.manifest()["failure"]["kind"] == "wrong result"
     assert not wrong.manifest()["failure"]["peer"]
-    lost = 0
     for survivor in survivors:
         assert survivor.returncode == ExitCode.NOT_REPRODUCED, survivor.stderr[-3000:]
         failure = survivor.manifest()["failure"]
@@ -72,11 +75,12 @@ def test_each_survivor_is_told_the_job_ended_it_with_no_issue_link(
         assert "open a new issue" not in said and "issues/new" not in said
         assert "**This does not look like an XLA bug:**" in survivor.text("ISSUE.md")
         assert survivor.manifest()["title"].startswith("Ended by its job")
+        # Which of the two a survivor meets first, gloo's lost connection or the JAX client's
+        # abort as the coordination service goes with process 0, is a race between two of
+        # its threads (tests/failure/peers_test.py reads real outputs of each).
         if failure["peer"].startswith("a collective lost its connection"):
             # Its first error, not the JAX client's abort at exit, is the headline.
             assert re.match(r"UNKNOWN: Gloo (all-reduce|AllGather) failed: \[", failure["headline"])
-            lost += 1
-    assert lost >= 1, [s.manifest()["failure"]["headline"] for s in survivors]
 
 
 def test_the_merged_job_is_judged_by_the_wrong_result(
