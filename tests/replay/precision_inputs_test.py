@@ -3,9 +3,11 @@
 A TPU runs a float32 dot at the default precision as one bfloat16 pass. The judge already
 excuses a difference the module's HIGHEST-precision run does not show; on top of that, an
 input beyond bfloat16's range (the ``max`` extreme set: float32's largest, 3.40e38) becomes
-infinite in that pass, and at HIGHEST too (its first bfloat16 part is the same rounding), so
-such inputs prove nothing of a module with default-precision dots on a TPU. On the CPU,
-whose float32 dots are exact float32 and which runs no HIGHEST pass, nothing changes.
+infinite in that pass, and at HIGHEST too (its first bfloat16 part is the same rounding),
+and inputs whose products overflow float32 (``huge``) overflow or not as the rounding of
+their operands decides: such inputs prove nothing of a module with default-precision dots
+on a TPU. On the CPU, whose float32 dots are exact float32 and which runs no HIGHEST pass,
+nothing changes.
 
 There is no TPU here: the TPU's arithmetic is played with ml_dtypes' bfloat16 (its operands
 rounded to bfloat16, the products summed in float32), as the chip's MXU does it.
@@ -35,14 +37,20 @@ def test_bfloat16s_largest_value_is_the_one_the_judge_uses() -> None:
 
 
 @pytest.mark.parametrize("name", extreme.SETS)
-def test_a_set_is_beyond_bfloat16_when_its_float32_values_round_to_infinity(name: str) -> None:
-    """Read from the values the set makes: those finite in float32 and infinite once
-    rounded to bfloat16 (what a default-precision TPU dot does to its operands)."""
+def test_a_set_is_out_of_range_when_bfloat16_rounding_decides_overflow(name: str) -> None:
+    """Read from the values the set makes: finite in float32 and infinite once rounded to
+    bfloat16 (what a default-precision TPU dot does to its operands), or with products
+    beyond float32's largest."""
     (values,) = extreme.arrays([(np.dtype(np.float32), (64, 64))], name, seed=3)
     finite = np.isfinite(values)
     overflows = bool(np.any(finite & ~np.isfinite(values.astype(BF16))))
-    assert extreme.beyond_bfloat16(name) is overflows
-    assert overflows is (name == "max")
+    top = float(np.abs(values[finite]).astype(np.float64).max())
+    products_overflow = top * top > float(np.finfo(np.float32).max)
+    said = extreme.out_of_range(name)
+    assert (said is not None) is (overflows or products_overflow)
+    assert (said is not None) is (name in ("max", "huge"))
+    if overflows:
+        assert said is not None and said.startswith("beyond bfloat16's range (|x| > 3.39e+38)")
 
 
 def _tpu_default(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -81,10 +89,11 @@ def test_inputs_beyond_bfloat16_prove_nothing_of_a_default_precision_tpu_module(
     on_max: tuple[Path, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
     out, test, reference, highest = on_max
-    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, True)
+    why = extreme.out_of_range("max")
+    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, why)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["precision"] == "default"
-    assert verdict.numbers["inputs"] == "beyond bfloat16"
+    assert verdict.numbers["inputs"] == extreme.OUT_OF_RANGE
     assert verdict.numbers["nans"] == 128 * 256  # what it rests on: the comparison, said
     assert "32768 NaN where the reference has a number" in verdict.evidence
     assert "inputs beyond bfloat16's range (|x| > 3.39e+38)" in verdict.evidence
@@ -96,7 +105,7 @@ def test_the_same_difference_on_inputs_within_range_is_a_wrong_result(
     """Where HIGHEST does not agree with the reference either and the inputs are within
     bfloat16's range, the difference is the module's: reproduced, as before."""
     out, test, reference, highest = on_max
-    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, False)
+    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, None)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert "precision" not in verdict.numbers
 
@@ -108,20 +117,20 @@ def test_a_cpu_module_is_judged_as_before_on_any_inputs(
     stands."""
     out, test, reference, _ = on_max
     cpu = ReplayInput("jit_dense", Path("m.hlo.pb"), platform="cpu")
-    verdict = _judge_result(cpu, _child(out, test, reference, None), None, 300, True)
+    verdict = _judge_result(cpu, _child(out, test, reference, None), None, 300, "beyond")
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert "32768 NaN where the reference has a number" in verdict.evidence
 
 
 def test_highest_agreeing_still_excuses_real_inputs(tmp_path: Path) -> None:
     """The excuse that was there for real inputs holds as it was: a HIGHEST run that
-    agrees with the reference, whatever the inputs."""
+    agrees with the reference, whatever the inputs (and says that, not their range)."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((32, 64)).astype(np.float32)
     w = rng.standard_normal((64, 16)).astype(np.float32)
     exact = (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
     child = _child(tmp_path, _tpu_default(x, w), exact, exact.copy())
-    verdict = _judge_result(INP, child, None, 300, False)
+    verdict = _judge_result(INP, child, None, 300, extreme.out_of_range("huge"))
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["precision"] == "default" and "inputs" not in verdict.numbers
     assert "with every dot at precision HIGHEST the result agrees with it" in verdict.evidence
@@ -131,15 +140,17 @@ WRONG = Failure(Kind.WRONG_RESULT, Phase.UNKNOWN, "dense: max error 0.0109 > 1e-
 
 
 def test_the_search_goes_on_past_a_set_that_proves_nothing_and_says_so() -> None:
-    """extreme.retry on generated inputs excused at the default precision: ``max`` is
-    beyond bfloat16 (not a wrong result), and the others agree; the verdict lists each."""
+    """extreme.retry on generated inputs excused at the default precision: ``max`` and
+    ``huge`` prove nothing there (no wrong result), and the others agree; the verdict lists
+    each."""
     first = Verdict("jit_dense", Outcome.NOT_REPRODUCED, "ran to completion; differs ...",
                     "generated (seed 0)", None, {"precision": "default"})  # fmt: skip
     tried: list[str] = []
 
     def replay(name: str) -> Verdict:
         tried.append(name)
-        numbers = {"precision": "default", "inputs": "beyond bfloat16"} if name == "max" else {}
+        out = {"precision": "default", "inputs": extreme.OUT_OF_RANGE}
+        numbers = out if extreme.out_of_range(name) else {}
         return Verdict("jit_dense", Outcome.NOT_REPRODUCED, "ran", extreme.label(name, 0),
                        None, numbers)  # fmt: skip
 
@@ -147,6 +158,6 @@ def test_the_search_goes_on_past_a_set_that_proves_nothing_and_says_so() -> None
     assert tried == list(extreme.SETS)
     assert verdict.outcome is Outcome.NOT_REPRODUCED
     assert verdict.evidence.endswith(
-        "; extreme inputs agreed too (inf/nan, max (beyond bfloat16's range: nothing to judge "
-        "at the TPU's default precision), huge, tiny)"
+        "; extreme inputs agreed too (inf/nan, max (out of range at the default precision: "
+        "proves nothing), huge (out of range at the default precision: proves nothing), tiny)"
     )

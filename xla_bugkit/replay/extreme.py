@@ -99,14 +99,32 @@ def _alternate(values: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
 # The largest finite bfloat16 ((2 - 2**-7) * 2**127): a float32 beyond it becomes infinite
 # when a TPU rounds a dot's operands to one bfloat16 pass, its default matmul precision.
 BFLOAT16_MAX = 3.3895313892515355e38
+# The largest float32: two values above its square root have a product that overflows.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+# What a verdict's numbers say under "inputs" when its inputs proved nothing (``out_of_range``).
+OUT_OF_RANGE = "out of range at the default precision"
 
 
-def beyond_bfloat16(name: str) -> bool:
-    """Whether the set ``name`` gives float32 parameters finite values beyond bfloat16's
-    range (``max``: float32's largest, 3.40e38), read from the values the set makes."""
-    (values,) = arrays([(np.dtype(np.float32), (6,))], name, seed=0)
+def out_of_range(name: str) -> str | None:
+    """Why the set ``name`` proves nothing of a TPU module whose float32 dots run at the
+    default precision (their operands rounded to one bfloat16 pass), or None: values beyond
+    bfloat16's range (``max``), which that rounding makes infinite, or values whose products
+    overflow float32 (``huge``), where that rounding decides which sums overflow. Read from
+    the values the set makes for a float32 parameter."""
+    (values,) = arrays([(np.dtype(np.float32), (64,))], name, seed=0)
     finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
-    return bool(finite.size) and float(finite.max()) > BFLOAT16_MAX
+    top = float(finite.max()) if finite.size else 0.0
+    if top > BFLOAT16_MAX:
+        return (
+            f"beyond bfloat16's range (|x| > {BFLOAT16_MAX:.3g}), which that rounding makes "
+            "infinite"
+        )
+    if top * top > _FLOAT32_MAX:
+        return (
+            f"whose products overflow float32 (|x| > {np.sqrt(_FLOAT32_MAX):.3g}), where that "
+            "rounding decides which sums overflow"
+        )
+    return None
 
 
 def worth_trying(verdict: Verdict, expected: Failure | None) -> bool:
@@ -144,6 +162,6 @@ def _tried(name: str, verdict: Verdict) -> str:
     """How a set that did not show the wrong result is listed in the verdict's evidence."""
     if verdict.failure is not None:
         return f"{name} (failed: {verdict.evidence})"
-    if verdict.numbers.get("inputs") == "beyond bfloat16":
-        return f"{name} (beyond bfloat16's range: nothing to judge at the TPU's default precision)"
+    if verdict.numbers.get("inputs") == OUT_OF_RANGE:
+        return f"{name} ({OUT_OF_RANGE}: proves nothing)"
     return name

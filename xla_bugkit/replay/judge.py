@@ -79,9 +79,9 @@ def replay(
             o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, o.keep_arrays / saved.name)
-        beyond = o.extreme_set is not None and extreme.beyond_bfloat16(o.extreme_set)
+        unjudged = extreme.out_of_range(o.extreme_set) if o.extreme_set else None
         verdict = _verdict(
-            inp, child, expected, o.timeout, reference=o.reference, beyond_bfloat16=beyond
+            inp, child, expected, o.timeout, reference=o.reference, out_of_range=unjudged
         )
         if inp.python is not None:
             verdict = replace(verdict, under=_under(inp, ran, child))
@@ -134,12 +134,13 @@ def _verdict(
     timeout: float,
     *,
     reference: bool,
-    beyond_bfloat16: bool = False,
+    out_of_range: str | None = None,
 ) -> Verdict:
-    """``beyond_bfloat16``: the inputs hold float values a bfloat16 cannot (``extreme``)."""
+    """``out_of_range``: why the inputs prove nothing at a TPU's default matmul precision
+    (``extreme.out_of_range``), if they do not."""
     verdict = None if child.tested else _judge_failure(inp, child, expected, timeout)
     verdict = verdict or _judge_result(
-        inp, child, expected, timeout if reference else None, beyond_bfloat16
+        inp, child, expected, timeout if reference else None, out_of_range
     )
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
     withheld = (*spawn.admitted_flags(inp).withheld, *recorded)
@@ -271,7 +272,7 @@ def _judge_result(
     test: spawn.Child,
     expected: Failure | None,
     timeout: float | None,
-    beyond_bfloat16: bool = False,
+    out_of_range: str | None = None,
 ) -> Verdict:
     """The verdict on a test that ran to the end; ``timeout`` None: no references asked."""
     too_large = _too_large_to_compare(protocol.arrays_path(test.out, protocol.TEST))
@@ -306,12 +307,12 @@ def _judge_result(
     suspected = _wrong_result_suspected(expected)
     default = None
     if wrong is not None:
-        default = _default_precision(test, found[wrong[0]], wrong[1], beyond_bfloat16)
+        default = _default_precision(test, found[wrong[0]], wrong[1], out_of_range)
     if wrong is not None and default is not None:
         # Not a wrong result: the TPU rounds float32 dots to one bfloat16 pass by default.
         numbers = {**wrong[1].numbers(), "reference": wrong[0], "precision": "default"}
-        if beyond_bfloat16:
-            numbers["inputs"] = "beyond bfloat16"
+        if out_of_range is not None and out_of_range in default:
+            numbers["inputs"] = extreme.OUT_OF_RANGE
         return Verdict(inp.name, Outcome.NOT_REPRODUCED, default, test.inputs, None, numbers)
     if wrong is not None:
         label, comparison = wrong
@@ -343,31 +344,33 @@ def _judge_result(
 
 
 def _default_precision(
-    test: spawn.Child, reference: list[np.ndarray], differs: Comparison, beyond_bfloat16: bool
+    test: spawn.Child, reference: list[np.ndarray], differs: Comparison, out_of_range: str | None
 ) -> str | None:
     """When the difference from the ``reference`` is the TPU's default matmul precision:
-    the module run with its float dots at HIGHEST agrees with it, or its inputs hold values
-    beyond bfloat16's range (``beyond_bfloat16``), which one bfloat16 pass makes infinite and
-    no precision brings back. The evidence that says so; None when it is neither."""
+    the module run with its float dots at HIGHEST agrees with it, or its inputs are out of
+    the range where that precision can be judged (``out_of_range`` says why). The evidence
+    that says so; None when it is neither."""
     highest_path = protocol.arrays_path(test.out, protocol.HIGHEST)
+    highest = _load(highest_path)
+    if highest is not None and compare_outputs(highest, reference).close:
+        return (
+            f"ran to completion; differs from the op-by-op reference only at the TPU's default "
+            f"matmul precision (float32 dots in one bfloat16 pass: {differs.summary()}); "
+            + _AGREES_AT_HIGHEST
+        )
     # The child runs the module at HIGHEST only where it is a TPU module with float dots at
     # the default precision: what it left (arrays, or why there are none) says it is one.
-    at_default = highest_path.exists() or protocol.error_path(test.out, protocol.HIGHEST).exists()
-    if at_default and beyond_bfloat16:
-        return (
-            f"ran to completion; differs from the op-by-op reference ({differs.summary()}) on "
-            f"inputs beyond bfloat16's range (|x| > {extreme.BFLOAT16_MAX:.4g}), which the "
-            "TPU's float32 dots at the default precision round to infinity in their one "
-            "bfloat16 pass: such inputs prove nothing of this module's dots"
-        )
-    highest = _load(highest_path)
-    if highest is None or not compare_outputs(highest, reference).close:
+    at_default = highest is not None or protocol.error_path(test.out, protocol.HIGHEST).exists()
+    if not at_default or out_of_range is None:
         return None
     return (
-        f"ran to completion; differs from the op-by-op reference only at the TPU's default "
-        f"matmul precision (float32 dots in one bfloat16 pass: {differs.summary()}); with "
-        "every dot at precision HIGHEST the result agrees with it"
+        f"ran to completion; differs from the op-by-op reference ({differs.summary()}) on "
+        f"inputs {out_of_range}: the TPU's float32 dots at the default precision round their "
+        "operands to one bfloat16 pass, so such inputs prove nothing of this module's dots"
     )
+
+
+_AGREES_AT_HIGHEST = "with every dot at precision HIGHEST the result agrees with it"
 
 
 def _quoted(headline: str, limit: int = 160) -> str:
