@@ -4,9 +4,10 @@ devices, each under its own collect as ``srun xla-bugkit collect -- python prog.
 them): the merged bundle is judged by the wrong result, the others are the job's doing.
 The unit tests of the choice are in parts_test.py.
 
-Process 0's wrong result stays unproven here: its exit at once leaves the capture hook no
-inputs of the sharded step (another process holds part of each global array), and the
-module XLA ran last is the one replayed; the merged job says what process 0's part says."""
+Exiting at once, process 0 leaves its wrong result unproven: the capture hook keeps no
+inputs of the sharded step (another process holds part of each global array) and never sees
+the last execution end, and that module is the one replayed; the merged job says what
+process 0's part says."""
 
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def parts(tmp_path_factory: pytest.TempPathFactory) -> list[Collected]:
-    """Every process of the job under its own collect, all at once; each one's Collected."""
-    folder = tmp_path_factory.mktemp("job")
+@pytest.fixture(scope="module", params=["at-once", "sys-exit"])
+def parts(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> list[Collected]:
+    """Every process of the job under its own collect, all at once; each one's Collected.
+    Process 0 exits ``at-once`` (the others lose their gloo connection to it) or by
+    ``sys-exit`` (it waits at jax.distributed's shutdown barrier until the service aborts
+    every process)."""
+    folder = tmp_path_factory.mktemp(request.param)
     port, started = str(_port()), []
     # The job's coordination service gives up on a silent process after 10 s.
     env = {**clean_env(), "JOB_STEP_HEARTBEAT": "10"}
@@ -45,7 +51,8 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> list[Collected]:
         # collect would do for a wrong result its first-call inputs did not show.
         command = [XLA_BUGKIT, "collect", "--timeout", "600", "--snapshots", "first", "--job-part",
                    f"{rank}/{PROCESSES}", "-o", str(folder / "bundle.zip"), "--",
-                   sys.executable, str(JOB), str(rank), str(PROCESSES), port]  # fmt: skip
+                   sys.executable, str(JOB), str(rank), str(PROCESSES), port,
+                   request.param]  # fmt: skip
         # Files, not pipes: one collect must not block on a pipe read only later.
         with (folder / f"collect{rank}.err").open("w") as err:
             started.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,

@@ -87,6 +87,9 @@ OWN = {
     # rotation_eval_wrong (benchmarks/multihost): the program's own check, then the JAX
     # service's INFO line at exit.
     "wrong_result_then_service_goodbye.txt": (1, Kind.EXIT),
+    # wrong_then_lost_peer.py sys-exit, 0 of 3: its own check's exit, then 30 s at the
+    # shutdown barrier (the others were in the all-reduce) until the service aborted it.
+    "wrong_result_then_shutdown_barrier_abort.txt": (-6, Kind.WRONG_RESULT),
 }
 
 
@@ -147,3 +150,17 @@ def test_an_xla_error_that_says_nothing_of_the_job_is_not_excused() -> None:
     ):
         assert peers.job_error(own) is None
         assert peers.peer_failure((DATA / "heartbeat_timeout.txt").read_text(), own) is None
+
+
+def test_the_process_at_the_shutdown_barrier_had_ended_on_its_own() -> None:
+    """Task 0 runs the coordination service: its own log of the failed shutdown barrier names
+    the tasks that never reached it, and task 0 is not among them."""
+    text = (DATA / "own" / "wrong_result_then_shutdown_barrier_abort.txt").read_text()
+    failure = classify(text, exit_status=-6)
+    assert failure.headline == "row energy wrong at 6 rows, first 16384: 266342400.0"
+    assert failure.evidence is not None and "shutdown barrier" in failure.evidence
+    assert failure.signal is None  # the service's abort is not how its program ended
+    # The same service's line when task 0 itself never reached the barrier: the job's doing.
+    late = text.replace("timed out task names:\n1\n2\n", "timed out task names:\n0\n2\n")
+    assert peers.ended_on_its_own(late) is None
+    assert classify(late, exit_status=-6).peer is not None

@@ -199,6 +199,11 @@ def _classify_failure(output: str, base: Failure) -> Failure:
     failure = _classified(output, base, fatal, status)
     if not peers.mentions_job(output):
         return failure
+    if (own_end := peers.ended_on_its_own(output)) is not None:
+        # Its program had ended (its own check's exit, say) and it waited at the job's
+        # shutdown barrier for the others: how it ended is what it said before the job's end.
+        ended = _classify_failure(output[:own_end], replace(base, signal=None))
+        return replace(ended, evidence=_WAITED_AT_SHUTDOWN.format(base.signal or "an abort"))
     first = peers.first_error(output, fatal, status)
     aborted = fatal[0] if fatal is not None else output  # its line, or cut into another
     if first is not None and base.signal is not None and peers.TERMINATED in aborted:
@@ -208,6 +213,12 @@ def _classify_failure(output: str, base: Failure) -> Failure:
                           signal=base.signal)  # fmt: skip
     peer = peers.peer_failure(output, first and first[1], ended_by=base.signal)
     return replace(failure, peer=peer) if peer is not None else failure
+
+
+_WAITED_AT_SHUTDOWN = (
+    "its program had ended and it waited at jax.distributed's shutdown barrier, which the "
+    "others never reached; the job's coordination service then ended it ({})"
+)
 
 
 def _classified(

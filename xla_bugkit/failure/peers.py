@@ -108,6 +108,27 @@ _JOB_SIGNS = re.compile(
 )
 
 
+# The coordination service's own line (it runs in task 0) when jax.distributed's shutdown
+# barrier times out, and the tasks that never reached it ("1\n2\n", or their full names).
+_SHUTDOWN_FAILED = re.compile(
+    r"^.*\bShutdown barrier in coordination service has failed:[\s\S]*?"
+    r"Some timed out task names:\n((?:\s*(?:/job:[\w-]+/replica:\d+/task:)?\d+\s*\n)+)",
+    re.M,
+)
+
+
+def ended_on_its_own(output: str) -> int | None:
+    """Where the job's end of this process starts in ``output``, when the process had ended
+    on its own before it: task 0, which runs the coordination service, had reached
+    jax.distributed's shutdown barrier (its program had finished, or exited on its own
+    check) and waited there for the others until the barrier timed out. None otherwise."""
+    found = _SHUTDOWN_FAILED.search(output)
+    if found is None:
+        return None
+    late = {int(t) for t in re.findall(r"(\d+)\s*$", found.group(1), re.M)}
+    return found.start() if 0 not in late else None
+
+
 def mentions_job(output: str) -> bool:
     """Whether ``output`` holds any word of a job's transport or coordination."""
     return _JOB_SIGNS.search(output) is not None
