@@ -15,10 +15,10 @@ again. EXIT says how process 0 exits:
   closed (``Gloo all-reduce failed: ... Connection closed by peer``) in the others, and the
   coordination service (process 0's) gone: the JAX client aborts each of them.
 - ``sys-exit``: ``sys.exit(1)``; process 0 waits at the shutdown barrier for the others,
-  which wait for it in the all-reduce (its arrays, held by the CPU client at exit, keep its
-  gloo connections open), until the barrier times out and the job's coordination service
-  aborts every process, process 0 included (``client.h:80] Terminating process ...
-  Shutdown barrier has failed``).
+  which wait for it in the all-reduce (its gloo connections stay open while it waits),
+  until the barrier times out and the job's coordination service aborts every process,
+  process 0 included (``client.h:80] Terminating process ... Shutdown barrier has
+  failed``); a survivor may meet gloo's lost connection first.
 
 Either way the job's failure is process 0's wrong result, and only that.
 """
