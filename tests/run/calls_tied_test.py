@@ -46,7 +46,11 @@ def test_two_modules_of_one_function_compiled_at_once_keep_their_own_inputs(
         assert inputs == parameter_dims(c, m["label"]), m["label"]
     first = c.manifest()["modules"][0]
     assert first in both and parameter_dims(c, first["label"]) == [(2**21,)]
-    assert first["replay"]["outcome"] == "reproduced: error"
+    # Replayed on its own recorded inputs, which reproduce the error.
+    assert (first["replay"]["outcome"], first["replay"]["inputs"]) == (
+        "reproduced: error",
+        "snapshot",
+    )
     raised = (
         "XLA raised JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 17592186044416"
     )
@@ -65,7 +69,7 @@ def test_an_ahead_of_time_executables_error_met_by_the_next_call_is_its_own(
     assert (failure["kind"], failure["executing"]) == ("runtime error", "nearest_gap")
     (gap,) = modules(c, "jit_nearest_gap")
     assert c.manifest()["modules"][0] == gap
-    assert gap["replay"]["outcome"] == "reproduced: error"
+    assert (gap["replay"]["outcome"], gap["replay"]["inputs"]) == ("reproduced: error", "snapshot")
     assert (
         "XLA raised JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 1099511627776 "
         "bytes. while executing it (jit_nearest_gap); the program met it in a later call on its "

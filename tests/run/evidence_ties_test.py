@@ -92,3 +92,17 @@ def test_a_call_that_raised_on_its_own_inputs_is_its_own_error(tmp_path: Path) -
     records = AOT_MET_LATER.replace(', "fed": [3]', "")
     p = load(tmp_path, records)
     assert p.raised is not None and p.raised.module == "jit_spread"
+
+
+def test_an_error_the_watcher_missed_is_told_by_the_call_that_took_its_outputs(
+    tmp_path: Path,
+) -> None:
+    """The program dropped the large batch's matrix (``x[0, 0]`` kept only a slice) before
+    the watcher's poll, whose ``ready`` for it (the last records) says nothing of an error;
+    the slice's call found that its input held one, and said whose (``ready`` of n 3 with
+    the error)."""
+    p = load(tmp_path, (DATA / "met_after_its_outputs_were_dropped.jsonl").read_text())
+    assert p.raised is not None and (p.raised.module, p.raised.n) == ("jit_affinity", 3)
+    assert p.raised.error == (
+        "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 17592186044416 bytes."
+    )

@@ -53,7 +53,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                cache the program turned on; or "xla" and the ``flag`` taken out of XLA_FLAGS
 ``ready``      the outputs of execution ``n``, whose ``executed`` record said ``pending`` (the
                device was still computing as dispatch returned), are computed; ``error`` when
-               computing them raised (the call's error, met when the program read them)
+               computing them raised (the call's error, met when the program read them).
+               Also written, with ``error``, when a later call took outputs of ``n`` that
+               held its error (``hook.outputs``)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``uncaught``   an exception Python printed and went on from, which the exit status never

@@ -377,10 +377,12 @@ def _patch_execute(recorder: Any) -> None:
         try:
             out = original(self, *args)
         except Exception as e:  # as for compilations, a stop leaves it unfinished
+            _inputs_failed(recorder, outputs, ready, args)
             recorder.write("executed", n=n, error=_error(e))
             if first_arguments and not saved:
                 _save_arguments(recorder, n, self, args)  # the call that failed, if still there
             raise
+        _inputs_failed(recorder, outputs, ready, args)
         arrays = ready.leaves(out)
         outputs.made(n, arrays)
         if ready.pending(arrays):
@@ -396,6 +398,14 @@ def _patch_execute(recorder: Any) -> None:
         return out
 
     setattr(cls, "__call__", __call__)  # noqa: B010  # a method, replaced on its class
+
+
+def _inputs_failed(recorder: Any, outputs: Any, ready: Any, args: tuple[Any, ...]) -> None:
+    """A ``ready`` record with the error of each earlier execution whose outputs, among
+    ``args``, are computed and hold an error: the runtime's word that it failed, which the
+    watcher (``ready``) misses where the program dropped those outputs before its next poll."""
+    for m, error in outputs.failures(args, ready):
+        recorder.write("ready", n=m, error=error)
 
 
 def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> None:

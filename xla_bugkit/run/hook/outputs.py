@@ -46,6 +46,21 @@ def makers(args: tuple[Any, ...]) -> list[int]:
     return sorted(found)
 
 
+def failures(args: tuple[Any, ...], ready: Any) -> list[tuple[int, str]]:
+    """(n, error) for each execution that made any of ``args`` whose computed outputs hold
+    the error XLA raised computing them (``ready.failed``); never waits on one still being
+    computed."""
+    found: dict[int, str] = {}
+    for a in args:
+        with _LOCK:
+            entry = _MADE.get(id(a))
+        if entry is None or entry[1]() is not a or entry[0] in found or ready.pending([a]):
+            continue
+        if (error := ready.failed([a])) is not None:
+            found[entry[0]] = error
+    return sorted(found.items())
+
+
 def _forgetting(key: int) -> Callable[[Any], None]:
     """The callback that forgets ``id(array)`` when the array goes."""
 
