@@ -47,10 +47,13 @@ def spread(gap):
     return jnp.stack([jnp.mean(gap), jnp.std(gap)])
 
 
-gap_exe = jax.jit(nearest_gap).lower(jax.ShapeDtypeStruct((ROWS, 1), jnp.float32, sharding=rows)).compile()
-spread_exe = jax.jit(spread).lower(jax.ShapeDtypeStruct((ROWS,), jnp.float32, sharding=rows)).compile()
+points_type = jax.ShapeDtypeStruct((ROWS, 1), jnp.float32, sharding=rows)
+gaps_type = jax.ShapeDtypeStruct((ROWS,), jnp.float32, sharding=rows)
+gap_exe = jax.jit(nearest_gap).lower(points_type).compile()
+spread_exe = jax.jit(spread).lower(gaps_type).compile()
 print("compiled nearest_gap and spread", flush=True)
 
-points = jax.device_put(np.random.default_rng(0).standard_normal((ROWS, 1)).astype(np.float32), rows)
+values = np.random.default_rng(0).standard_normal((ROWS, 1)).astype(np.float32)
+points = jax.device_put(values, rows)
 gap = gap_exe(points)
 print("nearest gap: mean, std", np.asarray(spread_exe(gap)))
