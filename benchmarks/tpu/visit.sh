@@ -8,7 +8,10 @@
 # only those programs' bundles (default: all); DIR=heldout takes the programs from
 # benchmarks/tpu/heldout; TIER=1 first runs the tpu test tier (python -m pytest -m tpu),
 # TIER_K=EXPR only its tests that match; REPLAY_TIMEOUT bounds each replay (default 120 s;
-# a hang's is 30 s). What it prints is also in $OUT/visit.log, written as it comes.
+# a hang's is 30 s). A program whose source has a line "# LIBTPU_INIT_ARGS: FLAGS" runs, bare
+# and under collect, with those flags (and EXTRA_TPU_ARGS) in LIBTPU_INIT_ARGS; verify and
+# repro.py run without it: what they apply comes from the bundle. What it prints is also in
+# $OUT/visit.log, written as it comes.
 set -u
 export PYTHONUNBUFFERED=1
 PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
@@ -44,6 +47,13 @@ for p in "${programs[@]}"; do
   case "$p" in
     *hang*) timeout=${HANG_TIMEOUT:-40}; extra=(--replay-timeout 30) ;;
   esac
+  # A program that needs the TPU compiler's flags names them: "# LIBTPU_INIT_ARGS: FLAGS".
+  tpu_args=$(sed -n 's/^# LIBTPU_INIT_ARGS: //p' "$src" | head -1)
+  unset LIBTPU_INIT_ARGS
+  if [ -n "$tpu_args" ]; then
+    export LIBTPU_INIT_ARGS="$tpu_args${EXTRA_TPU_ARGS:+ $EXTRA_TPU_ARGS}"
+    echo "LIBTPU_INIT_ARGS=$LIBTPU_INIT_ARGS"
+  fi
   if [ -n "${BARE:-}" ]; then
   echo "=== $p: bare"
   start=$(date +%s.%N)
@@ -56,7 +66,7 @@ for p in "${programs[@]}"; do
   (cd "$work" && python3 -m xla_bugkit collect ${COLLECT_ARGS:-} "${extra[@]}" --timeout "$timeout" --keep-workdir \
      --workdir "$work/$p.work" -o "$work/$p.zip" -- python3 "$src" > "$work/$p.collect.log" 2>&1); rc=$?
   echo "collect rc=$rc $(seconds "$start") s"
-  unset XLA_BUGKIT_TIMINGS
+  unset XLA_BUGKIT_TIMINGS LIBTPU_INIT_ARGS
   [ -f "$work/$p.timings.jsonl" ] && python3 -c "import json, sys; print('stages:', ', '.join(f\"{d['stage']} {d['wall']:.1f} s\" for d in map(json.loads, open(sys.argv[1]))))" "$work/$p.timings.jsonl"
   sed -n '/^xla-bugkit: [^r]/,$p' "$work/$p.collect.log" | grep -v "^    \|^  next\|^  shares\|^  source\|^  work dir" | tail -14
   if [ -f "$work/$p.zip" ] && { [ -z "${VERIFY+x}" ] || [[ " $VERIFY " == *" $p "* ]]; }; then

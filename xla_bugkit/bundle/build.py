@@ -96,8 +96,9 @@ def build(
     )
     target = _target(selection.chosen, planned, verdicts, arrays)
     user_flags = [text(f) for f in run.flags_in_force]
+    tpu_args = [text(f) for f in run.tpu_args]
     reproducer = _reproducer(
-        stage, target, saw, run.failure.kind, user_flags, notes, run.memory_cap
+        stage, target, saw, run.failure.kind, (user_flags, tpu_args), notes, run.memory_cap
     )
     source = None
     if asked.include_source:
@@ -174,16 +175,23 @@ def _reproducer(
     target: repro.Target | None,
     saw: str,
     kind: Kind,
-    user_flags: Sequence[str],
+    run_flags: tuple[Sequence[str], Sequence[str]],
     notes: list[str],
     memory_cap: int | None,
 ) -> Repro | None:
     """repro.py and its arrays (all text redacted already); why any of them is missing goes
-    to ``notes``."""
+    to ``notes``. ``run_flags``: the run's XLA_FLAGS in force and its LIBTPU_INIT_ARGS."""
     if target is None:
         return None
+    user_flags, tpu_args = run_flags
     reproducer = repro.write(
-        stage, target, saw=saw, kind=kind, user_flags=user_flags, memory_cap=memory_cap
+        stage,
+        target,
+        saw=saw,
+        kind=kind,
+        user_flags=user_flags,
+        memory_cap=memory_cap,
+        tpu_args=tpu_args,
     )
     notes += reproducer.notes if reproducer else ()
     return reproducer
@@ -214,7 +222,7 @@ def _manifest(
     notes: list[str],
     data: str,
 ) -> Manifest:
-    return {
+    written: Manifest = {
         "schema": manifest.SCHEMA_VERSION,
         "tool": manifest.tool_name(),
         "title": title,
@@ -234,6 +242,9 @@ def _manifest(
         "notes": notes,
         "files": [],
     }
+    if run.tpu_args:  # absent otherwise: older readers never see it
+        written["libtpu_init_args"] = [text(f) for f in run.tpu_args]
+    return written
 
 
 def _target(

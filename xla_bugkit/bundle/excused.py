@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from xla_bugkit.choose import allocation
 from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.verdict import Outcome, Verdict
 
 # The failures an allocation XLA could not make shows as.
 _ALLOCATING = (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR)
@@ -21,15 +22,19 @@ def reason(
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
+    replayed: Sequence[Verdict] = (),
 ) -> str | None:
     """Why ``f`` is not XLA's doing however its replay ends, or None: an allocation larger
     than the address-space cap the program set itself (``memory_cap``) or, on the CPU, than
-    the machine's RAM and swap (``host_memory``); a wrong value that only the run's own
-    fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
+    the machine's RAM and swap (``host_memory``); a module larger than the chip; a run-time
+    allocation larger than the chip had free, which no replay (``replayed``) reproduced on
+    a chip of its own; a wrong value that only the run's own fast-math flags make
+    (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
     return (
         _over_own_cap(f, memory_cap)
         or _over_host_memory(f, host_memory)
         or _over_device_memory(f, largest_buffers)
+        or _short_at_run_time(f, largest_buffers, replayed)
         or _relaxed(f, relaxed_by)
     )
 
@@ -81,6 +86,37 @@ def _over_device_memory(f: Failure, largest: Sequence[str]) -> str | None:
         "activations, donate_argnums for buffers the step replaces, bfloat16, or the arrays "
         "sharded over more chips; if it should need far less, compare the report's buffers "
         "with the shapes you expect"
+    )
+
+
+def _short_at_run_time(
+    f: Failure, largest: Sequence[str], replayed: Sequence[Verdict]
+) -> str | None:
+    """The TPU runtime out of memory as a computation started: what it asked was more than
+    was free beside the arrays still alive. Not when a replay on a chip of its own ran out
+    too: then the module alone does not fit, although its compile said it would."""
+    if f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+        return None
+    if (sizes := allocation.short_at_run_time(f.headline)) is None:
+        return None
+    if any(v.reproduced for v in replayed):
+        return None
+    asked, free = sizes
+    ran = [v.module for v in replayed if v.outcome is Outcome.NOT_REPRODUCED]
+    alone = (
+        f"; the module alone fits the chip: its replay ({', '.join(ran)}), on a chip holding "
+        "nothing else, ran to completion"
+        if ran
+        else "; the compiler had accepted the module for this chip"
+    )
+    report = f" (its memory-usage report, largest: {'; '.join(largest)})" if largest else ""
+    return (
+        f"the accelerator had {free} free when the module asked for {asked} as it started "
+        f"to run: the rest of the chip's memory (HBM) was held by arrays still alive, most "
+        f"likely the program's own{alone}{report}. Not a compiler's doing: free the chip "
+        "first. Usual remedies: del (or .delete()) the arrays the program no longer needs "
+        "(jax.live_arrays() lists them), donate_argnums for buffers a step replaces, "
+        "jax.clear_caches() for cached executables, a smaller batch"
     )
 
 

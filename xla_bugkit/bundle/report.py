@@ -24,6 +24,7 @@ from xla_bugkit.bundle.repro import Repro
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import replay_label
 from xla_bugkit.run.rerun import RunRecord
@@ -166,6 +167,8 @@ def _description(
         )
     if run.own_flags:
         paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
+    if run.tpu_args:
+        paragraphs.append(_tpu_args_text(run.tpu_args))
     if run.memory_cap:
         paragraphs.append(
             f"The failing process ran with its address space capped at "
@@ -288,6 +291,25 @@ def _exit_text(run: RunRecord) -> str:
     if (thrown_in := run.went_on_from) is not None:
         return f"exit status 0: uncaught in {thrown_in}, and Python went on"
     return f"exit status {run.exit_status}"
+
+
+# How much of a LIBTPU_INIT_ARGS value the report shows: the manifest has all of it.
+_SHOWN = 400
+
+
+def _tpu_args_text(recorded: Sequence[str]) -> str:
+    """The run's LIBTPU_INIT_ARGS, among the flags a failure may need, and which of them
+    ``repro.py`` and ``verify`` leave out (``flags.admit_tpu``)."""
+    value = flags.join(recorded)
+    shown = value if len(value) <= _SHOWN else f"{value[:_SHOWN]}..."
+    withheld = flags.admit_tpu(recorded).withheld
+    more = f"; and {len(withheld) - 3} more" if len(withheld) > 3 else ""
+    left_out = f", but for {issue.plain('; '.join(withheld[:3]) + more)}" if withheld else ""
+    return (
+        f"**TPU compiler flags:** the run set `LIBTPU_INIT_ARGS` to {issue.code_span(shown)}, "
+        f"and the failure may need them: {issue.code_span(members.REPRO)} and `xla-bugkit "
+        f"verify` set them on a TPU{left_out}."
+    )
 
 
 def _failing_child(run: RunRecord) -> str | None:

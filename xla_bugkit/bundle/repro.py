@@ -88,12 +88,15 @@ def write(
     kind: Kind,
     user_flags: Sequence[str] = (),
     memory_cap: int | None = None,
+    tpu_args: Sequence[str] = (),
 ) -> Repro | None:
     """Write repro.py (and inputs.npz, expected.npz) for ``target`` into ``stage``.
 
     ``saw`` is how the reporter's run ended (redacted); ``kind`` its failure kind;
     ``user_flags`` the reporter's own XLA_FLAGS (for flags the debug options cannot spell);
-    ``memory_cap`` the address-space limit the program set itself, which repro.py sets too.
+    ``memory_cap`` the address-space limit the program set itself, which repro.py sets too;
+    ``tpu_args`` the run's LIBTPU_INIT_ARGS, which repro.py sets on a TPU (those a replay
+    admits: ``flags.admit_tpu``).
     None when the bundle has no before-optimizations proto of the module: there is nothing
     to compile.
     """
@@ -117,6 +120,7 @@ def write(
             "snapshot": f"HERE / {target.files[Role.SNAPSHOT.value]!r}" if recorded else "None",
             "encodings": repr(encodings or {}),
             "flags": repr(list(xla_flags)),
+            "tpu_args": repr(list(_tpu_args(platform, tpu_args, notes))),
             "platform": repr(platform),
             "saw": repr(" ".join(saw.split())),
             "expect": repr(_expect(target.verdict, kind, bool(reference))),
@@ -213,6 +217,16 @@ def _flags(
         if f"--{name}" not in spelled:
             notes.append(f"{members.REPRO} leaves out --{name}: no flag spells its value")
     return result
+
+
+def _tpu_args(platform: str, recorded: Sequence[str], notes: list[str]) -> tuple[str, ...]:
+    """The run's LIBTPU_INIT_ARGS that repro.py sets, on a TPU alone; those it withholds
+    go to ``notes``."""
+    if platform != "tpu":
+        return ()
+    admitted = flags.admit_tpu(recorded)
+    notes += [f"{members.REPRO} leaves out {withheld}" for withheld in admitted.withheld]
+    return admitted.flags
 
 
 # A map or sub-message in the debug options ("xla_backend_extra_options {" or "...: {").

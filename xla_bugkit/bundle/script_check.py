@@ -30,6 +30,7 @@ _SETTINGS: dict[str, Callable[[Any], bool]] = {
     ),
     "inputs_note": lambda v: isinstance(v, str),
     "flags": lambda v: isinstance(v, list) and all(isinstance(f, str) for f in v),
+    "tpu_args": lambda v: isinstance(v, list) and all(isinstance(f, str) for f in v),
     "platform": lambda v: isinstance(v, str) and re.fullmatch(r"[a-z]+", v) is not None,
     "saw": lambda v: isinstance(v, str),
     "expect": lambda v: isinstance(v, str),
@@ -65,7 +66,10 @@ def check(text: str) -> str | None:
             return f"its {name.upper()} setting is not a plain value"
         if not valid(value):
             return f"its {name.upper()} setting is not one xla-bugkit writes"
-    withheld = flags.admit(ast.literal_eval(found["flags"])).withheld
+    withheld = (
+        *flags.admit(ast.literal_eval(found["flags"])).withheld,
+        *flags.admit_tpu(ast.literal_eval(found["tpu_args"])).withheld,
+    )
     if withheld:
         return f"it would apply {withheld[0]}"
     return None

@@ -81,6 +81,7 @@ def triage(
         host_memory=host_memory,
         relaxed_by=relaxed_by,
         largest_buffers=largest_buffers,
+        replayed=verdicts,
     )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)

@@ -20,6 +20,13 @@ _HBM = re.compile(
     r"Ran out of memory (?:on|in memory space) \w+[^(]*\((?P<need>[\d.]+\s*[KMGT]i?B?)\)"
     r"\s*exceeds available \w+\s*\((?P<have>[\d.]+\s*[KMGT]i?B?)\)"
 )
+# The TPU runtime's allocator, out of memory when a computation runs ("Error allocating
+# device buffer: Attempting to allocate 4.00G. That was not possible. There are 3.75G free.;
+# (0x0x0_HBM0)"): what it was asked and what was free then, not what the chip has.
+_SHORT = re.compile(
+    r"Attempting to (?:allocate|reserve) (?P<asked>[\d.]+\s*[KMGT]?i?B?)\b[^.]*\. "
+    r"That was not possible\. There (?:are|is) (?P<free>[\d.]+\s*[KMGT]?i?B?) free"
+)
 # One row of a memory-usage report: "24.00GiB( 50%);   24.00GiB;  offset;  4; shapes".
 _REPORT_ROW = re.compile(
     r"^\s*[\d.]+\w+\(\s*\d+%\);\s*(?P<size>[\d.]+\w+);\s*\d+;\s*\d+;\s*(?P<shapes>.+)$", re.M
@@ -39,6 +46,16 @@ def over_device_memory(text: str) -> tuple[str, str] | None:
     if m is None:
         return None
     return m.group("need").replace(" ", ""), m.group("have").replace(" ", "")
+
+
+def short_at_run_time(text: str) -> tuple[str, str] | None:
+    """(asked, free) when the TPU runtime said it could not allocate a buffer of ``asked``
+    with ``free`` of the device's memory left ("Attempting to allocate 4.00G. That was not
+    possible. There are 3.75G free."): the last such line of ``text``."""
+    found = list(_SHORT.finditer(text))
+    if not found:
+        return None
+    return found[-1]["asked"].replace(" ", ""), found[-1]["free"].replace(" ", "")
 
 
 def largest_allocations(report: str, count: int = 3) -> list[str]:

@@ -72,7 +72,10 @@ def bundle_from(
     with ui.timed("select"):
         # Module ids are per process: only the failing process's records describe its dumps.
         selection = choose(found.index, run, options, run.culprit_evidence)
-    if allocation.over_device_memory(run.failure.headline) is not None and selection.chosen:
+    short = allocation.over_device_memory(run.failure.headline) or (
+        allocation.short_at_run_time(run.failure.headline)
+    )
+    if short is not None and selection.chosen:
         buffers = allocation.device_report(found.index, selection.chosen[0].module)
         run = replace(run, largest_buffers=tuple(buffers))
     # The replays' outputs and references: the bundle's expected.npz and wrong values.

@@ -140,7 +140,9 @@ def probe(
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
-    context = RunContext(run.flags_in_force, run.memory_cap, python=run.program_python)
+    context = RunContext(
+        run.flags_in_force, run.memory_cap, python=run.program_python, tpu_args=run.tpu_args
+    )
     # The module's debug options hold its compile's own options: a replay applies them.
     names = {_name(f) for f in (*own, *options)}
     as_run = context.input(inp)

@@ -130,6 +130,7 @@ def search_wrong_value(
                 run.memory_cap,
                 python=run.program_python,
                 tolerance=options.tolerance,
+                tpu_args=run.tpu_args,
             ),
         )
 
@@ -266,7 +267,12 @@ def _context(run: RunRecord, selection: Selection, options: CollectOptions) -> R
     found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
     framework = found.framework if found is not None else None
     return RunContext(
-        run.flags_in_force, run.memory_cap, framework, run.program_python, options.tolerance
+        run.flags_in_force,
+        run.memory_cap,
+        framework,
+        run.program_python,
+        options.tolerance,
+        tpu_args=run.tpu_args,
     )
 
 

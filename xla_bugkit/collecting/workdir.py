@@ -194,6 +194,7 @@ def save_run(work: Path, run: RunRecord) -> None:
         "failure": run.failure.to_json(),
         "hidden": run.hidden,
         "job": dict(run.job) if run.job is not None else None,
+        "tpu_args": list(run.tpu_args),
     }
     (work / RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
 
@@ -248,6 +249,7 @@ def _from_json(data: Any, log_path: Path) -> RunRecord:
         failure=Failure.from_json(data["failure"]),
         hidden=_optional_string(data.get("hidden")),
         job=data["job"] if isinstance(data.get("job"), dict) else None,
+        tpu_args=tuple(_strings(data.get("tpu_args", []))),
     )
 
 

@@ -266,3 +266,26 @@ def in_force(recorded: Sequence[str], process: Sequence[str]) -> tuple[str, ...]
     names = {name_of(f) for f in recorded}
     extra = [f for f in without_dump_flags(process) if name_of(f) not in names]
     return (*recorded, *extra)
+
+
+# The TPU compiler's own flags: libtpu reads them from this variable at start-up, not from
+# XLA_FLAGS (``--xla_tpu_*``, ``--xla_jf_*``, ``--xla_mosaic_*``), and ends the process on
+# one it does not own.
+TPU_ENV = "LIBTPU_INIT_ARGS"
+# More flags than any real run sets: a manifest's list beyond it is not applied at all.
+MAX_TPU_ARGS = 200
+
+
+def tpu_args(value: str | None) -> tuple[str, ...]:
+    """A LIBTPU_INIT_ARGS value as flags, split as XLA_FLAGS is (``split``)."""
+    return tuple(split(value))
+
+
+def admit_tpu(recorded: Sequence[str]) -> Admitted:
+    """The recorded LIBTPU_INIT_ARGS flags a replay on a TPU may apply: ``admit``'s rule
+    (none that names or writes a file: ``--xla_jf_dump_to``, ``--xla_mosaic_dump_to``), each
+    withheld one said with ``LIBTPU_INIT_ARGS`` before it; past ``MAX_TPU_ARGS`` none."""
+    if len(recorded) > MAX_TPU_ARGS:
+        return Admitted((), (f"{TPU_ENV}: all {len(recorded)} flags (over {MAX_TPU_ARGS})",))
+    admitted = admit(recorded)
+    return Admitted(admitted.flags, tuple(f"{TPU_ENV} {w}" for w in admitted.withheld))

@@ -23,8 +23,10 @@ def child_env(
     platform: str,
     python: str | None = None,
     release: Path | None = None,
+    tpu_args: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """The environment of a replay child: ours, with ``xla_flags`` and ``platform``;
+    """The environment of a replay child: ours, with ``xla_flags`` and ``platform`` (on a
+    TPU, ``tpu_args`` are its LIBTPU_INIT_ARGS, in place of ours: the recorded run's);
     ``python``: the child runs under another interpreter (the program's), which has its own
     jax but maybe not protobuf, which the worker reads protos with: ours is lent to it;
     ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
@@ -32,6 +34,8 @@ def child_env(
     env["XLA_FLAGS"] = flags.join(xla_flags)
     # A TPU module's op-by-op reference runs on the CPU (``worker.run_reference``).
     env["JAX_PLATFORMS"] = "tpu,cpu" if platform == "tpu" else platform
+    if platform == "tpu":
+        env[flags.TPU_ENV] = flags.join(tpu_args)
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
     # that lie beside it in an installed site-packages.
@@ -93,10 +97,12 @@ class Spares:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def start(self, platform: str, env_flags: Sequence[str] = ()) -> None:
+    def start(
+        self, platform: str, env_flags: Sequence[str] = (), tpu_args: Sequence[str] = ()
+    ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
-        ``env_flags`` (``spawn.split_flags``)."""
-        env = child_env(tuple(env_flags), platform)
+        ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``."""
+        env = child_env(tuple(env_flags), platform, tpu_args=tuple(tpu_args))
         waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
         self._waiting.append((env, waiting))
 

@@ -45,6 +45,8 @@ class RunContext:
     release: Release | None = None
     # The jaxlib the run compiled with, as a bundle records it (None: this one's).
     jaxlib: str | None = None
+    # The TPU compiler's flags the run set (LIBTPU_INIT_ARGS), as recorded.
+    tpu_args: tuple[str, ...] = ()
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -56,6 +58,7 @@ class RunContext:
             cap if isinstance(cap, int) else None,
             frameworks.of_record(manifest.get("framework")),
             jaxlib=jaxlib if isinstance(jaxlib, str) else None,
+            tpu_args=tuple(manifest.get("libtpu_init_args", ())),
         )
 
     def input(self, inp: ReplayInput) -> ReplayInput:
@@ -68,6 +71,7 @@ class RunContext:
             python=python or self.python or inp.python,
             tolerance=self.tolerance,
             release=release,
+            tpu_args=self.tpu_args or inp.tpu_args,
         )
         if self.fake_data:
             inp = replace(inp, snapshot=None)

@@ -143,7 +143,8 @@ def _verdict(
         inp, child, expected, timeout if reference else None, out_of_range
     )
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
-    withheld = (*spawn.admitted_flags(inp).withheld, *recorded)
+    tpu = spawn.admitted_tpu_args(inp).withheld
+    withheld = (*spawn.admitted_flags(inp).withheld, *tpu, *recorded)
     return replace(verdict, withheld=withheld) if withheld else verdict
 
 

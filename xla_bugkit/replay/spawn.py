@@ -65,7 +65,9 @@ def _spawn(
 ) -> Child:
     out = Path(spec["out"])
     release = inp.release.path if inp.release is not None else None
-    env = child_env(tuple(env_flags), inp.platform, inp.python, release)
+    env = child_env(
+        tuple(env_flags), inp.platform, inp.python, release, admitted_tpu_args(inp).flags
+    )
     # Spares run this interpreter and jaxlib: a replay under another starts afresh.
     ours = inp.python is None and inp.release is None
     waiting = spares.take(env) if spares is not None and ours else None
@@ -163,6 +165,15 @@ def admitted_flags(inp: ReplayInput) -> flags.Admitted:
     if inp.flags_given:
         return flags.Admitted(flags.without_dump_flags(inp.xla_flags))
     return flags.admit(inp.xla_flags)
+
+
+def admitted_tpu_args(inp: ReplayInput) -> flags.Admitted:
+    """The run's LIBTPU_INIT_ARGS a replay of ``inp`` applies: on a TPU, those
+    ``flags.admit_tpu`` allows (the rest withheld, and said); elsewhere none, and none
+    withheld (no TPU compiler reads them)."""
+    if inp.platform != "tpu":
+        return flags.Admitted(())
+    return flags.admit_tpu(inp.tpu_args)
 
 
 def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:

@@ -65,6 +65,9 @@ class RunRecord:
     # The part of a job of several machines this run was ({"part": I, "parts": N, "from":
     # "SLURM_PROCID"}: ``collecting.job``); None outside one.
     job: Mapping[str, object] | None = None
+    # The TPU compiler's flags the user set (LIBTPU_INIT_ARGS, as given: collect's own Mosaic
+    # dump flag is not among them); a replay on a TPU applies those ``flags.admit_tpu`` allows.
+    tpu_args: tuple[str, ...] = ()
 
     @property
     def program_output(self) -> str:
@@ -332,6 +335,7 @@ def rerun(
         failure=weigh(failure, culprit, ended_at=ended_at),
         culprit=culprit,
         hidden=hide.pattern.decode("latin-1") if hide is not None else None,
+        tpu_args=flags.tpu_args(base.get(flags.TPU_ENV)),
     )
 
 

@@ -50,6 +50,10 @@ TOP: Checks = {
     "notes": (_is_str_list, "a list of strings"),
     "files": (lambda v: isinstance(v, list), "a list"),
 }
+# Keys the top level may have; absent in older bundles.
+TOP_OPTIONAL: Checks = {
+    "libtpu_init_args": (_is_str_list, "a list of strings"),
+}
 JOB: Checks = {
     "part": (_is_int, "a number"),
     "parts": (lambda v: v is None or _is_int(v), "a number or null"),

@@ -104,6 +104,9 @@ def validate(data: object) -> Manifest:
             f"xla-bugkit (it reads schema {SCHEMA_VERSION}); upgrade xla-bugkit"
         )
     _check_keys(data, checks.TOP, "the manifest")
+    for key, (check, meaning) in checks.TOP_OPTIONAL.items():
+        if key in data and not check(data[key]):
+            raise BadBundleError(f"the manifest: {key!r} must be {meaning}")
     listed = _check_files(data["files"])
     _check_modules(data["modules"], listed)
     _check_failure(data["failure"])

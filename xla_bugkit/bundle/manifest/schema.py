@@ -70,6 +70,9 @@ class Manifest(TypedDict):
     versions: dict[str, str]
     command: list[str]
     xla_flags: list[str]
+    # The TPU compiler's flags the run set (LIBTPU_INIT_ARGS), redacted; absent when it set
+    # none, and in bundles of older versions.
+    libtpu_init_args: NotRequired[list[str]]
     exit_status: int | None
     failure: dict[str, Any]
     guess: bool
