@@ -6,7 +6,7 @@ collect of a real compile error (tests/programs/compile_error.py).
 
 ``verify --jaxlib X --python P`` replays under a release unpacked from a folder of wheels
 (XLA_BUGKIT_WHEELS, as tests/across_releases/ takes it): never downloaded, so skipped
-without one. ``merge`` needs the parts of a real job: tests/collecting/merge_test.py.
+without one. ``merge`` joins two parts that ``collect --job-part`` wrote of one program.
 """
 
 from __future__ import annotations
@@ -171,3 +171,15 @@ def test_verify_interrupted_during_its_replay(commands: Commands) -> None:
     _, err = child.communicate(timeout=READY_TIMEOUT)
     assert child.returncode == 130, err
     assert sorted(p.name for p in tmp.iterdir()) == []
+
+
+def test_merge_of_two_parts(commands: Commands) -> None:
+    job = commands.root / "job"
+    job.mkdir()
+    for part in ("0/2", "1/2"):
+        commands.run("collect", "-q", "--job-part", part, "-o", str(job / "bundle.zip"), "--",
+                     sys.executable, str(PROGRAMS / "compile_error.py"))  # fmt: skip
+    parts = sorted(str(p) for p in job.glob("bundle.part-*-of-2.zip"))
+    assert len(parts) == 2
+    commands.run("merge", "-q", "-o", str(commands.root / "merged.zip"), *parts)
+    assert (commands.root / "merged.zip").exists()
