@@ -95,3 +95,28 @@ def test_a_pallas_kernels_wrong_result_rests_on_the_programs_check(
     assert "no reference outside the kernel can check its values" in said
     assert "interpret=True" in said
     assert code == 3
+
+
+def test_the_runs_tpu_flags_are_recorded_and_verify_applies_them(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    """tpu_flag_vmem's kernel fails only under the flag its run sets in LIBTPU_INIT_ARGS;
+    verify, run without it, reproduces the failure from the bundle's record alone."""
+    flag = "--xla_tpu_scoped_vmem_limit_kib=4096"
+    env = {**tpu_env, "LIBTPU_INIT_ARGS": flag}
+    code, said, manifest = _collect("tpu_flag_vmem", tmp_path, env)
+    assert code == 0, said
+    assert manifest["libtpu_init_args"] == [flag]
+    assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: error"
+    env = {k: v for k, v in tpu_env.items() if k != "LIBTPU_INIT_ARGS"}
+    done = _bugkit(["verify", str(tmp_path / "tpu_flag_vmem.zip")], tmp_path, env)
+    assert done.returncode == 0 and "the recorded failure reproduces here" in done.stdout
+
+
+def test_out_of_hbm_beside_the_programs_own_arrays_is_not_called_an_xla_bug(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    _, said, manifest = _collect("hbm_runtime_oom", tmp_path, tpu_env)
+    assert manifest["modules"][0]["replay"]["outcome"] == "not reproduced", said
+    assert "this does not look like an XLA bug: the accelerator had" in said
+    assert "no issue link" in said

@@ -23,18 +23,19 @@ def reason(
     relaxed_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
     replayed: Sequence[Verdict] = (),
+    output: str = "",
 ) -> str | None:
     """Why ``f`` is not XLA's doing however its replay ends, or None: an allocation larger
     than the address-space cap the program set itself (``memory_cap``) or, on the CPU, than
     the machine's RAM and swap (``host_memory``); a module larger than the chip; a run-time
-    allocation larger than the chip had free, which no replay (``replayed``) reproduced on
-    a chip of its own; a wrong value that only the run's own fast-math flags make
-    (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
+    allocation larger than the chip had free (the run's ``output`` says how much), which no
+    replay (``replayed``) reproduced on a chip of its own; a wrong value that only the run's
+    own fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
     return (
         _over_own_cap(f, memory_cap)
         or _over_host_memory(f, host_memory)
         or _over_device_memory(f, largest_buffers)
-        or _short_at_run_time(f, largest_buffers, replayed)
+        or _short_at_run_time(f, output, largest_buffers, replayed)
         or _relaxed(f, relaxed_by)
     )
 
@@ -89,15 +90,29 @@ def _over_device_memory(f: Failure, largest: Sequence[str]) -> str | None:
     )
 
 
+# How much of the end of a run's output is searched for what the allocator said.
+_TAIL = 1 << 16
+
+
+def run_time_shortfall(f: Failure, output: str) -> tuple[str, str] | None:
+    """(asked, free) when ``f`` is the TPU runtime out of device memory as a computation
+    started (RESOURCE_EXHAUSTED; JAX's headline is its error code, "E0100:
+    RuntimeBufferAllocationFailure:", the sizes follow on the next line of ``output``)."""
+    if f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+        return None
+    if f.status_code != "RESOURCE_EXHAUSTED" and "RESOURCE_EXHAUSTED" not in f.headline:
+        return None
+    # The output holds the headline and what follows it; without it, the headline alone.
+    return allocation.short_at_run_time(output[-_TAIL:] or f.headline)
+
+
 def _short_at_run_time(
-    f: Failure, largest: Sequence[str], replayed: Sequence[Verdict]
+    f: Failure, output: str, largest: Sequence[str], replayed: Sequence[Verdict]
 ) -> str | None:
     """The TPU runtime out of memory as a computation started: what it asked was more than
     was free beside the arrays still alive. Not when a replay on a chip of its own ran out
     too: then the module alone does not fit, although its compile said it would."""
-    if f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
-        return None
-    if (sizes := allocation.short_at_run_time(f.headline)) is None:
+    if (sizes := run_time_shortfall(f, output)) is None:
         return None
     if any(v.reproduced for v in replayed):
         return None

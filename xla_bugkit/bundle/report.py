@@ -302,9 +302,9 @@ def _tpu_args_text(recorded: Sequence[str]) -> str:
     ``repro.py`` and ``verify`` leave out (``flags.admit_tpu``)."""
     value = flags.join(recorded)
     shown = value if len(value) <= _SHOWN else f"{value[:_SHOWN]}..."
-    withheld = flags.admit_tpu(recorded).withheld
+    withheld = [w.removeprefix(f"{flags.TPU_ENV} ") for w in flags.admit_tpu(recorded).withheld]
     more = f"; and {len(withheld) - 3} more" if len(withheld) > 3 else ""
-    left_out = f", but for {issue.plain('; '.join(withheld[:3]) + more)}" if withheld else ""
+    left_out = f", all but {issue.plain('; '.join(withheld[:3]) + more)}" if withheld else ""
     return (
         f"**TPU compiler flags:** the run set `LIBTPU_INIT_ARGS` to {issue.code_span(shown)}, "
         f"and the failure may need them: {issue.code_span(members.REPRO)} and `xla-bugkit "

@@ -63,6 +63,7 @@ def triage(
     relaxed_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
     busy_at_end: str | None = None,
+    output: str = "",
 ) -> Triage:
     """Judge ``failure`` and the replay ``verdicts``; ``module`` names the first chosen
     module's name (``jit_f``), used for ``where`` when nothing better is known;
@@ -71,7 +72,7 @@ def triage(
     ``relaxed_by``: the run's own fast-math flags, when a wrong value goes away without
     them; ``largest_buffers``: the chosen module's largest, for want of device memory;
     ``busy_at_end``: what the failing process's hook saw XLA doing as it ended
-    ("executing jit(f)"), if anything."""
+    ("executing jit(f)"), if anything; ``output``: the run's, for what the allocator said."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
@@ -82,6 +83,7 @@ def triage(
         relaxed_by=relaxed_by,
         largest_buffers=largest_buffers,
         replayed=verdicts,
+        output=output,
     )
     if capped is not None:
         return Triage(False, _what(failure, proof), where, capped, proof)
@@ -383,6 +385,7 @@ def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = 
         relaxed_by=run.relaxed_by,
         largest_buffers=run.largest_buffers,
         busy_at_end=_busy_at_end(run),
+        output=run.output,
     )
 
 

@@ -24,9 +24,12 @@ _HBM = re.compile(
 # device buffer: Attempting to allocate 4.00G. That was not possible. There are 3.75G free.;
 # (0x0x0_HBM0)"): what it was asked and what was free then, not what the chip has.
 _SHORT = re.compile(
-    r"Attempting to (?:allocate|reserve) (?P<asked>[\d.]+\s*[KMGT]?i?B?)\b[^.]*\. "
-    r"That was not possible\. There (?:are|is) (?P<free>[\d.]+\s*[KMGT]?i?B?) free"
+    r"Attempting to (?:allocate|reserve) (?P<asked>[\d.]+\s*[KMGT]?i?B?)\b[^.]*\.\s+"
+    r"That was not possible\.\s+There (?:are|is) (?P<free>[\d.]+\s*[KMGT]?i?B?) free"
 )
+# Scoped VMEM, the kernel's own on-chip scratch, reported in the same words: no array of the
+# program's holds it.
+_VMEM = re.compile(r"vmem", re.I)
 # One row of a memory-usage report: "24.00GiB( 50%);   24.00GiB;  offset;  4; shapes".
 _REPORT_ROW = re.compile(
     r"^\s*[\d.]+\w+\(\s*\d+%\);\s*(?P<size>[\d.]+\w+);\s*\d+;\s*\d+;\s*(?P<shapes>.+)$", re.M
@@ -51,9 +54,10 @@ def over_device_memory(text: str) -> tuple[str, str] | None:
 def short_at_run_time(text: str) -> tuple[str, str] | None:
     """(asked, free) when the TPU runtime said it could not allocate a buffer of ``asked``
     with ``free`` of the device's memory left ("Attempting to allocate 4.00G. That was not
-    possible. There are 3.75G free."): the last such line of ``text``."""
+    possible. There are 3.75G free."): the last such line of ``text``; None where scoped VMEM
+    is named with it (a kernel's scratch, not the device's memory)."""
     found = list(_SHORT.finditer(text))
-    if not found:
+    if not found or _VMEM.search(text, found[-1].start(), found[-1].end() + 600):
         return None
     return found[-1]["asked"].replace(" ", ""), found[-1]["free"].replace(" ", "")
 

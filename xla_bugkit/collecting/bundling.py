@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.bundle import trackers, triage
+from xla_bugkit.bundle import excused, trackers, triage
 from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.choose.snapshot import replay_note
@@ -73,7 +73,7 @@ def bundle_from(
         # Module ids are per process: only the failing process's records describe its dumps.
         selection = choose(found.index, run, options, run.culprit_evidence)
     short = allocation.over_device_memory(run.failure.headline) or (
-        allocation.short_at_run_time(run.failure.headline)
+        excused.run_time_shortfall(run.failure, run.output)
     )
     if short is not None and selection.chosen:
         buffers = allocation.device_report(found.index, selection.chosen[0].module)
