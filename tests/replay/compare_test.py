@@ -147,3 +147,19 @@ def test_a_nan_where_the_reference_has_a_number_is_said_as_such() -> None:
         "2/3 elements differ (max abs error inf, max rel error inf, 1 NaN where the reference "
         "has a number)"
     )
+
+
+def test_a_reference_with_no_value_judges_no_output_there() -> None:
+    # jit_total of tests/programs/wrong_then_lost_peer.py on the ``max`` extreme set (±float64's
+    # largest, in turn): the module, partitioned over 6 devices, summed to NaN; the op-by-op
+    # reference is NaN there too, as the order of that sum decides whether it overflows
+    # (``open_nan``), and an infinity some other order gives is not judged either.
+    for actual in (NAN, INF, -INF, 0.0):
+        result = compare_arrays(np.array(actual), np.array(NAN), open_nan=True)
+        assert result.close and result.unreferenced == 1 and result.max_abs == 0.0
+    # Without it, a NaN reference still judges an infinity, and a number where the
+    # reference is one still judges a NaN (the verdict this case first had).
+    assert compare_arrays(np.array(INF), np.array(NAN)).mismatches == 1
+    assert compare_outputs([np.array(NAN)], [np.array(0.0)], open_nan=True).summary() == (
+        "1/1 elements differ (1 NaN where the reference has a number), first at [] of output 0"
+    )

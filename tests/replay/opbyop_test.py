@@ -9,6 +9,7 @@ import pytest
 
 from xla_bugkit import jaxlib_adapter
 from xla_bugkit.hlo import parser
+from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.child import opbyop
 from xla_bugkit.replay.compare import compare_outputs
 
@@ -153,3 +154,56 @@ def test_an_op_that_fails_to_compile_ahead_is_named_at_its_turn() -> None:
         opbyop.run_op_by_op(
             text, [np.zeros(3, np.float32), np.int32(0)], opbyop.compile_and_run("cpu")
         )
+
+
+# jit_total of tests/programs/wrong_then_lost_peer.py as jaxlib prints it: jnp.sum of the
+# energies, sharded over 6 devices (the op-by-op reference runs it on one).
+TOTAL = """\
+HloModule jit_total, entry_computation_layout={(f64[98310]{0})->f64[]}
+
+region_0.1 {
+  reduce_sum.3 = f64[] parameter(0)
+  reduce_sum.4 = f64[] parameter(1)
+  ROOT reduce_sum.5 = f64[] add(reduce_sum.3, reduce_sum.4)
+}
+
+ENTRY main.2 {
+  energy.1 = f64[98310]{0} parameter(0), sharding={devices=[6]<=[6]}
+  constant.1 = f64[] constant(0)
+  ROOT reduce_sum.7 = f64[] reduce(energy.1, constant.1), dimensions={0}, to_apply=region_0.1
+}
+"""
+
+
+def test_a_sum_whose_order_decides_whether_it_overflows_has_no_reference(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The ``max`` extreme set, as the replay gave it: +max, -max, +max, ... Added in turn it
+    # is 0; XLA's own reduce on one device adds pairs of one sign first and ends in NaN.
+    (x,) = extreme.arrays([(np.dtype(np.float64), (98310,))], "max", 42)
+    run = opbyop.compile_and_run("cpu")
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.cumsum(x)[-1] == 0.0 and np.isnan(np.sum(x.reshape(-1, 2).T, axis=1).sum())
+    (total,) = opbyop.run_op_by_op(TOTAL, [x], run)
+    assert np.isnan(total)
+    said = protocol.markers(capsys.readouterr().out, protocol.UNORDERED)
+    assert said == [
+        "reduce_sum.7 (reduce): at 1 of 1 elements its finite terms' magnitudes add past "
+        "float64's largest value, so the order XLA adds them in decides whether it overflows"
+    ]
+
+
+def test_a_sum_with_one_right_value_keeps_it(capsys: pytest.CaptureFixture[str]) -> None:
+    run = opbyop.compile_and_run("cpu")
+    (tiny,) = extreme.arrays([(np.dtype(np.float64), (98310,))], "tiny", 42)
+    generated = np.random.default_rng(42).standard_normal(98310)
+    # An infinity among the terms is infinite in any order (the ``inf/nan`` set's case).
+    infinite = generated.copy()
+    infinite[7] = np.inf
+    # Terms whose magnitudes come near the largest value without reaching it.
+    near = np.full(98310, np.finfo(np.float64).max / 98310 / 2)
+    near[1::2] *= -1
+    for x in (tiny, generated, infinite, near):
+        (total,) = opbyop.run_op_by_op(TOTAL, [x], run)
+        assert compare_outputs([total], [np.sum(x)]).close and not np.isnan(total)
+    assert protocol.UNORDERED not in capsys.readouterr().out

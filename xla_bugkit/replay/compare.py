@@ -9,7 +9,9 @@ units in the last place of the output's type. A NaN where the reference has none
 reverse) always mismatches, as does an infinity that the reference does not have, with one
 exception: where the reference itself is NaN and the output a number, the reference's own
 arithmetic broke down (an overflow met another: inf - inf, 0 * inf) and proves nothing of
-the output; such elements are counted apart (``unreferenced``), never as mismatches. An
+the output; such elements are counted apart (``unreferenced``), never as mismatches; so is
+any output, an infinity or NaN too, where the reference is NaN because it has no value there
+(``open_nan``: the op-by-op reference of a sum whose order decides whether it overflows). An
 infinite reference is what IEEE arithmetic gives, and a number there still mismatches (XLA
 folding sqrt(abs(x))**2 into abs(x) is such a bug). Integers, booleans and shapes must match
 exactly.
@@ -129,11 +131,13 @@ def compare_arrays(
     output: int = 0,
     scaled: bool = True,
     every_element: bool = False,
+    open_nan: bool = False,
 ) -> Comparison:
     """Compare one output array with its reference; ``output`` prefixes reported indices;
     ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is);
     ``every_element``: a NaN reference is judged too (shrink keeps a failure's
-    class, whatever the reference is)."""
+    class, whatever the reference is); ``open_nan``: a NaN reference judges no output, not
+    even an infinity (the reference has no value there)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
@@ -143,7 +147,8 @@ def compare_arrays(
         abs_err, rel_err = _errors(actual, expected)
         # A NaN reference where the output is a number proves nothing there: not a
         # mismatch, and not the largest error either.
-        no_reference = np.isnan(_as_float(expected)) & np.isfinite(_as_float(actual))
+        no_reference = np.isnan(_as_float(expected))
+        no_reference &= open_nan | np.isfinite(_as_float(actual))
         no_reference &= not every_element
         abs_err = np.where(no_reference, 0.0, abs_err)
         rel_err = np.where(no_reference, 0.0, rel_err)
@@ -206,9 +211,10 @@ def compare_outputs(
     *,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     every_element: bool = False,
+    open_nan: bool = False,
 ) -> Comparison:
-    """Compare every output with its reference and combine the results (``every_element``:
-    as ``compare_arrays``)."""
+    """Compare every output with its reference and combine the results (``every_element``,
+    ``open_nan``: as ``compare_arrays``)."""
     if len(actual) != len(expected):
         return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
     atol = ABS_BOUND if tolerance.atol is None else tolerance.atol
@@ -221,6 +227,7 @@ def compare_outputs(
             output=i,
             scaled=tolerance.atol is None,
             every_element=every_element,
+            open_nan=open_nan,
         )
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]

@@ -290,12 +290,19 @@ def _judge_result(
         None if recorded is None else compare_outputs(outputs, recorded, tolerance=tolerance).close
     )
     found, missing = _references(test, timeout)
+    # Sums whose order decides whether they overflow: the op-by-op reference has no value
+    # there (NaN), and judges no output there.
+    unordered = protocol.markers(test.done.output, protocol.UNORDERED)
     wrong: tuple[str, Comparison] | None = None
     agreeing: list[str] = []
+    unjudged = ""
     for label, arrays in found.items():
-        comparison = compare_outputs(outputs, arrays, tolerance=tolerance)
+        open_nan = label == "op-by-op" and bool(unordered)
+        comparison = compare_outputs(outputs, arrays, tolerance=tolerance, open_nan=open_nan)
         if comparison.close:
             agreeing.append(label)
+            if open_nan and comparison.unreferenced:
+                unjudged = _unjudged(comparison.unreferenced, unordered)
         elif wrong is None:
             wrong = (label, comparison)
     disputed = ""
@@ -330,7 +337,7 @@ def _judge_result(
         evidence = f"ran to completion on the TPU; no reference: {protocol.KERNEL_ONLY}"
         return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, test.inputs, None, {}, matches)
     agreed = ", ".join(agreeing) or NO_REFERENCE
-    evidence = f"ran to completion; result agrees with {agreed}{disputed}"
+    evidence = f"ran to completion; result agrees with {agreed}{disputed}{unjudged}"
     if missing:
         evidence += f" (missing: {'; '.join(missing)})"
     return Verdict(
@@ -341,6 +348,14 @@ def _judge_result(
         None,
         {"reference": agreed},
         matches,
+    )
+
+
+def _unjudged(elements: int, unordered: list[str]) -> str:
+    """What the op-by-op reference left unjudged, and why (its ``protocol.UNORDERED`` lines)."""
+    return (
+        f"; {elements} {'element is' if elements == 1 else 'elements are'} not judged, "
+        f"where a sum has no one right value: {'; '.join(unordered)}"
     )
 
 

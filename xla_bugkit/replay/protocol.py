@@ -26,6 +26,8 @@ INPUTS = f"{MARKER}_INPUTS: "
 UNDER = f"{MARKER}_UNDER: "  # the XLA the child compiles with: "jaxlib 0.10.2"
 # One recorded option (or compile-options field) the child left out (``flags.refusal``).
 WITHHELD = f"{MARKER}_WITHHELD: "
+# A sum whose order decides whether it overflows: the op-by-op reference is NaN there.
+UNORDERED = f"{MARKER}_UNORDERED: "
 
 # The child's exit status when it stops on purpose (anything else is XLA's doing).
 EXIT_NOT_REPLAYABLE = 3

@@ -5,6 +5,13 @@ whose parameters are the instruction's operands (the computations it calls, such
 reduce's ``to_apply`` or a while's body, are copied in). Whole-module optimizations (fusion,
 algebraic simplification across ops, layout changes) therefore never touch the reference.
 
+A sum (a ``reduce`` or ``reduce-window`` whose computation adds) has no order: XLA may add
+its terms in any, and where its finite terms' magnitudes add up past the type's largest
+value, the order decides whether a partial sum overflows (+max, -max, +max, ... is 0 added
+in turn, inf - inf = NaN added pairwise). There the reference has no value: it is NaN, which
+proves nothing of the output (``compare``'s unreferenced elements), and ``run_op_by_op``
+names the sums (``protocol.UNORDERED``).
+
 The module is read through ``hlo.parser``. Runs inside the replay child: it compiles with
 jaxlib.
 """
@@ -30,6 +37,7 @@ from xla_bugkit.hlo.parser import (
     parse_shape,
 )
 from xla_bugkit.proc import usable_cores
+from xla_bugkit.replay import protocol
 
 _INDEX = re.compile(r"\bindex=(\d+)")
 # Partitioning annotations: meaningless on one device, and Shardy's frontend attributes
@@ -37,6 +45,10 @@ _INDEX = re.compile(r"\bindex=(\d+)")
 _PARTITIONING = re.compile(r", (?:sharding|frontend_attributes)=\{")
 # Custom calls that only annotate a value for the partitioners: op by op, the value passes.
 _ANNOTATION = re.compile(r'custom_call_target="(?:Sharding|xla\.sdy\.FuncResultSharding)"')
+# Ops that sum their terms in an order XLA leaves open, when their computation adds.
+_SUMS = ("reduce", "reduce-window")
+_TO_APPLY = re.compile(r"\bto_apply=%?([\w.\-]+)")
+_ADDS = re.compile(r"^\s*ROOT \S+ = \S+ add\(")
 
 
 class OpByOpError(BugkitError):
@@ -170,16 +182,25 @@ def run_op_by_op(text: str, args: Sequence[Value], run: Runner) -> list[np.ndarr
     """Evaluate the entry computation of HLO ``text`` one instruction at a time.
 
     Returns the root's arrays, flattened. Raises ``OpByOpError`` naming the first
-    instruction that cannot run alone.
+    instruction that cannot run alone. A sum whose finite terms can overflow in some order is
+    NaN where they can, and named in a ``protocol.UNORDERED`` line (see the module's
+    docstring).
     """
     module = parse_module(text)
-    values = entry_values(text, args, run)
+    unordered: list[str] = []
+    values = entry_values(text, args, run, unordered=unordered)
+    for said in unordered:
+        protocol.say(protocol.UNORDERED, said)
     root = next((i for i in module.entry if i.is_root), module.entry[-1])
     return leaves(values[root.name])
 
 
-def entry_values(text: str, args: Sequence[Value], run: Runner) -> dict[str, Value]:
-    """The value of every entry instruction of HLO ``text``, each computed on its own."""
+def entry_values(
+    text: str, args: Sequence[Value], run: Runner, *, unordered: list[str] | None = None
+) -> dict[str, Value]:
+    """The value of every entry instruction of HLO ``text``, each computed on its own.
+    ``unordered``: where given, a sum's elements whose finite terms can overflow in some
+    order are NaN, and each such sum is said there (``_unordered``)."""
     module = parse_module(text)
     values: dict[str, Value] = {}
     shapes = {i.name: i.shape for i in module.entry}
@@ -187,7 +208,10 @@ def entry_values(text: str, args: Sequence[Value], run: Runner) -> dict[str, Val
         run.ahead([tiny_module(module, i, shapes) for i in module.entry if _compiled_alone(i)])
     try:
         for instruction in module.entry:
-            values[instruction.name] = _evaluate(module, instruction, values, shapes, args, run)
+            value = _evaluate(module, instruction, values, shapes, args, run)
+            if unordered is not None and _is_sum(module, instruction):
+                value = _settle(module, instruction, value, values, shapes, run, unordered)
+            values[instruction.name] = value
     finally:
         if isinstance(run, CompilingRunner):
             run.close()
@@ -229,3 +253,50 @@ def _evaluate(
     except Exception as e:  # jaxlib's status exceptions and our own BugkitErrors alike
         raise OpByOpError(f"{instruction.name} ({instruction.opcode}) fails alone: {e}") from e
     return _rebuild(parse_shape(instruction.shape), list(outputs))
+
+
+def _is_sum(module: Module, instruction: Instruction) -> bool:
+    """A one-result ``reduce`` or ``reduce-window`` whose computation adds its two terms."""
+    if instruction.opcode not in _SUMS or instruction.shape.startswith("("):
+        return False
+    applied = _TO_APPLY.search(instruction.line)
+    lines = module.computations.get(applied.group(1), []) if applied else []
+    return any(_ADDS.match(line) for line in lines)
+
+
+def _settle(
+    module: Module,
+    instruction: Instruction,
+    value: Value,
+    values: dict[str, Value],
+    shapes: dict[str, str],
+    run: Runner,
+    unordered: list[str],
+) -> Value:
+    """``value``, a sum's, NaN where the magnitudes of its finite terms add past its type's
+    largest value: there some order of adding them overflows and another does not, and XLA
+    may take either. Said in ``unordered`` when any element is."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+        return value
+    terms = [leaf for o in dict.fromkeys(instruction.operands) for leaf in leaves(values[o])]
+    if any(t.dtype.kind != "f" for t in terms) or _bounded(terms, value.dtype):
+        return value
+    magnitudes = [np.where(np.isfinite(t), np.abs(t), 0).astype(t.dtype) for t in terms]
+    (total,) = run(tiny_module(module, instruction, shapes), magnitudes)
+    open_order = np.isinf(total)
+    if not open_order.any():
+        return value
+    unordered.append(
+        f"{instruction.name} ({instruction.opcode}): at {int(open_order.sum())} of "
+        f"{open_order.size} elements its finite terms' magnitudes add past {value.dtype}'s "
+        "largest value, so the order XLA adds them in decides whether it overflows"
+    )
+    return np.where(open_order, np.nan, value).astype(value.dtype)
+
+
+def _bounded(terms: Sequence[np.ndarray], dtype: np.dtype) -> bool:
+    """Whether the terms' finite magnitudes cannot add past ``dtype``'s largest value, in
+    any order or grouping (a check in numpy that spares most sums a second run)."""
+    with np.errstate(over="ignore"):
+        total = sum(float(np.sum(np.abs(t[np.isfinite(t)]), dtype=np.float64)) for t in terms)
+    return total < float(np.finfo(dtype).max) / 2
