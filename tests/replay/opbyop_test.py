@@ -188,8 +188,9 @@ def test_a_sum_whose_order_decides_whether_it_overflows_has_no_reference(
     assert np.isnan(total)
     said = protocol.markers(capsys.readouterr().out, protocol.UNORDERED)
     assert said == [
-        "reduce_sum.7 (reduce): at 1 of 1 elements its finite terms' magnitudes add past "
-        "float64's largest value, so the order XLA adds them in decides whether it overflows"
+        "reduce_sum.7 (reduce): at 1 of 1 elements its finite terms of one sign add past "
+        "float64's largest value and those of the other pull back, so the order XLA adds "
+        "them in decides whether it overflows"
     ]
 
 
@@ -200,10 +201,13 @@ def test_a_sum_with_one_right_value_keeps_it(capsys: pytest.CaptureFixture[str])
     # An infinity among the terms is infinite in any order (the ``inf/nan`` set's case).
     infinite = generated.copy()
     infinite[7] = np.inf
-    # Terms whose magnitudes come near the largest value without reaching it.
-    near = np.full(98310, np.finfo(np.float64).max / 98310 / 2)
+    # Terms of each sign that add up to 0.9 of the largest value: no order overflows.
+    near = np.full(98310, np.finfo(np.float64).max / 98310 * 1.8)
     near[1::2] *= -1
     for x in (tiny, generated, infinite, near):
         (total,) = opbyop.run_op_by_op(TOTAL, [x], run)
         assert compare_outputs([total], [np.sum(x)]).close and not np.isnan(total)
+    # The largest value of one sign only: infinite in any order.
+    (total,) = opbyop.run_op_by_op(TOTAL, [np.full(98310, np.finfo(np.float64).max)], run)
+    assert total == np.inf
     assert protocol.UNORDERED not in capsys.readouterr().out

@@ -13,15 +13,19 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers.dumps import DUMP_FLAGS, Dumped
 
 from xla_bugkit import proc
-from xla_bugkit.failure.classify import Kind, classify
+from xla_bugkit.failure.classify import Kind, Phase, classify
+from xla_bugkit.replay import protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.judge import _judge_result, replay
 from xla_bugkit.replay.options import PLAIN
+from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import Outcome
 
 pytestmark = pytest.mark.jax
@@ -58,7 +62,9 @@ def test_a_sum_that_overflows_in_one_order_only_is_not_a_wrong_result(
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence.startswith("ran to completion; result agrees with op-by-op")
     assert "1 element is not judged, where a sum has no one right value: " in verdict.evidence
-    assert "its finite terms' magnitudes add past float64's largest value" in verdict.evidence
+    assert "reduce): at 1 of 1 elements its finite terms of one sign add past float64's " in (
+        verdict.evidence
+    )
 
 
 def test_the_same_sum_on_ordinary_values_is_still_judged(total: ReplayInput) -> None:
@@ -66,3 +72,30 @@ def test_the_same_sum_on_ordinary_values_is_still_judged(total: ReplayInput) -> 
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence.startswith("ran to completion; result agrees with op-by-op")
     assert "not judged" not in verdict.evidence
+
+
+def test_a_wrong_element_beside_an_unordered_sum_is_still_judged(tmp_path: Path) -> None:
+    # The op-by-op child's own line for jit_total's sum, and a second output wrong at [1].
+    said = (
+        "reduce_sum.7 (reduce): at 1 of 1 elements its finite terms of one sign add past "
+        "float64's largest value and those of the other pull back, so the order XLA adds "
+        "them in decides whether it overflows"
+    )
+    test = [np.array(np.inf), np.array([0.0, 5.0])]
+    reference = [np.array(np.nan), np.array([0.0, 1.0])]
+    protocol.save_arrays(protocol.arrays_path(tmp_path, protocol.TEST), test)
+    protocol.save_arrays(protocol.arrays_path(tmp_path, protocol.OPBYOP), reference)
+    protocol.error_path(tmp_path, protocol.CONSERVATIVE).write_text("not asked")
+    done = proc.Completed(0, f"{protocol.UNORDERED}{said}\n", False, 0.0)
+    child = Child(done, tmp_path, Phase.RUN, "extreme values: max (seed 42)", None, tested=True)
+    verdict = _judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
+    assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
+    assert verdict.numbers["first_indices"] == [[1, 1]]
+    assert verdict.evidence.endswith(
+        f"first at [1] of output 1; 1 element is not judged, where a sum has no one right "
+        f"value: {said}"
+    )
+    # Without the child's line, the NaN reference judges the infinity.
+    child = replace(child, done=proc.Completed(0, "", False, 0.0))
+    verdict = _judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
+    assert verdict.numbers["first_indices"] == [[0], [1, 1]]

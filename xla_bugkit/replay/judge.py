@@ -301,10 +301,10 @@ def _judge_result(
         comparison = compare_outputs(outputs, arrays, tolerance=tolerance, open_nan=open_nan)
         if comparison.close:
             agreeing.append(label)
-            if open_nan and comparison.unreferenced:
-                unjudged = _unjudged(comparison.unreferenced, unordered)
         elif wrong is None:
             wrong = (label, comparison)
+        if open_nan and comparison.unreferenced:
+            unjudged = _unjudged(comparison.unreferenced, unordered)
     disputed = ""
     if wrong is not None and "op-by-op" in agreeing:
         # Whole-module optimizations never touch the op-by-op reference. When it agrees with
@@ -326,6 +326,7 @@ def _judge_result(
         label, comparison = wrong
         numbers = {**comparison.numbers(), "reference": label}
         evidence = f"result differs from the {label} reference: {comparison.summary()}"
+        evidence += unjudged if label == "op-by-op" else ""
         if tolerance != DEFAULT_TOLERANCE:
             evidence += f" (at {tolerance.describe()})"
         outcome = Outcome.REPRODUCED_WRONG if suspected else Outcome.NOT_REPRODUCED

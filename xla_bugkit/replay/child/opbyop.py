@@ -6,9 +6,10 @@ reduce's ``to_apply`` or a while's body, are copied in). Whole-module optimizati
 algebraic simplification across ops, layout changes) therefore never touch the reference.
 
 A sum (a ``reduce`` or ``reduce-window`` whose computation adds) has no order: XLA may add
-its terms in any, and where its finite terms' magnitudes add up past the type's largest
-value, the order decides whether a partial sum overflows (+max, -max, +max, ... is 0 added
-in turn, inf - inf = NaN added pairwise). There the reference has no value: it is NaN, which
+its terms in any, and where its finite terms of one sign add up past the type's largest
+value and those of the other sign pull back, the order decides whether a partial sum
+overflows (+max, -max, +max, ... is 0 added in turn, and NaN when the +max are added first:
+inf - inf). There the reference has no value: it is NaN, which
 proves nothing of the output (``compare``'s unreferenced elements), and ``run_op_by_op``
 names the sums (``protocol.UNORDERED``).
 
@@ -273,30 +274,40 @@ def _settle(
     run: Runner,
     unordered: list[str],
 ) -> Value:
-    """``value``, a sum's, NaN where the magnitudes of its finite terms add past its type's
-    largest value: there some order of adding them overflows and another does not, and XLA
-    may take either. Said in ``unordered`` when any element is."""
+    """``value``, a sum's, NaN where it has terms of both signs and those of one sign add
+    past its type's largest value: there adding that sign's first overflows and adding them
+    in turn need not, and XLA may take either order. (Terms of one sign that overflow do in
+    any order; infinite terms are what they are in any order.) Said in ``unordered``."""
     if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
         return value
     terms = [leaf for o in dict.fromkeys(instruction.operands) for leaf in leaves(values[o])]
     if any(t.dtype.kind != "f" for t in terms) or _bounded(terms, value.dtype):
         return value
-    magnitudes = [np.where(np.isfinite(t), np.abs(t), 0).astype(t.dtype) for t in terms]
-    (total,) = run(tiny_module(module, instruction, shapes), magnitudes)
-    open_order = np.isinf(total)
+    text = tiny_module(module, instruction, shapes)
+    (up,) = run(text, [_sign(t, 1) for t in terms])
+    (down,) = run(text, [_sign(t, -1) for t in terms])
+    open_order = (np.isinf(up) | np.isinf(down)) & (up > 0) & (down > 0)
     if not open_order.any():
         return value
     unordered.append(
         f"{instruction.name} ({instruction.opcode}): at {int(open_order.sum())} of "
-        f"{open_order.size} elements its finite terms' magnitudes add past {value.dtype}'s "
-        "largest value, so the order XLA adds them in decides whether it overflows"
+        f"{open_order.size} elements its finite terms of one sign add past {value.dtype}'s "
+        "largest value and those of the other pull back, so the order XLA adds them in "
+        "decides whether it overflows"
     )
     return np.where(open_order, np.nan, value).astype(value.dtype)
 
 
+def _sign(terms: np.ndarray, sign: int) -> np.ndarray:
+    """The magnitudes of the finite ``terms`` of that sign; 0 for the others."""
+    with np.errstate(invalid="ignore"):
+        chosen = np.isfinite(terms) & (np.sign(terms) == sign)
+    return np.where(chosen, np.abs(terms), 0).astype(terms.dtype)
+
+
 def _bounded(terms: Sequence[np.ndarray], dtype: np.dtype) -> bool:
-    """Whether the terms' finite magnitudes cannot add past ``dtype``'s largest value, in
-    any order or grouping (a check in numpy that spares most sums a second run)."""
+    """Whether the finite terms of each sign cannot add past ``dtype``'s largest value, in
+    any order or grouping (a check in numpy that spares most sums a run of their own)."""
     with np.errstate(over="ignore"):
-        total = sum(float(np.sum(np.abs(t[np.isfinite(t)]), dtype=np.float64)) for t in terms)
-    return total < float(np.finfo(dtype).max) / 2
+        sums = [sum(float(np.sum(_sign(t, s), dtype=np.float64)) for t in terms) for s in (1, -1)]
+    return max(sums) < float(np.finfo(dtype).max) / 2
