@@ -223,6 +223,7 @@ def test_a_cpu_run_records_them_and_its_replay_leaves_them_alone(tmp_path: Path)
     )
     manifest = done.manifest()
     recorded = manifest["libtpu_init_args"]
+    assert len(recorded) == 2, recorded  # collect's own Mosaic dump flag is not the run's
     assert recorded[0] == FLAG and recorded[1].startswith("--xla_jf_dump_to=")
     assert str(Path.home()) not in json.dumps(manifest)  # redacted like the other settings
     assert "**TPU compiler flags:** the run set `LIBTPU_INIT_ARGS` to" in done.text("ISSUE.md")
@@ -230,3 +231,20 @@ def test_a_cpu_run_records_them_and_its_replay_leaves_them_alone(tmp_path: Path)
     assert replays and all(m["outcome"].startswith("reproduced") for m in replays[:1])
     assert not any("LIBTPU" in w for r in replays for w in r.get("withheld", ()))
     assert "\nTPU_ARGS = []\n" in done.text("repro.py")
+
+
+@pytest.mark.jax
+def test_flags_the_program_sets_itself_are_recorded_without_collects_own(tmp_path: Path) -> None:
+    """As TPU scripts often do, the program adds to LIBTPU_INIT_ARGS before importing jax; the
+    record is what its backend started with, less collect's own Mosaic dump flag."""
+    program = Path(__file__).parents[1] / "programs" / "compile_crash.py"
+    code = (
+        "import os, runpy\n"
+        "os.environ['LIBTPU_INIT_ARGS'] += ' --xla_tpu_set_by_program=true'\n"
+        f"runpy.run_path({str(program)!r}, run_name='__main__')\n"
+    )
+    done = run_collect(
+        tmp_path / "b.zip", [sys.executable, "-c", code], env={"LIBTPU_INIT_ARGS": FLAG}
+    )
+    recorded = done.manifest()["libtpu_init_args"]
+    assert recorded == [FLAG, "--xla_tpu_set_by_program=true"], done.stderr

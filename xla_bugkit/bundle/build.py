@@ -96,7 +96,7 @@ def build(
     )
     target = _target(selection.chosen, planned, verdicts, arrays)
     user_flags = [text(f) for f in run.flags_in_force]
-    tpu_args = [text(f) for f in run.tpu_args]
+    tpu_args = [text(f) for f in run.tpu_args_in_force]
     reproducer = _reproducer(
         stage, target, saw, run.failure.kind, (user_flags, tpu_args), notes, run.memory_cap
     )
@@ -242,8 +242,8 @@ def _manifest(
         "notes": notes,
         "files": [],
     }
-    if run.tpu_args:  # absent otherwise: older readers never see it
-        written["libtpu_init_args"] = [text(f) for f in run.tpu_args]
+    if run.tpu_args_in_force:  # absent otherwise: older readers never see it
+        written["libtpu_init_args"] = [text(f) for f in run.tpu_args_in_force]
     return written
 
 

@@ -167,8 +167,8 @@ def _description(
         )
     if run.own_flags:
         paragraphs.append(f"**First:** {issue.plain(run.own_flags)}.")
-    if run.tpu_args:
-        paragraphs.append(_tpu_args_text(run.tpu_args))
+    if run.tpu_args_in_force:
+        paragraphs.append(_tpu_args_text(run.tpu_args_in_force))
     if run.memory_cap:
         paragraphs.append(
             f"The failing process ran with its address space capped at "

@@ -141,7 +141,10 @@ def probe(
     if inp is None:
         return None
     context = RunContext(
-        run.flags_in_force, run.memory_cap, python=run.program_python, tpu_args=run.tpu_args
+        run.flags_in_force,
+        run.memory_cap,
+        python=run.program_python,
+        tpu_args=run.tpu_args_in_force,
     )
     # The module's debug options hold its compile's own options: a replay applies them.
     names = {_name(f) for f in (*own, *options)}

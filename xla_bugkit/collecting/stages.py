@@ -130,7 +130,7 @@ def search_wrong_value(
                 run.memory_cap,
                 python=run.program_python,
                 tolerance=options.tolerance,
-                tpu_args=run.tpu_args,
+                tpu_args=run.tpu_args_in_force,
             ),
         )
 
@@ -272,7 +272,7 @@ def _context(run: RunRecord, selection: Selection, options: CollectOptions) -> R
         framework,
         run.program_python,
         options.tolerance,
-        tpu_args=run.tpu_args,
+        tpu_args=run.tpu_args_in_force,
     )
 
 

@@ -276,6 +276,11 @@ TPU_ENV = "LIBTPU_INIT_ARGS"
 MAX_TPU_ARGS = 200
 
 
+def mosaic_dump_flag(dump_dir: Path) -> str:
+    """collect's own LIBTPU_INIT_ARGS flag: Mosaic's dumps into ``dump_dir``'s ``mosaic``."""
+    return f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"
+
+
 def tpu_args(value: str | None) -> tuple[str, ...]:
     """A LIBTPU_INIT_ARGS value as flags, split as XLA_FLAGS is (``split``)."""
     return tuple(split(value))

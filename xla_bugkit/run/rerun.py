@@ -66,7 +66,7 @@ class RunRecord:
     # "SLURM_PROCID"}: ``collecting.job``); None outside one.
     job: Mapping[str, object] | None = None
     # The TPU compiler's flags the user set (LIBTPU_INIT_ARGS, as given: collect's own Mosaic
-    # dump flag is not among them); a replay on a TPU applies those ``flags.admit_tpu`` allows.
+    # dump flag is not among them); ``tpu_args_in_force`` adds what the program set itself.
     tpu_args: tuple[str, ...] = ()
 
     @property
@@ -89,6 +89,22 @@ class RunRecord:
 
             return flags_in_force(self.culprit.process)
         return self.xla_flags.user_flags
+
+    @property
+    def tpu_args_in_force(self) -> tuple[str, ...]:
+        """The TPU compiler's flags the failing process's backend started with (set by the
+        program itself included), less collect's own Mosaic dump flag; without the hook's
+        records, the user's (``tpu_args``). A replay on a TPU applies those
+        ``flags.admit_tpu`` allows."""
+        env = self.culprit.process.env if self.culprit is not None else {}
+        if flags.TPU_ENV not in env:
+            return self.tpu_args
+        ours = {
+            flags.mosaic_dump_flag(Path(d))
+            for f in self.xla_flags.flags
+            if flags.name_of(f) == "--xla_dump_to" and (d := flags.value_of(f))
+        }
+        return tuple(f for f in flags.tpu_args(env[flags.TPU_ENV]) if f not in ours)
 
     def compile_options(self, label: str) -> tuple[str, ...]:
         """The XLA options the failing process passed to its compile of the module ``label``
@@ -196,7 +212,7 @@ def child_env(
         # traceback tell. With the hook, tracebacks stay as the program prints them.
         env.setdefault("JAX_TRACEBACK_FILTERING", "off")
     # Pallas/Mosaic TPU kernels dump through libtpu's own flags.
-    mosaic = flags.join([f"--xla_mosaic_dump_to={dump_dir / 'mosaic'}"])
+    mosaic = flags.join([flags.mosaic_dump_flag(dump_dir)])
     env["LIBTPU_INIT_ARGS"] = f"{base.get('LIBTPU_INIT_ARGS', '')} {mosaic}".strip()
     env["PYTHONUNBUFFERED"] = "1"
     # XLA names each dump file it writes: the last name before a crash is the culprit's.
