@@ -113,19 +113,31 @@ def test_a_replay_on_the_tpu_gets_them_in_its_environment(
     assert env["LIBTPU_INIT_ARGS"] == FLAG  # the run's, not this machine's
 
 
-def test_a_bundle_without_them_replays_with_none(
+def test_a_bundle_without_them_leaves_the_machines_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bundle written before the field, or by a run that set none, loads as it did."""
+    """A bundle written before the field, or by a run that set none, loads and replays as it
+    did: the verifying machine's own LIBTPU_INIT_ARGS stand."""
     monkeypatch.setenv("LIBTPU_INIT_ARGS", "--xla_tpu_of_the_maintainer=1")
     older = loader.validate(_manifest(RECORDED / "readme_example.zip"))
     assert "libtpu_init_args" not in older
-    assert RunContext.of_manifest(older).tpu_args == ()
+    assert RunContext.of_manifest(older).tpu_args is None
     manifest = _manifest()
     del manifest["libtpu_init_args"]
     inp = _replayed(tmp_path, manifest)
+    assert inp.tpu_args is None
     assert spawn.admitted_tpu_args(inp) == flags.Admitted(())
-    assert child_env((), "tpu")["LIBTPU_INIT_ARGS"] == ""
+    assert child_env((), "tpu")["LIBTPU_INIT_ARGS"] == "--xla_tpu_of_the_maintainer=1"
+
+
+def test_a_run_that_set_none_replays_with_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """collect's own replays: the run's flags, none, in place of this machine's."""
+    monkeypatch.setenv("LIBTPU_INIT_ARGS", "--xla_tpu_x=1")
+    inp = RunContext(tpu_args=()).input(ReplayInput("jit_f", Path("m.pb"), platform="tpu"))
+    assert inp.tpu_args == ()
+    assert (
+        child_env((), "tpu", tpu_args=spawn.admitted_tpu_args(inp).flags)["LIBTPU_INIT_ARGS"] == ""
+    )
 
 
 def test_no_replay_elsewhere_applies_or_withholds_them(monkeypatch: pytest.MonkeyPatch) -> None:

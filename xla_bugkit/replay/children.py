@@ -23,10 +23,10 @@ def child_env(
     platform: str,
     python: str | None = None,
     release: Path | None = None,
-    tpu_args: tuple[str, ...] = (),
+    tpu_args: tuple[str, ...] | None = None,
 ) -> dict[str, str]:
     """The environment of a replay child: ours, with ``xla_flags`` and ``platform`` (on a
-    TPU, ``tpu_args`` are its LIBTPU_INIT_ARGS, in place of ours: the recorded run's);
+    TPU, ``tpu_args``, the recorded run's, are its LIBTPU_INIT_ARGS in place of ours);
     ``python``: the child runs under another interpreter (the program's), which has its own
     jax but maybe not protobuf, which the worker reads protos with: ours is lent to it;
     ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
@@ -34,7 +34,7 @@ def child_env(
     env["XLA_FLAGS"] = flags.join(xla_flags)
     # A TPU module's op-by-op reference runs on the CPU (``worker.run_reference``).
     env["JAX_PLATFORMS"] = "tpu,cpu" if platform == "tpu" else platform
-    if platform == "tpu":
+    if platform == "tpu" and tpu_args is not None:
         env[flags.TPU_ENV] = flags.join(tpu_args)
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
@@ -98,11 +98,14 @@ class Spares:
         return len(self._waiting)
 
     def start(
-        self, platform: str, env_flags: Sequence[str] = (), tpu_args: Sequence[str] = ()
+        self,
+        platform: str,
+        env_flags: Sequence[str] = (),
+        tpu_args: tuple[str, ...] | None = None,
     ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
         ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``."""
-        env = child_env(tuple(env_flags), platform, tpu_args=tuple(tpu_args))
+        env = child_env(tuple(env_flags), platform, tpu_args=tpu_args)
         waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
         self._waiting.append((env, waiting))
 

@@ -45,8 +45,8 @@ class RunContext:
     release: Release | None = None
     # The jaxlib the run compiled with, as a bundle records it (None: this one's).
     jaxlib: str | None = None
-    # The TPU compiler's flags the run set (LIBTPU_INIT_ARGS), as recorded.
-    tpu_args: tuple[str, ...] = ()
+    # The TPU compiler's flags the run set (LIBTPU_INIT_ARGS), as recorded; None: not recorded.
+    tpu_args: tuple[str, ...] | None = None
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> RunContext:
@@ -58,7 +58,7 @@ class RunContext:
             cap if isinstance(cap, int) else None,
             frameworks.of_record(manifest.get("framework")),
             jaxlib=jaxlib if isinstance(jaxlib, str) else None,
-            tpu_args=tuple(manifest.get("libtpu_init_args", ())),
+            tpu_args=_tpu_args(manifest),
         )
 
     def input(self, inp: ReplayInput) -> ReplayInput:
@@ -71,7 +71,7 @@ class RunContext:
             python=python or self.python or inp.python,
             tolerance=self.tolerance,
             release=release,
-            tpu_args=self.tpu_args or inp.tpu_args,
+            tpu_args=inp.tpu_args if self.tpu_args is None else self.tpu_args,
         )
         if self.fake_data:
             inp = replace(inp, snapshot=None)
@@ -94,6 +94,13 @@ class RunContext:
 
 # A module with no record of its run (a dump folder): its own debug options, the machine's
 # memory policy, jaxlib.
+def _tpu_args(manifest: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A bundle's LIBTPU_INIT_ARGS: None where it has none (a run that set none, or an older
+    xla-bugkit's), and the machine's stand, as they did before the bundle recorded them."""
+    recorded = manifest.get("libtpu_init_args")
+    return tuple(recorded) if isinstance(recorded, list) else None
+
+
 UNRECORDED: RunContext = RunContext()
 
 

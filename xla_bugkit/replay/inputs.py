@@ -49,8 +49,9 @@ class ReplayInput:
     compile_options: Path | None = None  # the PJRT folder's compile_options.pb
     xla_flags: tuple[str, ...] = ()  # recorded XLA flags, dump flags already removed
     # The TPU compiler's flags of the run (LIBTPU_INIT_ARGS), as recorded: a replay on a TPU
-    # applies those ``flags.admit_tpu`` allows, and no other replay any.
-    tpu_args: tuple[str, ...] = ()
+    # applies those ``flags.admit_tpu`` allows, and no other replay any. None: none recorded
+    # (a dump replayed by hand, an older bundle): the environment's stand.
+    tpu_args: tuple[str, ...] | None = None
     platform: str = "cpu"
     # xla_flags were given by hand: they replace every recorded flag, including the debug
     # options and overrides recorded in compile_options.pb.

@@ -65,9 +65,8 @@ def _spawn(
 ) -> Child:
     out = Path(spec["out"])
     release = inp.release.path if inp.release is not None else None
-    env = child_env(
-        tuple(env_flags), inp.platform, inp.python, release, admitted_tpu_args(inp).flags
-    )
+    tpu_args = admitted_tpu_args(inp).flags if inp.tpu_args is not None else None
+    env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args)
     # Spares run this interpreter and jaxlib: a replay under another starts afresh.
     ours = inp.python is None and inp.release is None
     waiting = spares.take(env) if spares is not None and ours else None
@@ -170,8 +169,8 @@ def admitted_flags(inp: ReplayInput) -> flags.Admitted:
 def admitted_tpu_args(inp: ReplayInput) -> flags.Admitted:
     """The run's LIBTPU_INIT_ARGS a replay of ``inp`` applies: on a TPU, those
     ``flags.admit_tpu`` allows (the rest withheld, and said); elsewhere none, and none
-    withheld (no TPU compiler reads them)."""
-    if inp.platform != "tpu":
+    withheld (no TPU compiler reads them), as where none were recorded."""
+    if inp.platform != "tpu" or inp.tpu_args is None:
         return flags.Admitted(())
     return flags.admit_tpu(inp.tpu_args)
 
