@@ -60,14 +60,18 @@ def test_outputs_computed_without_an_error_carry_none(tmp_path: Path) -> None:
 
 @pytest.mark.jax
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["", "in-a-function"])
 def test_a_caught_out_of_memory_read_from_the_outputs_reproduces_as_out_of_memory(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """tests/programs/caught_oom.py caps its memory, meets XLA's RESOURCE_EXHAUSTED at
     ``block_until_ready()``, says so in its own words and exits 3. Before, the hook took the
     failed outputs for ready, the run for a non-XLA failure, and the replay's identical
-    status for a failure of another kind ("not reproduced")."""
-    c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "caught_oom.py")])
+    status for a failure of another kind ("not reproduced"). ``in-a-function``: the failed
+    output dropped as sys.exit unwinds, and jax's INFO line quoting a status (its probe for
+    a TPU) under the program's own logging, which was taken for the failure."""
+    program = [sys.executable, str(PROGRAMS / "caught_oom.py"), *([how] if how else [])]
+    c = run_collect(tmp_path / "b.zip", program)
     assert c.returncode == 0, c.stderr
     failure = c.manifest()["failure"]
     assert failure["kind"] == "runtime error", failure
@@ -77,6 +81,7 @@ def test_a_caught_out_of_memory_read_from_the_outputs_reproduces_as_out_of_memor
     # What it rests on: the process's record, and the program's own last words.
     assert "recorded that XLA raised while running jit(build_table)" in failure["evidence"]
     assert "lookup table build failed: not enough memory for 696M rows" in failure["evidence"]
+    assert "libtpu" not in c.stderr.split("xla-bugkit:", 1)[-1]
     (module,) = [m for m in c.manifest()["modules"] if "build_table" in m["label"]]
     assert module["replay"]["outcome"] == "reproduced: error", module["replay"]
     # Reproduced, and still no XLA bug: the allocation alone is over the program's own cap.

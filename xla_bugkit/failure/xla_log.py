@@ -87,6 +87,13 @@ def log_env(base: Mapping[str, str]) -> dict[str, str]:
 # The start of a line XLA logs at INFO or WARNING ("I1206 09:03:43.455885 ..."): it says how
 # things went, never how the program failed.
 INFO_OR_WARNING = r"[IW]\d{4} \d\d:\d\d:\d\d"
+# A line Python's logging wrote below ERROR, in the formats programs give it: the level is a
+# word of its own before the message ("INFO:jax._src.xla_bridge:Unable to initialize backend
+# 'tpu': INTERNAL: Failed to open libtpu.so: ...", as every CPU-only process logs once it calls
+# logging.basicConfig(level=logging.INFO); "2026-12-06 15:37:07,153 - jax._src.xla_bridge -
+# INFO - ...", "[...][jax][WARNING] ...", "... | INFO     | mod:fn:12 - ..."). Used as a
+# prefix: what follows the level is the message.
+PY_LOGGED_BELOW_ERROR = r"(?:[^\n]*?[\[\s|:-])?(?:DEBUG|INFO|WARNING|WARN)[\]\s|:-]"
 _INFO_LINE = rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "
 _DUMPING_BYTES = rf"[^\n]*\] {_DUMPING_WORDS}".encode()
 

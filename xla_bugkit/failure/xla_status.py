@@ -96,9 +96,14 @@ _BARE_STATUS_RE = re.compile(rf"^(?P<code>{STATUS}): (?P<msg>.*)$", re.M)
 # XLA's status quoted in a program's own words: "job failed in XLA: INTERNAL: ...". Not in a
 # line XLA logs at INFO or WARNING ("I1206 09:03:43.455885 519 preemption_sync_manager.cc:115]
 # ... CANCELLED: Preemption notifier is being deleted", as every jax.distributed process that
-# shuts down logs): such a line says how things went, never how the program failed.
+# shuts down logs), nor in one Python's logging wrote below ERROR (jax's "Unable to initialize
+# backend 'tpu': INTERNAL: ..." under the program's own logging.basicConfig): such a line says
+# how things went, never how the program failed.
 _QUOTED_STATUS_RE = re.compile(
-    rf"^(?!{xla_log.INFO_OR_WARNING})[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$", re.M
+    rf"^(?!{xla_log.INFO_OR_WARNING})"
+    rf"(?!{xla_log.PY_LOGGED_BELOW_ERROR}[^\n]*?: (?:{STATUS}): )"
+    rf"[^\n]*?: (?P<code>{STATUS}): (?P<msg>.*)$",
+    re.M,
 )
 DISPATCH = "Error dispatching computation: "
 

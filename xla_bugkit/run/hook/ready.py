@@ -87,6 +87,12 @@ _WATCHED: list[tuple[int, list[Any]]] = []
 _SETTLING = threading.Lock()
 
 
+def settle(recorder: Any) -> None:
+    """One pass now, from the program's own thread: ``ending`` calls it as the program asks
+    sys.exit to end it, while the outputs it read are still alive."""
+    _settle(recorder)
+
+
 def _settle(recorder: Any) -> bool:
     """Write ``ready`` for each watched execution whose outputs are computed, with the
     error that computing them raised; whether any is still being computed."""
