@@ -64,16 +64,17 @@ def watch(recorder: Any, n: int, arrays: list[Any]) -> None:
             _watcher.append(thread)
             # A program that reads a failed output and exits at once (its own message, then
             # sys.exit) ends before the next poll: the last pass is at exit.
-            atexit.register(_settle, recorder)
+            atexit.register(settle, recorder)
 
 
 def _wait(recorder: Any) -> None:
     """Poll, never block in jaxlib: a daemon thread that waits inside jaxlib when the
     interpreter exits is unwound through jaxlib's C++ frames and aborts the process
     ("FATAL: exception not rethrown"). ``is_ready`` keeps the interpreter's lock, and the
-    waits between polls are the interpreter's own."""
+    waits between polls are the interpreter's own; so the error of an output is read only
+    from the program's own threads (``settle``), never here: reading it waits in jaxlib."""
     while True:
-        if _settle(recorder):
+        if _settle(recorder, errors=False):
             time.sleep(POLL_SECONDS)
         else:
             first = _PENDING.get()  # nothing under way: wait for the next execution
@@ -81,21 +82,30 @@ def _wait(recorder: Any) -> None:
                 _WATCHED.append(first)
 
 
-# The executions whose outputs were being computed at the last pass, and the lock of a pass
-# (the watcher's, or the last one at exit).
+# The executions whose outputs were being computed at the last pass; those the watcher found
+# computed, whose error (if any) a pass from the program's own thread reads; the lock of a
+# pass (the watcher's, or one from the program's thread: its sys.exit, atexit).
 _WATCHED: list[tuple[int, list[Any]]] = []
+_UNREAD: list[tuple[int, list[Any]]] = []
 _SETTLING = threading.Lock()
 
 
 def settle(recorder: Any) -> None:
-    """One pass now, from the program's own thread: ``ending`` calls it as the program asks
-    sys.exit to end it, while the outputs it read are still alive."""
-    _settle(recorder)
+    """One pass now, from the program's own thread, errors read: ``ending`` calls it as the
+    program asks sys.exit to end it, while the outputs it read are still alive; atexit, for
+    outputs still held then."""
+    _settle(recorder, errors=True)
+    with _SETTLING:
+        for n, refs in _UNREAD:
+            if (error := failed([a for ref in refs if (a := ref()) is not None])) is not None:
+                recorder.write("ready", n=n, error=error)
+        _UNREAD.clear()
 
 
-def _settle(recorder: Any) -> bool:
+def _settle(recorder: Any, *, errors: bool) -> bool:
     """Write ``ready`` for each watched execution whose outputs are computed, with the
-    error that computing them raised; whether any is still being computed."""
+    error that computing them raised where ``errors`` (else kept in ``_UNREAD`` for a pass
+    that reads it); whether any is still being computed."""
     with _SETTLING:
         with contextlib.suppress(queue.Empty):
             while True:
@@ -104,12 +114,27 @@ def _settle(recorder: Any) -> bool:
         for n, refs in _WATCHED:
             if not _computed(refs):
                 still.append((n, refs))
+            elif not errors:
+                recorder.write("ready", n=n)
+                _keep_unread(n, refs)
             elif (error := failed([a for ref in refs if (a := ref()) is not None])) is not None:
                 recorder.write("ready", n=n, error=error)
             else:
                 recorder.write("ready", n=n)
         _WATCHED[:] = still
         return bool(still)
+
+
+def _keep_unread(n: int, refs: list[Any]) -> None:
+    """Keep execution ``n``'s outputs for a pass that reads their error: at most
+    ``_UNREAD_KEPT`` (a long loop's steps are many), the latest, those the program still holds."""
+    _UNREAD.append((n, refs))
+    if len(_UNREAD) > _UNREAD_KEPT:
+        _UNREAD[:] = [(m, r) for m, r in _UNREAD if any(ref() is not None for ref in r)]
+        del _UNREAD[: max(0, len(_UNREAD) - _UNREAD_KEPT // 2)]
+
+
+_UNREAD_KEPT = 256
 
 
 def _computed(refs: list[Any]) -> bool:
