@@ -92,8 +92,6 @@ class RunContext:
         return capped(memory_limit(inp.platform), self.memory_cap)
 
 
-# A module with no record of its run (a dump folder): its own debug options, the machine's
-# memory policy, jaxlib.
 def _tpu_args(manifest: Mapping[str, Any]) -> tuple[str, ...] | None:
     """A bundle's LIBTPU_INIT_ARGS: None where it has none (a run that set none, or an older
     xla-bugkit's), and the machine's stand, as they did before the bundle recorded them."""
@@ -101,6 +99,8 @@ def _tpu_args(manifest: Mapping[str, Any]) -> tuple[str, ...] | None:
     return tuple(recorded) if isinstance(recorded, list) else None
 
 
+# A module with no record of its run (a dump folder): its own debug options, the machine's
+# memory policy, jaxlib.
 UNRECORDED: RunContext = RunContext()
 
 
