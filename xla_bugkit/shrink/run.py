@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import __version__, config
+from xla_bugkit import config
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
