@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from xla_bugkit import _lazy
-
-__version__ = "0.1.0"
+from xla_bugkit._version import __version__
 
 __all__ = [
     "CollectOptions",

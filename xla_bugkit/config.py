@@ -101,3 +101,12 @@ def parse_duration(text: str) -> float | None:
     if found is None or float(found.group("n")) <= 0:
         return None
     return float(found.group("n")) * _UNITS[found.group("unit")]
+
+
+def parse_budget(text: str) -> float:
+    """A shrink's ``--budget`` (``"10m"``, ``"90s"``, ``"1h"`` or plain seconds) as seconds,
+    read alike by ``shrink`` and ``collect --shrink``."""
+    seconds = parse_duration(text)
+    if seconds is None:
+        raise BugkitError(f"--budget {text!r}: give a duration such as 10m, 90s or 1h")
+    return seconds

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.bisect import cache
-from xla_bugkit.bisect.releases import from_folder, key
 from xla_bugkit.jaxlib_adapter import jaxlib_version
+from xla_bugkit.releases import cache
+from xla_bugkit.releases.index import from_folder, key
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))

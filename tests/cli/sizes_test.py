@@ -11,10 +11,10 @@ import pytest
 from helpers.programs import PROGRAMS, run_collect
 
 from xla_bugkit import config
-from xla_bugkit.bisect import cache
 from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import CollectOptions, rebundle_command
 from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.releases import cache
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from xla_bugkit.cli.main import main
+from xla_bugkit.config import parse_budget
 from xla_bugkit.errors import BugkitError, ExitCode
-from xla_bugkit.shrink.run import default_output, parse_budget, parse_only
+from xla_bugkit.shrink.run import default_output, parse_only
 
 
 def test_budgets() -> None:

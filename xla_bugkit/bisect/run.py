@@ -1,5 +1,6 @@
 """Bisect one module over jaxlib releases: each probe replays it, in a child, under a release
-from the cache (``cache``), and is judged against the recorded failure as ``verify`` judges.
+from the cache (``releases.cache``), and is judged against the recorded failure as ``verify``
+judges.
 
 The module goes as the bundle carries it: the before-optimizations proto (never an optimized
 module, which other releases abort on), with the recorded flags less those a release does
@@ -18,24 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import archive, config, jaxlib_adapter
-from xla_bugkit.bisect import cache, releases
-from xla_bugkit.bisect.carrier import with_text
 from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.bundle.manifest import (
     Manifest,
     file_entries,
     open_bundle,
+    pick_module,
     renamed,
     reseal,
     validate,
     write_manifest,
 )
 from xla_bugkit.bundle.output import check_output
+from xla_bugkit.convert.carrier import with_text
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
+from xla_bugkit.releases import cache, index
 from xla_bugkit.replay import ReplayInput, ReplayOptions, RunContext, replay_input, replay_module
-from xla_bugkit.shrink.run import pick_module
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
@@ -51,11 +52,11 @@ class Range:
     # Another interpreter, for the releases built only for it (``--python``).
     python: str | None = None
 
-    def listing(self) -> releases.Releases:
+    def listing(self) -> index.Releases:
         if self.wheels is not None:
-            found = releases.from_folder(self.wheels, self.python)
+            found = index.from_folder(self.wheels, self.python)
         else:
-            found = releases.from_index(self.python)
+            found = index.from_index(self.python)
         installed = jaxlib_adapter.jaxlib_version()
         chosen = found.with_installed(installed).between(self.low, self.high)
         if not chosen.tried:

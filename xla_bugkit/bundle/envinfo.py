@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import installed
 from xla_bugkit.bundle.devices import capture, jax_devices, nvidia_smi, ptxas
 from xla_bugkit.bundle.installed import NOT_INSTALLED, dist_version

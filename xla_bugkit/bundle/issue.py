@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import installed
 
 TEMPLATE = "issue.md"

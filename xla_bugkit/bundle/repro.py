@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError

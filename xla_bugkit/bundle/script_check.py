@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import issue
 from xla_bugkit.hlo import flags
 

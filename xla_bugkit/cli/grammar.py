@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Protocol
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.cli import options
 from xla_bugkit.cli.commands import (
     bisect,

@@ -123,10 +123,7 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
             "(XLA_FLAGS is split at spaces): use \\s or . instead"
         )
     if options.shrink is not None:
-        # Imported here: shrink pulls in ml_dtypes (~1 s), which a collect without it never needs.
-        from xla_bugkit.shrink.run import parse_budget
-
-        parse_budget(options.shrink)
+        config.parse_budget(options.shrink)
     if options.snapshots is not None and options.snapshots not in capture.MODES:
         raise BugkitError(f"--snapshots must be one of {', '.join(capture.MODES)}")
     if options.max_dump_size <= 0:

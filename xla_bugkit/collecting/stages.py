@@ -344,12 +344,12 @@ def exit_code(
 def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | None:
     """``collect --shrink``: the written bundle, shrunk in place (its modules all stay, the
     shrunk one is added); None when it was not shrunk, the bundle then left as it was."""
-    from xla_bugkit.shrink.run import parse_budget, shrink_in_place
+    from xla_bugkit.shrink.run import shrink_in_place
     from xla_bugkit.shrink.shrinker import ShrinkOptions
 
     assert options.shrink is not None
     shrink_options = ShrinkOptions(
-        budget=parse_budget(options.shrink), timeout=options.replay_timeout
+        budget=config.parse_budget(options.shrink), timeout=options.replay_timeout
     )
     try:
         written = shrink_in_place(bundle, options=shrink_options, ui=ui)

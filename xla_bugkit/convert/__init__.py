@@ -8,6 +8,8 @@ the output's from OUT's suffix or ``--to``.
 The input may come from anyone: the parent reads it with protobuf alone, and jaxlib parses
 it in a child (``child``) under the replay's memory limit and a timeout, so that a CHECK in
 XLA's parser stays there. OUT is written only when the child succeeded, all at once.
+
+``carrier`` hands a replay under an older release the module as that metadata-free text.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class ReplayInput:
     # The jaxlib release to replay under (bisect, verify --jaxlib); None: the interpreter's.
     release: Release | None = None
     # The module as metadata-free text (``convert --to hlo-short``), for a release that
-    # cannot read the proto: older ones (``with_text_carrier``). Never taken from a bundle.
+    # cannot read the proto: older ones (``convert.carrier``). Never taken from a bundle.
     hlo_text: Path | None = None
     # The kernels XLA's autotuner chose in the run (a GPU module's autotune_results.pbtxt):
     # replayed with them, the GPU compile picks what the run picked.

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from xla_bugkit import __version__, config
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle import manifest as mf
 from xla_bugkit.bundle import members
-from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle
+from xla_bugkit.bundle.manifest import Manifest, ModuleEntry, open_bundle, pick_module
+from xla_bugkit.bundle.manifest.pick import SHRUNK
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, Phase
@@ -37,16 +36,6 @@ from xla_bugkit.shrink.result import ShrinkResult
 from xla_bugkit.shrink.shrinker import STAGES, ShrinkOptions, shrink
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome
-
-SHRUNK = ".shrunk"
-
-
-def parse_budget(text: str) -> float:
-    """``"10m"``, ``"90s"``, ``"1h"`` or plain seconds, as seconds."""
-    seconds = config.parse_duration(text)
-    if seconds is None:
-        raise BugkitError(f"--budget {text!r}: give a duration such as 10m, 90s or 1h")
-    return seconds
 
 
 def parse_only(text: str) -> tuple[str, ...]:
@@ -90,21 +79,6 @@ def default_output(target: Path, *, keep_format: bool = False) -> Path:
             kept = suffix if keep_format else written
             return target.with_name(name[: -len(suffix)] + SHRUNK + kept)
     return target.with_name(name + SHRUNK + ".zip")
-
-
-def pick_module(modules: Sequence[ModuleEntry], module_re: str | None) -> ModuleEntry:
-    """The module a bundle is about: the first that reproduced (``module_re`` narrows the
-    choice), never a shrunk one."""
-    pattern = re.compile(module_re) if module_re else None
-    found = [
-        m
-        for m in modules
-        if not m["label"].endswith(SHRUNK) and (pattern is None or pattern.search(m["label"]))
-    ]
-    if not found:
-        raise BugkitError(f"no module of the bundle matches {module_re!r}")
-    reproduced = [m for m in found if (m["replay"] or {}).get("outcome", "").startswith("repro")]
-    return (reproduced or found)[0]
 
 
 def shrink_bundle(

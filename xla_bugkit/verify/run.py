@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
-from xla_bugkit.bisect import carrier
 from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.installed import install_command
 from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
+from xla_bugkit.convert import carrier
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
     Release,

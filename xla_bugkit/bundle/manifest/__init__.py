@@ -6,7 +6,8 @@ extraction, driven by the manifest's sizes and sha256s, that ``verify`` and ``re
 share; ``check_bundle`` makes the same checks with nothing written, for ``show``.
 
 ``schema`` holds the shape, ``write`` writes it, ``checks`` says what each key must hold,
-``loader`` validates and loads, ``integrity`` opens a bundle and checks its files.
+``loader`` validates and loads, ``integrity`` opens a bundle and checks its files, ``pick``
+chooses the module a command on the bundle is about.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from xla_bugkit.bundle.manifest.integrity import (
     reseal,
 )
 from xla_bugkit.bundle.manifest.loader import load_manifest, read_manifest, validate
+from xla_bugkit.bundle.manifest.pick import pick_module
 from xla_bugkit.bundle.manifest.schema import (
     MANIFEST_LIMIT,
     SCHEMA_VERSION,
@@ -60,6 +62,7 @@ __all__ = [
     "load_manifest",
     "now",
     "open_bundle",
+    "pick_module",
     "read_manifest",
     "renamed",
     "reseal",

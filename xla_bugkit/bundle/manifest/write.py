@@ -7,7 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from xla_bugkit import __version__, filememo
+from xla_bugkit import filememo
+from xla_bugkit._version import __version__
 from xla_bugkit.bundle.manifest.schema import FileEntry, Manifest
 from xla_bugkit.bundle.members import MANIFEST
 

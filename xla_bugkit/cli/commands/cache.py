@@ -1,5 +1,5 @@
 """``xla-bugkit cache``: the jaxlib releases that ``bisect`` and ``verify --jaxlib`` keep
-unpacked (``bisect.cache``), and ``--clear`` to remove them."""
+unpacked (``releases.cache``), and ``--clear`` to remove them."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ui: Ui) -> int:
-    from xla_bugkit.bisect import cache, releases
+    from xla_bugkit.releases import cache, index
 
     where = cache.root() / "releases"
     if args.clear:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
         return ExitCode.OK
     held = cache.entries()
     print(f"{where}: limit {cache.limit() / 1e9:g} GB (${cache.LIMIT_ENV})")
-    ours = releases.python_tag()
+    ours = index.python_tag()
     for e in reversed(held):  # the newest use first
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))
         other = f"  for {e.python_tag}" if e.python_tag != ours else ""

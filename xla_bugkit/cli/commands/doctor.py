@@ -14,7 +14,7 @@ import pkgutil
 import sys
 from dataclasses import asdict, dataclass, field
 
-from xla_bugkit import __version__
+from xla_bugkit._version import __version__
 from xla_bugkit.cli import options
 from xla_bugkit.errors import REINSTALL, ExitCode
 from xla_bugkit.ui import Ui

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from xla_bugkit import config
 from xla_bugkit.cli import options
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.ui import Ui
@@ -67,13 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ui: Ui) -> int:
     """Shrink, write the bundle, print the findings (or ``--json``, the shrink record)."""
-    from xla_bugkit.shrink.run import (
-        default_output,
-        parse_budget,
-        parse_only,
-        shrink_bundle,
-        shrink_dump,
-    )
+    from xla_bugkit.shrink.run import default_output, parse_only, shrink_bundle, shrink_dump
     from xla_bugkit.shrink.shrinker import ShrinkOptions
 
     target: Path = args.target
@@ -82,7 +77,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
     if args.probe_timeout is not None and not args.probe_timeout > 0:
         raise BugkitError("--probe-timeout must be a number of seconds above 0")
     shrink_options = ShrinkOptions(
-        budget=parse_budget(args.budget),
+        budget=config.parse_budget(args.budget),
         max_probes=args.max_probes,
         stages=parse_only(args.only),
         timeout=args.timeout,

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
     ``--jaxlib``: replay under that release (from ``--wheels``, or through pip) instead, under
     the interpreter ``--python`` when given (a release built only for a newer Python)."""
     from xla_bugkit import jaxlib_adapter
-    from xla_bugkit.bisect import cache
+    from xla_bugkit.releases import cache
     from xla_bugkit.verify import verify_bundle
 
     jaxlib, wheels, python = args.jaxlib, args.wheels, args.python

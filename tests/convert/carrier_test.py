@@ -2,7 +2,7 @@
 
 Releases before 0.6 reject a recent ``.hlo.pb`` ("Instruction with id > INT_MAX") and cannot
 parse a recent ``pjrt/module.mlir``; ``verify --jaxlib`` and ``bisect`` give the replay child
-the module as metadata-free text too (``bisect.carrier``). Here the installed jaxlib is given
+the module as metadata-free text too (``convert.carrier``). Here the installed jaxlib is given
 a proto it cannot load (its entry computation is missing) beside the real module's text and
 an MLIR file it cannot parse: it must replay the text, say so, and leave the MLIR alone.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xla_bugkit.bisect import carrier
+from xla_bugkit.convert import carrier
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.inputs import ReplayInput

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.bisect import releases
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.releases import index
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +57,11 @@ def test_an_old_pip_lists_the_releases_from_the_users_configuration(
     old = _pip_version(venv_python)
     _wheels(find_links, "cp311", "0.10.2", "0.10.1", "0.9.0.1", "0.4.30")
     (find_links / "jaxlib-0.11.0rc1-cp311-cp311-manylinux2014_x86_64.whl").write_bytes(b"")
-    found = releases._index_versions(None, str(venv_python))
+    found = index._index_versions(None, str(venv_python))
     assert found == {"0.10.2", "0.10.1", "0.9.0.1", "0.4.30"}, old
     # The releases only a newer Python can load: pip's own --python-version filter.
     _wheels(find_links, "cp312", "0.12.0")
-    assert releases._index_versions("3.12", str(venv_python)) == {"0.12.0"}
+    assert index._index_versions("3.12", str(venv_python)) == {"0.12.0"}
 
 
 def test_the_bundled_pip_is_one_without_json(venv_python: Path) -> None:
@@ -73,7 +73,7 @@ def test_the_bundled_pip_is_one_without_json(venv_python: Path) -> None:
 
 def test_no_release_found_is_said_with_pips_own_words(venv_python: Path, find_links: Path) -> None:
     with pytest.raises(BugkitError) as e:
-        releases._index_versions(None, str(venv_python))
+        index._index_versions(None, str(venv_python))
     said = str(e.value)
     assert said.startswith("cannot list jaxlib releases through pip (")
     assert "No matching distribution found for jaxlib" in said

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.bisect import cache, releases
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import BugkitError, ExitCode
+from xla_bugkit.releases import cache, index
 
-TAG = releases.python_tag()
+TAG = index.python_tag()
 
 
 def wheel(folder: Path, name: str, members: dict[str, bytes]) -> Path:
@@ -39,7 +39,7 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def on_x86(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(releases.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(index.platform, "machine", lambda: "x86_64")
 
 
 def test_a_folder_lists_what_this_interpreter_can_load_and_says_why_not_the_rest(
@@ -53,7 +53,7 @@ def test_a_folder_lists_what_this_interpreter_can_load_and_says_why_not_the_rest
     release_wheels(wheels, "0.11.0", tag="cp399")  # another Python's
     release_wheels(wheels, "0.7.2", jax=False)
     (wheels / "notes.txt").write_text("not a wheel")
-    found = releases.from_folder(wheels)
+    found = index.from_folder(wheels)
     assert found.tried == ("0.8.1", "0.9.0.1", "0.10.2")  # in version order, not by name
     why = dict(found.untried)
     assert why["0.4.13"].startswith("older than 0.4.18")
@@ -184,7 +184,7 @@ def test_a_bad_limit_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def python312(monkeypatch: pytest.MonkeyPatch) -> str:
     """An interpreter that says it is Python 3.12 (only its version is asked)."""
-    monkeypatch.setattr(releases, "_version_of", lambda python: "3.12")
+    monkeypatch.setattr(index, "_version_of", lambda python: "3.12")
     return "/opt/python3.12/bin/python3"
 
 
@@ -197,10 +197,10 @@ def test_releases_built_only_for_a_newer_python_are_tried_under_it(
     release_wheels(wheels, "0.12.0.1", tag="cp312", jax=False)
     wheel(wheels, "jax-0.12.0-py3-none-any.whl", {"jax/__init__.py": b""})  # patch release
     release_wheels(wheels, "0.13.0", tag="cp313")
-    without = releases.from_folder(wheels)
+    without = index.from_folder(wheels)
     assert without.tried == ("0.10.2",) and without.elsewhere == {}
     assert dict(without.untried)["0.12.0.1"].startswith("a cp312 wheel: give --python")
-    found = releases.from_folder(wheels, python312)
+    found = index.from_folder(wheels, python312)
     assert found.tried == ("0.10.2", "0.12.0.1")
     assert found.elsewhere == {"0.12.0.1": python312}
     assert dict(found.untried)["0.13.0"] == "a cp313 wheel"
@@ -225,7 +225,7 @@ def test_a_newer_pythons_release_comes_with_its_own_dependencies(
     ):
         dist = name.split("-")[0]
         wheel(wheels, name, {f"{dist}/__init__.py": name.encode()})
-    chosen = [p.name for p in releases.wheels_for(wheels, "0.12.0", python312)]
+    chosen = [p.name for p in index.wheels_for(wheels, "0.12.0", python312)]
     assert chosen[:2] == [f"jaxlib-0.12.0-cp312-cp312-{machine}.whl", "jax-0.12.0-py3-none-any.whl"]
     assert sorted(chosen[2:]) == [
         f"ml_dtypes-0.7.0-cp312-cp312-{machine}.whl",
@@ -258,8 +258,8 @@ def test_a_release_before_numpy_2_comes_with_numpy_1_and_its_company(
     ):
         dist = name.split("-")[0]
         wheel(wheels, name, {f"{dist}/__init__.py": name.encode()})
-    assert releases.needs_numpy_1("0.4.29") and not releases.needs_numpy_1("0.4.30")
-    chosen = [p.name for p in releases.wheels_for(wheels, "0.4.20")]
+    assert index.needs_numpy_1("0.4.29") and not index.needs_numpy_1("0.4.30")
+    chosen = [p.name for p in index.wheels_for(wheels, "0.4.20")]
     assert sorted(chosen[2:]) == [
         f"ml_dtypes-0.5.4-{TAG}-{TAG}-{machine}.whl",
         f"numpy-1.26.4-{TAG}-{TAG}-{machine}.whl",
@@ -268,7 +268,7 @@ def test_a_release_before_numpy_2_comes_with_numpy_1_and_its_company(
     got = cache.release("0.4.20", wheels)
     assert (got.path / "numpy" / "__init__.py").read_text().startswith("numpy-1.26.4-")
     # A release made for numpy 2 keeps this interpreter's.
-    assert len(releases.wheels_for(wheels, "0.8.1")) == 2
+    assert len(index.wheels_for(wheels, "0.8.1")) == 2
 
 
 def test_a_wheels_requirements_leave_out_extras_and_markers(tmp_path: Path) -> None:
@@ -280,9 +280,9 @@ def test_a_wheels_requirements_leave_out_extras_and_markers(tmp_path: Path) -> N
     path = wheel(
         tmp_path, "jax-0.12.0-py3-none-any.whl", {"jax-0.12.0.dist-info/METADATA": meta.encode()}
     )
-    assert releases.requirements(path) == ["jaxlib<=0.12.0,>=0.11.2", "numpy>=2.2", "scipy>=1.15"]
+    assert index.requirements(path) == ["jaxlib<=0.12.0,>=0.11.2", "numpy>=2.2", "scipy>=1.15"]
 
 
 def test_another_interpreter_that_does_not_run_is_a_clear_error() -> None:
     with pytest.raises(BugkitError, match=r"--python /nonexistent/python3\.12: cannot run"):
-        releases.python_version("/nonexistent/python3.12")
+        index.python_version("/nonexistent/python3.12")

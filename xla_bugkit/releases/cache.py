@@ -26,8 +26,8 @@ from pathlib import Path, PurePosixPath
 import platformdirs
 
 from xla_bugkit import config, proc
-from xla_bugkit.bisect import releases
 from xla_bugkit.errors import BugkitError
+from xla_bugkit.releases import index
 from xla_bugkit.replay import Release
 
 CACHE_ENV = "XLA_BUGKIT_CACHE"
@@ -46,7 +46,7 @@ def root() -> Path:
 
 
 def folder(version: str, python: str | None = None) -> Path:
-    return root() / "releases" / f"jaxlib-{version}-{releases.python_tag(python)}"
+    return root() / "releases" / f"jaxlib-{version}-{index.python_tag(python)}"
 
 
 def cached(version: str, python: str | None = None) -> Release | None:
@@ -115,9 +115,9 @@ def release(version: str, wheels: Path | None = None, python: str | None = None)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
         if wheels is not None:
-            files = releases.wheels_for(wheels, version, python)
-        elif python is not None or releases.needs_numpy_1(version):
-            files = _download_for(version, releases.python_version(python), Path(tmp))
+            files = index.wheels_for(wheels, version, python)
+        elif python is not None or index.needs_numpy_1(version):
+            files = _download_for(version, index.python_version(python), Path(tmp))
         else:
             files = _download(version, Path(tmp))
         partial = target.with_name(target.name + ".partial")
@@ -147,15 +147,15 @@ def _download_for(version: str, python_version: str, into: Path) -> tuple[Path, 
     for that Python."""
     at = ["--python-version", python_version]
     jax = _jax_wheel(version, into, at)
-    needs = [r for r in releases.requirements(jax) if not r.lower().startswith("jaxlib")]
-    if releases.needs_numpy_1(version):
+    needs = [r for r in index.requirements(jax) if not r.lower().startswith("jaxlib")]
+    if index.needs_numpy_1(version):
         needs.append("numpy<2")
     _pip_download(f"jaxlib=={version}", into / "deps", [*at, *needs], deps=True)
     return (jax, *sorted((into / "deps").glob("*.whl")))
 
 
 def _jax_wheel(version: str, into: Path, extra: Sequence[str] = ()) -> Path:
-    for jax_version in releases.jax_versions(version):
+    for jax_version in index.jax_versions(version):
         with contextlib.suppress(BugkitError):
             return _pip_download(f"jax=={jax_version}", into / f"jax-{jax_version}", extra)
     raise BugkitError(f"pip found no jax wheel to go with jaxlib {version}")
