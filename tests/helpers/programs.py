@@ -38,6 +38,7 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.hlo_proto import HloSnapshot
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
 from xla_bugkit.run import evidence, rerun
+from xla_bugkit.run.record import RunRecord
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
@@ -313,10 +314,10 @@ def run_record(
     user_flags: tuple[str, ...] = (),
     log: Path = Path("run.log"),
     **fields: Any,
-) -> rerun.RunRecord:
+) -> RunRecord:
     """A run's record made by hand, for a test of what is read from one: ``output`` and its
     ``failure``, the user's XLA flags, and any other field of ``RunRecord``."""
-    return rerun.RunRecord(
+    return RunRecord(
         command=command,
         exit_status=exit_status,
         timed_out=False,

@@ -18,6 +18,7 @@ from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo import flags
 from xla_bugkit.run import evidence, main_end, rerun
+from xla_bugkit.run.record import RunRecord
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
@@ -231,9 +232,7 @@ def test_rerun_of_a_missing_command(user_env: dict[str, str], tmp_path: Path) ->
         )
 
 
-def _rerun_script(
-    tmp_path: Path, text: str, at_main_end: main_end.Then | None = None
-) -> rerun.RunRecord:
+def _rerun_script(tmp_path: Path, text: str, at_main_end: main_end.Then | None = None) -> RunRecord:
     """``text`` written as a script in ``tmp_path``, run there under collect's rerun."""
     script = tmp_path / "train.py"
     script.write_text(text)

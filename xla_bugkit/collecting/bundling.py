@@ -34,7 +34,7 @@ from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
 from xla_bugkit.run import arguments, evidence, processes
 from xla_bugkit.run.evidence import ProcessEvidence
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict

@@ -20,7 +20,7 @@ from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import RunContext, differential, fallback_note
 from xla_bugkit.run import evidence
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
 
