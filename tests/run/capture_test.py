@@ -17,7 +17,7 @@ from xla_bugkit import frameworks
 from xla_bugkit.hlo import flags
 from xla_bugkit.run import hook, rerun
 from xla_bugkit.run.capture import EVERY, FIRST, NEWEST_KEPT, Capture, Pruner
-from xla_bugkit.run.evidence import read
+from xla_bugkit.run.evidence_files import read
 from xla_bugkit.run.record import RunRecord
 
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))

@@ -45,7 +45,7 @@ def choose(
     processes: Sequence[evidence.ProcessEvidence] = (),
 ) -> Selection:
     """The modules that matter, each with the reasons it was chosen; ``processes``: what the
-    run's processes recorded about themselves (``evidence.load``)."""
+    run's processes recorded about themselves (``evidence_files.load``)."""
     return select(
         index,
         run.failure,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.hlo import flags
-from xla_bugkit.run import adapt, ask, caches, evidence, hook
+from xla_bugkit.run import adapt, ask, caches, evidence_files, hook
 from xla_bugkit.run import main_end as ends
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 from xla_bugkit.run.record import RunRecord
@@ -128,7 +128,7 @@ def rerun(
     A run stopped by ``timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy is a
     hang; how long it ran and went without output before the stop go into its failure.
     """
-    processes = processes or dump_dir.parent / evidence.PROCESSES
+    processes = processes or dump_dir.parent / evidence_files.PROCESSES
     base = os.environ if base_env is None else base_env
     # Known before the run only from the script's imports; unsure means JAX's settings.
     framework = frameworks.from_command(command)
@@ -198,7 +198,7 @@ def rerun(
         stop=stop,
     )
     # What the failing process recorded of itself outweighs what its output let through.
-    culprit = failing(evidence.read(processes))
+    culprit = failing(evidence_files.read(processes))
     return RunRecord(
         command=tuple(command),
         exit_status=done.returncode,

@@ -7,7 +7,7 @@ the hook at start-up; one that never imports jax pays for a file lookup and noth
 
 The hook runs inside the user's interpreter, which may not have xla-bugkit installed, so
 ``recorder`` and ``jax_patches`` use the standard library only and are loaded by file path,
-never through ``sys.path``. What they write is read back by ``capture.evidence``.
+never through ``sys.path``. What they write is read back by ``evidence_files``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ interpreter, once the program has imported jax, TensorFlow or torch_xla: standar
 only, and nothing may raise into the program. It opens ``<folder>/<pid>.jsonl``, records the
 interpreter and the versions it imported, and patches jax (``jax_patches``) or TensorFlow
 (``tf_patches``). The format is documented, and read, by
-``xla_bugkit.run.evidence``.
+``xla_bugkit.run.evidence_files``.
 
 Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
 line being written, and nothing waits on a buffer.
