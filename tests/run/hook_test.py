@@ -34,7 +34,7 @@ from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.run import evidence_files, hook
-from xla_bugkit.run.hook import JAXPRS, jax_patches, recorder
+from xla_bugkit.run.hook import JAXPRS
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
 # a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.
@@ -147,40 +147,6 @@ def test_sigterm_leaves_the_python_stack_and_still_terminates(tmp_path: Path) ->
     (process,) = evidence_files.load(tmp_path)
     assert process.stack is not None and "waiting_for_the_signal" in process.stack
     assert not process.exited
-
-
-def test_only_collects_own_dump_folder_moves() -> None:
-    ours = "/w/dump"
-    flags = "--a=1 --xla_dump_to=/w/dump --xla_dump_hlo_as_text"
-    assert jax_patches.own_dump_flags(flags, ours, "/w/dump/9") == (
-        "--a=1 --xla_dump_to=/w/dump/9 --xla_dump_hlo_as_text"
-    )
-    # The program's own folder, or one that merely starts with ours, stays.
-    for theirs in ("--xla_dump_to=/mine", "--xla_dump_to=/w/dump2"):
-        assert jax_patches.own_dump_flags(theirs, ours, "/w/dump/9") == theirs
-    spaced = "--xla_dump_to='/w/a b' --b"
-    assert (
-        jax_patches.own_dump_flags(spaced, "/w/a b", "/w/a b/9") == "--xla_dump_to='/w/a b/9' --b"
-    )
-    assert recorder.dump_dir_of(spaced) == "/w/a b"
-
-
-def test_a_dump_folder_the_program_set_itself_gives_way_to_collects() -> None:
-    """XLA would dump into the program's folder (the last --xla_dump_to wins), adding
-    collect's files to the user's: the hook takes it out and says which it was."""
-    value = "--a=1 --xla_dump_to=/w/dump --xla_dump_to=./xla_dump --xla_dump_hlo_pass_re=.*"
-    kept, theirs = recorder._without_dump_dirs_besides(value, "/w/dump")
-    assert theirs == ["./xla_dump"] and recorder.dump_dir_of(kept) == "/w/dump"
-    assert "--xla_dump_hlo_pass_re=.*" in kept and "--a=1" in kept
-    # A rank's folder inside collect's stays; a quoted folder of the program's goes.
-    assert recorder._without_dump_dirs_besides("--xla_dump_to=/w/dump/12 --b", "/w/dump") == (
-        "--xla_dump_to=/w/dump/12 --b",
-        [],
-    )
-    assert recorder._without_dump_dirs_besides("--xla_dump_to='/my dir' --b", "/w/dump") == (
-        "--b",
-        ["/my dir"],
-    )
 
 
 # --- what the hook recorded, through collect and verify ---------------------------------

@@ -29,7 +29,7 @@ JAXPRS = "jaxprs"
 ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
 # collect's XLA flags, which the hook puts back into XLA_FLAGS before XLA reads it when the
 # program replaced them (``os.environ["XLA_FLAGS"] = "--xla_..."``), or was given none to
-# keep its own ``setdefault`` working (``recorder.Recorder.keep_xla_flags``).
+# keep its own ``setdefault`` working (``xla_flags.keep``).
 ENV_XLA_FLAGS = "XLA_BUGKIT_XLA_FLAGS"
 # The log settings the user had before collect's (JSON: name -> value, null for unset), and
 # collect's pid: a process whose stderr its parent took for itself gets the user's back

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from typing import Any
 
 # jax config options a replay or a reader of the report may need.
@@ -92,20 +91,6 @@ def _defeat_caches(recorder: Any) -> None:
 # --- backend start -------------------------------------------------------------------
 
 
-def own_dump_flags(value: str, ours: str, new: str) -> str:
-    """``value`` (XLA_FLAGS) with collect's ``--xla_dump_to=ours`` moved to ``new``;
-    unchanged when the program replaced it with a folder of its own."""
-    for old in (f"--xla_dump_to={ours}", f"--xla_dump_to={shlex.quote(ours)}"):
-        pattern = re.compile(re.escape(old) + r"(?=\s|$)")
-        if pattern.search(value):
-            return pattern.sub(lambda _: f"--xla_dump_to={_quoted(new)}", value, count=1)
-    return value
-
-
-def _quoted(path: str) -> str:
-    return shlex.quote(path) if " " in path else path
-
-
 def _patch_backend(recorder: Any) -> None:
     from jax._src import xla_bridge
 
@@ -116,7 +101,7 @@ def _patch_backend(recorder: Any) -> None:
     def _init_backend(platform: str) -> Any:
         if not state["started"]:
             state["started"] = True
-            recorder.keep_xla_flags()  # the program's own XLA_FLAGS are set by now
+            recorder.load_sibling("xla_flags").keep(recorder)  # the program's own are set by now
             recorder.load_sibling("caches").drop_cache_flags(recorder)
             _own_dump_dir(recorder)
         backend = original(platform)
@@ -142,7 +127,8 @@ def _own_dump_dir(recorder: Any) -> None:
         if _claimed_by_this_pid(claim):
             return  # this process's next image (os.execv): the folder is still its own
         own = os.path.join(ours, str(os.getpid()))
-        os.environ["XLA_FLAGS"] = own_dump_flags(value, ours, own)
+        xla_flags = recorder.load_sibling("xla_flags")
+        os.environ["XLA_FLAGS"] = xla_flags.own_dump_flags(value, ours, own)
         _own_jaxpr_dir(ours, own)
         return
     os.write(fd, str(os.getpid()).encode())
@@ -228,7 +214,7 @@ def _record_backend(recorder: Any, backend: Any) -> None:
             device_list=[f"{d!r} {d} kind={d.device_kind!r}" for d in devices[:_LISTED]],
             env={k: os.environ[k] for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") if k in os.environ},
             jax_config=_config(),
-            dump_dir=recorder.dump_dir_of(flags),
+            dump_dir=recorder.load_sibling("xla_flags").dump_dir_of(flags),
             versions=recorder.versions(),
         )
     except Exception as e:
