@@ -33,7 +33,7 @@ def keep(recorder: Any) -> None:
         recorder.write("dump_to_replaced", folder=os.path.abspath(theirs[-1]))
         os.environ["XLA_FLAGS"] = value
     if _dumps_under(value, root):
-        return  # ours, or a process's own folder under ours (``jax_patches``)
+        return  # ours, or a process's own folder under ours (``jax_backend``)
     os.environ["XLA_FLAGS"] = f"{ours} {value}".strip()
     if value:
         recorder.write("flags_kept", program=value)
