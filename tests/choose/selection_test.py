@@ -18,7 +18,8 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.run import rerun
-from xla_bugkit.run.evidence import Event, ProcessEvidence, load
+from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.evidence_files import load
 
 UNFINISHED = (
     "before-optimizations files but no after-optimizations files: its compilation did not finish"

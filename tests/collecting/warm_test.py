@@ -17,7 +17,7 @@ from xla_bugkit.archive import packing
 from xla_bugkit.bundle.manifest.write import sha256_of
 from xla_bugkit.collecting import driver, warm, workdir
 from xla_bugkit.collecting.options import CollectOptions
-from xla_bugkit.run import arguments, evidence
+from xla_bugkit.run import arguments, evidence_files
 
 pytestmark = pytest.mark.jax  # a real jax program
 
@@ -47,7 +47,7 @@ def test_the_snapshot_and_its_redacted_copy_are_made_before_the_run_returns(
     work.mkdir()
     run = driver.run_program(command, work, CollectOptions(output=tmp_path / "b.7z"))
     assert run.exit_status == 0, run.output
-    program = next(p for p in evidence.load(work) if p.ppid == os.getpid())
+    program = next(p for p in evidence_files.load(work) if p.ppid == os.getpid())
     folder = program.dump_dir or work / workdir.DUMP
     # Nothing after the run has written them yet: the main module's end did.
     snapshots = arguments.recorded_snapshots(folder, program)

@@ -37,7 +37,8 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.hlo_proto import HloSnapshot
 from xla_bugkit.hlo.literal import literal_to_numpy, shape_of
-from xla_bugkit.run import evidence, rerun
+from xla_bugkit.run import evidence_files, rerun
+from xla_bugkit.run.record import RunRecord
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
@@ -293,7 +294,7 @@ def hooked_env(work: Path, base: Mapping[str, str] | None = None) -> dict[str, s
     """The environment collect gives a program: dumps into ``work/dump``, the start-up hook
     recording into ``work``."""
     env, _ = rerun.child_env(clean_env() if base is None else base, work / "dump",
-                             work / evidence.PROCESSES)  # fmt: skip
+                             work / evidence_files.PROCESSES)  # fmt: skip
     (work / "dump").mkdir(parents=True, exist_ok=True)
     return env
 
@@ -313,10 +314,10 @@ def run_record(
     user_flags: tuple[str, ...] = (),
     log: Path = Path("run.log"),
     **fields: Any,
-) -> rerun.RunRecord:
+) -> RunRecord:
     """A run's record made by hand, for a test of what is read from one: ``output`` and its
     ``failure``, the user's XLA flags, and any other field of ``RunRecord``."""
-    return rerun.RunRecord(
+    return RunRecord(
         command=command,
         exit_status=exit_status,
         timed_out=False,

@@ -18,7 +18,7 @@ from xla_bugkit.choose.dumps import Role
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.hlo import hlo_proto, literal
-from xla_bugkit.run import arguments, evidence
+from xla_bugkit.run import arguments, evidence_files
 
 # A sharded execution of a two-parameter module on four devices, one of them a Python
 # scalar (jax casts it to f32 on the way in), and a pmap (a jit over 4 partitions in jax 0.10).
@@ -55,7 +55,7 @@ def _snapshots(dump_dir: Path) -> list[Path]:
 
 def test_saved_arguments_become_a_snapshot_of_their_module(hooked: Path) -> None:
     dump_dir = hooked / "dump"
-    notes = arguments.write_snapshots(dump_dir, evidence.load(hooked))
+    notes = arguments.write_snapshots(dump_dir, evidence_files.load(hooked))
     (made,) = [p for p in _snapshots(dump_dir) if "jit__lambda" in p.name]
     snapshot = hlo_proto.read_snapshot(made)
     x, y = (literal.literal_to_numpy(a) for a in snapshot.arguments)
@@ -78,7 +78,7 @@ def test_bfloat16_arguments_become_a_snapshot_too(hooked: Path) -> None:
     """np.savez stores an ml_dtypes array as raw bytes ("|V2"): the parameter's element type
     says what they are (they were left out: "numpy dtype |V2 has no XLA element type")."""
     dump_dir = hooked / "dump"
-    notes = arguments.write_snapshots(dump_dir, evidence.load(hooked))
+    notes = arguments.write_snapshots(dump_dir, evidence_files.load(hooked))
     assert not [n for n in notes if "scaled" in n], notes
     (made,) = [p for p in _snapshots(dump_dir) if "jit_scaled" in p.name]
     w, s = (literal.literal_to_numpy(a) for a in hlo_proto.read_snapshot(made).arguments)
@@ -89,7 +89,7 @@ def test_bfloat16_arguments_become_a_snapshot_too(hooked: Path) -> None:
 
 def test_a_second_pass_keeps_what_is_there_and_broken_saves_are_notes(hooked: Path) -> None:
     dump_dir = hooked / "dump"
-    processes = evidence.load(hooked)
+    processes = evidence_files.load(hooked)
     arguments.write_snapshots(dump_dir, processes)
     before = {p.name: p.read_bytes() for p in _snapshots(dump_dir)}
     assert before
@@ -161,7 +161,7 @@ def test_tensorflow_inputs_become_a_snapshot_of_the_functions_newest_module(
             before.read_bytes()
         )
     before.unlink()
-    folder = tmp_path / evidence.PROCESSES
+    folder = tmp_path / evidence_files.PROCESSES
     folder.mkdir(exist_ok=True)
     x, v, m = np.arange(15.0).reshape(5, 3), np.full(3, 0.5), np.eye(3) * 2
     # TensorFlow makes a constant of an input the module needs while compiling: one more
@@ -176,7 +176,7 @@ def test_tensorflow_inputs_become_a_snapshot_of_the_functions_newest_module(
         '{"e": "inputs", "t": 3.0, "n": 5, "file": "77.args-5.npz", "bytes": 100, '
         '"fun": "__inference_f_71", "framework": "tensorflow"}\n'  # another function
     )
-    processes = evidence.load(tmp_path)
+    processes = evidence_files.load(tmp_path)
     assert [i.function for p in processes for i in p.inputs] == [
         "__inference_f_7", "__inference_f_71"]  # fmt: skip
     assert arguments.write_snapshots(dump, processes) == []

@@ -17,7 +17,8 @@ from xla_bugkit import frameworks
 from xla_bugkit.hlo import flags
 from xla_bugkit.run import hook, rerun
 from xla_bugkit.run.capture import EVERY, FIRST, NEWEST_KEPT, Capture, Pruner
-from xla_bugkit.run.evidence import read
+from xla_bugkit.run.evidence_files import read
+from xla_bugkit.run.record import RunRecord
 
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
@@ -106,7 +107,7 @@ def test_the_summary_says_what_is_kept_and_the_bound() -> None:
     assert "first and newest 2 kept (at most 0.5 GB)" in Capture(EVERY, 5 * 10**8).describe()
 
 
-def rerun_program(tmp_path: Path, source: str) -> rerun.RunRecord:
+def rerun_program(tmp_path: Path, source: str) -> RunRecord:
     """``source`` run as collect reruns a program, with its dumps and records in ``tmp_path``."""
     program = tmp_path / "program.py"
     program.write_text(source)

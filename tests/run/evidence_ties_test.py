@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xla_bugkit.run import evidence
+from xla_bugkit.run import evidence, evidence_files
 
 DATA = Path(__file__).parent / "data" / "records"
 # The two compile records of one run, as the hook wrote them: the threads reached the hook
@@ -27,13 +27,13 @@ MET_TWO_CALLS_LATER = (DATA / "met_two_calls_later.jsonl").read_text()
 
 
 def load(work: Path, records: str, dump: Path | None = None) -> evidence.ProcessEvidence:
-    folder = work / evidence.PROCESSES
+    folder = work / evidence_files.PROCESSES
     folder.mkdir(parents=True, exist_ok=True)
     begin = {"e": "start", "t": 1.0, "pid": 7, "ppid": 1, "argv": ["x.py"], "cwd": "/"}
     backend = {"e": "backend", "t": 1.5, "platform": "cpu", "dump_dir": str(dump or work)}
     head = "".join(json.dumps(r) + "\n" for r in (begin, backend))
     (folder / "7.jsonl").write_text(head + records)
-    (p,) = evidence.load(work)
+    (p,) = evidence_files.load(work)
     return p
 
 

@@ -33,8 +33,8 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.options import ReplayOptions
-from xla_bugkit.run import evidence, hook
-from xla_bugkit.run.hook import JAXPRS, jax_patches, recorder
+from xla_bugkit.run import evidence_files, hook
+from xla_bugkit.run.hook import JAXPRS
 
 # Sets one flag to an empty value before importing jax (only XLA_FLAGS can tell it), lowers
 # a limit, compiles and runs, then starts a second jax process, which must dump elsewhere.
@@ -82,7 +82,7 @@ def test_a_process_without_jax_writes_nothing_and_runs_the_site_hook_it_shadows(
     without = run([sys.executable, "-c", script, "a b"], plain, tmp_path)
     assert with_hook.stdout == without.stdout == "True ['a b']\n"
     assert with_hook.stderr == without.stderr == ""
-    assert not (tmp_path / evidence.PROCESSES).exists()
+    assert not (tmp_path / evidence_files.PROCESSES).exists()
 
 
 def test_a_broken_shadowed_site_hook_is_reported_as_python_reports_it(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_a_broken_shadowed_site_hook_is_reported_as_python_reports_it(tmp_path: 
 def test_each_jax_process_records_itself_and_dumps_apart(recorded: tuple[Path, str]) -> None:
     work, stdout = recorded
     assert stdout.splitlines()[-2:] == ["2.0", "parent done"]
-    parent, child = evidence.load(work)
+    parent, child = evidence_files.load(work)
     assert child.ppid == parent.pid
     # The flag the program set itself, with its empty value, as XLA read it.
     assert "--xla_cpu_experimental_ynn_fusion_type=" in parent.env["XLA_FLAGS"].split()
@@ -144,43 +144,9 @@ def test_sigterm_leaves_the_python_stack_and_still_terminates(tmp_path: Path) ->
         wait_for_file(ready, ended=lambda: p.poll() is not None)
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=READY_TIMEOUT) == -signal.SIGTERM
-    (process,) = evidence.load(tmp_path)
+    (process,) = evidence_files.load(tmp_path)
     assert process.stack is not None and "waiting_for_the_signal" in process.stack
     assert not process.exited
-
-
-def test_only_collects_own_dump_folder_moves() -> None:
-    ours = "/w/dump"
-    flags = "--a=1 --xla_dump_to=/w/dump --xla_dump_hlo_as_text"
-    assert jax_patches.own_dump_flags(flags, ours, "/w/dump/9") == (
-        "--a=1 --xla_dump_to=/w/dump/9 --xla_dump_hlo_as_text"
-    )
-    # The program's own folder, or one that merely starts with ours, stays.
-    for theirs in ("--xla_dump_to=/mine", "--xla_dump_to=/w/dump2"):
-        assert jax_patches.own_dump_flags(theirs, ours, "/w/dump/9") == theirs
-    spaced = "--xla_dump_to='/w/a b' --b"
-    assert (
-        jax_patches.own_dump_flags(spaced, "/w/a b", "/w/a b/9") == "--xla_dump_to='/w/a b/9' --b"
-    )
-    assert recorder.dump_dir_of(spaced) == "/w/a b"
-
-
-def test_a_dump_folder_the_program_set_itself_gives_way_to_collects() -> None:
-    """XLA would dump into the program's folder (the last --xla_dump_to wins), adding
-    collect's files to the user's: the hook takes it out and says which it was."""
-    value = "--a=1 --xla_dump_to=/w/dump --xla_dump_to=./xla_dump --xla_dump_hlo_pass_re=.*"
-    kept, theirs = recorder._without_dump_dirs_besides(value, "/w/dump")
-    assert theirs == ["./xla_dump"] and recorder.dump_dir_of(kept) == "/w/dump"
-    assert "--xla_dump_hlo_pass_re=.*" in kept and "--a=1" in kept
-    # A rank's folder inside collect's stays; a quoted folder of the program's goes.
-    assert recorder._without_dump_dirs_besides("--xla_dump_to=/w/dump/12 --b", "/w/dump") == (
-        "--xla_dump_to=/w/dump/12 --b",
-        [],
-    )
-    assert recorder._without_dump_dirs_besides("--xla_dump_to='/my dir' --b", "/w/dump") == (
-        "--b",
-        ["/my dir"],
-    )
 
 
 # --- what the hook recorded, through collect and verify ---------------------------------
@@ -265,7 +231,7 @@ def test_a_multi_device_execution_keeps_its_arguments(tmp_path: Path) -> None:
     (tmp_path / "sharded_run.py").write_text(SHARDED_RUN)
     done = run([sys.executable, "sharded_run.py"], hooked_env(tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert p.devices == 4
     (saved,) = [e.args for e in p.events if e.args is not None and e.module == "jit__lambda"]
     assert saved is not None
@@ -321,7 +287,7 @@ def test_a_program_that_exits_while_the_device_computes_exits_as_it_does_bare(
     for i in range(3):
         done = run(program, hooked_env(tmp_path / str(i)), tmp_path)
         assert done.returncode == 3, done.stderr[-2000:]
-        (records,) = (tmp_path / str(i) / evidence.PROCESSES).glob("*.jsonl")
+        (records,) = (tmp_path / str(i) / evidence_files.PROCESSES).glob("*.jsonl")
         assert '"pending": true' in records.read_text()  # it was computing as dispatch returned
 
 

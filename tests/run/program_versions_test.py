@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.programs import clean_env, hooked_env, run
 
-from xla_bugkit.run import evidence, processes
+from xla_bugkit.run import evidence_files, processes
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.hook import recorder
 
@@ -55,7 +55,7 @@ def test_a_process_that_imports_another_framework_records_its_versions(
     base["PYTHONPATH"] = str(stand_ins(tmp_path / "site"))
     done = run([sys.executable, "-c", f"import {imports}"], hooked_env(tmp_path, base), tmp_path)
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    (recorded,) = evidence.load(tmp_path)
+    (recorded,) = evidence_files.load(tmp_path)
     assert not recorded.started_backend
     imported = [name.strip() for name in imports.split(",")]
     assert {k: recorded.versions.get(k) for k in imported} == {k: STAND_INS[k] for k in imported}
@@ -70,7 +70,7 @@ def _write(folder: Path, pid: int, *records: dict[str, object]) -> None:
 
 
 def test_versions_records_and_the_backends_are_read_together(tmp_path: Path) -> None:
-    folder = tmp_path / evidence.PROCESSES
+    folder = tmp_path / evidence_files.PROCESSES
     python = {"python": "3.13.1", "python_executable": "/venv/bin/python"}
     _write(
         folder, 10,
@@ -78,7 +78,7 @@ def test_versions_records_and_the_backends_are_read_together(tmp_path: Path) -> 
         {"e": "backend", "t": 3, "platform": "cpu", "versions": {**python, "jaxlib": "0.10.1"}},
         {"e": "versions", "t": 4, "versions": {**python, "torch_xla": "2.9.0", "n": 7}},
     )  # fmt: skip
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert p.versions == {**python, "tensorflow": "2.21.0", "jaxlib": "0.10.1",
                           "torch_xla": "2.9.0", "n": "7"}  # fmt: skip
 

@@ -16,13 +16,13 @@ import pytest
 from helpers.programs import PROGRAMS, run_collect
 
 from xla_bugkit.cli.main import main
-from xla_bugkit.run import evidence
+from xla_bugkit.run import evidence_files
 
 OOM = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 2784000000 bytes."
 
 
 def _write(work: Path, *records: dict[str, object]) -> None:
-    folder = work / evidence.PROCESSES
+    folder = work / evidence_files.PROCESSES
     folder.mkdir(parents=True)
     start = {"e": "start", "t": 1.0, "pid": 7, "ppid": 1, "argv": ["x.py"], "cwd": "/"}
     lines = [json.dumps(r) for r in (start, *records)]
@@ -41,7 +41,7 @@ def test_outputs_that_failed_after_dispatch_returned_carry_the_calls_error(
         {"e": "ready", "t": 2.2, "n": 6, "error": OOM},
         {"e": "exit", "t": 2.3, "status": 3, "how": "sys.exit"},
     )
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     (call,) = p.events
     assert call.finished and not call.on_device
     assert call.error == OOM
@@ -54,7 +54,7 @@ def test_outputs_computed_without_an_error_carry_none(tmp_path: Path) -> None:
         {"e": "executed", "t": 2.1, "n": 6, "pending": True},
         {"e": "ready", "t": 2.2, "n": 6},
     )
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert p.events[0].finished and p.events[0].error is None
 
 

@@ -17,7 +17,8 @@ from xla_bugkit.errors import ProcessError
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo import flags
-from xla_bugkit.run import evidence, main_end, rerun
+from xla_bugkit.run import evidence_files, main_end, rerun
+from xla_bugkit.run.record import RunRecord
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
 
@@ -231,9 +232,7 @@ def test_rerun_of_a_missing_command(user_env: dict[str, str], tmp_path: Path) ->
         )
 
 
-def _rerun_script(
-    tmp_path: Path, text: str, at_main_end: main_end.Then | None = None
-) -> rerun.RunRecord:
+def _rerun_script(tmp_path: Path, text: str, at_main_end: main_end.Then | None = None) -> RunRecord:
     """``text`` written as a script in ``tmp_path``, run there under collect's rerun."""
     script = tmp_path / "train.py"
     script.write_text(text)
@@ -269,7 +268,7 @@ def test_the_program_says_when_its_main_module_has_finished(
         tmp_path, program_text, at_main_end=lambda pid, exited: heard.append(pid)
     )
     assert record.exit_status == {"returns": 0, "raises": 1}.get(ending, 3), record.output
-    processes = evidence.read(tmp_path / "processes")
+    processes = evidence_files.read(tmp_path / "processes")
     program = next(p for p in processes if p.ppid == os.getpid())
     # Once, by the program itself: os._exit runs no teardown, so it tells nothing.
     assert heard == ([] if ending == "leaves by os._exit" else [program.pid])

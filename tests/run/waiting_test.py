@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers.programs import READY_TIMEOUT, hooked_env, wait_for_file
 
-from xla_bugkit.run import ask, evidence
+from xla_bugkit.run import ask, evidence, evidence_files
 
 pytestmark = pytest.mark.jax
 
@@ -107,7 +107,7 @@ def asked(tmp_path: Path, program: str) -> evidence.ProcessEvidence:
     """Run ``program`` under the hook until it writes its ready file, ask it, stop it."""
     (tmp_path / "program.py").write_text(program)
     ready = tmp_path / "ready"
-    folder = tmp_path / evidence.PROCESSES
+    folder = tmp_path / evidence_files.PROCESSES
     with subprocess.Popen(
         [sys.executable, "program.py", str(ready)], env=hooked_env(tmp_path), cwd=tmp_path,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -119,7 +119,7 @@ def asked(tmp_path: Path, program: str) -> evidence.ProcessEvidence:
             p.kill()
     ask.forget(folder)
     assert not list(folder.glob("*.ask"))
-    (process,) = evidence.load(tmp_path)
+    (process,) = evidence_files.load(tmp_path)
     return process
 
 
@@ -191,7 +191,7 @@ def test_the_hooks_listening_thread_is_left_out_of_the_stack(tmp_path: Path) -> 
     )
     (tmp_path / "7.jsonl").write_text('{"e": "start", "t": 1.0, "pid": 7, "ppid": 1}\n')
     (tmp_path / "7.stack.txt").write_text(stack)
-    (process,) = evidence.read(tmp_path)
+    (process,) = evidence_files.read(tmp_path)
     assert process.stack == (
         "Current thread 0x00007fa9ef866b80 (most recent call first):\n"
         '  File "/home/u/sweep.py", line 56 in calibrate\n'

@@ -32,7 +32,7 @@ from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, summarize
 from xla_bugkit.run import arguments, hook, processes
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.verdict import Verdict
 
 LOG_TAIL_BYTES = 256 * 1024  # the bundled log: the end is where the failure is

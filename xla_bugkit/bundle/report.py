@@ -27,7 +27,7 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import replay_label
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.verdict import Outcome, Verdict
 
 INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself

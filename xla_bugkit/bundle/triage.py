@@ -19,7 +19,7 @@ from xla_bugkit.bundle import excused
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay import KERNEL_ONLY
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.

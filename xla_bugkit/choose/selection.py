@@ -52,7 +52,7 @@ def select(
     """Rank the modules of ``index`` by the evidence for each; keep the best ``limit``.
 
     ``output`` is the run's output (JAX's compile log and XLA's own log lines in it);
-    ``evidence`` what each process of the run recorded about itself (``evidence.load``).
+    ``evidence`` what each process of the run recorded about itself (``evidence_files.load``).
     """
     reasons: Reasons = {m.label: [] for m in index.modules}
     if module_re:

@@ -32,9 +32,9 @@ from xla_bugkit.collecting.stages import (
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import differential
-from xla_bugkit.run import arguments, evidence, processes
+from xla_bugkit.run import arguments, evidence_files, processes
 from xla_bugkit.run.evidence import ProcessEvidence
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.weigh import weigh
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome, Verdict
@@ -60,7 +60,7 @@ def bundle_from(
     # XLA writes no snapshot of a multi-device execution, TensorFlow none on CPU: the
     # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
     # without a culprit every process's records are read.
-    saved = run.culprit_evidence or evidence.load(work)
+    saved = run.culprit_evidence or evidence_files.load(work)
     for note in arguments.write_snapshots(dump_dir, saved):
         ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
@@ -171,7 +171,7 @@ def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:
     culprit = run.culprit
     recorded: tuple[ProcessEvidence, ...] = ()
     if culprit is None or named is not None:  # the run chose without the dumps' evidence
-        recorded = evidence.load(work)
+        recorded = evidence_files.load(work)
         culprit = processes.failing(recorded, named) or culprit
     run = replace(run, versions=processes.program_versions(culprit, recorded))
     if culprit is None:

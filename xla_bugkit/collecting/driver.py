@@ -28,7 +28,8 @@ from xla_bugkit.errors import (
 )
 from xla_bugkit.proc import leftovers
 from xla_bugkit.run import capture
-from xla_bugkit.run.rerun import RunRecord, rerun
+from xla_bugkit.run.record import RunRecord
+from xla_bugkit.run.rerun import rerun
 from xla_bugkit.ui import Ui
 
 

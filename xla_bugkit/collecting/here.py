@@ -28,6 +28,7 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import classify
 from xla_bugkit.hlo import flags
 from xla_bugkit.run import rerun
+from xla_bugkit.run.record import RunRecord
 
 ACTIVE = "XLA_BUGKIT_CAPTURE"  # the work dir, once this process (or its parent) captures
 _CHUNK = 1 << 16
@@ -99,7 +100,7 @@ def _supervise(
     with log_path.open("wb") as log:
         status = _tee(pid, reads, log)
     output = log_path.read_bytes().decode("utf-8", errors="replace")
-    run = rerun.RunRecord(
+    run = RunRecord(
         command=(sys.executable, *sys.argv),
         exit_status=status,
         timed_out=False,

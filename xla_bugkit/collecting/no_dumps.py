@@ -16,7 +16,7 @@ from xla_bugkit.collecting.options import CollectResult
 from xla_bugkit.errors import ExitCode, RerunNeeded
 from xla_bugkit.failure.record import Kind
 from xla_bugkit.run.evidence import ProcessEvidence
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 
 # Failures that say XLA itself ran: with no dumps, collect's dump flags did not reach it.
 _INSIDE_XLA = frozenset({Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR})

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm
     from xla_bugkit.bundle.triage import Triage
     from xla_bugkit.choose import dumps
     from xla_bugkit.choose.selection import Selection
-    from xla_bugkit.run.rerun import RunRecord
+    from xla_bugkit.run.record import RunRecord
     from xla_bugkit.verdict import Verdict
 
 

@@ -23,7 +23,7 @@ from xla_bugkit.replay import (
     replay,
     replay_input,
 )
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import NO_REFERENCE, Verdict
 

@@ -20,7 +20,7 @@ from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import RunContext, differential, fallback_note
 from xla_bugkit.run import evidence
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
 
@@ -45,7 +45,7 @@ def choose(
     processes: Sequence[evidence.ProcessEvidence] = (),
 ) -> Selection:
     """The modules that matter, each with the reasons it was chosen; ``processes``: what the
-    run's processes recorded about themselves (``evidence.load``)."""
+    run's processes recorded about themselves (``evidence_files.load``)."""
     return select(
         index,
         run.failure,

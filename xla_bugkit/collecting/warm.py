@@ -86,9 +86,9 @@ def at_main_end(
     from xla_bugkit.archive import packing  # imported while the program ran (warm)
     from xla_bugkit.bundle.manifest.write import hash_ahead
     from xla_bugkit.collecting import workdir
-    from xla_bugkit.run import arguments, evidence
+    from xla_bugkit.run import arguments, evidence_files
 
-    found = next((p for p in evidence.load(work) if p.pid == pid), None)
+    found = next((p for p in evidence_files.load(work) if p.pid == pid), None)
     if found is None:
         return
     own = found.dump_dir is not None and found.dump_dir.is_dir()

@@ -33,7 +33,7 @@ import platformdirs
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import flags
 from xla_bugkit.proc import leftovers
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
 PROCESSES = "processes"  # what each process recorded (``capture.evidence``)

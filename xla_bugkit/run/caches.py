@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from xla_bugkit.hlo import flags
-from xla_bugkit.run import evidence
+from xla_bugkit.run import evidence_files
 
 
 def notes(processes: Path) -> tuple[str, ...]:
     """One line per cache folder or flag the run's processes had their caches defeated for
     (``cache_defeated`` records), in the order first seen."""
     said: dict[str, None] = {}
-    for r in evidence.records_of(processes, "cache_defeated"):
+    for r in evidence_files.records_of(processes, "cache_defeated"):
         if r.get("cache") == "jax" and isinstance(r.get("folder"), str):
             said[compilation_cache_note(r["folder"])] = None
         elif r.get("cache") == "xla" and isinstance(r.get("flag"), str):

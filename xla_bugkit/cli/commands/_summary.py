@@ -17,7 +17,7 @@ from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir
 from xla_bugkit.failure import mosaic
-from xla_bugkit.run.rerun import RunRecord
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.verdict import Verdict
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"

@@ -6,8 +6,9 @@
 the hook at start-up; one that never imports jax pays for a file lookup and nothing more.
 
 The hook runs inside the user's interpreter, which may not have xla-bugkit installed, so
-``recorder`` and ``jax_patches`` use the standard library only and are loaded by file path,
-never through ``sys.path``. What they write is read back by ``capture.evidence``.
+``recorder`` and its siblings (``jax_patches``, ...) use the standard library only and are
+loaded by file path, never through ``sys.path``. What they write is read back by
+``evidence_files``.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ ENV_PROCESSES = "XLA_BUGKIT_PROCESSES"
 ENV_DUMP_DIR = "XLA_BUGKIT_DUMP_DIR"
 ENV_FIRST_ARGUMENTS = "XLA_BUGKIT_FIRST_ARGUMENTS"
 # Where JAX writes each function's jaxpr as it lowers it: a folder of the process's dump
-# folder (JAX_DUMP_IR_TO, JAX_DUMP_IR_MODES=jaxpr), moved with it (``jax_patches``).
+# folder (JAX_DUMP_IR_TO, JAX_DUMP_IR_MODES=jaxpr), moved with it (``jax_backend``).
 JAXPRS = "jaxprs"
 ENV_ARGS_BUDGET = "XLA_BUGKIT_ARGS_BUDGET"
 # collect's XLA flags, which the hook puts back into XLA_FLAGS before XLA reads it when the
 # program replaced them (``os.environ["XLA_FLAGS"] = "--xla_..."``), or was given none to
-# keep its own ``setdefault`` working (``recorder.Recorder.keep_xla_flags``).
+# keep its own ``setdefault`` working (``xla_flags.keep``).
 ENV_XLA_FLAGS = "XLA_BUGKIT_XLA_FLAGS"
 # The log settings the user had before collect's (JSON: name -> value, null for unset), and
 # collect's pid: a process whose stderr its parent took for itself gets the user's back

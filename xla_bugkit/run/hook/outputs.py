@@ -6,7 +6,7 @@ the program arrays that hold its error, and the next call that takes them (``spr
 in each ``execute`` record, the earlier executions whose outputs the call takes (``fed``),
 so that an error is told to the execution that made it, not to the call that met it.
 
-Loaded by file path from ``jax_patches`` (as the recorder's siblings are), inside the
+Loaded by file path from ``jax_calls`` (as the recorder's siblings are), inside the
 program's process: the arrays are known by identity and held only by weak references, so an
 array the program dropped is forgotten with it (and its id, which Python may give again, with
 it); nothing here raises into the program.

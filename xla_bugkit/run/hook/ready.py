@@ -10,7 +10,7 @@ execution with ``pending`` and no ``ready`` record was still running on the devi
 process ended (a hang in a worker thread that the program's own watchdog ended with
 ``os._exit``, say).
 
-Loaded by file path from ``jax_patches`` (as the recorder's siblings are), inside the
+Loaded by file path from ``jax_calls`` (as the recorder's siblings are), inside the
 program's process: it holds only weak references to the outputs, so it never keeps an
 array alive that the program dropped, and never raises into the program.
 """

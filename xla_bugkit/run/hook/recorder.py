@@ -3,9 +3,9 @@
 Loaded by the start-up hook (``site/sitecustomize.py``) by file path, in the user's own
 interpreter, once the program has imported jax, TensorFlow or torch_xla: standard library
 only, and nothing may raise into the program. It opens ``<folder>/<pid>.jsonl``, records the
-interpreter and the versions it imported, and patches jax (``jax_patches``) or TensorFlow
-(``tf_patches``). The format is documented, and read, by
-``xla_bugkit.run.evidence``.
+interpreter and the versions it imported, patches jax (``jax_patches``) or TensorFlow
+(``tf_patches``), and keeps collect's XLA flags in XLA_FLAGS (``xla_flags``). The format is
+documented, and read, by ``xla_bugkit.run.evidence_files``.
 
 Each record is one ``os.write`` on an ``O_APPEND`` descriptor: a crash loses at most the
 line being written, and nothing waits on a buffer.
@@ -17,7 +17,6 @@ import contextlib
 import faulthandler
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -58,7 +57,7 @@ class Recorder:
         self.saved_bytes = 0
         self.first_arguments = FIRST_ARGUMENTS  # save each function's first arguments
         self.answer: Callable[[], dict[str, Any]] | None = None  # what ``state`` records
-        self.flags_at_backend = False  # jax's backend start calls ``keep_xla_flags``
+        self.flags_at_backend = False  # jax's backend start calls ``xla_flags.keep``
 
     def next_n(self) -> int:
         with self.lock:
@@ -88,43 +87,14 @@ class Recorder:
 
     @staticmethod
     def versions() -> dict[str, str]:
-        """``versions``, for the patches (see ``dump_dir_of``)."""
+        """``versions``, for the patches, which reach this module only through a recorder
+        (both are loaded by file path)."""
         return versions()
-
-    @staticmethod
-    def dump_dir_of(value: str) -> str | None:
-        """``dump_dir_of``, for the patches, which reach this module only through a
-        recorder (both are loaded by file path)."""
-        return dump_dir_of(value)
 
     @staticmethod
     def load_sibling(name: str) -> Any:
         """The hook's module ``name`` (``waiting``, say), loaded by file path once."""
         return _load_sibling(name)
-
-    def keep_xla_flags(self) -> None:
-        """Put collect's XLA flags back into XLA_FLAGS when the program's value lacks its
-        dump folder: it replaced them, or collect left XLA_FLAGS unset so that the program's
-        own ``os.environ.setdefault("XLA_FLAGS", ...)`` works as it does bare. Collect's come
-        first, so the program's own flags win where the two set the same one. Called before
-        jax starts its first backend, or when TensorFlow is imported (XLA reads XLA_FLAGS
-        once, when it starts)."""
-        ours = os.environ.get("XLA_BUGKIT_XLA_FLAGS")
-        root = os.environ.get("XLA_BUGKIT_DUMP_DIR")
-        if not ours or not root:
-            return
-        value = os.environ.get("XLA_FLAGS", "")
-        value, theirs = _without_dump_dirs_besides(value, root)
-        if theirs:
-            # The program's own dump folder: XLA writes into collect's instead, and the
-            # user's folder is left as it was (collect says where its dumps went).
-            self.write("dump_to_replaced", folder=os.path.abspath(theirs[-1]))
-            os.environ["XLA_FLAGS"] = value
-        if _dumps_under(value, root):
-            return  # ours, or a process's own folder under ours (``jax_patches``)
-        os.environ["XLA_FLAGS"] = f"{ours} {value}".strip()
-        if value:
-            self.write("flags_kept", program=value)
 
     def answer_with(self, answer: Callable[[], dict[str, Any]]) -> None:
         """Answer collect's question "what are you doing?" with a ``state`` record of
@@ -228,52 +198,6 @@ class Recorder:
                 faulthandler.register(sig, self.stack_file, all_threads=True, chain=True)
 
 
-def dump_dir_of(value: str) -> str | None:
-    """The folder ``--xla_dump_to`` names in an XLA_FLAGS value (the last one wins)."""
-    import shlex
-
-    try:
-        words = shlex.split(value)
-    except ValueError:
-        words = value.split()
-    found = None
-    for word in words:
-        if word.startswith("--xla_dump_to="):
-            found = word.split("=", 1)[1]
-    return found
-
-
-_DUMP_TO = re.compile(r"""(?:^|(?<=\s))--xla_dump_to=("[^"]*"|'[^']*'|\S*)""")
-
-
-def _without_dump_dirs_besides(value: str, root: str) -> tuple[str, list[str]]:
-    """``value`` (XLA_FLAGS) without the ``--xla_dump_to`` flags that name a folder outside
-    ``root``, and those folders, in order."""
-    theirs: list[str] = []
-
-    def drop(m: re.Match[str]) -> str:
-        folder = m.group(1).strip("\"'")
-        if _inside(folder, root):
-            return m.group(0)
-        theirs.append(folder)
-        return ""
-
-    kept = _DUMP_TO.sub(drop, value)
-    return (kept.strip() if theirs else value), theirs
-
-
-def _dumps_under(value: str, root: str) -> bool:
-    """Whether an XLA_FLAGS value's ``--xla_dump_to`` is ``root`` or a folder inside it."""
-    dump_to = dump_dir_of(value)
-    return dump_to is not None and _inside(dump_to, root)
-
-
-def _inside(folder: str, root: str) -> bool:
-    """Whether ``folder`` is ``root`` or a folder inside it."""
-    folder, root = os.path.normpath(folder), os.path.normpath(root)
-    return folder == root or folder.startswith(root + os.sep)
-
-
 def current_limits() -> dict[str, list[int]]:
     try:
         import resource
@@ -327,7 +251,7 @@ def jax_imported() -> None:
     set its own until then), or now where the patch of that could not be made."""
     _patch("jax_patches")
     if RECORDER is not None and not RECORDER.flags_at_backend:
-        RECORDER.keep_xla_flags()
+        _load_sibling("xla_flags").keep(RECORDER)
 
 
 def tensorflow_imported() -> None:
@@ -336,7 +260,7 @@ def tensorflow_imported() -> None:
     go back into XLA_FLAGS now, before TensorFlow's XLA reads them."""
     _patch("tf_patches")
     if RECORDER is not None:
-        RECORDER.keep_xla_flags()
+        _load_sibling("xla_flags").keep(RECORDER)
 
 
 def torch_xla_imported() -> None:

@@ -1,6 +1,6 @@
 """What a process is waiting for, asked by collect before it stops the run.
 
-Loaded by ``jax_patches`` (by file path, standard library and the program's own jax only)
+Loaded by ``jax_calls`` (by file path, standard library and the program's own jax only)
 the first time collect asks (``recorder._listen``), in the hook's listening thread, while
 the program's threads stay where they are. jax dispatches every call of a jitted function
 after its first from C++ (its fast path), so the hook never sees such a call start, and XLA

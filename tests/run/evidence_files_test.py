@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit.run import evidence
+from xla_bugkit.run import evidence_files
 
 
 def write(work: Path, pid: int, *records: dict[str, Any], damaged: bool = False) -> Path:
-    folder = work / evidence.PROCESSES
+    folder = work / evidence_files.PROCESSES
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{pid}.jsonl"
     lines = [json.dumps(r) for r in records]
@@ -30,7 +30,7 @@ def touch_dump(folder: Path, *names: str) -> None:
 
 
 def test_no_folder_no_processes(tmp_path: Path) -> None:
-    assert evidence.load(tmp_path) == ()
+    assert evidence_files.load(tmp_path) == ()
 
 
 def test_a_crashed_process_its_unfinished_compile_and_damaged_last_line(tmp_path: Path) -> None:
@@ -57,8 +57,9 @@ def test_a_crashed_process_its_unfinished_compile_and_damaged_last_line(tmp_path
         {"e": "rlimit", "t": 9.5, "name": "RLIMIT_AS", "soft": 1 << 30, "hard": -1},
         damaged=True,
     )  # fmt: skip
-    (tmp_path / evidence.PROCESSES / "10.stack.txt").write_text("Fatal Python error: Aborted\n")
-    (p,) = evidence.load(tmp_path)
+    stack = tmp_path / evidence_files.PROCESSES / "10.stack.txt"
+    stack.write_text("Fatal Python error: Aborted\n")
+    (p,) = evidence_files.load(tmp_path)
     assert (p.pid, p.rank, p.devices, p.local_devices, p.platform) == (10, 0, 4, 4, "cpu")
     assert p.env["XLA_FLAGS"].startswith("--xla_foo= ")  # the empty value is kept
     assert p.dump_dir == dump and p.stack is not None and not p.exited
@@ -82,7 +83,7 @@ def test_dumps_sent_elsewhere_get_their_ids_from_that_folder(tmp_path: Path) -> 
         {"e": "compile", "t": 3, "n": 1, "module": "jit_h"},
         {"e": "compile", "t": 4, "n": 2, "module": "jit_f", "dump_to": str(elsewhere)},
     )  # fmt: skip
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert [(e.id, e.dump_to) for e in p.events] == [(0, None), (2, elsewhere)]
 
 
@@ -95,7 +96,7 @@ def test_an_accelerator_backend_describes_the_run_the_first_holds_the_flags(
         {"e": "backend", "t": 3, "platform": "cuda", "devices": 8, "rank": 3, "env": {}},
         {"e": "exit", "t": 4, "status": 1},
     )  # fmt: skip
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert (p.platform, p.devices, p.rank, p.env) == ("cuda", 8, 3, {"XLA_FLAGS": "--a=1"})
     assert p.exited and p.exit_status == 1 and p.events == ()
 
@@ -104,7 +105,7 @@ def test_processes_in_start_order_files_without_start_skipped(tmp_path: Path) ->
     write(tmp_path, 30, start(30, t=5.0))
     write(tmp_path, 20, start(20, t=3.0))
     write(tmp_path, 40, {"e": "compile", "n": 1, "module": "jit_f"})
-    assert [p.pid for p in evidence.load(tmp_path)] == [20, 30]
+    assert [p.pid for p in evidence_files.load(tmp_path)] == [20, 30]
 
 
 def test_a_compiles_own_options_are_read_and_hostile_ones_left_out(tmp_path: Path) -> None:
@@ -120,7 +121,7 @@ def test_a_compiles_own_options_are_read_and_hostile_ones_left_out(tmp_path: Pat
          "options": ["--xla_disable_hlo_passes=copy-insertion", "--xla_cpu_enable_fast_math=true"]},
         {"e": "compile", "t": 5, "n": 3, "module": "jit_g", "id": None, "options": "not a list"},
     )  # fmt: skip
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     # A later value of a name replaces the earlier one.
     assert compile_options(p, "jit_f") == (
         "--xla_disable_hlo_passes=copy-insertion",
@@ -142,7 +143,7 @@ def test_a_compiles_options_are_its_modules_own_not_a_same_name_siblings(tmp_pat
         {"e": "compiled", "t": 4, "n": 1},
         {"e": "compiled", "t": 5, "n": 2, "error": "JaxRuntimeError: INTERNAL: Too many"},
     )  # fmt: skip
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert compile_options(p, "jit_score", 34) == ()
     assert compile_options(p, "jit_score", 36) == (split,)
     assert compile_options(p, "jit_score") == (split,)  # by name alone: any of them
@@ -162,7 +163,7 @@ def test_an_execution_is_running_until_its_outputs_are_ready(tmp_path: Path) -> 
         {"e": "executed", "t": 3.3, "n": 3},
     ]
     write(tmp_path, 5, *records)
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert [(e.module, e.finished, e.on_device) for e in p.events] == [
         ("jit_warmup", True, False),
         ("jit_solve", False, True),
@@ -171,7 +172,7 @@ def test_an_execution_is_running_until_its_outputs_are_ready(tmp_path: Path) -> 
     assert p.unfinished is not None and p.unfinished.module == "jit_solve"
     # A normal exit leaves the watcher's last records unwritten: nothing is read from them.
     write(tmp_path, 5, *records, {"e": "exit", "t": 4.0, "status": 0})
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert p.unfinished is None
 
 
@@ -187,6 +188,6 @@ def test_an_exec_is_the_same_process_next_image(tmp_path: Path) -> None:
         start(5, t=2.0, argv=["x.py", "--child"]),
         {"e": "compile", "t": 2.5, "n": 1, "module": "jit_augment"},
     )
-    (p,) = evidence.load(tmp_path)
+    (p,) = evidence_files.load(tmp_path)
     assert p.argv == ("x.py", "--child")
     assert [(e.module, e.finished) for e in p.events] == [("jit_augment", False)]
