@@ -37,20 +37,19 @@ from typing import Any
 
 import numpy as np
 
-from xla_bugkit import jaxlib_adapter
+from xla_bugkit import jaxlib_adapter, platforms
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.hlo import flags, precision
+from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme
-from xla_bugkit.replay.child import opbyop, replayable
+from xla_bugkit.replay.child import opbyop, replayable, tpu_reference
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
     EXIT_NOT_REPLAYABLE,
     EXIT_REJECTED_FLAG,
-    HIGHEST,
     INPUTS,
     KERNEL_ONLY,
     NEEDS_DEVICES,
@@ -255,42 +254,22 @@ def run_reference(
         error_path(out, OPBYOP).write_text(reason)
         _partitioned_conservative(spec, module_bytes, args, layout)
         return
-    if spec["platform"] == "tpu" and replayable.KERNEL_TARGET in custom_call_targets(text):
+    if replayable.lowered(spec["platform"]) & set(custom_call_targets(text)):
+        # A kernel only its platform's compiler lowers (a Pallas kernel on a TPU) runs
+        # nowhere else: neither reference can.
         for stem in (OPBYOP, CONSERVATIVE):
             error_path(out, stem).write_text(KERNEL_ONLY)
         return
     chosen = _conservative(spec, module_bytes, args)
-    if spec["platform"] == "tpu":
-        _tpu_references(spec, text, args)
+    found = platforms.find(spec["platform"])
+    if found is not None and found.cpu_reference:
+        tpu_reference.run(out, spec["platform"], overrides(spec["conservative"]), text, args)
         return
     try:
         runner = opbyop.compile_and_run(spec["platform"], chosen)
         save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
     except Exception as e:
         error_path(out, OPBYOP).write_text(str(e))
-
-
-def _tpu_references(spec: dict[str, Any], text: str, args: list[Any]) -> None:
-    """A TPU module's op-by-op reference runs on the CPU: the TPU's own ops are what is
-    under test (an eager op is a module of one), and the CPU computes float32 in float32.
-    Where the module's float dots run at the default precision (one bfloat16 pass), the
-    module also runs with them at HIGHEST: what tells that precision from a wrong result."""
-    out = Path(spec["out"])
-    try:
-        runner = opbyop.compile_and_run("cpu", overrides(spec["conservative"]))
-        save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
-    except Exception as e:  # the reference is best effort; the parent reports why
-        error_path(out, OPBYOP).write_text(str(e))
-    if not precision.at_default(text):
-        return
-    try:
-        highest = jaxlib_adapter.hlo_text_to_module_bytes(precision.at_highest(text))
-        exe = jaxlib_adapter.compile(jaxlib_adapter.hlo_proto_to_stablehlo(highest), platform="tpu")
-        save_arrays(
-            arrays_path(out, HIGHEST), jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
-        )
-    except Exception as e:
-        error_path(out, HIGHEST).write_text(str(e))
 
 
 # Where a process's own temporary files go, by what each reader of the environment looks at
@@ -333,7 +312,7 @@ def work(spec: dict[str, Any]) -> int:
         said = "or log (jax.debug.print, jax.debug.callback): left out of the replay"
         say(WITHHELD, f"{printing} host {which} {said}")
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
-    targets -= replayable.COMPILER_TARGETS.get(platform, frozenset())
+    targets -= replayable.lowered(platform)
     if targets - jaxlib_adapter.custom_call_targets(platform):
         jaxlib_adapter.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
     if any(t.startswith(replayable.LAPACK_PREFIX) for t in targets):
