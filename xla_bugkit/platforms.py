@@ -42,6 +42,7 @@ class Platform:
     memory_capped: bool  # a replay child runs under the address-space cap (``replay.limits``)
     host_devices: bool  # its client makes as many devices as a module wants
     autotune: bool  # a replay loads the run's autotune results
+    run_hlo_module: bool  # a public build of XLA's run_hlo_module runs its modules
     pjrt_device: str  # torch_xla's PJRT_DEVICE for it
 
 
@@ -62,6 +63,7 @@ CPU = Platform(
     memory_capped=True,
     host_devices=True,  # --xla_force_host_platform_device_count
     autotune=False,
+    run_hlo_module=True,
     pjrt_device="CPU",
 )
 
@@ -83,6 +85,7 @@ GPU = Platform(
     memory_capped=False,
     host_devices=False,
     autotune=True,
+    run_hlo_module=True,
     pjrt_device="CUDA",
 )
 
@@ -105,6 +108,7 @@ TPU = Platform(
     memory_capped=False,
     host_devices=False,
     autotune=False,
+    run_hlo_module=False,
     pjrt_device="TPU",
 )
 
