@@ -4,8 +4,9 @@ decision that differs between them, and the one lookup by name or alias.
 A replay asks its row for the child's ``JAX_PLATFORMS``, the compiler's own flags variable,
 the custom calls that compiler lowers, whether the child runs under a memory cap; ``verify``
 on a machine without the platform asks for the plugins that would give it and the pip extra
-that installs them; the bundle asks for the name the trackers' forms give its backend and the
-tool that lists its devices. Adding a platform is a row here (``tests/platforms_test.py``
+that installs them; the bundle asks for the name the trackers' forms give its backend, the
+tool that lists its devices and what ``repro.py`` sets; ``bisect`` refuses a platform whose
+compiler ships apart from jaxlib. Adding a platform is a row here (``tests/platforms_test.py``
 checks that every row is complete).
 """
 
