@@ -20,7 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "errors _version filememo templates",
         "config proc ui _lazy",
         "hlo failure",
-        "frameworks redact archive verdict jaxlib_adapter",
+        "frameworks platforms redact archive verdict jaxlib_adapter",
         "run",
         "choose",
         "replay",

@@ -38,7 +38,7 @@ def run(label, ctx):
         outcome = "exit 0"
     except SystemExit as e:
         outcome = f"SystemExit({e.code!r})"
-    except Exception as e:  # noqa: BLE001 - a probe reports whatever happened
+    except Exception as e:  # a probe reports whatever happened
         outcome = f"{type(e).__name__}: {str(e)[:300]}"
     print(f"{label}: {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import archive, config, jaxlib_adapter
+from xla_bugkit import archive, config, jaxlib_adapter, platforms
 from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.bundle.manifest import (
@@ -170,12 +170,15 @@ def bisect_bundle(
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
-        if inp.platform == "tpu":
+        found = platforms.find(inp.platform)
+        if found is not None and found.compiler_dist is not None:
             # A TPU's compiler ships in libtpu, released apart from jaxlib.
+            dist = found.compiler_dist
             raise BugkitError(
-                f"{module['label']} was compiled for a TPU: bisect replays across jaxlib "
-                "releases on the CPU, and across libtpu releases is not supported yet; "
-                "on a TPU machine, xla-bugkit verify BUNDLE under each libtpu you install"
+                f"{module['label']} was compiled for {found.needs}: bisect replays across "
+                f"jaxlib releases on the CPU, and across {dist} releases is not supported "
+                f"yet; on a {found.device} machine, xla-bugkit verify "
+                f"BUNDLE under each {dist} you install"
             )
         inp = stack.enter_context(with_text(inp, ui.say))
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)

@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from xla_bugkit import proc
+from xla_bugkit import platforms, proc
 from xla_bugkit.bundle import installed
 from xla_bugkit.bundle.installed import NOT_INSTALLED
 from xla_bugkit.errors import ProcessError
@@ -113,13 +113,15 @@ def jax_devices(env: dict[str, str], redactor: Redactor) -> tuple[tuple[str, ...
 
 
 def nvidia_smi(redactor: Redactor) -> str | None:
-    exe = shutil.which("nvidia-smi")
+    """What the GPU's device tool (``platforms.GPU.device_tool``) says; None without it."""
+    tool = platforms.GPU.device_tool
+    exe = shutil.which(tool) if tool is not None else None
     if exe is None:
         return None
     code, out = capture([exe], None, NVIDIA_SMI_TIMEOUT_S)
     if code != 0:
         why = "timed out" if code is None else f"exited with status {code}"
-        return redactor.text(f"(nvidia-smi {why})\n{out}")
+        return redactor.text(f"({tool} {why})\n{out}")
     return redactor.text(out)
 
 

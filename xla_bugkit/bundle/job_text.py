@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from xla_bugkit import platforms
 from xla_bugkit.bundle.parts import Part
 from xla_bugkit.hlo import flags
 
@@ -173,9 +174,10 @@ def issue_section(
     devices = process.get("devices")
     if isinstance(devices, int) and devices > 1 and failing.manifest["modules"]:
         platform = failing.manifest["modules"][0]["platform"]
+        found = platforms.find(platform)
         where = (
             f"on {devices} CPU devices of one process (the replay forces the host's device count)"
-            if platform == "cpu"
+            if found is not None and found.host_devices
             else f"on {devices} {platform.upper()} devices"
         )
         lines += [

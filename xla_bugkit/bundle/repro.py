@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xla_bugkit import platforms
 from xla_bugkit._version import __version__
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
@@ -170,7 +171,8 @@ def hlo_command(
     cap, in a subshell, when it set one (an allocation failure may need it). A CPU module of
     ``devices`` devices gets as many host devices (a process of a job of several had fewer:
     the module was compiled for the whole job's)."""
-    if platform == "cpu" and devices > 1:
+    found = platforms.find(platform)
+    if found is not None and found.host_devices and devices > 1:
         xla_flags = (
             *(f for f in xla_flags if not f.startswith(f"{flags.HOST_DEVICE_COUNT}=")),
             f"{flags.HOST_DEVICE_COUNT}={devices}",
@@ -222,7 +224,8 @@ def _flags(
 def _tpu_args(platform: str, recorded: Sequence[str], notes: list[str]) -> tuple[str, ...]:
     """The run's LIBTPU_INIT_ARGS that repro.py sets, on a TPU alone; those it withholds
     go to ``notes``."""
-    if platform != "tpu":
+    found = platforms.find(platform)
+    if found is None or found.compiler_env is None:
         return ()
     admitted = flags.admit_tpu(recorded)
     notes += [f"{members.REPRO} leaves out {withheld}" for withheld in admitted.withheld]
@@ -239,10 +242,11 @@ def _not_for_run_hlo_module(stage: Path, target: Target) -> str:
     compiles, from the PJRT folder's StableHLO."""
     if target.verdict is not None and target.verdict.outcome is Outcome.NOT_REPLAYABLE:
         return f"the module cannot be replayed ({target.verdict.evidence})"
-    if target.platform == "tpu":
+    found = platforms.find(target.platform)
+    if found is not None and not found.run_hlo_module:
         return (
-            "no public build of run_hlo_module runs on a TPU: replay the module there with "
-            "repro.py or xla-bugkit verify"
+            f"no public build of run_hlo_module runs on {found.needs}: replay the module "
+            "there with repro.py or xla-bugkit verify"
         )
     text = target.files.get(Role.BEFORE_TEXT.value)
     if text is None:

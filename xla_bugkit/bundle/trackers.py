@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xla_bugkit import frameworks
+from xla_bugkit import frameworks, platforms
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.replay import reproduced_under_jaxlib
@@ -86,6 +86,7 @@ def _backend(platform: str | None) -> str:
     if not platform:
         return "unknown"
     name = platform.lower()
-    if name in ("gpu", "cuda") or name.endswith("_gpu"):
-        return "CUDA"
-    return name.upper()
+    if name.endswith("_gpu"):
+        name = platforms.GPU.name  # XLA's dump name for its target: "sm_9.0_gpu"
+    found = platforms.find(name)
+    return found.label if found is not None else name.upper()

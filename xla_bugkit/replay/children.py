@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from xla_bugkit import proc
+from xla_bugkit import platforms, proc
 from xla_bugkit.hlo import flags
 from xla_bugkit.replay import protocol
 
@@ -32,10 +32,10 @@ def child_env(
     ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
-    # A TPU module's op-by-op reference runs on the CPU (``worker.run_reference``).
-    env["JAX_PLATFORMS"] = "tpu,cpu" if platform == "tpu" else platform
-    if platform == "tpu" and tpu_args is not None:
-        env[flags.TPU_ENV] = flags.join(tpu_args)
+    found = platforms.find(platform)
+    env["JAX_PLATFORMS"] = found.jax_platforms if found is not None else platform
+    if found is not None and found.compiler_env is not None and tpu_args is not None:
+        env[found.compiler_env] = flags.join(tpu_args)
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
     # that lie beside it in an installed site-packages.

@@ -15,19 +15,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from xla_bugkit import jaxlib_adapter
+from xla_bugkit import jaxlib_adapter, platforms
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.frameworks import is_release_number
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.verdict import Outcome, Verdict
-
-# The plugins that give jax each platform; one installed means the platform may be here.
-_PLUGINS = {
-    "gpu": ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm7-plugin"),
-    "tpu": ("libtpu",),
-}
 
 
 @dataclass(frozen=True)
@@ -51,11 +45,12 @@ class Unverified:
 
 
 def absent_here(platform: str) -> bool:
-    """Whether ``platform`` certainly has no backend here (no plugin that could give one)."""
-    if platform == "cpu":
-        return False
-    plugins = _PLUGINS.get(platform, ())
-    return not any(_installed(p) for p in plugins)
+    """Whether ``platform`` certainly has no backend here (no plugin that could give one;
+    jaxlib gives the CPU alone)."""
+    found = platforms.find(platform)
+    if found is None:
+        return True  # no plugin we know of gives it
+    return bool(found.plugins) and not any(_installed(p) for p in found.plugins)
 
 
 def _installed(dist: str) -> bool:
@@ -75,11 +70,16 @@ def missing_platform(verdict: Verdict) -> bool:
 
 def needs(platform: str, versions: Mapping[str, str]) -> str:
     """What the module needs, as a person names it, from the bundle's recorded versions."""
-    if platform == "tpu":
-        return "a TPU"
-    if any(k.startswith("jax-rocm") for k in versions):
-        return "ROCm"
-    return "CUDA" if platform == "gpu" else platform
+    found = platforms.find(platform)
+    if found is None:
+        return platform
+    return "ROCm" if _rocm(found, versions) else found.needs
+
+
+def _rocm(found: platforms.Platform, versions: Mapping[str, str]) -> bool:
+    """A GPU module recorded under ROCm's plugin: the GPU row's other vendor."""
+    rocm = [p for p in found.plugins if p.startswith("jax-rocm")]
+    return bool(rocm) and any(k.startswith("jax-rocm") for k in versions)
 
 
 def checks(inp: ReplayInput) -> tuple[str, ...]:
@@ -127,7 +127,8 @@ def cpu_line(verdict: Verdict, platform: str) -> str:
         return f"not run on the CPU: {verdict.evidence}"
     if verdict.failure is not None:
         return f"fails differently on the CPU: {verdict.evidence}"
-    whose = "the TPU's" if platform == "tpu" else "the GPU's"
+    found = platforms.find(platform)
+    whose = f"the {found.device if found is not None else platform}'s"
     return f"the CPU runs it correctly ({verdict.evidence}): the failure may be {whose} alone"
 
 
@@ -137,10 +138,9 @@ def command(bundle: str, platform: str, versions: Mapping[str, str], install: st
     jax = versions.get("jax", "")
     pin = f"=={jax}" if is_release_number(jax) else ""  # a bundle's text: only a version
     verify = f"{install} && xla-bugkit verify {shlex.quote(bundle)}"
-    if any(k.startswith("jax-rocm") for k in versions):
+    found = platforms.find(platform)
+    if found is not None and _rocm(found, versions):
         return f"with jax{pin} and its ROCm plugin installed: {verify}"
-    if platform == "tpu":
-        extra = "tpu"
-    else:
-        extra = "cuda13" if "jax-cuda13-plugin" in versions else "cuda12"
-    return f"pip install 'jax[{extra}]{pin}' && {verify}"
+    extra = platforms.extra(found, frozenset(versions)) if found is not None else ""
+    jax_with = f"jax[{extra}]" if extra else "jax"
+    return f"pip install '{jax_with}{pin}' && {verify}"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from xla_bugkit import platforms
 from xla_bugkit.archive.naming import suffix_format
 from xla_bugkit.choose import snapshot as snapshots
 from xla_bugkit.choose.dumps import DumpModule, Role, index
@@ -91,8 +92,13 @@ def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayI
         compile_options=files.get(Role.COMPILE_OPTIONS.value),
         xla_flags=xla_flags,
         platform=on,
-        autotune=files.get(Role.AUTOTUNE.value) if on == "gpu" else None,
+        autotune=files.get(Role.AUTOTUNE.value) if _autotunes(on) else None,
     )
+
+
+def _autotunes(platform: str) -> bool:
+    found = platforms.find(platform)
+    return found is not None and found.autotune
 
 
 # What a TPU's PJRT folder's topology.pb holds: its description's type name.

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 
+from xla_bugkit import platforms
+
 
 def memory_limit(platform: str) -> int | None:
     """The address-space limit for replaying an untrusted module: 3/4 of this machine's RAM.
 
     A hostile or runaway module then fails in its child instead of swapping the machine to a
-    halt. GPU clients map far more address space than they use, so they run unlimited.
+    halt. An accelerator's client maps far more address space than it uses: those run
+    unlimited (``platforms.Platform.memory_capped``).
     """
-    if platform != "cpu":
+    found = platforms.find(platform)
+    if found is None or not found.memory_capped:
         return None
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import proc
+from xla_bugkit import platforms, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.frameworks import Framework
@@ -32,8 +32,6 @@ from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.verdict import Outcome, Verdict
 
-# torch_xla's PJRT_DEVICE for each platform a dump names.
-_PJRT_DEVICES = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
 # The child's log, as the rerun has it (``run.adapt``): torch_xla's graph log tells
 # an XLA error (a bare RuntimeError) from a Python one when the output is classified.
 _VMODULE = {"xla_graph_executor": 3}
@@ -109,7 +107,8 @@ def child_env(inp: ReplayInput) -> dict[str, str]:
     """The native child's environment: every recorded flag in XLA_FLAGS, torch_xla on the
     module's platform, and its graph log on."""
     env = children.child_env(spawn.admitted_flags(inp).flags, inp.platform)
-    env["PJRT_DEVICE"] = _PJRT_DEVICES.get(inp.platform, inp.platform.upper())
+    found = platforms.find(inp.platform)
+    env["PJRT_DEVICE"] = found.pjrt_device if found is not None else inp.platform.upper()
     env[xla_log.MIN_LOG_LEVEL] = "0"
     env[xla_log.VMODULE] = xla_log.merge_vmodule(env.get(xla_log.VMODULE), _VMODULE)
     return env

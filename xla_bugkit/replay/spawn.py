@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import proc
+from xla_bugkit import platforms, proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Phase
 from xla_bugkit.hlo import flags
@@ -136,7 +136,8 @@ def spawn_settled(
             continue
         if needs is not None:
             needed, _, here = needs.partition(" ")
-            if inp.platform != "cpu":
+            found = platforms.find(inp.platform)
+            if found is None or not found.host_devices:
                 why = f"the module needs {needed} {inp.platform} devices, {here or '?'} here"
                 return Child(child.done, child.out, None, "", why), inp
             # XLA's CPU client can pretend to have as many devices as the module wants.
@@ -170,7 +171,8 @@ def admitted_tpu_args(inp: ReplayInput) -> flags.Admitted:
     """The run's LIBTPU_INIT_ARGS a replay of ``inp`` applies: on a TPU, those
     ``flags.admit_tpu`` allows (the rest withheld, and said); elsewhere none, and none
     withheld (no TPU compiler reads them), as where none were recorded."""
-    if inp.platform != "tpu" or inp.tpu_args is None:
+    found = platforms.find(inp.platform)
+    if found is None or found.compiler_env is None or inp.tpu_args is None:
         return flags.Admitted(())
     return flags.admit_tpu(inp.tpu_args)
 
@@ -183,7 +185,8 @@ def split_flags(inp: ReplayInput) -> tuple[list[str], list[str]]:
     recorded = admitted_flags(inp).flags
     env_flags = [f for f in recorded if flags.name_of(f) in PROCESS_FLAGS]
     compile_flags = [f for f in recorded if f not in env_flags]
-    if inp.autotune is not None and inp.release is None and inp.platform == "gpu":
+    found = platforms.find(inp.platform)
+    if inp.autotune is not None and inp.release is None and found is not None and found.autotune:
         compile_flags.append(f"{AUTOTUNE_FLAG}={inp.autotune.absolute()}")
     return env_flags, compile_flags
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xla_bugkit import platforms
 from xla_bugkit.cli import options
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.ui import Ui
@@ -33,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--snapshot", type=Path, help="an HloSnapshot with the inputs to use")
     p.add_argument(
         "--platform",
-        choices=("cpu", "gpu", "tpu"),
+        choices=platforms.NAMES,
         help="replay on this platform (default: the one the dump was written on, from its "
         "files; a TPU's modules need a TPU, and their Pallas kernels run nowhere else)",
     )

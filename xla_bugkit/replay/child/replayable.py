@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xla_bugkit import jaxlib_adapter
-from xla_bugkit.choose import mosaic
+from xla_bugkit import jaxlib_adapter, platforms
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.parser import custom_call_targets
 
@@ -41,10 +40,6 @@ INTERNAL_TARGETS = frozenset(
     }
 )
 
-# Targets a platform's own compiler lowers, never registered as handlers: a Pallas kernel
-# (Mosaic) is compiled by the TPU compiler from the call's backend config, which carries it.
-KERNEL_TARGET = mosaic.KERNEL_TARGET.decode()
-COMPILER_TARGETS: dict[str, frozenset[str]] = {"tpu": frozenset({KERNEL_TARGET})}
 
 # jaxlib's CPU LAPACK kernels (jnp.linalg, jax.scipy.linalg), which need setting up first.
 LAPACK_PREFIX = "lapack_"
@@ -107,9 +102,7 @@ def check_module(text: str, platform: str, *, pjrt: bool = False) -> tuple[int, 
                 f"the module is partitioned with Shardy (custom-call {target}), and only its "
                 "PJRT folder (module.mlir, compile_options.pb) replays that; it is missing"
             )
-    registered = jaxlib_adapter.custom_call_targets(platform) | COMPILER_TARGETS.get(
-        platform, set()
-    )
+    registered = jaxlib_adapter.custom_call_targets(platform) | lowered(platform)
     missing = [
         t
         for t in targets
@@ -142,3 +135,10 @@ def module_bytes(path: str) -> bytes:
             "--xla_dump_large_constants, or replay the .hlo.pb"
         )
     return jaxlib_adapter.hlo_text_to_module_bytes(text)
+
+
+def lowered(platform: str) -> frozenset[str]:
+    """The custom calls ``platform``'s own compiler lowers (never registered as handlers):
+    its row's ``compiler_targets``; none for a platform without a row."""
+    found = platforms.find(platform)
+    return found.compiler_targets if found is not None else frozenset()

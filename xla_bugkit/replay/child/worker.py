@@ -8,11 +8,11 @@ in the spec's ``out`` folder. One child does all the work, so jax is imported on
    reference runs, so a reference that crashes or hangs cannot lose it);
 2. unless the spec says ``"reference": false``, under conservative flags run the module op by
    op (``opbyop.npz``) and compiled whole (``conservative.npz``); a reference that fails
-   leaves ``<name>.error``.
+   leaves ``<name>.error`` (``references``).
 
-Both sets of flags are per-compile DebugOptions overrides, not XLA_FLAGS (which XLA reads
-once per process): the parent keeps XLA_FLAGS for what no override can set. The snapshot's
-recorded result is saved as ``recorded.npz`` when there is one.
+Both sets of flags are per-compile DebugOptions overrides (``compiled``), not XLA_FLAGS
+(which XLA reads once per process): the parent keeps XLA_FLAGS for what no override can set.
+The snapshot's recorded result is saved as ``recorded.npz`` when there is one.
 
 The child replays through jaxlib alone, never importing jax, when the module needs nothing
 that jax sets up (``jaxlib_adapter.alone``: one CPU device, no custom call of jax's), and through
@@ -27,35 +27,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from xla_bugkit import jaxlib_adapter
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.hlo import flags, precision
 from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme
-from xla_bugkit.replay.child import opbyop, replayable
+from xla_bugkit.replay.child import compiled, opbyop, references, replayable
 from xla_bugkit.replay.protocol import (
-    CONSERVATIVE,
     EXIT_NEEDS_DEVICES,
     EXIT_NOT_REPLAYABLE,
     EXIT_REJECTED_FLAG,
-    HIGHEST,
     INPUTS,
-    KERNEL_ONLY,
     NEEDS_DEVICES,
     NOT_REPLAYABLE,
-    OPBYOP,
     PHASE,
     RECORDED,
     REJECTED_FLAG,
@@ -64,43 +56,10 @@ from xla_bugkit.replay.protocol import (
     UNDER,
     WITHHELD,
     arrays_path,
-    error_path,
     run_and_exit,
     save_arrays,
     say,
 )
-
-# XLA's answers to an override that is no DebugOptions field, or whose value it cannot take
-# that way (a map such as xla_backend_extra_options); such a flag must go by XLA_FLAGS.
-_REJECTED = re.compile(r"No such compile option: '([^']+)'|While setting option (\w+),")
-
-
-class FlagRejected(Exception):
-    """XLA took a recorded flag only through XLA_FLAGS; ``name`` is the flag's name."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def overrides(xla_flags: Sequence[str]) -> list[jaxlib_adapter.Override]:
-    """XLA flags (``--name=value``) as per-compile overrides."""
-    result: list[jaxlib_adapter.Override] = []
-    for flag in xla_flags:
-        name, value = flags.name_of(flag).lstrip("-"), flags.value_of(flag)
-        if value is None:
-            result.append((name, True))  # "--xla_foo" alone turns a bool on
-        elif value.lower() in ("true", "false"):
-            result.append((name, value.lower() == "true"))
-        else:
-            result.append((name, value))
-    return result
-
-
-def rejected_option(error: Exception) -> str | None:
-    """The override XLA refused, when that is what ``error`` says."""
-    found = _REJECTED.search(str(error))
-    return None if found is None else found.group(1) or found.group(2)
 
 
 def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[Any]:
@@ -126,171 +85,26 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
     return generated(jaxlib_adapter.parameter_types(module_bytes), int(spec["seed"]))
 
 
-def _read(path: str | None) -> bytes | None:
-    return Path(path).read_bytes() if path else None
-
-
 def run_module(
     spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
 ) -> None:
     say(UNDER, f"jaxlib {jaxlib_adapter.jaxlib_version()}")
     say(PHASE, "compile")
-    options = _read(spec["compile_options"])
+    options = compiled.read(spec["compile_options"])
     if options is not None:
         for line in for_replay(options).withheld:
             say(WITHHELD, line)
-    recorded = overrides(spec["flags"])
+    recorded = compiled.overrides(spec["flags"])
     try:
-        exe = _compile_as_run(spec, module_bytes, layout, recorded)
+        exe = compiled.compile_as_run(spec, module_bytes, layout, recorded)
     except Exception as e:
-        name = rejected_option(e)
+        name = compiled.rejected_option(e)
         if name is None or all(n != name for n, _ in recorded):
             raise
-        raise FlagRejected(name) from e
+        raise compiled.FlagRejected(name) from e
     say(PHASE, "run")
-    outputs = _execute(exe, module_bytes, args, layout)
+    outputs = compiled.execute(exe, module_bytes, args, layout)
     save_arrays(arrays_path(Path(spec["out"]), TEST), outputs)
-
-
-def _compile_as_run(
-    spec: dict[str, Any],
-    module_bytes: bytes,
-    layout: tuple[int, int],
-    chosen: Sequence[jaxlib_adapter.Override],
-) -> jaxlib_adapter.Executable:
-    """The module compiled as the run compiled it (its PJRT folder's MLIR and options, when
-    there), with the per-compile ``chosen`` overrides."""
-    mlir, options = _read(spec["mlir"]), _read(spec["compile_options"])
-    if mlir is None:
-        mlir = jaxlib_adapter.hlo_proto_to_stablehlo(module_bytes)
-        options = None
-    return jaxlib_adapter.compile(
-        mlir,
-        platform=spec["platform"],
-        compile_options=options,
-        num_replicas=layout[0],
-        num_partitions=layout[1],
-        overrides=chosen,
-        # Flags given by hand replace the recorded ones, those in compile_options.pb too.
-        recorded_flags=not spec["flags_given"],
-    )
-
-
-def _execute(
-    exe: jaxlib_adapter.Executable, module_bytes: bytes, args: list[Any], layout: tuple[int, int]
-) -> list[np.ndarray]:
-    # On several devices the shards are put back together into the module's own result.
-    types = jaxlib_adapter.result_types(module_bytes) if layout != (1, 1) else None
-    return jaxlib_adapter.execute(exe, [np.asarray(a) for a in args], types)
-
-
-def _partitioned_conservative(
-    spec: dict[str, Any], module_bytes: bytes, args: list[Any], layout: tuple[int, int]
-) -> None:
-    """The conservative reference of a module that runs only partitioned (shard_map): the
-    same partitioned module, compiled with the conservative flags after the recorded ones."""
-    recorded = overrides(spec["flags"])
-
-    def run(chosen: Sequence[jaxlib_adapter.Override]) -> list[np.ndarray]:
-        exe = _compile_as_run(spec, module_bytes, layout, [*recorded, *chosen])
-        return _execute(exe, module_bytes, args, layout)
-
-    _conservative_run(Path(spec["out"]), overrides(spec["conservative"]), run)
-
-
-def _conservative(
-    spec: dict[str, Any], module_bytes: bytes, args: list[Any]
-) -> list[jaxlib_adapter.Override]:
-    """Run the whole module under the conservative flags; returns the overrides this jaxlib
-    knows (an older one lacks some), for the op-by-op reference to use too."""
-    mlir = jaxlib_adapter.hlo_proto_to_stablehlo(module_bytes)
-
-    def run(chosen: Sequence[jaxlib_adapter.Override]) -> list[np.ndarray]:
-        exe = jaxlib_adapter.compile(mlir, platform=spec["platform"], overrides=chosen)
-        return jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
-
-    return _conservative_run(Path(spec["out"]), overrides(spec["conservative"]), run)
-
-
-def _conservative_run(
-    out: Path,
-    chosen: list[jaxlib_adapter.Override],
-    run: Callable[[Sequence[jaxlib_adapter.Override]], list[np.ndarray]],
-) -> list[jaxlib_adapter.Override]:
-    """Save ``run(chosen)`` (the module compiled under the conservative overrides, and run)
-    as the conservative reference, or why it has none; an override this jaxlib rejects is
-    left out and the run tried again. Returns the overrides kept."""
-    while True:
-        try:
-            arrays = run(chosen)
-        except Exception as e:  # the reference is best effort; the parent reports why
-            name = rejected_option(e)
-            if name is not None and any(n == name for n, _ in chosen):
-                chosen = [(n, v) for n, v in chosen if n != name]
-                continue
-            error_path(out, CONSERVATIVE).write_text(str(e))
-            return chosen
-        save_arrays(arrays_path(out, CONSERVATIVE), arrays)
-        return chosen
-
-
-def run_reference(
-    spec: dict[str, Any],
-    module_bytes: bytes,
-    text: str,
-    args: list[Any],
-    layout: tuple[int, int] = (1, 1),
-) -> None:
-    out = Path(spec["out"])
-    manual = [t for t in custom_call_targets(text) if t.startswith("xla.sdy.")]
-    manual = [t for t in manual if t not in replayable.INTERNAL_TARGETS]
-    if manual:
-        # Op by op runs the unpartitioned module on one device; a per-shard body has no
-        # meaning there, and the markers around it have no one-device implementation. The
-        # conservative reference compiles it partitioned, as the test does.
-        reason = (
-            f"the module has a Shardy manual computation (custom-call {manual[0]}, from "
-            "shard_map or pmap), which runs only partitioned"
-        )
-        error_path(out, OPBYOP).write_text(reason)
-        _partitioned_conservative(spec, module_bytes, args, layout)
-        return
-    if spec["platform"] == "tpu" and replayable.KERNEL_TARGET in custom_call_targets(text):
-        for stem in (OPBYOP, CONSERVATIVE):
-            error_path(out, stem).write_text(KERNEL_ONLY)
-        return
-    chosen = _conservative(spec, module_bytes, args)
-    if spec["platform"] == "tpu":
-        _tpu_references(spec, text, args)
-        return
-    try:
-        runner = opbyop.compile_and_run(spec["platform"], chosen)
-        save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
-    except Exception as e:
-        error_path(out, OPBYOP).write_text(str(e))
-
-
-def _tpu_references(spec: dict[str, Any], text: str, args: list[Any]) -> None:
-    """A TPU module's op-by-op reference runs on the CPU: the TPU's own ops are what is
-    under test (an eager op is a module of one), and the CPU computes float32 in float32.
-    Where the module's float dots run at the default precision (one bfloat16 pass), the
-    module also runs with them at HIGHEST: what tells that precision from a wrong result."""
-    out = Path(spec["out"])
-    try:
-        runner = opbyop.compile_and_run("cpu", overrides(spec["conservative"]))
-        save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
-    except Exception as e:  # the reference is best effort; the parent reports why
-        error_path(out, OPBYOP).write_text(str(e))
-    if not precision.at_default(text):
-        return
-    try:
-        highest = jaxlib_adapter.hlo_text_to_module_bytes(precision.at_highest(text))
-        exe = jaxlib_adapter.compile(jaxlib_adapter.hlo_proto_to_stablehlo(highest), platform="tpu")
-        save_arrays(
-            arrays_path(out, HIGHEST), jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
-        )
-    except Exception as e:
-        error_path(out, HIGHEST).write_text(str(e))
 
 
 # Where a process's own temporary files go, by what each reader of the environment looks at
@@ -333,13 +147,13 @@ def work(spec: dict[str, Any]) -> int:
         said = "or log (jax.debug.print, jax.debug.callback): left out of the replay"
         say(WITHHELD, f"{printing} host {which} {said}")
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
-    targets -= replayable.COMPILER_TARGETS.get(platform, frozenset())
+    targets -= replayable.lowered(platform)
     if targets - jaxlib_adapter.custom_call_targets(platform):
         jaxlib_adapter.with_jax()  # whose libraries register them (LAPACK's kernels, ...)
     if any(t.startswith(replayable.LAPACK_PREFIX) for t in targets):
         # Once per process: the test and both references (op by op too) run here.
         jaxlib_adapter.initialize_lapack()
-    options = _read(spec["compile_options"])
+    options = compiled.read(spec["compile_options"])
     layout = replayable.check_module(
         text, platform, pjrt=bool(spec["mlir"]) and options is not None
     )
@@ -356,7 +170,7 @@ def work(spec: dict[str, Any]) -> int:
     run_module(spec, module_bytes, args, layout)
     if spec["reference"]:
         say(PHASE, "reference")
-        run_reference(spec, module_bytes, text, args, layout)
+        references.run_reference(spec, module_bytes, text, args, layout)
     say(PHASE, "done")
     return 0
 
@@ -416,7 +230,7 @@ def main(argv: Sequence[str]) -> int:
         # XLA's own errors propagate with their traceback: the parent classifies them.
         say(NOT_REPLAYABLE, str(e).replace("\n", " "))
         return EXIT_NOT_REPLAYABLE
-    except FlagRejected as e:
+    except compiled.FlagRejected as e:
         say(REJECTED_FLAG, e.name)
         return EXIT_REJECTED_FLAG
 

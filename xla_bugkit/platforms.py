@@ -1,0 +1,136 @@
+"""The platforms a module is compiled for (the CPU, a GPU, a TPU): one row each, with every
+decision that differs between them, and the one lookup by name or alias.
+
+A replay asks its row for the child's ``JAX_PLATFORMS``, the compiler's own flags variable,
+the custom calls that compiler lowers, whether the child runs under a memory cap; ``verify``
+on a machine without the platform asks for the plugins that would give it and the pip extra
+that installs them; the bundle asks for the name the trackers' forms give its backend, the
+tool that lists its devices and what ``repro.py`` sets; ``bisect`` refuses a platform whose
+compiler ships apart from jaxlib. Adding a platform is a row here (``tests/platforms_test.py``
+checks that every row is complete).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla_bugkit.hlo import flags
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One platform, as every stage asks about it."""
+
+    name: str  # as XLA's dumps, a manifest and ``replay --platform`` name it
+    aliases: tuple[str, ...]  # other names for it (jax's own: "cuda")
+    label: str  # the backend, as the trackers' forms name it: "CPU", "CUDA", "TPU"
+    device: str  # its device, as a sentence names it: "the TPU's alone"
+    needs: str  # what a module of it needs, as a person says it: "a TPU", "CUDA"
+    # The replay child's JAX_PLATFORMS (the TPU's also starts the CPU, which runs its
+    # op-by-op reference).
+    jax_platforms: str
+    plugins: tuple[str, ...]  # the distributions that give jax this platform (one is enough)
+    # jax's pip extra for each plugin a bundle may record, oldest first: the newest it
+    # recorded, or the first when it recorded none.
+    extras: tuple[tuple[str, str], ...]
+    device_tool: str | None  # the command that lists its devices for the environment report
+    compiler_dist: str | None  # where its compiler ships when not in jaxlib ("libtpu")
+    compiler_env: str | None  # the variable its compiler reads its own flags from at start-up
+    compiler_targets: frozenset[str]  # custom calls its compiler lowers, never registered
+    # Its op-by-op reference runs on the CPU (``replay.child.tpu_reference``), with the
+    # module at HIGHEST precision where its float dots run at the default.
+    cpu_reference: bool
+    memory_capped: bool  # a replay child runs under the address-space cap (``replay.limits``)
+    host_devices: bool  # its client makes as many devices as a module wants
+    autotune: bool  # a replay loads the run's autotune results
+    run_hlo_module: bool  # a public build of XLA's run_hlo_module runs its modules
+    pjrt_device: str  # torch_xla's PJRT_DEVICE for it
+
+
+CPU = Platform(
+    name="cpu",
+    aliases=(),
+    label="CPU",
+    device="CPU",
+    needs="the CPU",
+    jax_platforms="cpu",
+    plugins=(),
+    extras=(),
+    device_tool=None,
+    compiler_dist=None,
+    compiler_env=None,
+    compiler_targets=frozenset(),
+    cpu_reference=False,
+    memory_capped=True,
+    host_devices=True,  # --xla_force_host_platform_device_count
+    autotune=False,
+    run_hlo_module=True,
+    pjrt_device="CPU",
+)
+
+GPU = Platform(
+    name="gpu",
+    aliases=("cuda",),
+    label="CUDA",
+    device="GPU",
+    needs="CUDA",
+    jax_platforms="gpu",
+    plugins=("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm7-plugin"),
+    extras=(("jax-cuda12-plugin", "cuda12"), ("jax-cuda13-plugin", "cuda13")),
+    device_tool="nvidia-smi",
+    compiler_dist=None,
+    compiler_env=None,
+    compiler_targets=frozenset(),
+    cpu_reference=False,
+    # GPU clients map far more address space than they use.
+    memory_capped=False,
+    host_devices=False,
+    autotune=True,
+    run_hlo_module=True,
+    pjrt_device="CUDA",
+)
+
+TPU = Platform(
+    name="tpu",
+    aliases=(),
+    label="TPU",
+    device="TPU",
+    needs="a TPU",
+    jax_platforms="tpu,cpu",
+    plugins=("libtpu",),
+    extras=(("libtpu", "tpu"),),
+    device_tool=None,
+    compiler_dist="libtpu",
+    compiler_env=flags.TPU_ENV,
+    # A Pallas kernel (Mosaic) is compiled by the TPU compiler from the call's backend
+    # config, which carries it (``choose.mosaic.KERNEL_TARGET``).
+    compiler_targets=frozenset({"tpu_custom_call"}),
+    cpu_reference=True,
+    memory_capped=False,
+    host_devices=False,
+    autotune=False,
+    run_hlo_module=False,
+    pjrt_device="TPU",
+)
+
+PLATFORMS: tuple[Platform, ...] = (CPU, GPU, TPU)
+
+# ``replay --platform``'s choices.
+NAMES: tuple[str, ...] = tuple(p.name for p in PLATFORMS)
+
+_BY_NAME = {n: p for p in PLATFORMS for n in (p.name, *p.aliases)}
+
+
+def find(name: str) -> Platform | None:
+    """The platform ``name`` names (its name or an alias); None for one xla-bugkit has no
+    row for."""
+    return _BY_NAME.get(name)
+
+
+def extra(platform: Platform, recorded: frozenset[str]) -> str:
+    """jax's pip extra that installs ``platform`` as a bundle recorded it (``recorded``: the
+    distributions in its versions); "" for one jaxlib gives alone."""
+    chosen = [e for dist, e in platform.extras if dist in recorded]
+    if chosen:
+        return chosen[-1]
+    return platform.extras[0][1] if platform.extras else ""
