@@ -11,8 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.hostile import snapshot
 
+from tests.helpers.hostile import snapshot
 from xla_bugkit.bundle.manifest import load_manifest
 from xla_bugkit.cli.main import main
 from xla_bugkit.verify import result as verify_result
