@@ -3,7 +3,7 @@
 docs/cli.md is generated from ``xla_bugkit.cli.grammar.parser()`` by ``render_cli_reference`` below.
 When the command line changes, regenerate it from the repository root:
 
-    python tests/docs_test.py
+    python -m tests.docs_test
 
 or ``XLA_BUGKIT_UPDATE_DOCS=1 python -m pytest -q tests/docs_test.py``. Nothing here starts a
 jax process: the parser is built in this process, and it imports no jax.
@@ -29,7 +29,9 @@ CLI_MD = DOCS / "cli.md"
 README = ROOT / "README.md"
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 UPDATE = "XLA_BUGKIT_UPDATE_DOCS"
-REGENERATE = f"python tests/docs_test.py (or {UPDATE}=1 python -m pytest -q tests/docs_test.py)"
+# Run as a module, not as a script: a script's own folder goes first on sys.path, where
+# tests/bisect/ would hide the standard library's bisect.
+REGENERATE = f"python -m tests.docs_test (or {UPDATE}=1 python -m pytest -q tests/docs_test.py)"
 # The width the help is laid out at: fixed, so that the page does not follow the terminal.
 WIDTH = 90
 
