@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.programs import ProgramRuns
+
+from tests.helpers.programs import ProgramRuns
 
 
 @pytest.fixture(scope="session")

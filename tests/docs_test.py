@@ -3,7 +3,7 @@
 docs/cli.md is generated from ``xla_bugkit.cli.grammar.parser()`` by ``render_cli_reference`` below.
 When the command line changes, regenerate it from the repository root:
 
-    python tests/docs_test.py
+    python -m tests.docs_test
 
 or ``XLA_BUGKIT_UPDATE_DOCS=1 python -m pytest -q tests/docs_test.py``. Nothing here starts a
 jax process: the parser is built in this process, and it imports no jax.
@@ -27,8 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CLI_MD = DOCS / "cli.md"
 README = ROOT / "README.md"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 UPDATE = "XLA_BUGKIT_UPDATE_DOCS"
-REGENERATE = f"python tests/docs_test.py (or {UPDATE}=1 python -m pytest -q tests/docs_test.py)"
+# Run as a module, not as a script: a script's own folder goes first on sys.path, where
+# tests/bisect/ would hide the standard library's bisect.
+REGENERATE = f"python -m tests.docs_test (or {UPDATE}=1 python -m pytest -q tests/docs_test.py)"
 # The width the help is laid out at: fixed, so that the page does not follow the terminal.
 WIDTH = 90
 
@@ -194,8 +197,17 @@ def test_the_parser_is_built_without_jax() -> None:
 
 
 def pages() -> list[Path]:
-    """The documentation: the README, ARCHITECTURE.md and every page of docs/."""
-    return [README, ROOT / "ARCHITECTURE.md", *sorted(DOCS.glob("*.md"))]
+    """The documentation: the README, ARCHITECTURE.md, CONTRIBUTING.md and every page of docs/."""
+    return [README, ROOT / "ARCHITECTURE.md", CONTRIBUTING, *sorted(DOCS.glob("*.md"))]
+
+
+def _tiers(page: Path) -> list[str]:
+    """The rows of a page's table of test tiers: those that start with a pytest command."""
+    return re.findall(r"^\| `python -m pytest.*$", page.read_text("utf-8"), re.M)
+
+
+def test_contributing_gives_the_readmes_test_tiers() -> None:
+    assert _tiers(CONTRIBUTING) == _tiers(README) != []
 
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.M | re.S)

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
+
+from tests.helpers.programs import PROGRAMS, run_collect
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 

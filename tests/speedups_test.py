@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.programs import clean_env
 
+from tests.helpers.programs import clean_env
 from xla_bugkit.bundle import devices, envinfo, installed
 from xla_bugkit.redact import Redactor
 from xla_bugkit.redact.rules import Rule

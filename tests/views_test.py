@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.bundles import bundle_members
-from helpers.programs import PROGRAMS, TESTS, Collected, ProgramRuns, run_collect
 
+from tests.helpers.bundles import bundle_members
+from tests.helpers.programs import PROGRAMS, TESTS, Collected, ProgramRuns, run_collect
 from xla_bugkit.bundle.issue import plain
 from xla_bugkit.cli.commands.verify import render_table
 from xla_bugkit.cli.main import main

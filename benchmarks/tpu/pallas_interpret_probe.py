@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
 print("jax", jax.__version__, "devices", jax.devices())

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import py7zr
 import pytest
-from helpers.hostile import SUFFIX, write_raw
 
+from tests.helpers.hostile import SUFFIX, write_raw
 from xla_bugkit import archive
 from xla_bugkit.archive import Entry, extract_safely, list_entries, read_member, write_archive
 from xla_bugkit.archive.folder import DirReader

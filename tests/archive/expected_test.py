@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.hostile import (
+
+from tests.helpers.hostile import (
     DEEP,
     SUFFIX,
     Tally,
@@ -20,7 +21,6 @@ from helpers.hostile import (
     tree,
     write_raw,
 )
-
 from xla_bugkit import archive
 from xla_bugkit.archive import Expected, check_archive, extract_safely
 from xla_bugkit.archive.formats import MAX_TAR_TAIL

@@ -9,8 +9,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers.hostile import write_raw
 
+from tests.helpers.hostile import write_raw
 from xla_bugkit.archive import list_entries
 from xla_bugkit.archive.gunzip import MAX_PADDING, GunzipStream
 from xla_bugkit.errors import BadBundleError

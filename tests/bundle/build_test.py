@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 
+from tests.helpers.programs import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 from xla_bugkit import proc
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure

@@ -10,7 +10,8 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from helpers.programs import PROGRAMS, Collected, run_collect
+
+from tests.helpers.programs import PROGRAMS, Collected, run_collect
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from helpers.programs import clean_env
 
+from tests.helpers.programs import clean_env
 from xla_bugkit import __version__
 from xla_bugkit.bundle.envinfo import HERE_NOTE, NOT_INSTALLED, PYTHON_NOTE, collect_env
 from xla_bugkit.redact import Redactor

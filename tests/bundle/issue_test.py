@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.programs import ProgramRuns
-
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit import __version__
 from xla_bugkit.bundle import installed
 from xla_bugkit.bundle.issue import (

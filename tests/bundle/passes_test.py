@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.programs import Collected
 
+from tests.helpers.programs import Collected
 from xla_bugkit.bundle import extras, layout
 from xla_bugkit.bundle.layout import Planned
 from xla_bugkit.choose.dumps import Role

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from helpers.programs import run_record
-
+from tests.helpers.programs import run_record
 from xla_bugkit.bundle import report
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure, Kind, Phase

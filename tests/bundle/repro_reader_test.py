@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.literals import sample
 
+from tests.helpers.literals import sample
 from xla_bugkit.bundle import members, repro
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.failure.classify import Kind

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import Collected, clean_env
 
+from tests.helpers.programs import Collected, clean_env
 from xla_bugkit.bundle import members, repro
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.replay import protocol

@@ -365,7 +365,7 @@ def test_xla_busy_at_the_end_is_never_said_not_busy() -> None:
 def test_a_process_that_exited_with_xla_still_running_is_not_said_not_busy() -> None:
     """sys.exit(3) in the main thread while a worker thread was inside jit(solve): Python's
     own exit, so the record leaves the failure the program's, but XLA was busy."""
-    from helpers.programs import run_record
+    from tests.helpers.programs import run_record
 
     own = classify("giving up: solver too slow\n", exit_status=3)
     busy = Event("execute", 4, "jit_solve", 2, fun="jit(solve)", started=4.0)

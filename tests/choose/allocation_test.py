@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit.choose.allocation import failed_allocation
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode

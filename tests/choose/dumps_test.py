@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.programs import ProgramRuns
 
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index
 
 # --- real dumps ----------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, ProgramRuns, clean_env, run_collect
 from xla_bugkit import proc
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, index, is_helper
 from xla_bugkit.choose.selection import Selection, select

@@ -3,7 +3,7 @@
 Each program is real: a Python error with and without jax, a success, a program stopped with
 Ctrl-C (SIGINT to collect) before it compiles anything and after. A stop is sent once the
 program says where it is (a file it writes), never after a sleep. A stop during the replay
-is tests/commands/collect_test.py::test_ctrl_c_during_the_replay_stops_it_and_still_bundles.
+is tests/cli/commands/collect_test.py::test_ctrl_c_during_the_replay_stops_it_and_still_bundles.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers.programs import READY_TIMEOUT, XLA_BUGKIT, clean_env, run_collect, wait_for_child
 
+from tests.helpers.programs import READY_TIMEOUT, XLA_BUGKIT, clean_env, run_collect, wait_for_child
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 

@@ -5,7 +5,7 @@ folder of the test's own; the folder is listed before and after. The bundle is a
 collect of a real compile error (tests/programs/compile_error.py).
 
 ``verify --jaxlib X --python P`` replays under a release unpacked from a folder of wheels
-(XLA_BUGKIT_WHEELS, as tests/across_releases/ takes it): never downloaded, so skipped
+(XLA_BUGKIT_WHEELS, as tests/cli/commands/bisect_test.py takes it): never downloaded, so skipped
 without one. ``merge`` joins two parts that ``collect --job-part`` wrote of one program.
 """
 
@@ -22,8 +22,9 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from commands.replay_children import TAG, needs_proc, wait_for_replay
-from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, wait_for_child
+
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, wait_for_child
+from tests.helpers.replay_children import TAG, needs_proc, wait_for_replay
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit import config
 from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import CollectOptions, rebundle_command

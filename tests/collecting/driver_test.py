@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from helpers.programs import run_record
-
+from tests.helpers.programs import run_record
 from xla_bugkit.collecting.driver import _cannot_run_again
 
 

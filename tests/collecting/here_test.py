@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
+
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
 
 # Captures into the folder given, then runs the program given, as its own main.
 CAPTURING = textwrap.dedent(

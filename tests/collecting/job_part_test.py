@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS
 
+from tests.helpers.programs import PROGRAMS
 from xla_bugkit.cli.main import main
 from xla_bugkit.collecting import job
 from xla_bugkit.errors import BugkitError, ExitCode

@@ -13,8 +13,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env
 from xla_bugkit.errors import ExitCode
 
 pytestmark = [pytest.mark.slow, pytest.mark.jax]

@@ -5,8 +5,8 @@ tests/cli/exit_codes_test.py; here each record is one a run could leave."""
 from __future__ import annotations
 
 import pytest
-from helpers.programs import run_record
 
+from tests.helpers.programs import run_record
 from xla_bugkit.collecting.no_dumps import without_dumps
 from xla_bugkit.errors import ExitCode, RerunNeeded
 from xla_bugkit.failure.record import Failure, Kind, Phase

@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit.bundle.envinfo import HERE_NOTE, PYTHON_NOTE
 
 OTHER = os.environ.get("XLA_BUGKIT_OTHER_PYTHON", "")

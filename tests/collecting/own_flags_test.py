@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, run_collect
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, run_collect
 from xla_bugkit.collecting.own_flags import DEVICES_SAID, OwnFlags, kept_flags
 from xla_bugkit.verdict import Outcome, Verdict
 

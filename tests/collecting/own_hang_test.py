@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import (
+
+from tests.helpers.programs import (
     PROGRAMS,
     READY_TIMEOUT,
     XLA_BUGKIT,

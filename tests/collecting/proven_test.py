@@ -3,8 +3,7 @@ a replay proved wrong: the run's failure is that wrong result."""
 
 from __future__ import annotations
 
-from helpers.programs import run_record
-
+from tests.helpers.programs import run_record
 from xla_bugkit.collecting.bundling import with_proven_wrong_result
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.verdict import Outcome, Verdict

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers.programs import ProgramRuns
 
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit import proc
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import Chosen

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import run_collect
 
+from tests.helpers.programs import run_collect
 from xla_bugkit.bundle import members
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]

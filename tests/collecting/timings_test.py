@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, TESTS, run_collect
 
+from tests.helpers.programs import PROGRAMS, TESTS, run_collect
 from xla_bugkit.ui import TIMINGS_ENV
 
 pytestmark = pytest.mark.jax

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import clean_env
 
+from tests.helpers.programs import clean_env
 from xla_bugkit.archive import packing
 from xla_bugkit.bundle.manifest.write import sha256_of
 from xla_bugkit.collecting import driver, warm, workdir

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers.programs import run_record
 
+from tests.helpers.programs import run_record
 from xla_bugkit.collecting import warm, workdir
 from xla_bugkit.proc import leftovers
 

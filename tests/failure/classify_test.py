@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import ProgramRun, ProgramRuns
 
+from tests.helpers.programs import ProgramRun, ProgramRuns
 from xla_bugkit.failure import value_check
 from xla_bugkit.failure.classify import (
     HANG_REPLAY_START_SECONDS,

@@ -6,8 +6,8 @@ import sys
 import types
 
 import pytest
-from helpers.programs import ProgramRuns
 
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit.choose.dumps import index
 from xla_bugkit.failure import xla_log
 

@@ -16,7 +16,15 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, Collected, clean_env, run_collect
+
+from tests.helpers.programs import (
+    PROGRAMS,
+    READY_TIMEOUT,
+    XLA_BUGKIT,
+    Collected,
+    clean_env,
+    run_collect,
+)
 
 pytestmark = [
     pytest.mark.frontends,

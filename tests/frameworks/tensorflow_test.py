@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, clean_env, run_collect
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, clean_env, run_collect
 from xla_bugkit.errors import ExitCode
 
 pytestmark = [

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from helpers.hostile import DEEP, SUFFIX, write_raw
+from tests.helpers.hostile import DEEP, SUFFIX, write_raw
 from xla_bugkit.bundle.manifest import EDIT_SLACK, SCHEMA_VERSION, FileEntry, file_entries
 from xla_bugkit.bundle.members import MANIFEST
 

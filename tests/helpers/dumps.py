@@ -10,7 +10,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from helpers import programs
+from tests.helpers import programs
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, classify
 from xla_bugkit.replay.inputs import ReplayInput

@@ -12,8 +12,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers.programs import literal_to_array
 
+from tests.helpers.programs import literal_to_array
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto
 from xla_bugkit.hlo.hlo_proto import (

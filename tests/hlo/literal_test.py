@@ -10,9 +10,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers.literals import sample
-from helpers.programs import literal_to_array
 
+from tests.helpers.literals import sample
+from tests.helpers.programs import literal_to_array
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo.hlo_proto import LiteralProto, PrimitiveType
 from xla_bugkit.hlo.literal import (

@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers.programs import clean_env
 
+from tests.helpers.programs import clean_env
 from xla_bugkit import jaxlib_adapter
 from xla_bugkit.bundle import layout
 from xla_bugkit.choose.dumps import Role

@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS
 
-from tests.redact.redact_test import ALICE
+from tests.helpers.programs import PROGRAMS
+from tests.redact.redactor_test import ALICE
 from xla_bugkit.redact import REDACTED, SECRET, Redactor, command_note, command_secrets
 
 COMMAND = ["python", "train.py", "--password", "hunter2", "--token", "abc", "--steps", "10"]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.programs import ProgramRuns
-
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit.choose.dumps import index
 from xla_bugkit.failure.classify import classify
 from xla_bugkit.replay.batch import ENDED, STARTS, _parts, env_flags, replay_batch

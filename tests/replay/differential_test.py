@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, ProgramRuns, run_collect
 
+from tests.helpers.programs import PROGRAMS, ProgramRuns, run_collect
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, Role, index, is_helper
 from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.cli.main import main

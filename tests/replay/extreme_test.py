@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.dumps import FAST_MATH, Dumped, dump
 
+from tests.helpers.dumps import FAST_MATH, Dumped, dump
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.judge import replay

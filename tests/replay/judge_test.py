@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.dumps import FAST_MATH, Dumped, dump
 
+from tests.helpers.dumps import FAST_MATH, Dumped, dump
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.hlo.hlo_proto import HloProto

@@ -3,7 +3,7 @@ PyTorch/XLA, where it is installed), with the jaxlib replay as the second opinio
 decides where the issue goes; under jaxlib alone otherwise, saying so.
 
 These need no torch. The end-to-end proof that torch_xla's own replay reproduces a crash
-jaxlib's does not is tests/frameworks/ptxla_native_test.py (``-m frontends``).
+jaxlib's does not is tests/frameworks/ptxla_test.py (``-m frontends``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.dumps import DUMP_FLAGS, Dumped
 
+from tests.helpers.dumps import DUMP_FLAGS, Dumped
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.replay import protocol

@@ -17,8 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit.cli.main import main
 from xla_bugkit.hlo import compile_options, protowire
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers.programs import PROGRAMS, hooked_env, run, run_collect
 
+from tests.helpers.programs import PROGRAMS, hooked_env, run, run_collect
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.cli.main import main

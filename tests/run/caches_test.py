@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, clean_env, run_collect
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, clean_env, run_collect
 from xla_bugkit.hlo import flags
 from xla_bugkit.run.hook import caches
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, Collected, run_collect
 
+from tests.helpers.programs import PROGRAMS, Collected, run_collect
 from xla_bugkit.errors import ExitCode
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import (
+
+from tests.helpers.programs import (
     PROGRAMS,
     READY_TIMEOUT,
     XLA_BUGKIT,
@@ -24,7 +25,6 @@ from helpers.programs import (
     run_collect,
     wait_for_file,
 )
-
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.bundles import stage as manifest_stage
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.bundles import stage as manifest_stage
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit.bundle import build
 from xla_bugkit.bundle.manifest import validate
 from xla_bugkit.errors import BadBundleError, ExitCode

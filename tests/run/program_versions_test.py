@@ -14,8 +14,8 @@ import types
 from pathlib import Path
 
 import pytest
-from helpers.programs import clean_env, hooked_env, run
 
+from tests.helpers.programs import clean_env, hooked_env, run
 from xla_bugkit.run import evidence_files, processes
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.hook import recorder

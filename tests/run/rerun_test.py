@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, wait_for_child
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, wait_for_child
 from xla_bugkit.choose.dumps import Role, index
 from xla_bugkit.errors import ProcessError
 from xla_bugkit.failure import xla_log

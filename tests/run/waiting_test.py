@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import READY_TIMEOUT, hooked_env, wait_for_file
 
+from tests.helpers.programs import READY_TIMEOUT, hooked_env, wait_for_file
 from xla_bugkit.run import ask, evidence, evidence_files
 
 pytestmark = pytest.mark.jax

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.programs import Collected, run_collect
+
+from tests.helpers.programs import Collected, run_collect
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 # The flag that makes XLA:CPU's code generator abort, among flags that change nothing here.

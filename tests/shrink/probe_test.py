@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.programs import READY_TIMEOUT, clean_env
 
+from tests.helpers.programs import READY_TIMEOUT, clean_env
 from xla_bugkit.replay import protocol
 from xla_bugkit.shrink.probe import ForkServer
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.programs import Collected
 
+from tests.helpers.programs import Collected
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 

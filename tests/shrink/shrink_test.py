@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.programs import READY_TIMEOUT, Collected, clean_env, run_collect
 
+from tests.helpers.programs import READY_TIMEOUT, Collected, clean_env, run_collect
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 

@@ -17,7 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.devices import accelerator_env
+
+from tests.helpers.devices import accelerator_env
 
 pytestmark = pytest.mark.tpu
 

@@ -17,7 +17,7 @@ from xla_bugkit.cli.main import main
 
 pytestmark = pytest.mark.slow  # a real jax program makes the bundle
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
 

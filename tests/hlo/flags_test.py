@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import ProgramRuns, clean_env
 
+from tests.helpers.programs import ProgramRuns, clean_env
 from xla_bugkit import proc
 from xla_bugkit.hlo import flags
 

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.programs import ProgramRuns
 
+from tests.helpers.programs import ProgramRuns
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.hlo import hlo_proto, protowire

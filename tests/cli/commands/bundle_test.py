@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
+from tests.helpers.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
 from xla_bugkit.cli.main import main
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.bundles import HLO, ISSUE, stage
 
+from tests.helpers.bundles import HLO, ISSUE, stage
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     SCHEMA_VERSION,

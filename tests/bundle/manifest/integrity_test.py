@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers.bundles import (
+
+from tests.helpers.bundles import (
     HLO,
     HLO_DATA,
     HOSTILE,
@@ -22,14 +23,13 @@ from helpers.bundles import (
     hostile_bundle,
     replacing,
 )
-from helpers.hostile import (
+from tests.helpers.hostile import (
     SUFFIX,
     Tally,
     tar_with_zeros_after,
     tree,
     write_raw,
 )
-
 from xla_bugkit import archive
 from xla_bugkit.bundle.manifest import (
     EDIT_SLACK,

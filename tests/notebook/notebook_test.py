@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, run_collect
 
+from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, Collected, run_collect
 from xla_bugkit.notebook.cells import script
 
 JUPYTER = Path(sys.executable).with_name("jupyter")

@@ -25,7 +25,7 @@ from xla_bugkit.jaxlib_adapter import jaxlib_version
 from xla_bugkit.releases import cache
 from xla_bugkit.releases.index import from_folder, key
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 WHEELS = os.environ.get("XLA_BUGKIT_WHEELS")
 NEWER_PYTHON = os.environ.get("XLA_BUGKIT_NEWER_PYTHON")

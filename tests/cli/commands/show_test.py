@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.bundles import (
+
+from tests.helpers.bundles import (
     HLO,
     HOSTILE,
     ISSUE,
@@ -25,8 +26,7 @@ from helpers.bundles import (
     bundle_members,
     hostile_bundle,
 )
-from helpers.hostile import snapshot, tree, write_raw
-
+from tests.helpers.hostile import snapshot, tree, write_raw
 from xla_bugkit.bundle.members import MANIFEST
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, clean_env
 
+from tests.helpers.programs import PROGRAMS, clean_env
 from xla_bugkit import proc
 from xla_bugkit.proc import leftovers
 

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers.dumps import dump
-from helpers.programs import TWO_FUNCTIONS, ProgramRuns, clean_env
 
+from tests.helpers.dumps import dump
+from tests.helpers.programs import TWO_FUNCTIONS, ProgramRuns, clean_env
 from xla_bugkit import proc
 from xla_bugkit.cli.main import main
 from xla_bugkit.errors import ExitCode

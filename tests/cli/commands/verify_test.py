@@ -11,8 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.hostile import snapshot
 
+from tests.helpers.hostile import snapshot
 from xla_bugkit.bundle.manifest import load_manifest
 from xla_bugkit.cli.main import main
 from xla_bugkit.verify import result as verify_result
@@ -20,7 +20,7 @@ from xla_bugkit.verify import run as verify_module
 
 pytestmark = pytest.mark.slow  # real jax programs, end to end
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 XLA_BUGKIT = str(Path(sys.executable).with_name("xla-bugkit"))
 
 

@@ -15,7 +15,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.programs import (
+
+from tests.helpers.programs import (
     PROGRAMS,
     READY_TIMEOUT,
     XLA_BUGKIT,
@@ -23,8 +24,7 @@ from helpers.programs import (
     run_collect,
     wait_for_child,
 )
-
-from commands.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
+from tests.helpers.replay_children import needs_proc, replay_children, tagged_env, wait_for_replay
 from xla_bugkit.cli.main import main
 from xla_bugkit.failure.classify import HANG_REPLAY_START_SECONDS
 

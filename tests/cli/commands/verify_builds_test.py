@@ -14,8 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.programs import PROGRAMS, run_collect
 
+from tests.helpers.programs import PROGRAMS, run_collect
 from xla_bugkit.cli.main import main
 from xla_bugkit.failure.classify import classify
 
