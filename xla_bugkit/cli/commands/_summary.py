@@ -66,7 +66,8 @@ def summary(result: CollectResult, *, verbose: bool = False) -> str:
     and why, the verdict (``judged``), what it shares, what next (no issue link to its
     tracker when nothing points at XLA)."""
     manifest, judged, tracker = result.manifest, result.judged, result.tracker
-    assert manifest is not None and judged is not None and tracker is not None  # a bundle's
+    # ``render_summary`` sends here only the result of a bundle it wrote.
+    assert manifest is not None and judged is not None and tracker is not None
     run, verdicts, path, size = result.run, result.verdicts, result.bundle, result.size
     own_flags = result.own_flags
     lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
