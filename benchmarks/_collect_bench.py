@@ -26,6 +26,7 @@ from _common import (
 from xla_bugkit import archive
 from xla_bugkit.bundle import envinfo
 from xla_bugkit.collecting import CollectOptions, driver, stages
+from xla_bugkit.collecting.options import Findings
 from xla_bugkit.redact import Redactor
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
@@ -96,10 +97,10 @@ def _pieces(cfg: Config) -> tuple[dict[str, float], str]:
     stage = base / "stage"
     _, t["stage"] = timed(
         lambda: stages.stage_bundle(
-            stage, found, sel, run, verdicts, options, redactor=redactor, env=env
+            stage, Findings(found, sel, run, verdicts), options, redactor=redactor, env=env
         )
     )
-    _, t["archive"] = timed(lambda: stages.archive_bundle(stage, options, quiet))
+    _, t["archive"] = timed(lambda: stages.archive_bundle(stage, options, "7z", quiet))
     return t, sel.chosen[0].module.name if sel.chosen else ""
 
 

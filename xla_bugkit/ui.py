@@ -14,7 +14,7 @@ from typing import TextIO
 
 # Control characters but the newline and the tab: what a terminal would act on (an escape
 # sequence clears the screen or sets the title) in text from a bundle or a program's output.
-_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
+_CONTROL = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
 
 
 def shown(text: str) -> str:

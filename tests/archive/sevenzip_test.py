@@ -151,8 +151,8 @@ def test_a_cut_never_separates_texts_that_share_constants(tmp_path: Path, parall
 def test_groups_cut_only_where_the_family_changes() -> None:
     sizes = [10, 10, 10, 10, 10, 10]
     families = ["a", "a", "a", "a", "b", "b"]
-    assert packing.groups(sizes, 2, families) == [range(0, 4), range(4, 6)]
-    assert packing.groups(sizes, 3, ["a"] * 6) == [range(0, 6)]  # one family: one stream
+    assert packing.groups(sizes, 2, families) == [range(4), range(4, 6)]
+    assert packing.groups(sizes, 3, ["a"] * 6) == [range(6)]  # one family: one stream
 
 
 def _written(

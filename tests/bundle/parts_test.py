@@ -35,20 +35,19 @@ def _part(
     kind: str,
     ended: str,
     *,
-    peer: str | None = None,
-    signal: str | None = None,
-    site: str | None = None,
     reproduced: bool = False,
     flags: tuple[str, ...] = (),
     jaxlib: str = "0.10.2",
     failure: dict[str, Any] | None = None,
     parts: int | None = 4,
     processes: int = 4,
+    **said: str | None,
 ) -> Part:
     """Part ``index`` of a job; ``failure``: its record as collect wrote it, if not the
-    plain one of ``kind``; ``parts``: the job record's size, ``processes``: the process's."""
-    failure = failure or {"kind": kind, "headline": f"{kind} of part {index}", "peer": peer,
-                          "signal": signal, "site": site}  # fmt: skip
+    plain one of ``kind`` with what is ``said`` (its ``peer``, ``signal``, ``site``);
+    ``parts``: the job record's size, ``processes``: the process's."""
+    failure = failure or {"kind": kind, "headline": f"{kind} of part {index}", "peer": None,
+                          "signal": None, "site": None, **said}  # fmt: skip
     outcome = "reproduced: crash" if reproduced else "not reproduced"
     manifest: Any = {
         "created": "2026-12-06T10:00:00+00:00",

@@ -8,8 +8,9 @@ from tests.helpers.programs import ProgramRuns
 from xla_bugkit import proc
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import Chosen
-from xla_bugkit.collecting.replays import replay_stage
+from xla_bugkit.collecting.replays import Replaying, replay_stage
 from xla_bugkit.failure.classify import classify
+from xla_bugkit.replay import UNRECORDED, ReplayOptions
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Outcome
 
@@ -36,7 +37,7 @@ def test_the_next_modules_child_imports_jax_while_one_replays(
     monkeypatch.setattr(proc.Waiting, "finish", counted_finish)
     replays = replay_stage(
         root, tuple(Chosen(m, ("chosen",), 0) for m in modules), classify("", exit_status=0),
-        timeout=600, use_data=True, ui=Ui(verbosity=-1),
+        Replaying(UNRECORDED, ReplayOptions(timeout=600)), ui=Ui(verbosity=-1),
     )  # fmt: skip
     # The first module's child starts with it; the second's was started while it replayed.
     assert (len(cold), len(ahead)) == (1, 1)

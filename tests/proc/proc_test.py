@@ -53,7 +53,7 @@ def test_run_captured_is_quiet(capfd: pytest.CaptureFixture[str]) -> None:
 
 def test_echo_streams_to_our_stdout_and_stderr(capfd: pytest.CaptureFixture[str]) -> None:
     code = "import sys; print('live out', flush=True); print('live err', file=sys.stderr)"
-    done = proc.run(python(code), echo=True)
+    done = proc.run(python(code), echo=proc.Echo())
     out, err = capfd.readouterr()
     assert out == "live out\n"
     assert err == "live err\n"
@@ -75,7 +75,7 @@ def test_hidden_lines_stay_in_the_output_but_leave_the_terminal(
         "w('I1202 is a name, not a log line')\n"
     )
     hide = re.compile(rb"I\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
-    done = proc.run([sys.executable, "-c", script], echo=True, hide=hide)
+    done = proc.run([sys.executable, "-c", script], echo=proc.Echo(hide))
     err = capfd.readouterr().err
     assert err == "step 1\nIteration 2\nI1202 is a name, not a log line"
     assert done.output.count("Dumping module_") == 2
@@ -124,7 +124,7 @@ def test_the_two_streams_are_merged_a_whole_line_at_a_time(
         arrived.touch()  # half a line counts as output (a hang's stall clock)
 
     with log_path.open("wb") as log:
-        done = proc.run(python(code), log=log, timeout=60, on_output=note, echo=True)
+        done = proc.run(python(code), log=log, timeout=60, on_output=note, echo=proc.Echo())
     assert done.returncode == 0
     out, err = capfd.readouterr()  # the terminal gets each stream as it comes
     assert (out, err) == (

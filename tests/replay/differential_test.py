@@ -60,7 +60,9 @@ def test_candidates_are_newest_first_with_helpers_last(program_runs: ProgramRuns
 def test_an_exhausted_budget_checks_nothing_and_says_so(program_runs: ProgramRuns) -> None:
     root, idx, failure = training_run(program_runs)
     stream = io.StringIO()
-    diff = differential.search(root, idx, failure, budget=1.0, timeout=300, ui=Ui(stream=stream))
+    diff = differential.search(
+        root, idx, failure, pace=differential.Pace(1.0), timeout=300, ui=Ui(stream=stream)
+    )
     assert diff.found == () and diff.checked == 0
     assert diff.candidates == len(differential.candidates(idx))
     assert diff.note.startswith(
@@ -76,8 +78,8 @@ def test_the_budget_stops_the_search_after_what_it_allows(program_runs: ProgramR
     200 s of 300 left and ends at 200; the next would start with nothing left."""
     root, idx, failure = training_run(program_runs)
     stream = io.StringIO()
-    diff = differential.search(root, idx, failure, budget=300, timeout=600,
-                               ui=Ui(stream=stream), batch=1, clock=ticking(100))  # fmt: skip
+    pace = differential.Pace(300, batch=1, clock=ticking(100))
+    diff = differential.search(root, idx, failure, pace=pace, timeout=600, ui=Ui(stream=stream))
     first = differential.candidates(idx)[0]
     assert diff.checked == 1 and diff.found == ()
     assert diff.verdicts[0].module == first.label
@@ -99,8 +101,8 @@ def test_search_finds_the_module_that_computes_the_wrong_value(
     assert failure.kind is Kind.WRONG_RESULT
     stream = io.StringIO()
     diff = differential.search(
-        root, idx, failure, budget=GENEROUS, timeout=600, ui=Ui(stream=stream),
-        arrays=tmp_path, limit=1,
+        root, idx, failure, pace=differential.Pace(GENEROUS), timeout=600,
+        ui=Ui(stream=stream), arrays=tmp_path, limit=1,
     )  # fmt: skip
     (found,) = diff.found
     assert found.module.name == CULPRIT
@@ -219,8 +221,8 @@ def test_when_no_module_differs_the_note_says_so(program_runs: ProgramRuns) -> N
     root, idx, failure = training_run(program_runs)
     norms = DumpIndex(root, tuple(m for m in idx.modules if m.name == "jit_norm"), ())
     stream = io.StringIO()
-    diff = differential.search(root, norms, failure, budget=GENEROUS, timeout=600,
-                               ui=Ui(stream=stream))  # fmt: skip
+    diff = differential.search(root, norms, failure, pace=differential.Pace(GENEROUS),
+                               timeout=600, ui=Ui(stream=stream))  # fmt: skip
     assert diff.found == () and diff.checked == diff.candidates == 2
     assert diff.note == (
         "none of the 2 modules with real inputs differs from its op-by-op reference when "
@@ -239,6 +241,8 @@ def test_without_snapshots_there_is_nothing_to_check(program_runs: ProgramRuns) 
         ),
         (),
     )
-    diff = differential.search(root, bare, failure, budget=GENEROUS, timeout=600, ui=Ui())
+    diff = differential.search(
+        root, bare, failure, pace=differential.Pace(GENEROUS), timeout=600, ui=Ui()
+    )
     assert diff.candidates == 0 and diff.verdicts == ()
     assert diff.note.startswith("no module has real inputs (a snapshot) to replay against")

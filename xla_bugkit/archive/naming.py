@@ -11,12 +11,19 @@ from pathlib import Path
 from xla_bugkit.config import FORMATS
 from xla_bugkit.errors import BugkitError
 
-_SUFFIXES = ((".tar.gz", "tar.gz"), (".tgz", "tar.gz"), (".7z", "7z"), (".zip", "zip"))
+_FORMATS = {".tar.gz": "tar.gz", ".tgz": "tar.gz", ".7z": "7z", ".zip": "zip"}
 
 
 def suffix_format(path: Path) -> str | None:
-    name = path.name.lower()
-    return next((fmt for suffix, fmt in _SUFFIXES if name.endswith(suffix)), None)
+    return _FORMATS.get(split_suffix(path.name)[1].lower())
+
+
+def split_suffix(name: str) -> tuple[str, str]:
+    """``name`` as its stem and the suffix that names its archive format, as written
+    (``b.TAR.GZ``: ``b`` and ``.TAR.GZ``); the suffix is "" where none does."""
+    lower = name.lower()
+    suffix = next((s for s in _FORMATS if lower.endswith(s)), "")
+    return name[: len(name) - len(suffix)], name[len(name) - len(suffix) :]
 
 
 def output_format(out: Path, fmt: str | None) -> str:

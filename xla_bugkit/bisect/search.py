@@ -181,7 +181,7 @@ def bisect(
                 mid = anchor(range(order.index(reported), -1, -1))
                 if mid is not None:
                     anchors.append(mid)
-            oldest = anchor(range(0, min(anchors)))
+            oldest = anchor(range(min(anchors)))
             if oldest is not None:
                 anchors.append(oldest)
     anchors.sort()

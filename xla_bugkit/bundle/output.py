@@ -11,11 +11,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from xla_bugkit.archive.naming import output_format, suffix_format
+from xla_bugkit.archive.naming import output_format, split_suffix, suffix_format
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.proc import leftovers
-
-_SUFFIXES = (".tar.gz", ".tgz", ".7z", ".zip")
 
 
 def check_output(out: Path, fmt: str | None, *, force: bool = False) -> str:
@@ -50,9 +48,7 @@ def is_bundle(path: Path) -> bool:
 
 
 def _renamed(out: Path, fmt: str) -> Path:
-    name = out.name
-    stem = next((name[: -len(s)] for s in _SUFFIXES if name.lower().endswith(s)), name)
-    return out.with_name(f"{stem}.{fmt}")
+    return out.with_name(f"{split_suffix(out.name)[0]}.{fmt}")
 
 
 def _check_folder(out: Path) -> None:

@@ -19,8 +19,8 @@ from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.choose.snapshot import replay_note
 from xla_bugkit.collecting import no_dumps, own_flags, workdir
-from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps
-from xla_bugkit.collecting.replays import Replays
+from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps, Findings
+from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.collecting.stages import (
     choose,
     exit_code,
@@ -54,6 +54,8 @@ def bundle_from(
     """The stages after the run: index, choose (for a wrong result, by replaying candidates:
     ``search_wrong_value``), replay, write the bundle."""
     run = with_culprit(work, run, ui)
+    # Worked out once the failure is weighed: every replay below runs under it.
+    replaying = Replaying.of_run(run, options)
     # The failing process's own dumps (each process of a run dumps into its own folder).
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
     stage_dir = work / workdir.STAGE
@@ -81,12 +83,13 @@ def bundle_from(
     # The replays' outputs and references: the bundle's expected.npz and wrong values.
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-arrays-") as kept:
         arrays = Path(kept)
-        search = search_wrong_value(dump_dir, found.index, run, options, ui, arrays)
+        search = search_wrong_value(dump_dir, found.index, run, options, replaying, ui, arrays)
         if search is not None:
             selection = differential.merged(selection, search, limit=options.limit)
             found = Dumps(
                 found.index, (*found.problems, search.note) if search.note else found.problems
             )
+        replaying = replaying.of_modules(run, (c.module.name for c in selection.chosen))
         # A module whose newest inputs already hold a NaN replays where it was made.
         chosen = (c.module for c in selection.chosen)
         if options.data and (earlier := replay_note(dump_dir, chosen)):
@@ -102,7 +105,7 @@ def bundle_from(
             ui.say(note)
             found = Dumps(found.index, (*found.problems, note))
         replays = (
-            replay_modules(dump_dir, selection, run, options, ui, arrays=arrays, known=known)
+            replay_modules(dump_dir, selection, run, replaying, ui, arrays=arrays, known=known)
             if options.replay and not peers_gone
             else None
         ) or Replays(())
@@ -112,15 +115,7 @@ def bundle_from(
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
         own = (
-            own_flags.probe(
-                dump_dir,
-                selection,
-                run,
-                replays.verdicts,
-                timeout=run.failure.replay_timeout(options.replay_timeout),
-                use_data=options.data,
-                ui=ui,
-            )
+            own_flags.probe(dump_dir, selection, run, replays.verdicts, replaying, ui=ui)
             if not replays.interrupted
             else None
         )
@@ -133,11 +128,10 @@ def bundle_from(
             found = Dumps(found.index, (said, *found.problems))
             relaxed = own.relaxing if own is not None else ()
             run = replace(run, own_flags=said, relaxed_by=relaxed)
+        findings = Findings(found, selection, run, replays.verdicts, arrays)
         try:
             with ui.phase("writing the bundle"):
-                manifest, size = write_bundle(
-                    stage_dir, found, selection, run, replays.verdicts, options, ui, arrays
-                )
+                manifest, size = write_bundle(stage_dir, findings, options, fmt, replaying, ui)
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
     return CollectResult(

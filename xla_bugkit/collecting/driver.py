@@ -83,17 +83,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             result = _run_again(work, command, again, fmt, ui, result, note)
         elif _hang_needs_its_inputs(result, options):
             result = _again_for_the_hung_inputs(work, command, options, fmt, ui, result)
-        if options.shrink is not None and result.bundle is not None and result.exit_code == 0:
-            from xla_bugkit.collecting.stages import shrink_written
-
-            if shrink_written(result.bundle, options, ui) is not None:
-                result = replace(result, size=result.bundle.stat().st_size)
-        if options.bisect and result.bundle is not None and result.exit_code == 0:
-            from xla_bugkit.collecting.stages import bisect_written
-
-            if (answer := bisect_written(result.bundle, options, ui)) is not None:
-                size = result.bundle.stat().st_size
-                result = replace(result, size=size, across_releases=answer)
+        result = _shrunk_and_bisected(result, options, ui)
         finished = True
         return replace(result, workdir=work if keep else None, user_dumps=user_dumps)
     except KeyboardInterrupt:
@@ -115,6 +105,25 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             workdir.remove(work, made_here=options.workdir is None, detach=finished)
         elif options.workdir is None:
             leftovers.release(work)  # kept for the user: no later collect may remove it
+
+
+def _shrunk_and_bisected(result: CollectResult, options: CollectOptions, ui: Ui) -> CollectResult:
+    """``result``, whose bundle reproduced the failure, once the bundle is shrunk in place
+    (``--shrink``) and bisected over jaxlib releases (``--bisect``)."""
+    bundle = result.bundle
+    if bundle is None or result.exit_code != 0:
+        return result
+    if options.shrink is not None:
+        from xla_bugkit.collecting.stages import shrink_written
+
+        if shrink_written(bundle, options, ui) is not None:
+            result = replace(result, size=bundle.stat().st_size)
+    if options.bisect:
+        from xla_bugkit.collecting.stages import bisect_written
+
+        if (answer := bisect_written(bundle, options, ui)) is not None:
+            result = replace(result, size=bundle.stat().st_size, across_releases=answer)
+    return result
 
 
 def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> CollectResult:

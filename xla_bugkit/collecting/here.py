@@ -120,7 +120,7 @@ def _supervise(
 def _tee(pid: int, reads: Sequence[int], log: BinaryIO) -> int:
     """Copy each pipe to the terminal stream it replaced and to ``log`` until the program
     has ended and its pipes are drained; return its exit status (negative: a signal)."""
-    open_fds = {read: target for read, target in zip(reads, (1, 2), strict=True)}
+    open_fds = dict(zip(reads, (1, 2), strict=True))
     status: int | None = None
     while open_fds:
         ready, _, _ = select.select(list(open_fds), [], [], 0.5)

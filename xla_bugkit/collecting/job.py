@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from xla_bugkit.archive.naming import split_suffix
 from xla_bugkit.errors import BugkitError
 
 # The launchers' own words for a process's place in its job: (index variable, count variable).
@@ -29,7 +30,6 @@ LAUNCHERS = (
     ("TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"),  # a Cloud TPU pod: --worker=all
 )
 _GIVEN = re.compile(r"(\d+)(?:/(\d+))?")
-_ARCHIVES = (".tar.gz", ".tgz", ".7z", ".zip")
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,8 @@ def detect(env: Mapping[str, str]) -> JobPart | None:
 
 def part_output(output: Path, part: JobPart) -> Path:
     """``output`` with the part in its name: ``bundle.zip`` -> ``bundle.part-3-of-8.zip``."""
-    name = output.name
-    suffix = next((name[-len(s) :] for s in _ARCHIVES if name.lower().endswith(s)), "")
-    return output.with_name(f"{name[: len(name) - len(suffix)]}.{part.label}{suffix}")
+    stem, suffix = split_suffix(output.name)
+    return output.with_name(f"{stem}.{part.label}{suffix}")
 
 
 def _number(value: str | None) -> int | None:

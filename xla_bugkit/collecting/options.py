@@ -1,5 +1,5 @@
-"""What ``collect`` is asked to do (``CollectOptions``, checked before the program runs) and
-what it did (``CollectResult``)."""
+"""What ``collect`` is asked to do (``CollectOptions``, checked before the program runs),
+what its bundle rests on (``Findings``) and what it did (``CollectResult``)."""
 
 from __future__ import annotations
 
@@ -101,6 +101,19 @@ class Dumps:
 
     index: dumps.DumpIndex
     problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What a bundle rests on, once the modules are replayed: the run, its dumps and the
+    notes on them, the modules chosen, their verdicts, and where the replays' arrays are
+    kept (a subfolder per module; None: none kept)."""
+
+    found: Dumps
+    selection: Selection
+    run: RunRecord
+    verdicts: tuple[Verdict, ...] = ()
+    arrays: Path | None = None
 
 
 def check_options(command: Sequence[str], options: CollectOptions) -> str:

@@ -14,15 +14,9 @@ from pathlib import Path
 
 from xla_bugkit.bundle import triage
 from xla_bugkit.choose.selection import Selection
+from xla_bugkit.collecting.replays import Replaying
 from xla_bugkit.hlo import flags
-from xla_bugkit.replay import (
-    PROCESS_FLAGS,
-    ReplayOptions,
-    RunContext,
-    module_files,
-    replay,
-    replay_input,
-)
+from xla_bugkit.replay import PROCESS_FLAGS, module_files, replay, replay_input
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import NO_REFERENCE, Verdict
@@ -122,14 +116,13 @@ def probe(
     selection: Selection,
     run: RunRecord,
     verdicts: Sequence[Verdict],
+    replaying: Replaying,
     *,
-    timeout: float,
-    use_data: bool,
     ui: Ui,
 ) -> OwnFlags | None:
     """Replay the first module that reproduced the failure without the XLA flags that the
-    run set (its XLA_FLAGS in force, less the dump flags and the device count); None when it
-    set none, or nothing reproduced."""
+    run set (its XLA_FLAGS in force, less the dump flags and the device count), otherwise as
+    the replay stage did (``replaying``); None when it set none, or nothing reproduced."""
     own = _own(run)
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
@@ -140,12 +133,7 @@ def probe(
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
-    context = RunContext(
-        run.flags_in_force,
-        run.memory_cap,
-        python=run.program_python,
-        tpu_args=run.tpu_args_in_force,
-    )
+    context = replaying.context
     # The module's debug options hold its compile's own options: a replay applies them.
     names = {_name(f) for f in (*own, *options)}
     as_run = context.input(inp)
@@ -156,11 +144,8 @@ def probe(
         return replay(
             replace(as_run, xla_flags=kept_flags(as_run.xla_flags, names - keep), flags_given=True),
             expected=run.failure,
-            options=ReplayOptions(
-                timeout=timeout,
-                memory_limit=context.memory_limit(inp),
-                use_data=use_data,
-                reference=wrong,
+            options=replace(
+                replaying.options, memory_limit=context.memory_limit(inp), reference=wrong
             ),
         )
 

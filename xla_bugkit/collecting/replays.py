@@ -8,15 +8,16 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
+from xla_bugkit import frameworks
 from xla_bugkit.choose.selection import Chosen
+from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
-    UNRECORDED,
     ReplayInput,
     ReplayOptions,
     RunContext,
@@ -26,8 +27,40 @@ from xla_bugkit.replay import (
     replay_module,
     split_flags,
 )
+from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Replaying:
+    """How collect replays the run's modules, worked out once per collect (``of_run``): each
+    as the failing process ran it (``context``: its flags, memory cap, interpreter, and the
+    tolerance asked for), under one ``options`` (the time a replay of this failure may take,
+    the real inputs or generated ones). The search, the replay stage, the replay without the
+    run's own flags and the replay of what the bundle holds all take it whole."""
+
+    context: RunContext
+    options: ReplayOptions
+
+    @classmethod
+    def of_run(cls, run: RunRecord, options: CollectOptions) -> Replaying:
+        context = RunContext(
+            run.flags_in_force,
+            run.memory_cap,
+            python=run.program_python,
+            tolerance=options.tolerance,
+            tpu_args=run.tpu_args_in_force,
+        )
+        timeout = run.failure.replay_timeout(options.replay_timeout)
+        return cls(context, ReplayOptions(timeout=timeout, use_data=options.data))
+
+    def of_modules(self, run: RunRecord, names: Iterable[str]) -> Replaying:
+        """With the framework that handed XLA the modules ``names`` (PyTorch/XLA's modules
+        replay under torch_xla's own XLA first, where it is installed)."""
+        found = frameworks.detect(run.command, run.output, names)
+        framework = found.framework if found is not None else None
+        return replace(self, context=replace(self.context, framework=framework))
 
 
 @dataclass(frozen=True)
@@ -43,17 +76,15 @@ def replay_stage(
     root: Path,
     chosen: Sequence[Chosen],
     expected: Failure,
+    replaying: Replaying,
     *,
-    timeout: float,
-    use_data: bool,
     ui: Ui,
     arrays: Path | None = None,
-    context: RunContext = UNRECORDED,
 ) -> Replays:
-    """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process;
-    ``arrays``: a folder to keep each replay's arrays in, one subfolder per module label;
-    ``context``: the process that compiled them (its flags, its memory cap, its framework:
-    ``replay_module``).
+    """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process,
+    each as ``replaying`` says (``replay_module``: the process that compiled them, its
+    flags, its memory cap, its framework); ``arrays``: a folder to keep each replay's arrays
+    in, one subfolder per module label.
 
     Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
     verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
@@ -61,7 +92,7 @@ def replay_stage(
     """
     interrupts = _Interrupts(ui)
     verdicts: list[Verdict] = []
-    inputs = [_input(root, c, context) for c in chosen]
+    inputs = [_input(root, c, replaying.context) for c in chosen]
     try:
         with interrupts.installed(), Spares() as spares:
             for i, c in enumerate(chosen):
@@ -70,17 +101,8 @@ def replay_stage(
                 if following is not None:
                     spares.start(following.platform, split_flags(following)[0])
                 keep = arrays / c.module.label if arrays is not None else None
-                verdict = _replay_one(
-                    c,
-                    inputs[i],
-                    expected,
-                    timeout=timeout,
-                    use_data=use_data,
-                    ui=ui,
-                    keep=keep,
-                    context=context,
-                    spares=spares,
-                )
+                one = replace(replaying.options, keep_arrays=keep, spares=spares)
+                verdict = _replay_one(c, inputs[i], expected, replace(replaying, options=one), ui)
                 if interrupts.count:
                     break  # the child was stopped part-way: its verdict says nothing
                 if verdict is not None:
@@ -108,16 +130,7 @@ def _input(root: Path, chosen: Chosen, context: RunContext) -> ReplayInput | Non
 
 
 def _replay_one(
-    chosen: Chosen,
-    inp: ReplayInput | None,
-    expected: Failure,
-    *,
-    timeout: float,
-    use_data: bool,
-    ui: Ui,
-    keep: Path | None = None,
-    context: RunContext = UNRECORDED,
-    spares: Spares | None = None,
+    chosen: Chosen, inp: ReplayInput | None, expected: Failure, replaying: Replaying, ui: Ui
 ) -> Verdict | None:
     m = chosen.module
     if inp is None:
@@ -125,12 +138,7 @@ def _replay_one(
         return None
     with ui.phase(f"replaying {m.label}"):
         verdict = replay_module(
-            inp,
-            expected=expected,
-            context=context,
-            options=ReplayOptions(
-                timeout=timeout, use_data=use_data, keep_arrays=keep, spares=spares
-            ),
+            inp, expected=expected, context=replaying.context, options=replaying.options
         )
     for v in (verdict, verdict.second):
         if v is not None:

@@ -4,21 +4,21 @@ programs that want one step): index the dumps, choose, replay, write the bundle.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit import archive, config, frameworks
+from xla_bugkit import archive, config
 from xla_bugkit.bundle import build, envinfo, layout
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import Selection, select
-from xla_bugkit.collecting.options import CollectOptions, Dumps
-from xla_bugkit.collecting.replays import Replays, replay_stage
+from xla_bugkit.collecting.options import CollectOptions, Dumps, Findings
+from xla_bugkit.collecting.replays import Replaying, Replays, replay_stage
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import RunContext, differential, fallback_note
+from xla_bugkit.replay import differential, fallback_note
 from xla_bugkit.run import evidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
@@ -61,14 +61,15 @@ def replay_chosen(
     root: Path, selection: Selection, run: RunRecord, options: CollectOptions, ui: Ui
 ) -> tuple[Verdict, ...]:
     """Replay each chosen module in a child process, judged against the run's failure."""
-    return replay_modules(root, selection, run, options, ui).verdicts
+    replaying = Replaying.of_run(run, options).of_modules(run, _names(selection))
+    return replay_modules(root, selection, run, replaying, ui).verdicts
 
 
 def replay_modules(
     root: Path,
     selection: Selection,
     run: RunRecord,
-    options: CollectOptions,
+    replaying: Replaying,
     ui: Ui,
     arrays: Path | None = None,
     known: Mapping[str, Verdict] | None = None,
@@ -77,19 +78,16 @@ def replay_modules(
     ``arrays``: where each replay's arrays are kept (a subfolder per module); ``known``:
     verdicts by module label that need no replay again (the search's, already in ``arrays``)."""
     known = known or {}
-    context = _context(run, selection, options)
-    if note := fallback_note(context.framework):
+    if note := fallback_note(replaying.context.framework):
         ui.warn(note)
     with ui.timed("replay"):
         replays = replay_stage(
             root,
             tuple(c for c in selection.chosen if c.module.label not in known),
             run.failure,
-            timeout=run.failure.replay_timeout(options.replay_timeout),
-            use_data=options.data,
+            replaying,
             ui=ui,
             arrays=arrays,
-            context=context,
         )
     if not known:
         return replays
@@ -103,6 +101,7 @@ def search_wrong_value(
     index: dumps.DumpIndex,
     run: RunRecord,
     options: CollectOptions,
+    replaying: Replaying,
     ui: Ui,
     arrays: Path | None = None,
 ) -> differential.Differential | None:
@@ -118,53 +117,48 @@ def search_wrong_value(
             root,
             index,
             run.failure,
-            budget=options.budget,
-            timeout=options.replay_timeout,
-            # The first module that differs ends it: the modules that ran after it were
-            # given its wrong value and compute the right function of it.
+            pace=differential.Pace(options.budget),
+            timeout=replaying.options.timeout,
             ui=ui,
             arrays=arrays if options.data else None,
+            # The first module that differs ends it: the modules that ran after it were
+            # given its wrong value and compute the right function of it.
             limit=1,
-            context=RunContext(
-                run.flags_in_force,
-                run.memory_cap,
-                python=run.program_python,
-                tolerance=options.tolerance,
-                tpu_args=run.tpu_args_in_force,
-            ),
+            context=replaying.context,
         )
 
 
 def write_bundle(
     stage_dir: Path,
-    found: Dumps,
-    selection: Selection,
-    run: RunRecord,
-    verdicts: Sequence[Verdict],
+    findings: Findings,
     options: CollectOptions,
+    fmt: str,
+    replaying: Replaying,
     ui: Ui,
-    arrays: Path | None = None,
 ) -> tuple[Manifest, int]:
-    """Write the bundle; while it is over ``max_size``, leave out the next least useful files.
+    """Write the bundle of ``findings`` in the archive format ``fmt``; while it is over
+    ``max_size``, leave out the next least useful files.
 
     Files that cannot fit even by an optimistic estimate of their compressed size
     (``layout.cannot_fit``) are left out before anything is compressed; the exact size is
     only known after compressing, so each drop after that rewrites the archive, and leaves
     out at once the fewest next files whose sizes add up to what the archive is over.
     """
+    run = findings.run
     redactor = Redactor.for_this_machine(run.command, private=(run.log.parent,))
     if note := command_note(run.command):
-        found = Dumps(found.index, (*found.problems, note))
+        found = Dumps(findings.found.index, (*findings.found.problems, note))
+        findings = replace(findings, found=found)
     # The device list belongs in a bug report (jax.print_environment_info has it): one probe.
     with ui.timed("environment"):
         env = envinfo.collect_env(
             redactor, probe_devices=True, seen=seen_devices(run), program=run.versions
         )
-    order = layout.drop_order(layout.plan(found.index, selection.chosen, data=options.data))
+    chosen = findings.selection.chosen
+    order = layout.drop_order(layout.plan(findings.found.index, chosen, data=options.data))
     dropped: list[str] = []
     if options.max_size is not None:
         # What cannot fit however well it compresses is left out before compressing anything.
-        fmt = archive.output_format(options.output, options.fmt)
         for planned, estimate in layout.cannot_fit(order, options.max_size, fmt):
             dropped.append(planned.arcname)
             ui.say(
@@ -176,21 +170,15 @@ def write_bundle(
         with ui.timed("stage"):
             manifest = stage_bundle(
                 stage_dir,
-                found,
-                selection,
-                run,
-                verdicts,
+                findings,
                 options,
                 redactor=redactor,
                 env=env,
                 dropped=dropped,
-                arrays=arrays,
-                as_bundled=_as_bundled(
-                    found, selection, run, verdicts, options, ui, dropped, as_bundled
-                ),
+                as_bundled=_as_bundled(findings, replaying, ui, dropped, as_bundled),
             )
         with ui.timed("archive"):
-            size = archive_bundle(stage_dir, options, ui)
+            size = archive_bundle(stage_dir, options, fmt, ui)
         if options.max_size is None or size <= options.max_size:
             return manifest, size
         if len(dropped) == len(order):
@@ -231,24 +219,29 @@ def seen_devices(run: RunRecord) -> envinfo.SeenDevices | None:
 
 def stage_bundle(
     stage_dir: Path,
-    found: Dumps,
-    selection: Selection,
-    run: RunRecord,
-    verdicts: Sequence[Verdict],
+    findings: Findings,
     options: CollectOptions,
     *,
     redactor: Redactor,
     env: envinfo.EnvReport,
     dropped: Sequence[str] = (),
-    arrays: Path | None = None,
     as_bundled: Verdict | None = None,
 ) -> Manifest:
     """Fill ``stage_dir`` afresh with what goes into the archive, less ``dropped``;
-    ``arrays`` holds the replays' arrays (``replay_modules``); ``as_bundled``: the failing
-    module's replay on generated inputs, when ``dropped`` holds its snapshot."""
+    ``as_bundled``: the failing module's replay on generated inputs, when ``dropped`` holds
+    its snapshot."""
     shutil.rmtree(stage_dir, ignore_errors=True)
+    found = findings.found
     inputs = build.BundleInputs(
-        found.index, selection, run, verdicts, redactor, env, found.problems, arrays, as_bundled
+        found.index,
+        findings.selection,
+        findings.run,
+        findings.verdicts,
+        redactor,
+        env,
+        found.problems,
+        findings.arrays,
+        as_bundled,
     )
     asked = build.BundleAsked(
         options.output.name,
@@ -260,28 +253,14 @@ def stage_bundle(
     return build.build(stage_dir, inputs, asked, dropped=dropped)
 
 
-def _context(run: RunRecord, selection: Selection, options: CollectOptions) -> RunContext:
-    """What the chosen modules replay with: the failing process's flags and memory cap,
-    the program's framework (PyTorch/XLA's modules replay under torch_xla's own XLA first,
-    where it is installed) and interpreter, and the tolerance asked for."""
-    found = frameworks.detect(run.command, run.output, (c.module.name for c in selection.chosen))
-    framework = found.framework if found is not None else None
-    return RunContext(
-        run.flags_in_force,
-        run.memory_cap,
-        framework,
-        run.program_python,
-        options.tolerance,
-        tpu_args=run.tpu_args_in_force,
-    )
+def _names(selection: Selection) -> Iterator[str]:
+    """The names of the chosen modules, which tell the framework that handed them to XLA."""
+    return (c.module.name for c in selection.chosen)
 
 
 def _as_bundled(
-    found: Dumps,
-    selection: Selection,
-    run: RunRecord,
-    verdicts: Sequence[Verdict],
-    options: CollectOptions,
+    findings: Findings,
+    replaying: Replaying,
     ui: Ui,
     dropped: Sequence[str],
     done: dict[str, Verdict | None],
@@ -290,23 +269,22 @@ def _as_bundled(
     budget left them out: that module replayed as the bundle holds it, on generated inputs
     (once per snapshot: ``done``). Whether the bundle alone shows the failure is then known,
     not guessed. None otherwise."""
-    proof = next((v for v in verdicts if v.reproduced), None)
+    proof = next((v for v in findings.verdicts if v.reproduced), None)
     if proof is None or proof.inputs != "snapshot":
         return None
     snapshot = next((d for d in dropped if ".snapshot." in d and f"/{proof.module}/" in d), None)
-    chosen = [c for c in selection.chosen if c.module.label == proof.module]
+    chosen = [c for c in findings.selection.chosen if c.module.label == proof.module]
     if snapshot is None or not chosen:
         return None
     if snapshot not in done:
         ui.say(f"replaying {proof.module} on generated inputs: the bundle leaves out its real ones")
+        generated = replace(replaying.options, use_data=False)
         replays = replay_stage(
-            found.index.root,
+            findings.found.index.root,
             chosen,
-            run.failure,
-            timeout=run.failure.replay_timeout(options.replay_timeout),
-            use_data=False,
+            findings.run.failure,
+            replace(replaying, options=generated),
             ui=ui,
-            context=_context(run, selection, options),
         )
         done[snapshot] = replays.verdicts[0] if replays.verdicts else None
         if (v := done[snapshot]) is not None:
@@ -314,10 +292,10 @@ def _as_bundled(
     return done[snapshot]
 
 
-def archive_bundle(stage_dir: Path, options: CollectOptions, ui: Ui) -> int:
-    """Write everything under ``stage_dir`` to ``options.output``; return the archive's size.
-    Within the size budget, what Deflate would pack little is stored (``write_archive``)."""
-    fmt = archive.output_format(options.output, options.fmt)
+def archive_bundle(stage_dir: Path, options: CollectOptions, fmt: str, ui: Ui) -> int:
+    """Write everything under ``stage_dir`` to ``options.output`` in the archive format
+    ``fmt``; return the archive's size. Within the size budget, what Deflate would pack
+    little is stored (``write_archive``)."""
     files = {p.relative_to(stage_dir).as_posix(): p for p in _files(stage_dir)}
     progress = ui.progress("compressing")
     return archive.write_archive(

@@ -179,6 +179,14 @@ def _wait(
         return False, True
 
 
+@dataclass(frozen=True)
+class Echo:
+    """A child's output shown live on our terminal as it arrives, less the whole lines
+    ``hide`` matches (which still reach the log)."""
+
+    hide: re.Pattern[bytes] | None = None
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -186,19 +194,18 @@ def run(
     cwd: Path | None = None,
     timeout: float | None = None,
     limits: Limits | None = None,
-    echo: bool = False,
+    echo: Echo | None = None,
     log: BinaryIO | None = None,
     stdin: int | None = subprocess.DEVNULL,
-    hide: re.Pattern[bytes] | None = None,
     on_output: Callable[[], None] | None = None,
     before_stop: Callable[[], object] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
-    With ``echo`` the output also goes live to our stdout; with ``log`` to that file as it
-    arrives (whole lines, so its two streams never split each other's lines), and a crash of
-    this process still leaves the log on disk; lines ``hide`` matches are left out of the
-    terminal, not of the log. ``on_output`` is called whenever output arrives. Ctrl-C,
+    With ``echo`` the output also goes live to our stdout (``Echo``); with ``log`` to that
+    file as it arrives (whole lines, so its two streams never split each other's lines), and
+    a crash of this process still leaves the log on disk. ``on_output`` is called whenever
+    output arrives. Ctrl-C,
     SIGTERM and SIGHUP stop the whole group and end the run as ``interrupted``; the timeout
     and these call ``before_stop`` first, while the group still runs. Whatever
     else ends this call (or this process) early stops the group too, and the group never
@@ -207,19 +214,18 @@ def run(
     # From before the child starts: a signal at any point stops it as Ctrl-C does.
     with sigterm_as_interrupt():
         started = time.monotonic()
-        child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo)
+        child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo is not None)
         merged = streams.Merged(log, on_output)
-        return _follow(child, argv, timeout, echo, merged, started, hide, before_stop)
+        return _follow(child, argv, timeout, echo, merged, started, before_stop)
 
 
 def _follow(
     child: _Started,
     argv: Sequence[str],
     timeout: float | None,
-    echo: bool,
+    echo: Echo | None,
     merged: streams.Merged,
     started: float,
-    hide: re.Pattern[bytes] | None = None,
     before_stop: Callable[[], object] | None = None,
 ) -> Completed:
     """Run a started child to its end, gathering its output; its group ends with it."""
@@ -232,8 +238,7 @@ def _follow(
             for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
                 if pipe is None:  # stderr merged into stdout
                     continue
-                shown = terminal.buffer if hide is None else streams.Hiding(terminal.buffer, hide)
-                args = (pipe, shown if echo else None, merged)
+                args = (pipe, _shown(terminal.buffer, echo), merged)
                 reader = threading.Thread(target=streams.pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
@@ -254,6 +259,13 @@ def _follow(
             pipe.close()
     output = b"".join(merged.kept).decode("utf-8", errors="replace")
     return Completed(popen.returncode, output, timed_out, time.monotonic() - started, interrupted)
+
+
+def _shown(terminal: BinaryIO, echo: Echo | None) -> BinaryIO | streams.Hiding | None:
+    """Where a child's stream is shown as it arrives: nowhere without ``echo``."""
+    if echo is None:
+        return None
+    return terminal if echo.hide is None else streams.Hiding(terminal, echo.hide)
 
 
 def run_captured(
@@ -301,7 +313,7 @@ class Waiting:
                 self._child,
                 self._argv,
                 timeout,
-                False,
+                None,
                 streams.Merged(None, None),
                 time.monotonic(),
             )

@@ -43,6 +43,16 @@ BATCH = 8
 
 
 @dataclass(frozen=True)
+class Pace:
+    """How the search spends its time: ``budget`` seconds in all, up to ``batch`` modules
+    in one child, timed by ``clock``."""
+
+    budget: float
+    batch: int = BATCH
+    clock: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
 class Differential:
     """What the search showed: the modules whose output differs (in the order found), the
     verdict of every module it checked, and, when it found none, what it did (``note``)."""
@@ -107,20 +117,18 @@ def search(
     index: DumpIndex,
     expected: Failure,
     *,
-    budget: float,
+    pace: Pace,
     timeout: float,
     ui: Ui,
     arrays: Path | None = None,
     limit: int = 3,
     context: RunContext = UNRECORDED,
-    batch: int = BATCH,
-    clock: Callable[[], float] = time.monotonic,
 ) -> Differential:
     """Replay the ``candidates`` of the dump folder ``root`` against the op-by-op reference
-    until ``limit`` of them differ, all are checked, or ``budget`` seconds are spent.
+    until ``limit`` of them differ, all are checked, or the ``pace``'s budget is spent.
 
-    Up to ``batch`` modules share a child (``replay.batch``), so jax is imported once for
-    them. A child gets ``timeout`` seconds, never more than the budget has left; a replay
+    Up to the ``pace``'s batch of modules share a child (``replay.batch``), so jax is imported
+    once for them. A child gets ``timeout`` seconds, never more than the budget has left; a replay
     cut short by the budget says nothing and is not counted. ``arrays``: where each
     replay's arrays are kept (a subfolder per module), so its verdict can stand for
     collect's replay. ``context``: the run's flags and memory cap, applied as the replay
@@ -130,11 +138,11 @@ def search(
     """
     pool = candidates(index)
     limits = _Limits(timeout, context)
-    run = _Search(root, expected, ui, arrays, len(pool), limits, budget, clock)
+    run = _Search(root, expected, ui, arrays, len(pool), limits, pace.budget, pace.clock)
     queue = list(pool)
     try:
         while queue and len(run.found) < limit and not run.stopped:
-            group = _group(queue, batch, run.input_of)
+            group = _group(queue, pace.batch, run.input_of)
             if len(group) == 1:
                 run.solo(group[0], number=len(pool) - len(queue))
                 continue

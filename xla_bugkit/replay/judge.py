@@ -268,7 +268,10 @@ def _references(
     return found, missing
 
 
-def _judge_result(
+# Complex on purpose: a finished test's outcomes, in the order one outranks the next (too
+# large to compare, a default precision, a wrong value, a kernel no reference checks), read
+# as one list.
+def _judge_result(  # noqa: C901
     inp: ReplayInput,
     test: spawn.Child,
     expected: Failure | None,

@@ -97,19 +97,7 @@ class Pruner:
 
     def prune(self) -> None:
         """One pass: remove what the rule does not keep."""
-        by_module: dict[tuple[str, str], list[tuple[float, int, Path]]] = {}
-        for folder, _, names in os.walk(self.dump_dir):
-            for name in names:
-                found = _SNAPSHOT.match(name)
-                if found is None:
-                    continue
-                path = Path(folder) / name
-                try:
-                    stat = path.stat()
-                except OSError:  # written and renamed while we looked
-                    continue
-                key = (folder, found.group(1))
-                by_module.setdefault(key, []).append((stat.st_mtime, stat.st_size, path))
+        by_module = _snapshots(self.dump_dir)
         spare: list[tuple[float, int, Path]] = []  # removable if over the budget, oldest first
         total = 0
         for key, files in by_module.items():
@@ -147,3 +135,22 @@ class Pruner:
             return
         self.removed += 1
         self.removed_bytes += item[1]
+
+
+def _snapshots(dump_dir: Path) -> dict[tuple[str, str], list[tuple[float, int, Path]]]:
+    """XLA's snapshots under ``dump_dir``, by (folder, module number): each as (mtime, size,
+    path)."""
+    by_module: dict[tuple[str, str], list[tuple[float, int, Path]]] = {}
+    for folder, _, names in os.walk(dump_dir):
+        for name in names:
+            found = _SNAPSHOT.match(name)
+            if found is None:
+                continue
+            path = Path(folder) / name
+            try:
+                stat = path.stat()
+            except OSError:  # written and renamed while we looked
+                continue
+            key = (folder, found.group(1))
+            by_module.setdefault(key, []).append((stat.st_mtime, stat.st_size, path))
+    return by_module

@@ -122,7 +122,9 @@ def _records(path: Path) -> Iterable[dict[str, Any]]:
                 yield record
 
 
-def _load_one(path: Path) -> _Loaded | None:
+# Long and complex on purpose: one branch per kind of record the hook writes, read as one
+# table beside the state they fill.
+def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
     start: dict[str, Any] = {}
     backends: list[dict[str, Any]] = []
     events: dict[tuple[str, int], dict[str, Any]] = {}

@@ -163,10 +163,9 @@ def rerun(
             command,
             env=env,
             timeout=timeout,
-            echo=echo,
+            echo=proc.Echo(hide) if echo else None,
             log=log,
             stdin=None,
-            hide=hide,
             on_output=log.arrived,
             # What each process was waiting for, asked while it still runs.
             before_stop=lambda: ask.ask(processes),

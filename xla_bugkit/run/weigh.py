@@ -42,7 +42,11 @@ _OWN_EXIT = re.compile("^" + re.escape(OWN_EXIT).replace(r"\{status\}", r"-?\d+"
 _CAPTURED = (Kind.WRONG_RESULT, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
 
 
-def weigh(failure: Failure, culprit: Culprit | None, *, ended_at: float | None = None) -> Failure:
+# Complex on purpose: what the process's record can say of its failure, the first that
+# applies wins, read as one list.
+def weigh(  # noqa: C901
+    failure: Failure, culprit: Culprit | None, *, ended_at: float | None = None
+) -> Failure:
     """``failure`` with what the failing process recorded: it crashed on a signal inside
     XLA (its own fatal line lost, or hidden behind a parent's exit), it was compiling or
     running a given module, or it was stopped while XLA was busy. ``ended_at``: when the

@@ -109,18 +109,25 @@ def shrink_bundle(
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to shrink")
         renaming = (bundle.name, final_name or out.name)
-        return _shrink_into(
-            b.root, b.manifest, module, inp, failure, out, chosen_fmt, options, ui, started,
-            renaming,
-        )  # fmt: skip
+        source = _Source(b.root, b.manifest, module, inp, failure)
+        return _shrink_into(source, out, chosen_fmt, options, ui, started, renaming)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What a shrink starts from: a bundle's files (``root``, a dump's module staged as one)
+    and manifest, the module to shrink and what replays it, and the failure every probe must
+    show (None: a wrong result)."""
+
+    root: Path
+    manifest: Manifest
+    module: ModuleEntry
+    inp: ReplayInput
+    failure: Failure | None
 
 
 def _shrink_into(
-    root: Path,
-    manifest: Manifest,
-    module: ModuleEntry,
-    inp: ReplayInput,
-    failure: Failure | None,
+    source: _Source,
     out: Path,
     fmt: str,
     options: ShrinkOptions,
@@ -128,6 +135,7 @@ def _shrink_into(
     started: float,
     renaming: tuple[str, str] | None = None,
 ) -> Written:
+    inp, failure, manifest = source.inp, source.failure, source.manifest
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-shrink-work-") as tmp:
         work = Path(tmp)
         saved = checkpoint_path(out)
@@ -140,12 +148,12 @@ def _shrink_into(
             checkpoint=lambda c: _save_checkpoint(saved, c.text()),
         )
         stage = work / "bundle"
-        shutil.copytree(root, stage)
-        files = output.add_files(stage, shrunk, module["label"] + SHRUNK)
+        shutil.copytree(source.root, stage)
+        files = output.add_files(stage, shrunk, source.module["label"] + SHRUNK)
         arrays = work / "shrunk-arrays"
         with ui.phase("replaying the shrunk module"):
             verdict = output.check_replay(stage, files, inp, failure, options.timeout, arrays)
-        entry = output.shrunk_entry(module, files, verdict) if verdict.reproduced else None
+        entry = output.shrunk_entry(source.module, files, verdict) if verdict.reproduced else None
         if entry is None:
             ui.warn(f"{output.NOT_VERIFIED} ({verdict.outcome.value}: {verdict.evidence})")
         else:
@@ -197,9 +205,8 @@ def shrink_dump(
             stage = Path(tmp)
             entry = _stage_module(stage, files, m.label, m.name, m.id, inp.platform)
             manifest = _dump_manifest(expected, entry, verdict.evidence)
-            return _shrink_into(
-                stage, manifest, entry, inp, expected, out, chosen_fmt, options, ui, started
-            )
+            source = _Source(stage, manifest, entry, inp, expected)
+            return _shrink_into(source, out, chosen_fmt, options, ui, started)
     raise BugkitError(f"no module of {dump} fails when replayed: nothing to shrink")
 
 

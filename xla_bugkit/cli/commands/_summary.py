@@ -13,12 +13,9 @@ from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage
 from xla_bugkit.bundle.wording import headline
-from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting import CollectResult
 from xla_bugkit.collecting.workdir import replaced_dump_dir
 from xla_bugkit.failure import mosaic
-from xla_bugkit.run.record import RunRecord
-from xla_bugkit.verdict import Verdict
 
 NO_FAILURE = "xla-bugkit: no failure seen: nothing to report (use --always to bundle anyway)"
 
@@ -57,43 +54,22 @@ def render_summary(result: CollectResult, *, verbose: bool = False, quiet: bool 
                 ),
             ]
         )
-    return summary(
-        result.bundle,
-        result.size,
-        result.selection,
-        result.verdicts,
-        result.run,
-        result.fmt,
-        judged=result.judged,
-        tracker=result.tracker,
-        manifest=result.manifest,
-        verbose=verbose,
-        own_flags=result.own_flags,
-        across_releases=result.across_releases,
-    )
+    return summary(result, verbose=verbose)
 
 
 def _across(answer: str | None) -> list[str]:
     return [f"  across releases: {answer}"] if answer else []
 
 
-def summary(
-    path: Path | None,
-    size: int,
-    selection: Selection,
-    verdicts: Sequence[Verdict],
-    run: RunRecord,
-    fmt: str,
-    *,
-    judged: Triage,
-    tracker: str,
-    manifest: Manifest,
-    verbose: bool = False,
-    own_flags: str | None = None,
-    across_releases: str | None = None,
-) -> str:
-    """The closing lines of ``collect``: what was chosen and why, the verdict (``judged``),
-    what it shares, what next (no issue link to ``tracker`` when nothing points at XLA)."""
+def summary(result: CollectResult, *, verbose: bool = False) -> str:
+    """The closing lines of ``collect`` for ``result``, which wrote a bundle: what was chosen
+    and why, the verdict (``judged``), what it shares, what next (no issue link to its
+    tracker when nothing points at XLA)."""
+    manifest, judged, tracker = result.manifest, result.judged, result.tracker
+    # ``render_summary`` sends here only the result of a bundle it wrote.
+    assert manifest is not None and judged is not None and tracker is not None
+    run, verdicts, path, size = result.run, result.verdicts, result.bundle, result.size
+    own_flags = result.own_flags
     lines = [f"\nxla-bugkit: {headline(judged, run.failure)}"]
     if own_flags is not None:
         lines.append(f"  first: {own_flags}")
@@ -103,7 +79,7 @@ def summary(
             f"({len(run.culprit.others)} other "
             f"{'process' if len(run.culprit.others) == 1 else 'processes'} listed in manifest.json)"
         )
-    for c in selection.chosen:
+    for c in result.selection.chosen:
         lines.append(f"  selected {c.module.label}: {'; '.join(c.reasons)}")
     if (kernel := mosaic.find(run.output)) is not None:
         lines.append(f"  kernel: {kernel.line()}")
@@ -130,11 +106,11 @@ def summary(
             f"  job: this is part {part['part']}{of} ({part['from']}); each part of the job "
             "writes a bundle of its own, named for its part"
         )
-    lines += _across(across_releases)
+    lines += _across(result.across_releases)
     lines += _shared(manifest, verbose, said=(own_flags,))
     if size > config.MAX_SIZE:
         lines.append(f"  note: over GitHub's {config.MAX_SIZE // 10**6} MB attachment limit")
-    if fmt == "7z" and path is not None:
+    if result.fmt == "7z" and path is not None:
         zipped = shlex.quote(str(path.with_suffix(".zip")))
         lines.append(
             "  note: GitHub does not accept .7z attachments; to attach it there run: "
