@@ -1,5 +1,6 @@
 """The record of how a run failed (``Failure``): its kind (``kinds``), phase, key line and
-signature, and whether two records show the same bug. ``classify`` makes one from a run's output."""
+signature, and whether two records show the same bug. ``classify`` makes one from a run's
+output."""
 
 from __future__ import annotations
 
