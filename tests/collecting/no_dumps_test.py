@@ -9,7 +9,8 @@ import pytest
 from tests.helpers.programs import run_record
 from xla_bugkit.collecting.no_dumps import without_dumps
 from xla_bugkit.errors import ExitCode, RerunNeeded
-from xla_bugkit.failure.record import Failure, Kind, Phase
+from xla_bugkit.failure.kinds import Kind
+from xla_bugkit.failure.record import Failure, Phase
 from xla_bugkit.run.evidence import ProcessEvidence
 
 COMPILE_ERROR = Failure(Kind.COMPILE_ERROR, Phase.COMPILE, "INTERNAL: boom", "INTERNAL: boom")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from xla_bugkit.failure.classify import Kind, Phase, classify
+from xla_bugkit.failure.kinds import KINDS, Shows
 from xla_bugkit.replay import as_found, failed
 from xla_bugkit.replay.dump import FOUND
 from xla_bugkit.verdict import Outcome, Verdict
@@ -68,6 +69,7 @@ def test_a_verdict_without_a_failure_stays_as_judged() -> None:
 
 def test_every_failure_kind_is_found_or_left_as_judged_on_purpose() -> None:
     # Not found: the replay's own code failing (a non-XLA exit), a stop, a success: none
-    # says anything of the module. A new kind must be placed on one side.
+    # says anything of the module. A new kind's row places it on one side.
     left = {Kind.EXIT, Kind.INTERRUPTED, Kind.SUCCESS}
-    assert set(FOUND) | left == set(Kind) and not set(FOUND) & left
+    assert {k for k in Kind if KINDS[k].replay_shows is Shows.NOTHING} == left
+    assert set(FOUND) | {Shows.NOTHING} == set(Shows) and Shows.NOTHING not in FOUND

@@ -9,10 +9,8 @@ from collections.abc import Sequence
 
 from xla_bugkit.choose import allocation
 from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.verdict import Outcome, Verdict
-
-# The failures an allocation XLA could not make shows as.
-_ALLOCATING = (Kind.RUNTIME_ERROR, Kind.CRASH, Kind.COMPILE_ERROR)
 
 
 def reason(
@@ -43,10 +41,15 @@ def reason(
 def _too_large(f: Failure, limit: int | None) -> int | None:
     """The size of the allocation XLA said it could not make, when it alone is over
     ``limit``: a replay under the same limit fails the same way whatever XLA does."""
-    if limit is None or f.kind not in _ALLOCATING:
+    if limit is None or not _allocating(f):
         return None
     size = allocation.failed_allocation(f.headline)
     return size if size is not None and size > limit else None
+
+
+def _allocating(f: Failure) -> bool:
+    """``f`` is of a kind an allocation XLA could not make shows as."""
+    return KINDS[f.kind].out_of_memory_running or KINDS[f.kind].out_of_memory_compiling
 
 
 def _over_own_cap(f: Failure, cap: int | None) -> str | None:
@@ -75,7 +78,7 @@ def _over_host_memory(f: Failure, memory: int | None) -> str | None:
 
 def _over_device_memory(f: Failure, largest: Sequence[str]) -> str | None:
     # The TPU compiler checks the whole module against the chip's memory before it runs.
-    if f.kind not in _ALLOCATING or (sizes := allocation.over_device_memory(f.headline)) is None:
+    if not _allocating(f) or (sizes := allocation.over_device_memory(f.headline)) is None:
         return None
     need, have = sizes
     buffers = f" (largest: {'; '.join(largest)})" if largest else ""
@@ -98,7 +101,7 @@ def run_time_shortfall(f: Failure, output: str) -> tuple[str, str] | None:
     """(asked, free) when ``f`` is the TPU runtime out of device memory as a computation
     started (RESOURCE_EXHAUSTED; JAX's headline is its error code, "E0100:
     RuntimeBufferAllocationFailure:", the sizes follow on the next line of ``output``)."""
-    if f.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+    if not KINDS[f.kind].out_of_memory_running:
         return None
     if f.status_code != "RESOURCE_EXHAUSTED" and "RESOURCE_EXHAUSTED" not in f.headline:
         return None

@@ -19,13 +19,9 @@ from xla_bugkit.bundle.manifest import Manifest, open_bundle
 from xla_bugkit.bundle.manifest.integrity import OpenBundle
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import peers
+from xla_bugkit.failure.kinds import KINDS, Kind
 
-# How strongly a part's ending points at XLA, among the parts that failed on their own: XLA's
-# own crash or error, then a wrong result (a program's check, which a replay may prove), a
-# hang, the program's own failure. A part the job took down (a peer's heartbeat, a collective
-# that lost its peer) ranks below all of them, a part with no failure last.
-_ERRORS = frozenset({"compile crash", "compile error", "runtime error", "process crash"})
-_WEIGHTS = {"wrong result": 4, "hang": 3, "non-XLA failure": 2, "interrupted": 1, "success": 0}
+_KNOWN = frozenset(kind.value for kind in Kind)
 _MOST_PARTS = 1 << 20  # a job of a million processes is larger than any real one
 _OUTSIDE_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"})
 _OF_SIZE = re.compile(r"\.part-\d+-of-(\d+)(?=\.)")  # bundle.part-1-of-4.zip
@@ -102,14 +98,17 @@ class Part:
         return (group, not self.reproduced, -self.weight())
 
     def weight(self) -> int:
+        """How strongly the part's ending points at XLA (``KindInfo.weight``), among the parts
+        that failed on their own. A part the job took down (a peer's heartbeat, a collective
+        that lost its peer) ranks below all of them, a part with no failure last."""
         kind = str(self.failure.get("kind", ""))
         if self.taken_down:
             return 1
-        if kind in _ERRORS:
-            return 5
-        if kind == "non-XLA failure" and self.reproduced:  # a wrong value a replay proved
-            return 4
-        return _WEIGHTS.get(kind, 2)
+        if kind not in _KNOWN:  # a kind of a newer version: as the program's own failure
+            return KINDS[Kind.EXIT].weight
+        if kind == Kind.EXIT and self.reproduced:  # a wrong value a replay proved
+            return KINDS[Kind.WRONG_RESULT].weight
+        return KINDS[Kind(kind)].weight
 
 
 def part_paths(given: Sequence[Path]) -> list[Path]:

@@ -24,7 +24,7 @@ from xla_bugkit._version import __version__
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.failure.classify import Kind
+from xla_bugkit.failure.kinds import KINDS, Kind, Shows
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import compare_outputs, extreme, protocol
@@ -37,17 +37,10 @@ EXPECTED_LIMIT = 8 * 1000 * 1000
 HANG_SECONDS = 60  # how long repro.py waits before it calls a run a hang
 _REFERENCE_STEMS = {"op-by-op": protocol.OPBYOP, "conservative flags": protocol.CONSERVATIVE}
 _SHOWN = {
-    Outcome.REPRODUCED_CRASH: "crash",
-    Outcome.REPRODUCED_ERROR: "error",
-    Outcome.REPRODUCED_HANG: "hang",
-    Outcome.REPRODUCED_WRONG: "wrong result",
-}
-_KIND_SHOWN = {
-    Kind.COMPILE_CRASH: "crash",
-    Kind.CRASH: "crash",
-    Kind.COMPILE_ERROR: "error",
-    Kind.RUNTIME_ERROR: "error",
-    Kind.HANG: "hang",
+    Outcome.REPRODUCED_CRASH: Shows.CRASH,
+    Outcome.REPRODUCED_ERROR: Shows.ERROR,
+    Outcome.REPRODUCED_HANG: Shows.HANG,
+    Outcome.REPRODUCED_WRONG: Shows.WRONG_RESULT,
 }
 
 
@@ -388,6 +381,11 @@ def _wrong_values(target: Target, reference: str) -> tuple[tuple[str, str, str],
 
 
 def _expect(verdict: Verdict | None, kind: Kind, has_reference: bool) -> str:
+    """What repro.py checks for (its ``EXPECT``): what the replay reproduced, else what a
+    replay of the kind shows; a wrong result only where there is a reference to show it."""
     if verdict is not None and verdict.outcome in _SHOWN:
-        return _SHOWN[verdict.outcome]
-    return _KIND_SHOWN.get(kind, "wrong result" if has_reference else "")
+        return _SHOWN[verdict.outcome].value
+    shows = KINDS[kind].replay_shows
+    if shows in (Shows.WRONG_RESULT, Shows.NOTHING):
+        return Shows.WRONG_RESULT.value if has_reference else ""
+    return shows.value

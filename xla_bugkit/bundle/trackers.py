@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from xla_bugkit import frameworks, platforms
 from xla_bugkit.bundle import envinfo
-from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.failure.classify import Failure
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.replay import reproduced_under_jaxlib
 from xla_bugkit.verdict import Verdict
 
@@ -22,17 +23,6 @@ JAX_FORM = "issue.md"
 _FORMS = {
     frameworks.Framework.TENSORFLOW.issue_repo: "issue-tensorflow.md",
     frameworks.Framework.PYTORCH_XLA.issue_repo: "issue-pytorch-xla.md",
-}
-_EXPECTED = {
-    Kind.WRONG_RESULT: "The result equals the reference (the same module evaluated one "
-    "operation at a time), which the values above show it does not.",
-    Kind.COMPILE_CRASH: "XLA compiles the module without aborting.",
-    Kind.CRASH: "The program runs to the end without XLA crashing.",
-    Kind.COMPILE_ERROR: "XLA compiles the module, or rejects it with an error about the "
-    "program rather than about XLA itself.",
-    Kind.RUNTIME_ERROR: "The computation runs to the end, or fails with an error about the "
-    "program rather than about XLA itself.",
-    Kind.HANG: "The computation finishes.",
 }
 
 
@@ -68,7 +58,7 @@ def fields(
         "cuda": "see System info (nvidia-smi)" if env.nvidia_smi else "n/a (CPU)",
         "gpu": gpu,
         "backend": _backend(platform),
-        "expected": _EXPECTED.get(failure.kind, "The program runs as it does without XLA."),
+        "expected": KINDS[failure.kind].expected,
     }
 
 

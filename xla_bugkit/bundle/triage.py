@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from xla_bugkit.bundle import excused
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay import KERNEL_ONLY
 from xla_bugkit.run.record import RunRecord
@@ -27,7 +28,6 @@ _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
 # Signals a program gets from outside (the user, a supervisor, the OOM killer), not from a
 # fault of its own: they say nothing about XLA.
 _OUTSIDE_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGPIPE", "SIGQUIT"})
-_CRASH_KINDS = (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def _agreed(v: Verdict) -> bool:
 
 def _stuck_in_xla(f: Failure) -> str | None:
     """What a stopped run's compile log says XLA was doing at the stop."""
-    if f.kind not in (Kind.HANG, Kind.INTERRUPTED):
+    if not KINDS[f.kind].stopped:
         return None
     if f.compiling:
         return f"XLA was still compiling jit({f.compiling})"
@@ -234,7 +234,7 @@ def _stuck_in_xla(f: Failure) -> str | None:
 def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | None:
     """A replay that hung where the run showed no hang of its own: stopped by the user (no
     timeout to compare with), or ended by the program itself (its own watchdog's exit)."""
-    if failure.kind not in (Kind.INTERRUPTED, Kind.EXIT):
+    if not KINDS[failure.kind].may_hide_a_hang:
         return None
     return next((v for v in verdicts if v.failure and v.failure.kind is Kind.HANG), None)
 
@@ -316,9 +316,9 @@ def _record_evidence(f: Failure) -> str | None:
         return f"XLA returned the status {f.status_code}"
     if f.exception and _XLA_EXCEPTIONS.search(f.exception):
         return f"XLA raised {f.exception}"
-    if f.evidence and f.kind in (Kind.COMPILE_CRASH, Kind.CRASH, Kind.HANG):
+    if f.evidence and KINDS[f.kind].ended_inside:
         return f.evidence  # the failing process's own record
-    if f.kind in _CRASH_KINDS:
+    if KINDS[f.kind].shows_xla:
         return f"the output shows XLA's {f.kind.value}"
     doing = {Phase.COMPILE: "compiling", Phase.RUN: "running compiled code"}.get(f.phase)
     if f.signal and f.signal not in _OUTSIDE_SIGNALS and doing:
@@ -346,7 +346,7 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict], busy_at_end: str | None) -
     else:
         ended = f"the program ended with {f.describe}"
     signs = "no CHECK failure, XLA status or XLA exception"
-    if f.kind in (Kind.HANG, Kind.INTERRUPTED):
+    if KINDS[f.kind].stopped:
         # A function's later calls run in C++, unseen by the capture hook until it is
         # asked before the stop; a program that never answered hides them.
         signs += (

@@ -9,6 +9,7 @@ from xla_bugkit.bundle import issue
 from xla_bugkit.bundle.triage import Triage
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.verdict import Verdict
 
 
@@ -44,11 +45,11 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         # The reference each value was checked against is the body's to say.
         counted = differences(t.verdict).split(" from the ", 1)[0]
         return issue.cut_title(f"{xla} wrong result{where}: {counted}")
-    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+    if t.what == "hang" or KINDS[failure.kind].stopped:
         if failure.phase is Phase.COMPILE and t.where:
             return issue.cut_title(f"{xla} hang while compiling {t.where}")
         return issue.cut_title(f"{xla} hang{where}")
-    died = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+    died = KINDS[failure.kind].dies
     if died and failure.site is None and failure.headline.startswith("killed by "):
         # No message to quote: what died, on which signal, doing what.
         doing = "compiling" if failure.kind is Kind.COMPILE_CRASH else "running"
@@ -112,17 +113,13 @@ def sentence(t: Triage, failure: Failure) -> str:
     if t.what == "wrong result" and t.verdict is not None:
         found = issue.plain(differences(t.verdict))
         return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
-    if t.what == "hang" or failure.kind in (Kind.HANG, Kind.INTERRUPTED):
+    if t.what == "hang" or KINDS[failure.kind].stopped:
         if failure.phase is Phase.COMPILE:
             module = at or " a module"
             return f"XLA never finishes compiling{module}: the run {_how_ended(failure)}."
         return f"The program hangs{at and ' in' + at}: it {_how_ended(failure)}."
-    return {
-        Kind.COMPILE_CRASH: f"XLA crashes{sig} while compiling{at or ' a module'}.",
-        Kind.COMPILE_ERROR: f"XLA returns an error while compiling{at or ' a module'}.",
-        Kind.RUNTIME_ERROR: f"XLA returns an error while running{at or ' compiled code'}.",
-        Kind.CRASH: f"The process dies{sig} while running{at or ' compiled code'}.",
-    }.get(failure.kind, f"The run ends in {_article(failure.kind.value)} {failure.kind.value}.")
+    module, code = at or " a module", at or " compiled code"
+    return KINDS[failure.kind].sentence.format(sig=sig, module=module, code=code)
 
 
 def _how_ended(failure: Failure) -> str:
@@ -138,7 +135,3 @@ def _how_ended(failure: Failure) -> str:
         still = " while XLA still ran" if failure.kind is Kind.HANG else ""
         return f"ended itself (exit status {failure.exit_status}){still}"
     return "was stopped after the timeout"
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"

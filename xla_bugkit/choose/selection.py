@@ -14,6 +14,7 @@ from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure import ptxla_log, xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.compile_log import COMPILING_RE
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.run.evidence import ProcessEvidence
 
 # Scores: explicit choice > what the process was doing when it died (by module number) >
@@ -105,10 +106,9 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
     for m in index.modules:
         if re.search(rf"\b{re.escape(m.name)}\b", tail) and not frameworks.name_is_shared(m.name):
             reasons[m.label].append((_NAMED, "named in the failure's output"))
-    in_compile = failure.phase is Phase.COMPILE or failure.kind in (Kind.COMPILE_CRASH, Kind.HANG)
     for m in index.modules:
         started = m.first(Role.BEFORE_TEXT) or m.first(Role.BEFORE_PROTO)
-        if started and not m.compiled and (in_compile or failure.kind is Kind.CRASH):
+        if started and not m.compiled and _stopped_in_xla(failure):
             reasons[m.label].append(
                 (
                     _UNFINISHED,
@@ -127,7 +127,7 @@ def _failure_evidence(index: DumpIndex, failure: Failure, output: str, reasons: 
 def _allocation_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
     """Out of memory: the module that plans an allocation of exactly the size that failed,
     wherever the error surfaced (an asynchronous one, at a later computation's read)."""
-    if failure.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+    if not KINDS[failure.kind].out_of_memory_running:
         return
     size = allocation.failed_allocation(_failure_text(output, failure))
     if size is None:
@@ -182,11 +182,7 @@ def _last_snapshot(modules: Sequence[DumpModule]) -> DumpModule | None:
 
 def _stopped_in_xla(failure: Failure) -> bool:
     """The process died or was stopped (not an error it raised), or failed compiling."""
-    return failure.phase is Phase.COMPILE or failure.kind in (
-        Kind.COMPILE_CRASH,
-        Kind.CRASH,
-        Kind.HANG,
-    )
+    return failure.phase is Phase.COMPILE or KINDS[failure.kind].ended_inside
 
 
 def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reasons) -> None:
@@ -249,7 +245,7 @@ def _process_evidence(
         if found is not None:
             module, under_way, why = found
             reasons[module.label].append((_IN_FLIGHT if under_way else _LAST_EXECUTED, why))
-        if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH):
+        if KINDS[failure.kind].dies:
             for module, why in recorded.on_device(index, process, several=several):
                 reasons[module.label].append((_UNFINISHED, why))
 

@@ -31,6 +31,7 @@ from xla_bugkit.collecting.stages import (
 )
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.replay import differential
 from xla_bugkit.run import arguments, evidence_files, processes
 from xla_bugkit.run.evidence import ProcessEvidence
@@ -188,7 +189,7 @@ def _planned_allocation(
     allocation. An error a worker raises reaches its parent's output (a process pool raises
     it again there), and the worker ends normally: its dumps say whose it was."""
     size = allocation.failed_allocation(output)
-    if size is None or failure.kind not in (Kind.RUNTIME_ERROR, Kind.CRASH):
+    if size is None or not KINDS[failure.kind].out_of_memory_running:
         return None
 
     def named(p: ProcessEvidence) -> str | None:

@@ -14,12 +14,10 @@ from collections.abc import Sequence
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting.options import CollectResult
 from xla_bugkit.errors import ExitCode, RerunNeeded
-from xla_bugkit.failure.record import Kind
+from xla_bugkit.failure.kinds import KINDS, Kind
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
 
-# Failures that say XLA itself ran: with no dumps, collect's dump flags did not reach it.
-_INSIDE_XLA = frozenset({Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR})
 _AGAIN = "then run collect again"
 _KEEPS_OURS = "(os.environ['XLA_FLAGS'] += ' --flag' keeps ours)"
 
@@ -36,7 +34,7 @@ def without_dumps(run: RunRecord, saved: Sequence[ProcessEvidence], fmt: str) ->
         return _ended(ExitCode.INTERRUPTED, run, fmt, f"{ended}: {said}")
     if why is not None:
         raise RerunNeeded(f"{ended}: {why}, {_AGAIN}")
-    if run.failure.kind in _INSIDE_XLA and not saved:
+    if KINDS[run.failure.kind].shows_xla and not saved:
         raise RerunNeeded(
             f"{ended}: XLA failed but dumped nothing: the program may replace XLA_FLAGS "
             f"instead of appending to it {_KEEPS_OURS}; once that is fixed, {_AGAIN}"

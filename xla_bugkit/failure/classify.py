@@ -1,7 +1,7 @@
 """Classify how a run failed and reduce it to a stable, comparable signature.
 
-The record itself (``Failure``, ``Kind``, ``Phase``, ``Stop``) is in ``record``; it is
-imported from here too, where the code that makes one lives.
+The record itself (``Failure``, ``Phase``, ``Stop``) is in ``record`` and its ``Kind`` in
+``kinds``; they are imported from here too, where the code that makes one lives.
 
 The same engine reads the user's rerun (``collect``) and each replay child (``replay``),
 so "the replay failed the same way" is a comparison of two ``Failure`` records.
@@ -21,7 +21,8 @@ from xla_bugkit.failure.compile_log import (
     busy_in_xla,
     compile_open,
 )
-from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Kind, Phase, Stop
+from xla_bugkit.failure.kinds import Kind
+from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Phase, Stop
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.failure.xla_status import (
     DISPATCH,

@@ -1,5 +1,6 @@
-"""The record of how a run failed (``Failure``): its kind, phase, key line and signature,
-and whether two records show the same bug. ``classify`` makes one from a run's output."""
+"""The record of how a run failed (``Failure``): its kind (``kinds``), phase, key line and
+signature, and whether two records show the same bug. ``classify`` makes one from a run's
+output."""
 
 from __future__ import annotations
 
@@ -9,27 +10,8 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from xla_bugkit.failure.kinds import KINDS, Kind
 from xla_bugkit.failure.signature import comparable
-
-
-class Kind(StrEnum):
-    """What kind of failure a run ended in. The values appear in manifests and JSON."""
-
-    COMPILE_CRASH = "compile crash"  # the process died (abort, CHECK, signal) while compiling
-    COMPILE_ERROR = "compile error"  # compilation returned an error status
-    RUNTIME_ERROR = "runtime error"  # execution returned an error status
-    CRASH = "process crash"  # the process died on a signal outside compilation
-    HANG = "hang"  # killed after the timeout
-    INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C, SIGTERM)
-    # The program's own check found a wrong value (an assertion, np.testing, a NaN check, a
-    # printed "mismatch"): no XLA error, so only a replay against a reference can prove XLA.
-    WRONG_RESULT = "wrong result"
-    EXIT = "non-XLA failure"  # non-zero exit with no sign of XLA in the output
-    SUCCESS = "success"
-
-    @property
-    def is_failure(self) -> bool:
-        return self is not Kind.SUCCESS
 
 
 class Phase(StrEnum):
@@ -139,7 +121,7 @@ class Failure:
             # background while Python compiles the next function.
             if self.signal != other.signal:
                 return False
-            bare = {self.kind, other.kind} <= _CRASHES and self._bare() and other._bare()
+            bare = _both_died(self, other) and self._bare() and other._bare()
             return self.kind is other.kind or bare
         return comparable(self.signature) == comparable(other.signature)
 
@@ -151,7 +133,7 @@ class Failure:
         same way), saying so: "the run's message was not captured; the replay's: ..."."""
         # A bare death's phase was read from what Python was doing; the replay's is the
         # module's own (a crash in a background execution while Python compiled the next).
-        crashes = {self.kind, other.kind} <= _CRASHES
+        crashes = _both_died(self, other)
         return replace(
             self,
             kind=other.kind if crashes else self.kind,
@@ -194,10 +176,9 @@ def _unread(crash: Failure, error: Failure) -> bool:
     )
 
 
-_CRASHES = frozenset({Kind.COMPILE_CRASH, Kind.CRASH})
+def _both_died(one: Failure, other: Failure) -> bool:
+    return KINDS[one.kind].dies and KINDS[other.kind].dies
 
 
 def _family(kind: Kind) -> str:
-    if kind in (Kind.COMPILE_CRASH, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR, Kind.CRASH):
-        return "xla"
-    return str(kind.value)
+    return "xla" if KINDS[kind].xla_failure else str(kind.value)

@@ -8,6 +8,7 @@ from pathlib import Path
 from xla_bugkit import config, frameworks
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.failure.kinds import KINDS, Shows
 from xla_bugkit.hlo import flags
 from xla_bugkit.replay import extreme, judge, native
 from xla_bugkit.replay.context import RunContext, replay_module
@@ -105,21 +106,22 @@ def as_found(v: Verdict) -> Verdict:
     module that crashes "not reproduced". What a dump's replay finds is the failure itself:
     its verdict says so, and every view of it (text, JSON, the exit code) reads that.
     """
-    found = FOUND.get(v.failure.kind) if v.failure is not None else None
-    if v.outcome is not Outcome.NOT_REPRODUCED or v.failure is None or found is None:
+    if v.outcome is not Outcome.NOT_REPRODUCED or v.failure is None:
         return v
-    return replace(v, outcome=found, evidence=v.failure.describe)
+    shows = KINDS[v.failure.kind].replay_shows
+    if shows is Shows.NOTHING:
+        return v
+    return replace(v, outcome=FOUND[shows], evidence=v.failure.describe)
 
 
-# A failure's kind -> the outcome that names it. Not here: a non-XLA exit (the replay's own
-# code failed, which says nothing of the module), an interruption, a success.
+# What a replay shows -> the outcome that names it. A kind whose replay shows nothing of the
+# module (a non-XLA exit: the replay's own code failed; an interruption, a success) is left
+# as judged.
 FOUND = {
-    Kind.COMPILE_CRASH: Outcome.REPRODUCED_CRASH,
-    Kind.CRASH: Outcome.REPRODUCED_CRASH,
-    Kind.COMPILE_ERROR: Outcome.REPRODUCED_ERROR,
-    Kind.RUNTIME_ERROR: Outcome.REPRODUCED_ERROR,
-    Kind.HANG: Outcome.REPRODUCED_HANG,
-    Kind.WRONG_RESULT: Outcome.REPRODUCED_WRONG,
+    Shows.CRASH: Outcome.REPRODUCED_CRASH,
+    Shows.ERROR: Outcome.REPRODUCED_ERROR,
+    Shows.HANG: Outcome.REPRODUCED_HANG,
+    Shows.WRONG_RESULT: Outcome.REPRODUCED_WRONG,
 }
 
 

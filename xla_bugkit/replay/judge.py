@@ -22,6 +22,7 @@ import numpy as np
 
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.xla_status import DISPATCH
 from xla_bugkit.replay import extreme, protocol, spawn
 from xla_bugkit.replay.compare import Comparison, compare_outputs
@@ -155,7 +156,7 @@ def _expected_kind(expected: Failure | None) -> Kind:
 def _wrong_result_suspected(expected: Failure | None) -> bool:
     """The run showed no XLA failure: it succeeded, or the program's own check failed
     (a wrong value it found, or any other non-XLA exit)."""
-    return _expected_kind(expected) in (Kind.SUCCESS, Kind.WRONG_RESULT, Kind.EXIT)
+    return KINDS[_expected_kind(expected)].needs_reference
 
 
 def _judge_failure(
@@ -188,7 +189,7 @@ def _judge_failure(
     if not failure.kind.is_failure:
         return None
     if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
-        crashed = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH)
+        crashed = KINDS[failure.kind].dies
         outcome = Outcome.REPRODUCED_CRASH if crashed else Outcome.REPRODUCED_ERROR
         evidence = failure.describe
         if _lost_here(expected) and failure.headline.startswith("killed by "):

@@ -22,6 +22,7 @@ from xla_bugkit.failure.classify import (
     classify,
     seconds,
 )
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.signature import normalise
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.hook.ending import OWN_EXIT
@@ -38,8 +39,6 @@ _FATAL_SIGNALS = {
 _FATAL_LINE = re.compile(r"^Fatal Python error: (?P<what>[^\n]+)$", re.M)
 # The line the hook writes above the stack when the program calls os._exit in a callback.
 _OWN_EXIT = re.compile("^" + re.escape(OWN_EXIT).replace(r"\{status\}", r"-?\d+") + "$", re.M)
-# What the run's own output may say that the record cannot improve on.
-_CAPTURED = (Kind.WRONG_RESULT, Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
 
 
 # Complex on purpose: what the process's record can say of its failure, the first that
@@ -62,35 +61,40 @@ def weigh(  # noqa: C901
     if failure.kind is Kind.EXIT and callback is not None and _OWN_EXIT.search(p.stack or ""):
         return _in_callback(failure, callback, busy, culprit)
     inside = bool(busy or _awaited(p) or callback)
-    if failure.kind in (Kind.EXIT, Kind.CRASH) and _signalled(p) and inside:
+    if KINDS[failure.kind].killed_shows_as and _signalled(p) and inside:
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
         return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
-    if crashed is not None and failure.kind not in _CAPTURED:
+    if crashed is not None and not _captured(failure.kind):
         return _crashed(failure, crashed, busy, culprit)
-    if failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and busy is not None:
+    if KINDS[failure.kind].dies and busy is not None:
         return _with_busy(failure, busy)
     if failure.kind is Kind.EXIT and busy is not None and busy.kind == "compile" and not p.exited:
         return _ended_compiling(failure, busy, culprit)
     if failure.kind is Kind.EXIT and busy is not None and _still_running(busy, p):
         return _ended_running(failure, busy, culprit, ended_at)
     raised = p.raised  # the call that made the error, not a later one that met it
-    errors = (Kind.COMPILE_ERROR, Kind.RUNTIME_ERROR)
     # An error of the program's own host callback is the program's, whatever XLA recorded.
     if failure.kind is Kind.EXIT and raised is not None and failure.callback is None:
         caught = _caught(failure, raised, culprit)
-        if caught.kind in errors:
+        if KINDS[caught.kind].error_status:
             return caught
     thrown = next((u for u in reversed(p.uncaught) if u.from_jax), None)
     if failure.kind is Kind.SUCCESS and thrown is not None:
         return _went_on(failure, thrown, p, culprit)
-    if failure.kind in errors and raised is not None and not _said_busy(failure):
+    if KINDS[failure.kind].error_status and raised is not None and not _said_busy(failure):
         if raised.kind == "compile":
             return replace(
                 failure, kind=Kind.COMPILE_ERROR, phase=Phase.COMPILE, compiling=_name(raised)
             )
         return replace(failure, kind=Kind.RUNTIME_ERROR, phase=Phase.RUN, executing=_name(raised))
     return failure
+
+
+def _captured(kind: Kind) -> bool:
+    """What the run's own output may say that the record cannot improve on: XLA's error
+    status, the program's own check of a wrong value."""
+    return KINDS[kind].error_status or kind is Kind.WRONG_RESULT
 
 
 def _fatal_signal(p: ProcessEvidence) -> str | None:
@@ -119,7 +123,7 @@ def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit
     has one; otherwise the message was not captured, and the record says what it can."""
     compiling = busy is not None and busy.kind == "compile"
     kind = Kind.COMPILE_CRASH if compiling else Kind.CRASH
-    own = failure.kind in (Kind.COMPILE_CRASH, Kind.CRASH) and not failure.message_lost
+    own = KINDS[failure.kind].dies and not failure.message_lost
     headline = failure.headline if own else f"killed by {signal}"
     rests_on = f"{culprit.label} died on {signal} ({culprit.why})"
     if not own and failure.kind is not Kind.SUCCESS and not failure.message_lost:
@@ -244,7 +248,7 @@ def _with_busy(failure: Failure, busy: Event) -> Failure:
 
 
 def _compile_kind(failure: Failure) -> Kind:
-    return Kind.COMPILE_CRASH if failure.kind in (Kind.CRASH, Kind.COMPILE_CRASH) else failure.kind
+    return Kind.COMPILE_CRASH if KINDS[failure.kind].dies else failure.kind
 
 
 # faulthandler's frame of a thread waiting for an array's value, which an execution

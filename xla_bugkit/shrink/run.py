@@ -242,8 +242,7 @@ def _versions() -> dict[str, str]:
 
 def _dump_manifest(expected: Failure | None, entry: ModuleEntry, evidence: str) -> Manifest:
     if expected is None:
-        kind = getattr(Kind, "WRONG_RESULT", Kind.SUCCESS)
-        expected = Failure(kind, Phase.RUN, evidence[:300], "wrong result")
+        expected = Failure(Kind.WRONG_RESULT, Phase.RUN, evidence[:300], "wrong result")
     return {
         "schema": mf.SCHEMA_VERSION,
         "tool": mf.tool_name(),
