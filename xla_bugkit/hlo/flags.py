@@ -274,6 +274,10 @@ def in_force(recorded: Sequence[str], process: Sequence[str]) -> tuple[str, ...]
 TPU_ENV = "LIBTPU_INIT_ARGS"
 # More flags than any real run sets: a manifest's list beyond it is not applied at all.
 MAX_TPU_ARGS = 200
+# What jax adds to LIBTPU_INIT_ARGS by itself as it starts the TPU backend, in every program
+# (its cloud_tpu_init): seen in the process's environment after that, not a setting of the
+# run.
+JAX_OWN_TPU_ARGS = frozenset({"--xla_tpu_use_enhanced_launch_barrier=true"})
 
 
 def mosaic_dump_flag(dump_dir: Path) -> str:

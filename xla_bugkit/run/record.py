@@ -84,7 +84,8 @@ class RunRecord:
     @property
     def tpu_args_in_force(self) -> tuple[str, ...]:
         """The TPU compiler's flags the failing process's backend started with (set by the
-        program itself included), less collect's own Mosaic dump flag; without the hook's
+        program itself included), less collect's own Mosaic dump flag and what jax adds there
+        by itself (``flags.JAX_OWN_TPU_ARGS``, unless the user set it); without the hook's
         records, the user's (``tpu_args``). A replay on a TPU applies those
         ``flags.admit_tpu`` allows."""
         env = self.culprit.process.env if self.culprit is not None else {}
@@ -95,6 +96,7 @@ class RunRecord:
             for f in self.xla_flags.flags
             if flags.name_of(f) == "--xla_dump_to" and (d := flags.value_of(f))
         }
+        ours |= flags.JAX_OWN_TPU_ARGS - set(self.tpu_args)
         return tuple(f for f in flags.tpu_args(env[flags.TPU_ENV]) if f not in ours)
 
     def compile_options(self, label: str) -> tuple[str, ...]:
