@@ -11,6 +11,12 @@ from xla_bugkit.failure.classify import Failure, Kind, Phase
 
 # What a verdict's ``reference`` number says when no reference could be computed.
 NO_REFERENCE = "no reference"
+# ... and when the reference is a Pallas kernel's outputs under Pallas's TPU interpret mode,
+# recorded by the program itself at collect (a replay cannot compute it).
+INTERPRET_MODE = "interpret mode"
+# A verdict's ``kernel`` number, where its interpret mode gives the values the program's
+# check rejected: the kernel's own code computes them, not XLA, not Mosaic.
+OWN_CODE = "own code"
 
 
 class Outcome(StrEnum):
