@@ -29,7 +29,16 @@ from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.replay.protocol import marker
-from xla_bugkit.verdict import INTERPRET_MODE, NO_REFERENCE, OWN_CODE, Outcome, Verdict
+from xla_bugkit.verdict import (
+    CANNOT_INTERPRET,
+    COMPILED_DIFFERS,
+    INTERPRET_MODE,
+    NO_REFERENCE,
+    OWN_CODE,
+    OWN_CODE_GIVES,
+    Outcome,
+    Verdict,
+)
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE
 
 
@@ -356,17 +365,6 @@ def _judge_result(  # noqa: C901, PLR0915
         {"reference": agreed, **own},
         matches,
     )
-
-
-# What a Pallas kernel's replay shows against its interpret mode (``Interpreted``): the
-# compiled kernel differs; the kernel's own code gives the values the check rejected; or the
-# interpret mode could not run it, which leaves the kernel unchecked.
-COMPILED_DIFFERS = "the compiled kernel differs from its interpret mode"
-OWN_CODE_GIVES = (
-    "the kernel's own code: its interpret mode gives the same values, and the program's "
-    "check fails under it too (not XLA's, not Mosaic's)"
-)
-CANNOT_INTERPRET = "Pallas's interpret mode cannot run the kernel"
 
 
 def _differs(label: str, comparison: Comparison) -> str:
