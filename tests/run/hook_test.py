@@ -355,6 +355,7 @@ def test_the_interpret_mode_run_keeps_the_named_calls_first_outputs(tmp_path: Pa
     with np.load(kept.outputs) as outputs:  # the first call's, not the second's
         expected = np.arange(8 * 128, dtype=np.float32).reshape(8, 128) * 2 + 1
         assert np.array_equal(outputs["arr_0"], expected)
+        assert list(outputs["arr_1"]) == ["float32"]  # the dtypes' names, last
 
 
 def test_a_run_not_asked_loads_nothing_of_the_interpret_mode(recorded: tuple[Path, str]) -> None:

@@ -89,6 +89,9 @@ def replay(
             o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, o.keep_arrays / saved.name)
+            if (outputs := _interpreted(inp, child.inputs)) is not None:
+                kept = protocol.arrays_path(o.keep_arrays, protocol.INTERPRETED)
+                shutil.copyfile(outputs, kept)
         unjudged = extreme.out_of_range(o.extreme_set) if o.extreme_set else None
         verdict = _verdict(
             inp, child, expected, o.timeout, reference=o.reference, out_of_range=unjudged
@@ -302,7 +305,7 @@ def _judge_result(  # noqa: C901, PLR0915
     matches = (
         None if recorded is None else compare_outputs(outputs, recorded, tolerance=tolerance).close
     )
-    found, missing = _with_interpreted(inp, *_references(test, timeout))
+    found, missing = _with_interpreted(_interpreted(inp, test.inputs), *_references(test, timeout))
     # Sums whose order decides whether they overflow: the op-by-op reference has no value
     # there (NaN), and judges no output there.
     unordered = protocol.markers(test.done.output, protocol.UNORDERED)
@@ -381,16 +384,25 @@ def _unchecked(inp: ReplayInput) -> str:
     return evidence
 
 
-def _with_interpreted(
-    inp: ReplayInput, found: dict[str, list[np.ndarray]], missing: list[str]
-) -> tuple[dict[str, list[np.ndarray]], list[str]]:
-    """The references with a Pallas kernel's own (its outputs under the interpret mode),
-    where collect recorded them: they stand in for the references the kernel keeps from
-    being computed (``protocol.KERNEL_ONLY``)."""
+def _interpreted(inp: ReplayInput, inputs: str) -> Path | None:
+    """A Pallas kernel's outputs under the interpret mode, where collect recorded them and
+    the replay ran on the same inputs (``inputs``: what the replay ran on): the recorded
+    ones, never generated or extreme values."""
     interpreted = inp.interpreted
-    if interpreted is None or interpreted.outputs is None:
+    if interpreted is None or interpreted.outputs is None or inputs != "snapshot":
+        return None
+    return interpreted.outputs
+
+
+def _with_interpreted(
+    outputs: Path | None, found: dict[str, list[np.ndarray]], missing: list[str]
+) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """The references with a Pallas kernel's own (``outputs``: its outputs under the
+    interpret mode, ``_interpreted``): they stand in for the references the kernel keeps
+    from being computed (``protocol.KERNEL_ONLY``)."""
+    if outputs is None:
         return found, missing
-    found = {**found, INTERPRET_MODE: protocol.load_arrays(interpreted.outputs)}
+    found = {**found, INTERPRET_MODE: protocol.load_arrays(outputs)}
     return found, [m for m in missing if protocol.KERNEL_ONLY not in m]
 
 

@@ -38,7 +38,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``bytes``, ``fun`` (the concrete function, ``__inference_f_46``),
                ``framework``. The recorder starts on ``import tensorflow`` too; such a
                process records no ``backend``
-``outputs``    the outputs of execution ``n`` were saved (``file``, ``bytes``, as for ``args``):
+``outputs``    the outputs of execution ``n`` were saved (``file``, ``bytes``, as for ``args``,
+               with the outputs' dtype names as the last array, ml_dtypes' as raw bits):
                only in the run collect starts for a Pallas kernel's reference, the first
                call of the module it names
 ``pallas_interpret`` Pallas's TPU interpret mode was forced on the process (``hook``

@@ -52,12 +52,20 @@ _KEPT: set[str] = set()  # the modules whose outputs were kept: their first call
 
 def keep_outputs(recorder: Any, n: int, module: str, arrays: list[Any]) -> None:
     """Save the outputs of execution ``n`` when it is the first call of the wanted module
-    (``outputs`` record, ``<pid>.outputs-<n>.npz``). Reading them waits for the device."""
+    (``outputs`` record, ``<pid>.outputs-<n>.npz``: ``arr_0``, ... and last the array of
+    their dtypes' names). Reading them waits for the device."""
     if module != wanted() or module in _KEPT:
         return
     _KEPT.add(module)
     try:
-        recorder.save_arrays(n, arrays, record="outputs", stem="outputs")
+        import numpy as np
+
+        values = [np.asarray(a) for a in arrays]
+        # Laid out as the replay's arrays are (``replay.protocol.save_arrays``, which cannot
+        # be imported here): bfloat16 and its kind as raw bits, their names saved last.
+        raw = [v if v.dtype.kind != "V" else v.view(f"u{v.dtype.itemsize}") for v in values]
+        names = np.array([v.dtype.name for v in values], dtype=str)
+        recorder.save_arrays(n, [*raw, names], record="outputs", stem="outputs")
     except Exception as e:  # an output that cannot be read: the kernel's error, for collect
         first = str(e).strip().splitlines()
         error = f"{type(e).__name__}: {first[0][:300] if first else ''}"

@@ -1,0 +1,93 @@
+"""collect's run of a program under Pallas's TPU interpret mode, in real processes on the CPU,
+where a Pallas TPU kernel runs only in that mode: the outputs of the kernel's call kept as
+the replay's arrays are, whether the program's check passed under it, and why there are no
+outputs where there are none. The compiled kernel's side needs a TPU
+(``tests/tpu/chip_test.py``)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.programs import run_record
+from xla_bugkit.choose.dumps import DumpModule
+from xla_bugkit.collecting import interpret, workdir
+from xla_bugkit.collecting.options import CollectOptions
+from xla_bugkit.failure.classify import Failure, Kind, Phase
+from xla_bugkit.replay import protocol
+from xla_bugkit.ui import Ui
+
+WRONG = Failure(Kind.WRONG_RESULT, Phase.UNKNOWN, "AssertionError", "AssertionError", 1)
+
+# ``head`` doubles in a Pallas kernel and adds one; the check after it is the program's own.
+PROGRAM = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    @jax.jit
+    def head(x):
+        return pl.pallas_call(double, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x) + 1
+
+    if "--before" in sys.argv:
+        raise NotImplementedError("no kernel ran")
+    got = head((jnp.arange(8 * 128) % 64).astype(jnp.bfloat16).reshape(8, 128))
+    want = 3 if "--wrong-check" in sys.argv else 1
+    assert float(got[0, 0]) == want, f"first element {float(got[0, 0])}"
+    print("ok")
+    """
+)
+
+
+def interpreted(tmp_path: Path, *args: str) -> interpret.Interpreted:
+    (tmp_path / "program.py").write_text(PROGRAM)
+    run = run_record("", WRONG, command=(sys.executable, str(tmp_path / "program.py"), *args))
+    work = tmp_path / "work"
+    work.mkdir()
+    module = DumpModule(0, "jit_head.cl_933746096", ())
+    ui = Ui(verbosity=1, stream=io.StringIO())
+    return interpret.interpreted(work, run, module, CollectOptions(output=tmp_path / "b.zip"), ui)
+
+
+@pytest.mark.slow
+def test_the_kernels_outputs_under_interpret_mode_are_kept_as_a_replays_arrays(
+    tmp_path: Path,
+) -> None:
+    found = interpreted(tmp_path)
+    assert (found.error, found.passed) == ("", True)
+    assert found.outputs == tmp_path / "work" / workdir.INTERPRET / interpret.OUTPUTS
+    (outputs,) = protocol.load_arrays(found.outputs)
+    assert outputs.dtype.name == "bfloat16"  # ml_dtypes' types come back as themselves
+    want = (np.arange(8 * 128, dtype=np.float32) % 64).reshape(8, 128) * 2 + 1
+    assert np.array_equal(outputs.astype(np.float32), want)  # exact in bfloat16
+
+
+@pytest.mark.slow
+def test_a_check_that_fails_under_interpret_mode_too_is_recorded(tmp_path: Path) -> None:
+    found = interpreted(tmp_path, "--wrong-check")
+    assert found.passed is False and found.outputs is not None
+
+
+@pytest.mark.slow
+def test_a_program_that_ends_before_the_call_says_why(tmp_path: Path) -> None:
+    found = interpreted(tmp_path, "--before")
+    assert found.outputs is None
+    assert found.error == "NotImplementedError: no kernel ran"
+
+
+def test_only_a_wrong_value_asks_for_the_interpret_mode(tmp_path: Path) -> None:
+    crashed = run_record("", Failure(Kind.COMPILE_CRASH, Phase.COMPILE, "F", "F", -6))
+    assert interpret.kernel_module(crashed, None, ()) is None  # type: ignore[arg-type]
+
+
+def test_a_kept_work_dir_without_an_interpret_run_has_no_reference(tmp_path: Path) -> None:
+    assert interpret.kept(tmp_path, DumpModule(0, "jit_head", ())) is None

@@ -1,0 +1,145 @@
+"""collect's run of the program under Pallas's TPU interpret mode: the reference for a
+Pallas kernel that returns wrong values on a TPU.
+
+Nothing outside the kernel can check a ``tpu_custom_call``: a replay that runs it again
+shares whatever it computes (``replay.KERNEL_ONLY``). Pallas's interpret mode runs the
+kernel as written, simulated in the program's own Python, without Mosaic's compiler. So
+where the run's failure is a wrong value and the module chosen holds a kernel compiled for
+the TPU, the program runs once more with that mode forced on it by the start-up hook
+(``run.hook.pallas_interpret``), which keeps the outputs of the module's first call. Those
+outputs (``Interpreted``) are what the compiled kernel's replay on the recorded inputs is
+judged against, and the bundle's expected.npz; the program's own check under that mode
+tells whether the kernel's code gives the wrong values by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from xla_bugkit.choose import mosaic
+from xla_bugkit.choose.dumps import DumpIndex, DumpModule
+from xla_bugkit.choose.selection import Chosen
+from xla_bugkit.collecting import workdir
+from xla_bugkit.collecting.options import CollectOptions
+from xla_bugkit.failure.classify import Kind
+from xla_bugkit.hlo.names import program_name
+from xla_bugkit.replay import Interpreted
+from xla_bugkit.run import evidence_files, hook
+from xla_bugkit.run.record import RunRecord
+from xla_bugkit.run.rerun import rerun
+from xla_bugkit.ui import Ui
+
+OUTPUTS = "interpreted.npz"  # the call's outputs, laid out as the replay's arrays are
+
+
+def reference(
+    work: Path,
+    run: RunRecord,
+    index: DumpIndex,
+    chosen: Sequence[Chosen],
+    options: CollectOptions,
+    ui: Ui,
+    *,
+    may_run: bool,
+) -> dict[str, Interpreted]:
+    """The kernel's reference, by module label, where a chosen module needs one
+    (``kernel_module``): the program run under the interpret mode (``may_run``), or what a
+    kept work dir's run recorded (a bundle made again from it). The hook keeps the first
+    call's outputs, so only a run whose replay inputs are each function's first (the
+    hook's own capture, not XLA's snapshot of every execution) can be judged by them."""
+    module = kernel_module(run, index, chosen)
+    if module is None or options.capture.xla_snapshots:
+        return {}
+    found = interpreted(work, run, module, options, ui) if may_run else kept(work, module)
+    return {} if found is None else {module.label: found}
+
+
+def kernel_module(run: RunRecord, index: DumpIndex, chosen: Sequence[Chosen]) -> DumpModule | None:
+    """The chosen module whose Pallas kernel the interpret mode can check: one compiled for
+    the TPU, holding a kernel, where the run's failure is a wrong value; None where there
+    is none (the run needs no second one)."""
+    if run.failure.kind is not Kind.WRONG_RESULT:
+        return None
+    for c in chosen:
+        if c.module.platform == "tpu" and mosaic.has_kernel(index, c.module):
+            return c.module
+    return None
+
+
+def interpreted(
+    work: Path, run: RunRecord, module: DumpModule, options: CollectOptions, ui: Ui
+) -> Interpreted:
+    """Run the program again, every Pallas kernel in TPU interpret mode, keeping the outputs
+    of ``module``'s function's first call; in ``work/interpret``."""
+    folder = work / workdir.INTERPRET
+    shutil.rmtree(folder, ignore_errors=True)
+    name = program_name(module.name)
+    ui.say(
+        f"{module.label} holds a Pallas kernel that no reference outside it can check: "
+        "running the program again with Pallas's TPU interpret mode forced on it, whose "
+        f"outputs of {name} are the kernel's reference"
+    )
+    with ui.phase("running under Pallas's interpret mode"), ui.timed("interpret"):
+        again = rerun(
+            run.command,
+            dump_dir=folder / workdir.DUMP,
+            log_path=folder / workdir.LOG,
+            timeout=options.timeout,
+            echo=False,
+            base_env={**os.environ, hook.ENV_PALLAS_INTERPRET: name},
+            processes=folder / workdir.PROCESSES,
+            capture=options.capture,
+        )
+    found = read(folder, name, passed=not again.failure.kind.is_failure)
+    if found.outputs is None and not found.error:
+        # The program ended before the call: its own failure is why (a kernel the mode
+        # cannot run raises as the program traces it).
+        why = again.failure.headline.strip() if again.failure.kind.is_failure else ""
+        found = Interpreted(None, why or f"the program never called {name} under it")
+    ui.detail(_said(found))
+    return found
+
+
+def read(folder: Path, name: str, *, passed: bool | None) -> Interpreted:
+    """What the run in ``folder`` kept of ``name``'s first call (its outputs, rewritten as
+    ``OUTPUTS``), or why the interpret mode could not be forced; ``passed``: the program's
+    check under the mode passed."""
+    processes = evidence_files.read(folder / workdir.PROCESSES)
+    refused = next((p.pallas_interpret for p in processes if p.pallas_interpret), "")
+    if refused:
+        return Interpreted(None, refused, passed)
+    kept = next(
+        (e.outputs for p in processes for e in p.events if e.outputs and e.module == name), None
+    )
+    if kept is None or not kept.is_file():
+        return Interpreted(None, "", passed)
+    with np.load(kept, allow_pickle=False) as data:
+        arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
+    # The hook saved the outputs, then their dtypes' names: the replay's own layout
+    # (``replay.protocol.save_arrays``) under its own keys.
+    *values, names = arrays
+    stored = {f"a{i}": v for i, v in enumerate(values)}
+    np.savez(folder / OUTPUTS, dtypes=names, **stored)
+    return Interpreted(folder / OUTPUTS, "", passed)
+
+
+def kept(work: Path, module: DumpModule) -> Interpreted | None:
+    """What a kept work dir's run under the interpret mode recorded of ``module`` (for a
+    bundle made again from it, where the program does not run); None where it holds none.
+    Whether the program's check passed there is not kept."""
+    folder = work / workdir.INTERPRET
+    if not folder.is_dir():
+        return None
+    return read(folder, program_name(module.name), passed=None)
+
+
+def _said(found: Interpreted) -> str:
+    if found.outputs is None:
+        return f"Pallas's interpret mode cannot run the kernel: {found.error}"
+    check = "passes" if found.passed else "fails"
+    return f"under Pallas's interpret mode the program {check}; the call's outputs are kept"
