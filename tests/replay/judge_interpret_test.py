@@ -4,15 +4,19 @@ the wrong values, or the interpret mode could not run the kernel."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from tests.helpers.dumps import dump
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import KERNEL_ONLY, protocol
 from xla_bugkit.replay.inputs import Interpreted, ReplayInput
-from xla_bugkit.replay.judge import _judge_result
+from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE, Outcome
 
@@ -99,3 +103,23 @@ def test_without_an_interpret_mode_run_the_kernel_stays_unchecked(tmp_path: Path
     verdict = _judge_result(kernel(tmp_path, None), replayed(tmp_path, ZEROS), CHECKED, 300)
     assert verdict.outcome is Outcome.NOT_REPLAYABLE
     assert verdict.evidence == f"ran to completion on the TPU; no reference: {KERNEL_ONLY}"
+
+
+@pytest.mark.slow
+def test_a_real_replay_keeps_the_interpret_mode_outputs_it_was_judged_by(tmp_path: Path) -> None:
+    """In a real child, on the recorded inputs: the interpret mode's outputs are a reference
+    the verdict names, kept beside the replay's arrays (the bundle's expected.npz); on
+    generated inputs they are not used."""
+    module = dump(tmp_path, "normal").module("jit_f")
+    first = tmp_path / "first"
+    replay(module, expected=None, options=ReplayOptions(keep_arrays=first))
+    outputs = protocol.arrays_path(first, protocol.TEST)  # the right values, as interpreted
+    kept = tmp_path / "kept"
+    inp = replace(module, interpreted=Interpreted(outputs, passed=True))
+    verdict = replay(inp, expected=None, options=ReplayOptions(keep_arrays=kept))
+    assert verdict.inputs == "snapshot"
+    assert verdict.numbers["reference"] == f"op-by-op, conservative flags, {INTERPRET_MODE}"
+    stored = protocol.arrays_path(kept, protocol.INTERPRETED)
+    assert stored.read_bytes() == outputs.read_bytes()
+    generated = replay(inp, expected=None, options=ReplayOptions(use_data=False))
+    assert INTERPRET_MODE not in str(generated.numbers["reference"])
