@@ -54,8 +54,17 @@ def interpreted(tmp_path: Path, *args: str) -> interpret.Interpreted:
     work = tmp_path / "work"
     work.mkdir()
     module = DumpModule(0, "jit_head.cl_933746096", ())
-    ui = Ui(verbosity=1, stream=io.StringIO())
-    return interpret.interpreted(work, run, module, CollectOptions(output=tmp_path / "b.zip"), ui)
+    stream = io.StringIO()
+    options = CollectOptions(output=tmp_path / "b.zip")
+    found = interpret.interpreted(work, run, module, options, Ui(stream=stream))
+    said = " ".join(stream.getvalue().split())
+    assert "holds a Pallas kernel that no reference outside it can check" in said
+    if found.outputs is not None:
+        check = "passes" if found.passed else "fails"
+        assert f"under Pallas's interpret mode the program {check}" in said
+    else:
+        assert f"Pallas's interpret mode cannot run the kernel: {found.error}" in said
+    return found
 
 
 @pytest.mark.slow

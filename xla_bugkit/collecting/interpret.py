@@ -101,7 +101,7 @@ def interpreted(
         # cannot run raises as the program traces it).
         why = again.failure.headline.strip() if again.failure.kind.is_failure else ""
         found = Interpreted(None, why or f"the program never called {name} under it")
-    ui.detail(_said(found))
+    ui.say(_said(found))
     return found
 
 
