@@ -119,6 +119,7 @@ def test_a_real_replay_keeps_the_interpret_mode_outputs_it_was_judged_by(tmp_pat
     verdict = replay(inp, expected=None, options=ReplayOptions(keep_arrays=kept))
     assert verdict.inputs == "snapshot"
     assert verdict.numbers["reference"] == f"op-by-op, conservative flags, {INTERPRET_MODE}"
+    assert verdict.numbers["interpret_check"] == "passed"  # the program's, under that mode
     stored = protocol.arrays_path(kept, protocol.INTERPRETED)
     assert stored.read_bytes() == outputs.read_bytes()
     generated = replay(inp, expected=None, options=ReplayOptions(use_data=False))

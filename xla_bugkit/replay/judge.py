@@ -155,6 +155,7 @@ def _verdict(
     verdict = verdict or _judge_result(
         inp, child, expected, timeout if reference else None, out_of_range
     )
+    verdict = _with_interpreted_check(inp, verdict)
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
     tpu = spawn.admitted_tpu_args(inp).withheld
     withheld = (*spawn.admitted_flags(inp).withheld, *tpu, *recorded)
@@ -404,6 +405,18 @@ def _with_interpreted(
         return found, missing
     found = {**found, INTERPRET_MODE: protocol.load_arrays(outputs)}
     return found, [m for m in missing if protocol.KERNEL_ONLY not in m]
+
+
+def _with_interpreted_check(inp: ReplayInput, verdict: Verdict) -> Verdict:
+    """``verdict``, where it was judged by the interpret mode's outputs, with what the
+    program's own check said under that mode (``interpret_check``: "passed" or "failed"),
+    which the bundle keeps beside them."""
+    interpreted = inp.interpreted
+    judged_by = str(verdict.numbers.get("reference", ""))
+    if interpreted is None or interpreted.passed is None or INTERPRET_MODE not in judged_by:
+        return verdict
+    said = "passed" if interpreted.passed else "failed"
+    return replace(verdict, numbers={**verdict.numbers, "interpret_check": said})
 
 
 def _own_code(inp: ReplayInput, agreeing: list[str], suspected: bool) -> dict[str, object]:
