@@ -35,6 +35,11 @@ from xla_bugkit.run.rerun import rerun
 from xla_bugkit.ui import Ui
 
 OUTPUTS = "interpreted.npz"  # the call's outputs, laid out as the replay's arrays are
+# How long the run under the interpret mode may take without collect's --timeout: the mode
+# simulates each kernel in Python, many times slower than the chip, and the outputs kept
+# are those of the kernel's first call, often early in the program.
+SLOWER = 20.0
+MIN_SECONDS = 300.0
 
 
 def reference(
@@ -79,27 +84,32 @@ def interpreted(
     folder = work / workdir.INTERPRET
     shutil.rmtree(folder, ignore_errors=True)
     name = program_name(module.name)
+    timeout = options.timeout or max(MIN_SECONDS, run.duration * SLOWER)
     ui.say(
         f"{module.label} holds a Pallas kernel that no reference outside it can check: "
         "running the program again with Pallas's TPU interpret mode forced on it, whose "
-        f"outputs of {name} are the kernel's reference"
+        f"outputs of {name} are the kernel's reference (stopped after {timeout:.0f} s)"
     )
     with ui.phase("running under Pallas's interpret mode"), ui.timed("interpret"):
         again = rerun(
             run.command,
             dump_dir=folder / workdir.DUMP,
             log_path=folder / workdir.LOG,
-            timeout=options.timeout,
+            timeout=timeout,
             echo=False,
             base_env={**os.environ, hook.ENV_PALLAS_INTERPRET: name},
             processes=folder / workdir.PROCESSES,
             capture=options.capture,
         )
-    found = read(folder, name, passed=not again.failure.kind.is_failure)
+    # A program stopped before its end never ran its check: whether it passes is not known.
+    stopped = again.timed_out or again.interrupted
+    found = read(folder, name, passed=None if stopped else not again.failure.kind.is_failure)
     if found.outputs is None and not found.error:
         # The program ended before the call: its own failure is why (a kernel the mode
         # cannot run raises as the program traces it).
         why = again.failure.headline.strip() if again.failure.kind.is_failure else ""
+        why = f"the program was stopped after {timeout:.0f} s, before it called {name}" \
+            if stopped else why  # fmt: skip
         found = Interpreted(None, why or f"the program never called {name} under it")
     ui.say(_said(found))
     return found
@@ -141,5 +151,5 @@ def kept(work: Path, module: DumpModule) -> Interpreted | None:
 def _said(found: Interpreted) -> str:
     if found.outputs is None:
         return f"Pallas's interpret mode cannot run the kernel: {found.error}"
-    check = "passes" if found.passed else "fails"
+    check = {True: "passes", False: "fails", None: "was stopped"}[found.passed]
     return f"under Pallas's interpret mode the program {check}; the call's outputs are kept"
