@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from xla_bugkit.bundle import excused, triage, wording
+from xla_bugkit.bundle import excused, report, triage, wording
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.cli.commands import _summary
@@ -324,6 +324,12 @@ def test_a_compiled_kernel_that_differs_from_its_interpret_mode_is_said_so_in_ev
     )
     lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
     assert lines[0].startswith("  next: read ISSUE.md")  # proven: nothing unproven to say
+    staged = report.Staged(None, None, replayed=True)
+    assert report._replay_line(judged, [proof], staged) == (
+        "Replaying `module_0000.jit_head.cl_933746096` from the bundle reproduces it without "
+        "the original program, against the kernel's outputs under Pallas's interpret mode "
+        "(`expected.npz`), which xla-bugkit recorded by running the program under that mode."
+    )
     check = ModuleCheck("module_0000.jit_head.cl_933746096", proof, proof.outcome.value)
     result = VerifyResult(RECORDED / "pallas_dma_zeros.zip", failure, (check,))
     assert render_table(result).endswith("the recorded failure reproduces here")
