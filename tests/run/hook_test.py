@@ -332,6 +332,7 @@ PALLAS_RUN = textwrap.dedent(
 
     print(float(head(jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128))[0, 1]))
     print(float(head(jnp.ones((8, 128), jnp.float32))[0, 0]))
+    print(float(head(jnp.ones((16, 128), jnp.float32))[0, 0]))  # compiled again
     """
 )
 
@@ -346,7 +347,7 @@ def test_the_interpret_mode_run_keeps_the_named_calls_first_outputs(tmp_path: Pa
     env = {**hooked_env(work), hook.ENV_PALLAS_INTERPRET: "jit_head"}
     done = run([sys.executable, str(tmp_path / "pallas_run.py")], env, work)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["3.0", "3.0"]
+    assert done.stdout.split() == ["3.0", "3.0", "3.0"]
     (p,) = evidence_files.load(work)
     assert p.pallas_interpret == ""  # forced, no error
     (kept,) = [e for e in p.events if e.outputs is not None]
@@ -356,6 +357,26 @@ def test_the_interpret_mode_run_keeps_the_named_calls_first_outputs(tmp_path: Pa
         expected = np.arange(8 * 128, dtype=np.float32).reshape(8, 128) * 2 + 1
         assert np.array_equal(outputs["arr_0"], expected)
         assert list(outputs["arr_1"]) == ["float32"]  # the dtypes' names, last
+
+
+def test_the_interpret_mode_run_keeps_the_call_of_the_compile_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "pallas_run.py").write_text(PALLAS_RUN)
+    (tmp_path / "dump").mkdir()
+    shapes = "tensor<16x128xf32>"  # the second compile of head
+    env = {**hooked_env(tmp_path), hook.ENV_PALLAS_INTERPRET: "jit_head",
+           hook.ENV_PALLAS_SHAPES: shapes}  # fmt: skip
+    done = run([sys.executable, "pallas_run.py"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (p,) = evidence_files.load(tmp_path)
+    (kept,) = [e for e in p.events if e.outputs is not None]
+    assert kept.outputs is not None
+    with np.load(kept.outputs) as outputs:
+        assert outputs["arr_0"].shape == (16, 128)
+    # Under the interpret mode the kernel is host callbacks, ordered by a token parameter
+    # that the compiled module (whose types collect asks for) does not have.
+    compiles = [e for e in p.events if e.kind == "compile" and e.module == "jit_head"]
+    token = "!stablehlo.token"
+    assert [e.shapes for e in compiles] == [f"{token}, tensor<8x128xf32>", f"{token}, {shapes}"]
 
 
 def test_a_run_not_asked_loads_nothing_of_the_interpret_mode(recorded: tuple[Path, str]) -> None:

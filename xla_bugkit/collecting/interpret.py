@@ -97,7 +97,11 @@ def interpreted(
             log_path=folder / workdir.LOG,
             timeout=timeout,
             echo=False,
-            base_env={**os.environ, hook.ENV_PALLAS_INTERPRET: name},
+            base_env={
+                **os.environ,
+                hook.ENV_PALLAS_INTERPRET: name,
+                hook.ENV_PALLAS_SHAPES: _shapes(run, module),
+            },
             processes=folder / workdir.PROCESSES,
             capture=options.capture,
         )
@@ -113,6 +117,13 @@ def interpreted(
         found = Interpreted(None, why or f"the program never called {name} under it")
     ui.say(_said(found))
     return found
+
+
+def _shapes(run: RunRecord, module: DumpModule) -> str:
+    """The parameter types ``module`` was compiled for, as the hook recorded its compile
+    ("" where it did not): the call kept under the interpret mode is one of that compile."""
+    events = (e for p in run.culprit_evidence for e in p.events)
+    return next((e.shapes for e in events if e.kind == "compile" and e.id == module.id), "")
 
 
 def read(folder: Path, name: str, *, passed: bool | None) -> Interpreted:

@@ -40,6 +40,8 @@ ENV_COLLECT_PID = "XLA_BUGKIT_COLLECT_PID"
 # The module whose first call's outputs the run keeps, with Pallas's TPU interpret mode
 # forced on every process (``pallas_interpret``): a Pallas kernel's reference.
 ENV_PALLAS_INTERPRET = "XLA_BUGKIT_PALLAS_INTERPRET"
+# ... compiled for these parameter types (its ``compile`` record's ``shapes``), where known.
+ENV_PALLAS_SHAPES = "XLA_BUGKIT_PALLAS_SHAPES"
 
 # A traceback frame of the hook's own wrappers (wherever xla-bugkit is installed), with the
 # source and caret lines Python prints under it.
@@ -64,15 +66,12 @@ def environment(
     first_arguments: bool = False,
     budget: int | None = None,
     xla_flags: str | None = None,
-    pallas_interpret: str | None = None,
 ) -> dict[str, str]:
     """``base`` with the hook on ``PYTHONPATH`` (first, so it shadows any other
     ``sitecustomize``, which the hook then runs itself) and told where to write;
     ``first_arguments``: it saves each compiled function's first arguments (XLA writes no
     snapshots); ``budget``: the bytes of arguments each process may keep; ``xla_flags``:
-    collect's XLA flags, which the hook keeps in XLA_FLAGS until XLA reads it;
-    ``pallas_interpret``: the module whose first call's outputs are kept, every Pallas kernel
-    run in TPU interpret mode."""
+    collect's XLA flags, which the hook keeps in XLA_FLAGS until XLA reads it."""
     env = dict(base)
     if "JAX_DUMP_IR_TO" not in base:  # the user's own jaxpr or StableHLO dumps win
         env["JAX_DUMP_IR_TO"] = str(dump_dir / JAXPRS)
@@ -86,8 +85,6 @@ def environment(
         env[ENV_ARGS_BUDGET] = str(budget)
     if xla_flags:
         env[ENV_XLA_FLAGS] = xla_flags
-    if pallas_interpret:
-        env[ENV_PALLAS_INTERPRET] = pallas_interpret
     return env
 
 

@@ -154,7 +154,8 @@ def patch_execute(recorder: Any) -> None:
         arrays = ready.leaves(out)
         outputs.made(n, arrays)
         if interpret is not None:
-            interpret.keep_outputs(recorder, n, module, arrays)
+            shapes = ", ".join(compiled.inputs) if compiled is not None else ""
+            interpret.keep_outputs(recorder, n, module, shapes, arrays)
         if ready.pending(arrays):
             # Dispatch returned, the device is still computing: ``ready`` says when it ends.
             recorder.write("executed", n=n, pending=True)

@@ -17,6 +17,9 @@ import os
 from typing import Any
 
 ENV = "XLA_BUGKIT_PALLAS_INTERPRET"
+# Its parameters' MLIR types as the ``compile`` record gives them ("tensor<2x256xf32>"), where
+# collect knows them: a function compiled for several shapes keeps the call of the one chosen.
+ENV_SHAPES = "XLA_BUGKIT_PALLAS_SHAPES"
 
 
 def wanted() -> str:
@@ -47,14 +50,23 @@ def force(recorder: Any) -> None:
     recorder.write("pallas_interpret", module=wanted())
 
 
+def _types(shapes: str) -> list[str]:
+    """Parameter types as compared across the two runs: the interpret mode's kernels are
+    host callbacks, whose ordering gives the module a token parameter the compiled one lacks."""
+    return [t for t in shapes.split(", ") if t and t != "!stablehlo.token"]
+
+
 _KEPT: set[str] = set()  # the modules whose outputs were kept: their first call only
 
 
-def keep_outputs(recorder: Any, n: int, module: str, arrays: list[Any]) -> None:
+def keep_outputs(recorder: Any, n: int, module: str, shapes: str, arrays: list[Any]) -> None:
     """Save the outputs of execution ``n`` when it is the first call of the wanted module
-    (``outputs`` record, ``<pid>.outputs-<n>.npz``: ``arr_0``, ... and last the array of
-    their dtypes' names). Reading them waits for the device."""
+    (compiled for the wanted ``shapes``, where they are given) (``outputs`` record,
+    ``<pid>.outputs-<n>.npz``: ``arr_0``, ... and last the array of their dtypes' names).
+    Reading them waits for the device."""
     if module != wanted() or module in _KEPT:
+        return
+    if os.environ.get(ENV_SHAPES) and _types(shapes) != _types(os.environ[ENV_SHAPES]):
         return
     _KEPT.add(module)
     try:
