@@ -19,7 +19,7 @@ from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.collecting import interpret, workdir
 from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay import protocol
+from xla_bugkit.replay import Interpreted, protocol
 from xla_bugkit.ui import Ui
 
 WRONG = Failure(Kind.WRONG_RESULT, Phase.UNKNOWN, "AssertionError", "AssertionError", 1)
@@ -48,7 +48,7 @@ PROGRAM = textwrap.dedent(
 )
 
 
-def interpreted(tmp_path: Path, *args: str) -> interpret.Interpreted:
+def interpreted(tmp_path: Path, *args: str) -> Interpreted:
     (tmp_path / "program.py").write_text(PROGRAM)
     run = run_record("", WRONG, command=(sys.executable, str(tmp_path / "program.py"), *args))
     work = tmp_path / "work"
@@ -57,6 +57,7 @@ def interpreted(tmp_path: Path, *args: str) -> interpret.Interpreted:
     stream = io.StringIO()
     options = CollectOptions(output=tmp_path / "b.zip")
     found = interpret.interpreted(work, run, module, options, Ui(stream=stream))
+    assert found is not None  # no first run's arguments here: nothing says they differ
     said = " ".join(stream.getvalue().split())
     assert "holds a Pallas kernel that no reference outside it can check" in said
     if found.outputs is not None:
@@ -100,3 +101,17 @@ def test_only_a_wrong_value_asks_for_the_interpret_mode(tmp_path: Path) -> None:
 
 def test_a_kept_work_dir_without_an_interpret_run_has_no_reference(tmp_path: Path) -> None:
     assert interpret.kept(tmp_path, DumpModule(0, "jit_head", ())) is None
+
+
+def test_arguments_are_the_same_only_bit_for_bit(tmp_path: Path) -> None:
+    def saved(name: str, *arrays: np.ndarray) -> Path:
+        np.savez(tmp_path / name, *arrays)
+        return tmp_path / name
+
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    first = saved("a.npz", x, np.int32(3))
+    assert interpret.same_arguments(first, saved("b.npz", x.copy(), np.int32(3)))
+    assert not interpret.same_arguments(first, saved("c.npz", x + 1, np.int32(3)))
+    assert not interpret.same_arguments(first, saved("d.npz", x.reshape(3, 2), np.int32(3)))
+    assert not interpret.same_arguments(first, saved("e.npz", x))
+    assert interpret.same_arguments(first, None)  # nothing says they differ

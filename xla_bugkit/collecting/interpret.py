@@ -30,6 +30,7 @@ from xla_bugkit.failure.classify import Kind
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay import Interpreted
 from xla_bugkit.run import evidence_files, hook
+from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.rerun import rerun
 from xla_bugkit.ui import Ui
@@ -78,9 +79,10 @@ def kernel_module(run: RunRecord, index: DumpIndex, chosen: Sequence[Chosen]) ->
 
 def interpreted(
     work: Path, run: RunRecord, module: DumpModule, options: CollectOptions, ui: Ui
-) -> Interpreted:
+) -> Interpreted | None:
     """Run the program again, every Pallas kernel in TPU interpret mode, keeping the outputs
-    of ``module``'s function's first call; in ``work/interpret``."""
+    of ``module``'s first call; in ``work/interpret``. None where that call took other
+    inputs than in ``run``: its outputs are then no reference."""
     folder = work / workdir.INTERPRET
     shutil.rmtree(folder, ignore_errors=True)
     name = program_name(module.name)
@@ -108,6 +110,15 @@ def interpreted(
     # A program stopped before its end never ran its check: whether it passes is not known.
     stopped = again.timed_out or again.interrupted
     found = read(folder, name, passed=None if stopped else not again.failure.kind.is_failure)
+    if not same_arguments(_arguments(run.culprit_evidence, module), _kept_arguments(folder)):
+        # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
+        # file that changed): outputs of other inputs would make right values look wrong.
+        ui.warn(
+            f"not judged by Pallas's interpret mode: {name} took other inputs in the run "
+            "under it than in the first run (the program does not give a function the same "
+            "inputs from one run to the next)"
+        )
+        return None
     if found.outputs is None and not found.error:
         # The program ended before the call: its own failure is why (a kernel the mode
         # cannot run raises as the program traces it).
@@ -117,6 +128,30 @@ def interpreted(
         found = Interpreted(None, why or f"the program never called {name} under it")
     ui.say(_said(found))
     return found
+
+
+def _arguments(processes: Sequence[ProcessEvidence], module: DumpModule) -> Path | None:
+    """The arguments the hook saved of ``module``'s first call in the run."""
+    calls = (e for p in processes for e in p.events if e.kind == "execute" and e.id == module.id)
+    return next((e.args for e in calls if e.args is not None), None)
+
+
+def _kept_arguments(folder: Path) -> Path | None:
+    """The arguments of the call whose outputs the run under the interpret mode kept."""
+    events = (e for p in evidence_files.read(folder / workdir.PROCESSES) for e in p.events)
+    return next((e.args for e in events if e.outputs is not None and e.args), None)
+
+
+def same_arguments(first: Path | None, again: Path | None) -> bool:
+    """Whether two saved sets of arguments hold the same bits (True where either is missing:
+    nothing says they differ)."""
+    if first is None or again is None or not (first.is_file() and again.is_file()):
+        return True
+    with np.load(first, allow_pickle=False) as a, np.load(again, allow_pickle=False) as b:
+        if a.files != b.files:
+            return False
+        pairs = ((a[k], b[k]) for k in a.files)
+        return all(x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in pairs)
 
 
 def _shapes(run: RunRecord, module: DumpModule) -> str:
