@@ -61,7 +61,7 @@ def reference(
     module = kernel_module(run, index, chosen)
     if module is None or options.capture.xla_snapshots:
         return {}
-    found = interpreted(work, run, module, options, ui) if may_run else kept(work, module)
+    found = interpreted(work, run, module, options, ui) if may_run else kept(work, run, module)
     return {} if found is None else {module.label: found}
 
 
@@ -184,12 +184,15 @@ def read(folder: Path, name: str, *, passed: bool | None) -> Interpreted:
     return Interpreted(folder / OUTPUTS, "", passed)
 
 
-def kept(work: Path, module: DumpModule) -> Interpreted | None:
+def kept(work: Path, run: RunRecord, module: DumpModule) -> Interpreted | None:
     """What a kept work dir's run under the interpret mode recorded of ``module`` (for a
-    bundle made again from it, where the program does not run); None where it holds none.
-    Whether the program's check passed there is not kept."""
+    bundle made again from it, where the program does not run); None where it holds none,
+    or where the call took other inputs there than in ``run``. Whether the program's check
+    passed there is not kept."""
     folder = work / workdir.INTERPRET
     if not folder.is_dir():
+        return None
+    if not same_arguments(_arguments(run.culprit_evidence, module), _kept_arguments(folder)):
         return None
     return read(folder, program_name(module.name), passed=None)
 
