@@ -60,9 +60,9 @@ _KEPT: set[str] = set()  # the modules whose outputs were kept: their first call
 
 
 def keep_outputs(recorder: Any, n: int, module: str, shapes: str, arrays: list[Any]) -> None:
-    """Save the outputs of execution ``n`` when it is the first call of the wanted module
-    (compiled for the wanted ``shapes``, where they are given) (``outputs`` record,
-    ``<pid>.outputs-<n>.npz``: ``arr_0``, ... and last the array of their dtypes' names).
+    """Save the outputs of execution ``n`` when it is the first call of the wanted module,
+    compiled for the wanted ``shapes`` where they are given: an ``outputs`` record, and
+    ``<pid>.outputs-<n>.npz`` (``arr_0``, ... and last the array of their dtypes' names).
     Reading them waits for the device."""
     if module != wanted() or module in _KEPT:
         return
