@@ -313,3 +313,73 @@ def test_the_hooks_own_frames_are_said_in_one_line() -> None:
     # The user's own file of that name is theirs.
     mine = '  File "/home/u/xla_bugkit_notes/run.py", line 3, in main\n    go()\n'
     assert hook_package.without_own_frames(mine) == mine
+
+
+# A Pallas TPU kernel, called in a jitted function: on a CPU it runs only in interpret mode
+# (compiled, jax says "Only interpret mode is supported on CPU backend"), which the hook
+# forces on the whole program when collect asks for a kernel's reference.
+PALLAS_RUN = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    @jax.jit
+    def head(x):
+        return pl.pallas_call(double, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x) + 1
+
+    print(float(head(jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128))[0, 1]))
+    print(float(head(jnp.ones((8, 128), jnp.float32))[0, 0]))
+    print(float(head(jnp.ones((16, 128), jnp.float32))[0, 0]))  # compiled again
+    """
+)
+
+
+def test_the_interpret_mode_run_keeps_the_named_calls_first_outputs(tmp_path: Path) -> None:
+    (tmp_path / "pallas_run.py").write_text(PALLAS_RUN)
+    env = hooked_env(tmp_path)
+    bare = run([sys.executable, "pallas_run.py"], env, tmp_path)
+    assert "Only interpret mode is supported" in bare.stderr  # compiled, on a CPU
+    work = tmp_path / "interpret"
+    (work / "dump").mkdir(parents=True)
+    env = {**hooked_env(work), hook.ENV_PALLAS_INTERPRET: "jit_head"}
+    done = run([sys.executable, str(tmp_path / "pallas_run.py")], env, work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["3.0", "3.0", "3.0"]
+    (p,) = evidence_files.load(work)
+    assert p.pallas_interpret == ""  # forced, no error
+    (kept,) = [e for e in p.events if e.outputs is not None]
+    assert kept.module == "jit_head"
+    assert kept.outputs is not None
+    with np.load(kept.outputs) as outputs:  # the first call's, not the second's
+        expected = np.arange(8 * 128, dtype=np.float32).reshape(8, 128) * 2 + 1
+        assert np.array_equal(outputs["arr_0"], expected)
+        assert list(outputs["arr_1"]) == ["float32"]  # the dtypes' names, last
+
+
+def test_the_interpret_mode_run_keeps_the_call_of_the_compile_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "pallas_run.py").write_text(PALLAS_RUN)
+    (tmp_path / "dump").mkdir()
+    shapes = "tensor<16x128xf32>"  # the second compile of head
+    env = {**hooked_env(tmp_path), hook.ENV_PALLAS_INTERPRET: "jit_head",
+           hook.ENV_PALLAS_SHAPES: shapes}  # fmt: skip
+    done = run([sys.executable, "pallas_run.py"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (p,) = evidence_files.load(tmp_path)
+    (kept,) = [e for e in p.events if e.outputs is not None]
+    assert kept.outputs is not None
+    with np.load(kept.outputs) as outputs:
+        assert outputs["arr_0"].shape == (16, 128)
+    # Under the interpret mode the kernel is host callbacks, ordered by a token parameter
+    # that the compiled module (whose types collect asks for) does not have.
+    compiles = [e for e in p.events if e.kind == "compile" and e.module == "jit_head"]
+    token = "!stablehlo.token"
+    assert [e.shapes for e in compiles] == [f"{token}, tensor<8x128xf32>", f"{token}, {shapes}"]
+
+
+def test_a_run_not_asked_loads_nothing_of_the_interpret_mode(recorded: tuple[Path, str]) -> None:
+    work, _ = recorded
+    assert all(p.pallas_interpret is None for p in evidence_files.load(work))
+    assert not list((work / evidence_files.PROCESSES).glob("*.outputs-*.npz"))

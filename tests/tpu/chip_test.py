@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.devices import accelerator_env
+from xla_bugkit.bundle import members
+from xla_bugkit.verdict import COMPILED_DIFFERS, INTERPRET_MODE, OWN_CODE
 
 pytestmark = pytest.mark.tpu
 
@@ -84,18 +86,50 @@ def test_the_default_matmul_precision_is_not_called_an_xla_bug(
     assert code == 3  # no XLA failure reproduced
 
 
-def test_a_pallas_kernels_wrong_result_rests_on_the_programs_check(
+def test_a_pallas_kernels_wrong_result_is_proven_by_its_interpret_mode_and_verified(
     tmp_path: Path, tpu_env: dict[str, str]
 ) -> None:
+    """jax-ml/jax#39744: collect runs the program again under Pallas's interpret mode, whose
+    outputs are the right values; the compiled kernel's replay differs from them, and verify
+    on the chip proves it from the bundle alone (its expected.npz)."""
     code, said, manifest = _collect("pallas_dma_zeros", tmp_path, tpu_env)
     first = manifest["modules"][0]
     assert "jit_head" in first["label"] and first["platform"] == "tpu"
     assert manifest["failure"]["kind"] == "wrong result"
-    assert first["replay"]["outcome"] == "not replayable", first["replay"]
+    assert first["replay"]["outcome"] == "reproduced: wrong result", first["replay"]
+    assert first["replay"]["evidence"].startswith(COMPILED_DIFFERS)
+    assert first["replay"]["numbers"]["reference"] == INTERPRET_MODE
+    assert "under Pallas's interpret mode the program passes" in " ".join(said.split())
+    assert code == 0
+    bundle = tmp_path / "pallas_dma_zeros.zip"
+    with zipfile.ZipFile(bundle) as z:
+        assert members.EXPECTED in z.namelist()
+        assert f"REFERENCE = {INTERPRET_MODE!r}" in z.read(members.REPRO).decode()
+    verify = _bugkit(["verify", "--json", str(bundle)], tmp_path, tpu_env)
+    assert verify.returncode == 0, verify.stderr
+    replayed = json.loads(verify.stdout)["modules"][0]["verdict"]
+    assert replayed["outcome"] == "reproduced: wrong result", replayed
+    assert replayed["evidence"].startswith(COMPILED_DIFFERS)
+
+
+def test_a_pallas_kernels_own_bug_is_not_called_an_xla_bug(
+    tmp_path: Path, tpu_env: dict[str, str]
+) -> None:
+    """A kernel that indexes the wrong row: under the interpret mode the program fails its
+    check too, with the same values: the kernel's own code, and no issue link."""
+    code, said, manifest = _collect("pallas_own_bug", tmp_path, tpu_env)
+    first = manifest["modules"][0]
+    assert "jit_head" in first["label"] and first["platform"] == "tpu"
+    assert first["replay"]["outcome"] == "not reproduced", first["replay"]
+    assert first["replay"]["numbers"]["kernel"] == OWN_CODE
     said = " ".join(said.split())
-    assert "no reference outside the kernel can check its values" in said
-    assert "interpret=True" in said
-    assert code == 3
+    assert "the wrong value comes from the Pallas kernel's own code" in said
+    assert "no issue link" in said
+    assert code == 3  # not reproduced: the compiled kernel computes what its code says
+    verify = _bugkit(["verify", "--json", str(tmp_path / "pallas_own_bug.zip")], tmp_path,
+                     tpu_env)  # fmt: skip
+    replayed = json.loads(verify.stdout)["modules"][0]["verdict"]
+    assert replayed["numbers"]["kernel"] == OWN_CODE, replayed
 
 
 def test_the_runs_tpu_flags_are_recorded_and_verify_applies_them(

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from xla_bugkit.bundle import excused, triage, wording
+from xla_bugkit.bundle import excused, report, triage, wording
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.cli.commands import _summary
@@ -29,7 +29,15 @@ from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
-from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict import (
+    CANNOT_INTERPRET,
+    COMPILED_DIFFERS,
+    INTERPRET_MODE,
+    OWN_CODE,
+    OWN_CODE_GIVES,
+    Outcome,
+    Verdict,
+)
 from xla_bugkit.verify import ModuleCheck, VerifyResult
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -280,3 +288,96 @@ def test_verify_on_a_tpu_says_a_pallas_kernel_ran_but_nothing_checks_it() -> Non
     said = render_table(result)
     assert "the module ran, but its Pallas kernel has no reference" in said
     assert "interpret=True" in said and "outside the reporter's program" not in said
+
+
+def _against_interpret_mode(outcome: Outcome, evidence: str, **numbers: object) -> Verdict:
+    """The recorded Pallas module's verdict, as the judge gives it where collect recorded the
+    kernel's outputs under Pallas's interpret mode (``tests/replay/judge_interpret_test.py``)."""
+    ran = Verdict.from_json(_manifest("pallas_dma_zeros")["modules"][0]["replay"])
+    return replace(ran, outcome=outcome, evidence=evidence, numbers=numbers)
+
+
+def test_a_compiled_kernel_that_differs_from_its_interpret_mode_is_said_so_in_every_view(
+    tmp_path: Path,
+) -> None:
+    evidence = f"{COMPILED_DIFFERS}: 256/256 elements differ (max abs error 255)"
+    proof = _against_interpret_mode(
+        Outcome.REPRODUCED_WRONG, evidence, reference=INTERPRET_MODE, mismatches=256,
+        elements=256,
+    )  # fmt: skip
+    failure = Failure.from_json(_manifest("pallas_dma_zeros")["failure"])
+    judged = triage.triage(failure, [proof])
+    assert judged.xla and judged.verdict == proof
+    assert judged.reason == (
+        "the replay of module_0000.jit_head.cl_933746096 on the TPU reproduces it (reproduced: "
+        "wrong result: the compiled kernel differs from its interpret mode, recorded by "
+        "collect running the program under that mode)"
+    )
+    assert wording.headline(judged, failure) == f"wrong result in jit(head): {evidence}"
+    assert wording.title(judged, failure, "tpu") == (
+        "XLA TPU wrong result in jit(head): 256 of 256 elements differ"
+    )
+    assert wording.sentence(judged, failure) == (
+        "The TPU's compiled Pallas kernel in `jit(head)` computes a wrong result, with no "
+        "error: 256 of 256 elements differ from the kernel's values under Pallas's interpret "
+        "mode."
+    )
+    lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
+    assert lines[0].startswith("  next: read ISSUE.md")  # proven: nothing unproven to say
+    staged = report.Staged(None, None, replayed=True)
+    assert report._replay_line(judged, [proof], staged) == (
+        "Replaying `module_0000.jit_head.cl_933746096` from the bundle reproduces it without "
+        "the original program, against the kernel's outputs under Pallas's interpret mode "
+        "(`expected.npz`), which xla-bugkit recorded by running the program under that mode."
+    )
+    check = ModuleCheck("module_0000.jit_head.cl_933746096", proof, proof.outcome.value)
+    result = VerifyResult(RECORDED / "pallas_dma_zeros.zip", failure, (check,))
+    assert render_table(result).endswith("the recorded failure reproduces here")
+
+
+def test_a_kernel_whose_interpret_mode_gives_the_same_values_is_not_called_an_xla_bug(
+    tmp_path: Path,
+) -> None:
+    own = _against_interpret_mode(
+        Outcome.NOT_REPRODUCED, f"ran to completion; {OWN_CODE_GIVES}",
+        reference=INTERPRET_MODE, kernel=OWN_CODE,
+    )  # fmt: skip
+    failure = Failure.from_json(_manifest("pallas_dma_zeros")["failure"])
+    judged = triage.triage(failure, [own])
+    assert not judged.xla
+    assert judged.reason.startswith(
+        "the wrong value comes from the Pallas kernel's own code in jit(head): run under "
+        "Pallas's TPU interpret mode"
+    )
+    assert judged.reason.endswith("not XLA or Mosaic")
+    assert wording.title(judged, failure, "tpu") == (
+        "first row wrong: 256 of 256 differ (no sign of an XLA bug)"
+    )
+    assert wording.sentence(judged, failure).startswith(
+        "**This does not look like an XLA bug:** the wrong value comes from the Pallas "
+        "kernel's own code"
+    )
+    lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
+    assert lines[0].startswith("  this does not look like an XLA bug: the wrong value comes")
+    assert lines[1].startswith("  no issue link: look into the program first")
+    # No second run for later inputs: the kernel's code gives these values on any.
+    run = SimpleNamespace(failure=failure)
+    result = CollectResult(ExitCode.NOT_REPRODUCED, run, Selection((), False), verdicts=(own,))  # type: ignore[arg-type]
+    assert not driver._needs_newest_inputs(result, CollectOptions(output=tmp_path / "b.zip"))
+
+
+def test_a_kernel_the_interpret_mode_cannot_run_is_said_so_plainly(tmp_path: Path) -> None:
+    error = "NotImplementedError: interpret mode does not support this DMA"
+    unchecked = _against_interpret_mode(
+        Outcome.NOT_REPLAYABLE, f"{UNCHECKED}; {CANNOT_INTERPRET}: {error}"
+    )
+    failure = Failure.from_json(_manifest("pallas_dma_zeros")["failure"])
+    judged = triage.triage(failure, [unchecked])
+    assert judged.xla  # unproven, neither way: the program's check stands
+    assert f"Pallas's interpret mode cannot run the kernel ({error})" in judged.reason
+    assert "rests on the program's check alone" in judged.reason
+    assert "interpret=True" not in judged.reason  # collect ran it already
+    check = ModuleCheck("module_0000.jit_head.cl_933746096", unchecked, unchecked.outcome.value)
+    said = render_table(VerifyResult(RECORDED / "pallas_dma_zeros.zip", failure, (check,)))
+    assert f"Pallas's interpret mode cannot run the kernel ({error})" in said
+    assert "interpret=True" not in said

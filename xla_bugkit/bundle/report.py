@@ -28,7 +28,7 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import replay_label
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict import INTERPRET_MODE, Outcome, Verdict
 
 INLINE_MODULE_LINES = 60  # a module this short is shown in ISSUE.md itself
 
@@ -228,6 +228,13 @@ def _replay_line(judged: triage.Triage, verdicts: Sequence[Verdict], staged: Sta
             return (
                 f"{showed}: replayed from the bundle, it runs on generated inputs, which may "
                 "not show it."
+            )
+        if judged.verdict.numbers.get("reference") == INTERPRET_MODE:
+            return (
+                f"Replaying {module} from the bundle reproduces it without the original "
+                f"program, against the kernel's outputs under Pallas's interpret mode "
+                f"(`{members.EXPECTED}`), which xla-bugkit recorded by running the program "
+                "under that mode."
             )
         return f"Replaying {module} from the bundle reproduces it without the original program."
     if any(v.outcome is not Outcome.NOT_REPLAYABLE for v in verdicts):

@@ -29,13 +29,19 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import compare_outputs, extreme, protocol
 from xla_bugkit.replay.child.replayable import INTERNAL_TARGETS
-from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict import INTERPRET_MODE, Outcome, Verdict
 
 TEMPLATE = "repro.py.in"
 # Reference outputs larger than this stay out of the bundle: verify recomputes them anyway.
 EXPECTED_LIMIT = 8 * 1000 * 1000
 HANG_SECONDS = 60  # how long repro.py waits before it calls a run a hang
-_REFERENCE_STEMS = {"op-by-op": protocol.OPBYOP, "conservative flags": protocol.CONSERVATIVE}
+_REFERENCE_STEMS = {
+    "op-by-op": protocol.OPBYOP,
+    "conservative flags": protocol.CONSERVATIVE,
+    # A Pallas kernel's outputs under the interpret mode, which the program recorded at
+    # collect: repro.py on a TPU holds the compiled kernel to them.
+    INTERPRET_MODE: protocol.INTERPRETED,
+}
 _SHOWN = {
     Outcome.REPRODUCED_CRASH: Shows.CRASH,
     Outcome.REPRODUCED_ERROR: Shows.ERROR,

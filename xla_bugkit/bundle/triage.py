@@ -21,7 +21,15 @@ from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.hlo.names import program_name
 from xla_bugkit.replay import KERNEL_ONLY
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
+from xla_bugkit.verdict import (
+    CANNOT_INTERPRET,
+    COMPILED_DIFFERS,
+    INTERPRET_MODE,
+    NO_REFERENCE,
+    OWN_CODE,
+    Outcome,
+    Verdict,
+)
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
@@ -131,6 +139,8 @@ def triage(  # noqa: C901
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
+    if (own := _kernel_own_code(failure, verdicts)) is not None:
+        return Triage(False, what, where, own)
     if (kernel := _kernel_unchecked(failure, verdicts)) is not None:
         return Triage(True, what, where, kernel)
     if (precise := _default_precision(verdicts)) is not None:
@@ -158,6 +168,16 @@ def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
     found = next((v for v in verdicts if KERNEL_ONLY in v.evidence), None)
     if found is None:
         return None
+    if CANNOT_INTERPRET in found.evidence:
+        # collect ran the program under the interpret mode itself, and the mode failed.
+        error = found.evidence.split(f"{CANNOT_INTERPRET}: ", 1)[1]
+        return (
+            f"the program's own check found a wrong value, and "
+            f"{function_name(module_name(found.module))} holds a Pallas kernel (Mosaic's "
+            "tpu_custom_call) that runs only on the TPU: its replay ran there on the recorded "
+            f"inputs, and {CANNOT_INTERPRET} ({error}), so no reference checks its values and "
+            "this rests on the program's check alone"
+        )
     return (
         f"the program's own check found a wrong value, and "
         f"{function_name(module_name(found.module))} holds a Pallas kernel (Mosaic's "
@@ -166,6 +186,24 @@ def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
         "the program's check alone. Run the kernel with pallas_call(..., interpret=True) on "
         "the same inputs: if that gives the right values, the TPU's compiled kernel (Mosaic "
         "or libtpu) is wrong; if not, the kernel's own code is"
+    )
+
+
+def _kernel_own_code(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
+    """A wrong value the program's check found, which its Pallas kernel gives under the
+    interpret mode too (the judge's ``kernel`` number): the kernel's code, not XLA's."""
+    if f.kind is not Kind.WRONG_RESULT:
+        return None
+    found = next((v for v in verdicts if v.numbers.get("kernel") == OWN_CODE), None)
+    if found is None:
+        return None
+    return (
+        f"the wrong value comes from the Pallas kernel's own code in "
+        f"{function_name(module_name(found.module))}: run under Pallas's TPU interpret mode "
+        "(which simulates the kernel as written, without Mosaic's compiler), the program "
+        "fails its check too, and the call's outputs there are the values the compiled "
+        "kernel gives on the TPU. Look into the kernel's code (its indexing, its block "
+        "shapes, its DMAs and their waits), not XLA or Mosaic"
     )
 
 
@@ -240,6 +278,11 @@ def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | Non
 
 
 def _reproduced(proof: Verdict) -> str:
+    if proof.numbers.get("reference") == INTERPRET_MODE:
+        return (
+            f"the replay of {proof.module} on the TPU reproduces it ({proof.outcome.value}: "
+            f"{COMPILED_DIFFERS}, recorded by collect running the program under that mode)"
+        )
     if proof.outcome is Outcome.REPRODUCED_HANG:
         return (
             f"the replay of {proof.module} hangs as well ({proof.evidence}): the module does "

@@ -10,7 +10,7 @@ from xla_bugkit.bundle.triage import Triage
 from xla_bugkit.failure import mosaic
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.kinds import KINDS
-from xla_bugkit.verdict import Verdict
+from xla_bugkit.verdict import INTERPRET_MODE, Verdict
 
 
 def headline(t: Triage, failure: Failure) -> str:
@@ -29,10 +29,10 @@ def differences(verdict: Verdict) -> str:
     if isinstance(notes, list) and notes:
         return str(notes[0])
     reference = numbers.get("reference", "a")
-    return (
-        f"{numbers.get('mismatches', '?')} of {numbers.get('elements', '?')} elements differ "
-        f"from the {reference} reference"
-    )
+    counted = f"{numbers.get('mismatches', '?')} of {numbers.get('elements', '?')} elements"
+    if reference == INTERPRET_MODE:
+        return f"{counted} differ from the kernel's values under Pallas's interpret mode"
+    return f"{counted} differ from the {reference} reference"
 
 
 def title(t: Triage, failure: Failure, platform: str | None) -> str:
@@ -112,6 +112,11 @@ def sentence(t: Triage, failure: Failure) -> str:
     sig = f" ({failure.signal})" if failure.signal else ""
     if t.what == "wrong result" and t.verdict is not None:
         found = issue.plain(differences(t.verdict))
+        if t.verdict.numbers.get("reference") == INTERPRET_MODE:
+            return (
+                f"The TPU's compiled Pallas kernel{at and ' in' + at} computes a wrong result, "
+                f"with no error: {found}."
+            )
         return f"XLA computes a wrong result{at and ' in' + at}, with no error: {found}."
     if t.what == "hang" or KINDS[failure.kind].stopped:
         if failure.phase is Phase.COMPILE:

@@ -20,7 +20,9 @@ KERNEL_TARGET = b"tpu_custom_call"
 _NAME = re.compile(r"^(?P<ns>\d{15,20})-\d+-mosaic-dump-.+\.txt$")
 
 
-def _has_kernel(index: DumpIndex, module: DumpModule) -> bool:
+def has_kernel(index: DumpIndex, module: DumpModule) -> bool:
+    """Whether ``module`` holds a Pallas kernel (Mosaic's ``tpu_custom_call``), by its
+    before-optimizations text."""
     text = module.first(Role.BEFORE_TEXT)
     if text is None or text.size > TEXT_READ_LIMIT:
         return False
@@ -46,7 +48,7 @@ def dumps_of(index: DumpIndex, modules: Sequence[DumpModule]) -> dict[str, list[
     ]
     if not files:
         return {}
-    kernels = sorted((_started(m), m.label) for m in index.modules if _has_kernel(index, m))
+    kernels = sorted((_started(m), m.label) for m in index.modules if has_kernel(index, m))
     wanted = {m.label for m in modules}
     found: dict[str, list[Path]] = {}
     for written, path in sorted(files):

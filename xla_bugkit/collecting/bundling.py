@@ -18,7 +18,7 @@ from xla_bugkit.bundle import excused, trackers, triage
 from xla_bugkit.choose import allocation, dumps
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.choose.snapshot import replay_note
-from xla_bugkit.collecting import no_dumps, own_flags, workdir
+from xla_bugkit.collecting import interpret, no_dumps, own_flags, workdir
 from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps, Findings
 from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.collecting.stages import (
@@ -46,14 +46,16 @@ def after_run(
 ) -> CollectResult:
     if not run.failure.kind.is_failure and not options.always:
         return CollectResult(ExitCode.NO_FAILURE, run, Selection(chosen=(), guess=False), fmt=fmt)
-    return bundle_from(work, run, options, fmt, ui)
+    return bundle_from(work, run, options, fmt, ui, may_run=True)
 
 
 def bundle_from(
-    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
+    work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui, *, may_run: bool = False
 ) -> CollectResult:
     """The stages after the run: index, choose (for a wrong result, by replaying candidates:
-    ``search_wrong_value``), replay, write the bundle."""
+    ``search_wrong_value``), replay, write the bundle. ``may_run``: the program may run
+    again, under Pallas's interpret mode, for a kernel's reference (``interpret``); a bundle
+    made again from a kept work dir (``rebundle``) reads what its run recorded instead."""
     run = with_culprit(work, run, ui)
     # Worked out once the failure is weighed: every replay below runs under it.
     replaying = Replaying.of_run(run, options)
@@ -95,8 +97,9 @@ def bundle_from(
         chosen = (c.module for c in selection.chosen)
         if options.data and (earlier := replay_note(dump_dir, chosen)):
             found = Dumps(found.index, (*found.problems, earlier))
-        # The search replayed on the real inputs; --no-data replays on generated ones.
-        known = differential.known_verdicts(search if options.data else None, selection.chosen)
+        replaying, known = _ahead_of_replays(
+            work, run, found.index, search, selection, options, replaying, ui, may_run=may_run
+        )
         # A process the job took down after another failed: its modules ran fine, waiting
         # for peers that are gone; a replay here proves nothing either way.
         peers_gone = run.failure.peer is not None
@@ -157,6 +160,30 @@ def bundle_from(
 def _first(selection: Selection) -> str | None:
     """The name of the module chosen first, which the triage names."""
     return selection.chosen[0].module.name if selection.chosen else None
+
+
+def _ahead_of_replays(
+    work: Path,
+    run: RunRecord,
+    index: dumps.DumpIndex,
+    search: differential.Differential | None,
+    selection: Selection,
+    options: CollectOptions,
+    replaying: Replaying,
+    ui: Ui,
+    *,
+    may_run: bool,
+) -> tuple[Replaying, dict[str, Verdict]]:
+    """What the replay stage takes from before it: the verdicts the search already has
+    (``known``: it replayed on the real inputs; --no-data replays on generated ones), and a
+    Pallas kernel's reference, the program's outputs under the interpret mode
+    (``interpret``), by which the kernel's replay runs again, whatever the search saw."""
+    known = differential.known_verdicts(search if options.data else None, selection.chosen)
+    if not options.replay or not options.data or run.failure.peer is not None:
+        return replaying, known
+    by_label = interpret.reference(work, run, index, selection.chosen, options, ui, may_run=may_run)
+    known = {label: v for label, v in known.items() if label not in by_label}
+    return replace(replaying, interpreted=by_label), known
 
 
 def with_culprit(work: Path, run: RunRecord, ui: Ui) -> RunRecord:

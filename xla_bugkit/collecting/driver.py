@@ -165,9 +165,11 @@ def run_program(
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
     """A wrong result not reproduced on first-call inputs, when the mode was not chosen
     (and not where every replay ran a Pallas kernel, which no reference can check on any
-    inputs)."""
+    inputs, nor where the kernel's own code gives the wrong values under its interpret
+    mode)."""
     from xla_bugkit.failure.classify import Kind  # imported while the program ran (warm)
     from xla_bugkit.replay import KERNEL_ONLY
+    from xla_bugkit.verdict import OWN_CODE
 
     return (
         options.snapshots is None
@@ -175,6 +177,7 @@ def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool
         and result.exit_code == ExitCode.NOT_REPRODUCED
         and result.run.failure.kind is Kind.WRONG_RESULT
         and not (result.verdicts and all(KERNEL_ONLY in v.evidence for v in result.verdicts))
+        and not any(v.numbers.get("kernel") == OWN_CODE for v in result.verdicts)
     )
 
 

@@ -8,8 +8,8 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
@@ -18,6 +18,7 @@ from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
+    Interpreted,
     ReplayInput,
     ReplayOptions,
     RunContext,
@@ -37,11 +38,15 @@ class Replaying:
     """How collect replays the run's modules, worked out once per collect (``of_run``): each
     as the failing process ran it (``context``: its flags, memory cap, interpreter, and the
     tolerance asked for), under one ``options`` (the time a replay of this failure may take,
-    the real inputs or generated ones). The search, the replay stage, the replay without the
-    run's own flags and the replay of what the bundle holds all take it whole."""
+    the real inputs or generated ones), each Pallas kernel judged against its outputs under
+    the interpret mode where the program ran under it (``interpreted``). The search, the
+    replay stage, the replay without the run's own flags and the replay of what the bundle
+    holds all take it whole."""
 
     context: RunContext
     options: ReplayOptions
+    # A Pallas kernel's outputs under the interpret mode, by module label: its reference.
+    interpreted: Mapping[str, Interpreted] = field(default_factory=dict)
 
     @classmethod
     def of_run(cls, run: RunRecord, options: CollectOptions) -> Replaying:
@@ -92,7 +97,7 @@ def replay_stage(
     """
     interrupts = _Interrupts(ui)
     verdicts: list[Verdict] = []
-    inputs = [_input(root, c, replaying.context) for c in chosen]
+    inputs = [_input(root, c, replaying) for c in chosen]
     try:
         with interrupts.installed(), Spares() as spares:
             for i, c in enumerate(chosen):
@@ -118,15 +123,17 @@ def replay_stage(
     return Replays(tuple(verdicts), interrupted=True, note=note)
 
 
-def _input(root: Path, chosen: Chosen, context: RunContext) -> ReplayInput | None:
+def _input(root: Path, chosen: Chosen, replaying: Replaying) -> ReplayInput | None:
     """What replaying ``chosen`` needs; None without a before-optimizations module. Each
     module replays with the flags XLA really used for it (its dumped debug options), which
-    include what the program appended to XLA_FLAGS itself."""
+    include what the program appended to XLA_FLAGS itself, and with its kernel's outputs
+    under the interpret mode, where they were recorded."""
     m = chosen.module
     inp = replay_input(m.label, module_files(root, m), m.platform)
     if inp is None:
         return None
-    return context.input(inp)
+    inp = replace(inp, interpreted=replaying.interpreted.get(m.label))
+    return replaying.context.input(inp)
 
 
 def _replay_one(

@@ -11,6 +11,8 @@ Layout::
       run.log    the program's output, as it arrived
       run.json   how the run ended (``RunRecord`` without the output)
       bundle/    the bundle's staging folder, while one is written
+      interpret/ the program's run under Pallas's TPU interpret mode, for a kernel's
+                 reference (its own dump/, processes/, run.log and interpreted.npz)
       .xla-bugkit-owner  the collect that made it, while it runs (``leftovers``): should
                  it be killed, the next collect removes the folder
 """
@@ -39,7 +41,9 @@ DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
 PROCESSES = "processes"  # what each process recorded (``capture.evidence``)
 # Redacted copies made while the program tore itself down, for staging to link (``filememo``).
 AHEAD = "ahead"
-NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES, AHEAD)
+# The program's run under Pallas's interpret mode, for a kernel's reference (``interpret``).
+INTERPRET = "interpret"
+NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES, AHEAD, INTERPRET)
 RECORD_SCHEMA = 1
 
 

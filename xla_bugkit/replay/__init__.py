@@ -30,6 +30,7 @@ __all__ = [
     "PROCESS_FLAGS",
     "UNRECORDED",
     "Comparison",
+    "Interpreted",
     "Release",
     "ReplayInput",
     "ReplayOptions",
@@ -75,6 +76,7 @@ _HOMES = {
     "ReplayOptions": "xla_bugkit.replay.options",
     "PLAIN": "xla_bugkit.replay.options",
     "ReplayInput": "xla_bugkit.replay.inputs",
+    "Interpreted": "xla_bugkit.replay.inputs",
     "Release": "xla_bugkit.replay.inputs",
     "replay_input": "xla_bugkit.replay.inputs",
     "replay_platform": "xla_bugkit.replay.inputs",
@@ -107,6 +109,7 @@ if TYPE_CHECKING:
     from xla_bugkit.replay.dump import as_found, failed, replay_dump
     from xla_bugkit.replay.elsewhere import Unverified
     from xla_bugkit.replay.inputs import (
+        Interpreted,
         Release,
         ReplayInput,
         dump_modules,

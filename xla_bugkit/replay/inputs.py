@@ -40,6 +40,21 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Interpreted:
+    """The program run again with Pallas's TPU interpret mode forced on it (collect's run
+    for a Pallas kernel's reference): what the module's first call gave under that mode.
+    The mode simulates each kernel in the program's own Python, so no replay can compute it
+    again: these outputs, recorded at collect, are the kernel's reference (the bundle's
+    expected.npz, read back by verify)."""
+
+    outputs: Path | None  # the call's outputs (``protocol.save_arrays``); None: none
+    error: str = ""  # why the interpret mode could not run the kernel (its first line)
+    # The program's own check under the interpret mode: True it passed (exit status 0),
+    # False it failed, None not known (verify, from a bundle).
+    passed: bool | None = None
+
+
+@dataclass(frozen=True)
 class ReplayInput:
     """One module to replay, as found in a dump or a bundle."""
 
@@ -70,6 +85,9 @@ class ReplayInput:
     # The kernels XLA's autotuner chose in the run (a GPU module's autotune_results.pbtxt):
     # replayed with them, the GPU compile picks what the run picked.
     autotune: Path | None = None
+    # A Pallas kernel's outputs under the interpret mode, the reference its compiled replay
+    # is judged by; None: no such run.
+    interpreted: Interpreted | None = None
 
 
 def replay_input(name: str, files: Mapping[str, Path], platform: str) -> ReplayInput | None:

@@ -29,7 +29,16 @@ from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.replay.protocol import marker
-from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
+from xla_bugkit.verdict import (
+    CANNOT_INTERPRET,
+    COMPILED_DIFFERS,
+    INTERPRET_MODE,
+    NO_REFERENCE,
+    OWN_CODE,
+    OWN_CODE_GIVES,
+    Outcome,
+    Verdict,
+)
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE
 
 
@@ -80,6 +89,9 @@ def replay(
             o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, o.keep_arrays / saved.name)
+            if (outputs := _interpreted(inp, child.inputs)) is not None:
+                kept = protocol.arrays_path(o.keep_arrays, protocol.INTERPRETED)
+                shutil.copyfile(outputs, kept)
         unjudged = extreme.out_of_range(o.extreme_set) if o.extreme_set else None
         verdict = _verdict(
             inp, child, expected, o.timeout, reference=o.reference, out_of_range=unjudged
@@ -143,6 +155,7 @@ def _verdict(
     verdict = verdict or _judge_result(
         inp, child, expected, timeout if reference else None, out_of_range
     )
+    verdict = _with_interpreted_check(inp, verdict)
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
     tpu = spawn.admitted_tpu_args(inp).withheld
     withheld = (*spawn.admitted_flags(inp).withheld, *tpu, *recorded)
@@ -270,9 +283,9 @@ def _references(
 
 
 # Complex on purpose: a finished test's outcomes, in the order one outranks the next (too
-# large to compare, a default precision, a wrong value, a kernel no reference checks), read
-# as one list.
-def _judge_result(  # noqa: C901
+# large to compare, a default precision, a wrong value, a kernel no reference checks, a
+# kernel whose own code its interpret mode blames), read as one list.
+def _judge_result(  # noqa: C901, PLR0915
     inp: ReplayInput,
     test: spawn.Child,
     expected: Failure | None,
@@ -293,7 +306,7 @@ def _judge_result(  # noqa: C901
     matches = (
         None if recorded is None else compare_outputs(outputs, recorded, tolerance=tolerance).close
     )
-    found, missing = _references(test, timeout)
+    found, missing = _with_interpreted(_interpreted(inp, test.inputs), *_references(test, timeout))
     # Sums whose order decides whether they overflow: the op-by-op reference has no value
     # there (NaN), and judges no output there.
     unordered = protocol.markers(test.done.output, protocol.UNORDERED)
@@ -329,7 +342,7 @@ def _judge_result(  # noqa: C901
     if wrong is not None:
         label, comparison = wrong
         numbers = {**comparison.numbers(), "reference": label}
-        evidence = f"result differs from the {label} reference: {comparison.summary()}"
+        evidence = _differs(label, comparison)
         evidence += unjudged if label == "op-by-op" else ""
         if tolerance != DEFAULT_TOLERANCE:
             evidence += f" (at {tolerance.describe()})"
@@ -339,10 +352,12 @@ def _judge_result(  # noqa: C901
         return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
     if not found and suspected and any(protocol.KERNEL_ONLY in m for m in missing):
         # Nothing outside the kernel can check it: unverified, neither way.
-        evidence = f"ran to completion on the TPU; no reference: {protocol.KERNEL_ONLY}"
+        evidence = _unchecked(inp)
         return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, test.inputs, None, {}, matches)
     agreed = ", ".join(agreeing) or NO_REFERENCE
     evidence = f"ran to completion; result agrees with {agreed}{disputed}{unjudged}"
+    if own := _own_code(inp, agreeing, suspected):
+        evidence = f"ran to completion; {OWN_CODE_GIVES}{disputed}"
     if missing:
         evidence += f" (missing: {'; '.join(missing)})"
     return Verdict(
@@ -351,9 +366,66 @@ def _judge_result(  # noqa: C901
         evidence,
         test.inputs,
         None,
-        {"reference": agreed},
+        {"reference": agreed, **own},
         matches,
     )
+
+
+def _differs(label: str, comparison: Comparison) -> str:
+    if label == INTERPRET_MODE:
+        return f"{COMPILED_DIFFERS}: {comparison.summary()}"
+    return f"result differs from the {label} reference: {comparison.summary()}"
+
+
+def _unchecked(inp: ReplayInput) -> str:
+    """The evidence of a kernel that nothing checked, and why its interpret mode did not."""
+    evidence = f"ran to completion on the TPU; no reference: {protocol.KERNEL_ONLY}"
+    if inp.interpreted is not None and inp.interpreted.error:
+        evidence += f"; {CANNOT_INTERPRET}: {inp.interpreted.error}"
+    return evidence
+
+
+def _interpreted(inp: ReplayInput, inputs: str) -> Path | None:
+    """A Pallas kernel's outputs under the interpret mode, where collect recorded them and
+    the replay ran on the same inputs (``inputs``: what the replay ran on): the recorded
+    ones, never generated or extreme values."""
+    interpreted = inp.interpreted
+    if interpreted is None or interpreted.outputs is None or inputs != "snapshot":
+        return None
+    return interpreted.outputs
+
+
+def _with_interpreted(
+    outputs: Path | None, found: dict[str, list[np.ndarray]], missing: list[str]
+) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """The references with a Pallas kernel's own (``outputs``: its outputs under the
+    interpret mode, ``_interpreted``): they stand in for the references the kernel keeps
+    from being computed (``protocol.KERNEL_ONLY``)."""
+    if outputs is None:
+        return found, missing
+    found = {**found, INTERPRET_MODE: protocol.load_arrays(outputs)}
+    return found, [m for m in missing if protocol.KERNEL_ONLY not in m]
+
+
+def _with_interpreted_check(inp: ReplayInput, verdict: Verdict) -> Verdict:
+    """``verdict``, where it was judged by the interpret mode's outputs, with what the
+    program's own check said under that mode (``interpret_check``: "passed" or "failed"),
+    which the bundle keeps beside them."""
+    interpreted = inp.interpreted
+    judged_by = str(verdict.numbers.get("reference", ""))
+    if interpreted is None or interpreted.passed is None or INTERPRET_MODE not in judged_by:
+        return verdict
+    said = "passed" if interpreted.passed else "failed"
+    return replace(verdict, numbers={**verdict.numbers, "interpret_check": said})
+
+
+def _own_code(inp: ReplayInput, agreeing: list[str], suspected: bool) -> dict[str, object]:
+    """The ``kernel`` number where the kernel's own code gives the wrong values: the replay
+    agrees with the interpret mode, and the program's check failed under that mode too."""
+    interpreted = inp.interpreted
+    if interpreted is None or interpreted.passed is not False or not suspected:
+        return {}
+    return {"kernel": OWN_CODE} if INTERPRET_MODE in agreeing else {}
 
 
 def _unjudged(elements: int, unordered: list[str]) -> str:

@@ -41,6 +41,9 @@ RECORDED = "recorded"
 OPBYOP = "opbyop"
 CONSERVATIVE = "conservative"
 HIGHEST = "highest"
+# A Pallas kernel's outputs under the interpret mode, recorded by the program at collect
+# (``inputs.Interpreted``): kept beside the others as the reference the verdict judged by.
+INTERPRETED = "interpreted"
 # Why a TPU module with a Pallas kernel has no reference: both would run the kernel again.
 KERNEL_ONLY = (
     "the module's Pallas kernel (tpu_custom_call) runs only on the TPU, and a reference "

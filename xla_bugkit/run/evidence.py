@@ -23,6 +23,7 @@ class Event:
     started: float = 0.0
     ended: float | None = None  # None: still running when the process died or was stopped
     args: Path | None = None  # saved arguments (executions only)
+    outputs: Path | None = None  # saved outputs: a Pallas kernel's reference run only
     error: str | None = None  # the exception it raised, when it ended by raising one
     dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
     seen: str = ""  # what showed it, for an execution the hook did not see start
@@ -90,6 +91,8 @@ class ProcessEvidence:
     answered: bool = False  # it answered collect's question before the stop (``state``)
     uncaught: tuple[Uncaught, ...] = ()  # exceptions printed and gone on from, oldest first
     user_dump_dir: str | None = None  # the program's own --xla_dump_to, replaced by collect's
+    # Pallas's interpret mode, forced by collect: None not asked, "" on, else why it could not be
+    pallas_interpret: str | None = None
 
     @property
     def unfinished(self) -> Event | None:

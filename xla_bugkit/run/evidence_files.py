@@ -38,6 +38,13 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``bytes``, ``fun`` (the concrete function, ``__inference_f_46``),
                ``framework``. The recorder starts on ``import tensorflow`` too; such a
                process records no ``backend``
+``outputs``    the outputs of execution ``n`` were saved (``file``, ``bytes``, as for ``args``,
+               with the outputs' dtype names as the last array, ml_dtypes' as raw bits):
+               only in the run collect starts for a Pallas kernel's reference, the first
+               call of the module it names
+``pallas_interpret`` Pallas's TPU interpret mode was forced on the process (``hook``
+               ``pallas_interpret``): ``module``, whose outputs it keeps; or ``error``, why
+               it could not be (no Pallas, no interpret mode in this jax)
 ``args_skipped`` execution ``n``'s arguments were over the budget: ``n`` (or ``fun``),
                ``bytes``
 ``rlimit``     the program changed a limit: ``name``, ``soft``, ``hard``
@@ -134,6 +141,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
     uncaught: list[Uncaught] = []
     answered = False
     user_dump_dir: str | None = None
+    interpret: str | None = None
     imported: dict[str, str] = {}
     for r in _records(path):
         kind = r["e"]
@@ -160,6 +168,12 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
             begun = events.get(("execute", r["n"]))
             if begun is not None:
                 begun["args"] = path.parent / r["file"]
+        elif kind == "outputs" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
+            begun = events.get(("execute", r["n"]))
+            if begun is not None:
+                begun["outputs"] = path.parent / r["file"]
+        elif kind == "pallas_interpret":
+            interpret = r["error"] if isinstance(r.get("error"), str) else ""
         elif kind == "inputs" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
             fun, framework = str(r.get("fun") or ""), str(r.get("framework") or "")
             inputs.append(SavedInputs(r["n"], fun, path.parent / r["file"], framework))
@@ -215,6 +229,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
         answered=answered,
         uncaught=tuple(uncaught),
         user_dump_dir=user_dump_dir,
+        pallas_interpret=interpret,
         pid_order=float(start.get("t", 0.0)),
     )
 
@@ -264,6 +279,7 @@ def _event(r: dict[str, Any]) -> Event:
         started=float(r.get("t", 0.0)),
         ended=float(r["ended"]) if isinstance(r.get("ended"), (int, float)) else None,
         args=r.get("args") if isinstance(r.get("args"), Path) else None,
+        outputs=r.get("outputs") if isinstance(r.get("outputs"), Path) else None,
         error=r["error"] if isinstance(r.get("error"), str) else None,
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
         seen=str(r.get("seen") or ""),

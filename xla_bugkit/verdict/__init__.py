@@ -11,11 +11,29 @@ from typing import TYPE_CHECKING
 
 from xla_bugkit import _lazy
 
-__all__ = ["NO_REFERENCE", "Outcome", "Verdict"]
+__all__ = [
+    "CANNOT_INTERPRET",
+    "COMPILED_DIFFERS",
+    "INTERPRET_MODE",
+    "NO_REFERENCE",
+    "OWN_CODE",
+    "OWN_CODE_GIVES",
+    "Outcome",
+    "Verdict",
+]
 
 _HOMES = {name: "xla_bugkit.verdict.record" for name in __all__}
 
 if TYPE_CHECKING:
-    from xla_bugkit.verdict.record import NO_REFERENCE, Outcome, Verdict
+    from xla_bugkit.verdict.record import (
+        CANNOT_INTERPRET,
+        COMPILED_DIFFERS,
+        INTERPRET_MODE,
+        NO_REFERENCE,
+        OWN_CODE,
+        OWN_CODE_GIVES,
+        Outcome,
+        Verdict,
+    )
 
 __getattr__, __dir__ = _lazy.exports(__name__, _HOMES, __all__, globals())

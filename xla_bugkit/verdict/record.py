@@ -11,6 +11,21 @@ from xla_bugkit.failure.classify import Failure, Kind, Phase
 
 # What a verdict's ``reference`` number says when no reference could be computed.
 NO_REFERENCE = "no reference"
+# ... and when the reference is a Pallas kernel's outputs under Pallas's TPU interpret mode,
+# recorded by the program itself at collect (a replay cannot compute it).
+INTERPRET_MODE = "interpret mode"
+# A verdict's ``kernel`` number, where its interpret mode gives the values the program's
+# check rejected: the kernel's own code computes them, not XLA, not Mosaic.
+OWN_CODE = "own code"
+# What a Pallas kernel's replay shows against its interpret mode, in the verdict's evidence
+# and in every view of it: the compiled kernel differs; the kernel's own code gives the
+# values the check rejected; or the interpret mode could not run it (the kernel unchecked).
+COMPILED_DIFFERS = "the compiled kernel differs from its interpret mode"
+OWN_CODE_GIVES = (
+    "the kernel's own code: its interpret mode gives the same values, and the program's "
+    "check fails under it too (not XLA's, not Mosaic's)"
+)
+CANNOT_INTERPRET = "Pallas's interpret mode cannot run the kernel"
 
 
 class Outcome(StrEnum):

@@ -11,10 +11,18 @@ from typing import Any
 from xla_bugkit import config
 from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.installed import install_command
-from xla_bugkit.bundle.manifest import ModuleEntry, OpenBundle, edited_notice, open_bundle
+from xla_bugkit.bundle.manifest import (
+    ModuleEntry,
+    OpenBundle,
+    edited_notice,
+    open_bundle,
+    pick_module,
+)
+from xla_bugkit.bundle.manifest.pick import SHRUNK
 from xla_bugkit.convert import carrier
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
+    Interpreted,
     Release,
     ReplayInput,
     ReplayOptions,
@@ -28,6 +36,7 @@ from xla_bugkit.replay import (
     replay_platform,
 )
 from xla_bugkit.ui import Ui
+from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.verify.result import ModuleCheck, VerifyResult
 
@@ -140,6 +149,7 @@ def _replay_module(
     inp = replay_input(module["label"], b.module_files(module), module.get("platform", ""))
     if inp is None:
         return ModuleCheck(module["label"], None, recorded)
+    inp = replace(inp, interpreted=_interpreted(b, module))
     with contextlib.ExitStack() as stack:
         if context.release is not None:  # an older release may not read the proto
             inp = stack.enter_context(carrier.with_text(inp, ui.say))
@@ -156,6 +166,22 @@ def _replay_module(
         return ModuleCheck(
             module["label"], None, recorded, _unverified(b, inp, failure, timeout, ui, context)
         )
+
+
+def _interpreted(b: OpenBundle, module: ModuleEntry) -> Interpreted | None:
+    """A Pallas kernel's outputs under the interpret mode, which the reporter's collect
+    recorded by running the program under it (no replay can compute them): the bundle's
+    expected.npz, where the reporter's verdict on ``module`` was judged by them and the
+    module is the one repro.py runs (the first that reproduced)."""
+    numbers = (module.get("replay") or {}).get("numbers") or {}
+    expected = b.root / members.EXPECTED
+    if numbers.get("reference") != INTERPRET_MODE or not expected.is_file():
+        return None
+    if module["label"].endswith(SHRUNK) or pick_module(b.manifest["modules"], None) != module:
+        return None
+    # The reporter's verdict blamed the kernel's own code only where the program's check
+    # failed under the interpret mode too.
+    return Interpreted(expected, passed=False if numbers.get("kernel") == OWN_CODE else None)
 
 
 def _unverified(

@@ -145,6 +145,11 @@ def conclusion(result: VerifyResult) -> str:
 
 
 def _why_unverified(result: VerifyResult) -> str:
+    if result.unreplayable and _kernels_only(result) and (error := _not_interpreted(result)):
+        return (
+            "the module ran, but its Pallas kernel has no reference to check its values "
+            f"against: {error}, when the reporter's collect ran the program under it"
+        )
     if result.unreplayable and _kernels_only(result):
         return (
             "the module ran, but its Pallas kernel has no reference to check its values "
@@ -163,6 +168,18 @@ def _why_unverified(result: VerifyResult) -> str:
         )
     needs = next(c.unverified.needs for c in result.checks if c.unverified is not None)
     return f"it needs {needs}"
+
+
+def _not_interpreted(result: VerifyResult) -> str:
+    """Why Pallas's interpret mode could not run the kernel at collect ("" where it was not
+    tried): ``CANNOT_INTERPRET`` and the error, as the verdict says them."""
+    from xla_bugkit.verdict import CANNOT_INTERPRET
+
+    for check in result.checks:
+        said = check.verdict.evidence if check.verdict is not None else ""
+        if CANNOT_INTERPRET in said:
+            return f"{CANNOT_INTERPRET} ({said.split(f'{CANNOT_INTERPRET}: ', 1)[1]})"
+    return ""
 
 
 def _kernels_only(result: VerifyResult) -> bool:

@@ -37,6 +37,11 @@ ENV_XLA_FLAGS = "XLA_BUGKIT_XLA_FLAGS"
 # (``site/sitecustomize.py``), so that its parent reads what it would read bare.
 ENV_LOG_BEFORE = "XLA_BUGKIT_LOG_BEFORE"
 ENV_COLLECT_PID = "XLA_BUGKIT_COLLECT_PID"
+# The module whose first call's outputs the run keeps, with Pallas's TPU interpret mode
+# forced on every process (``pallas_interpret``): a Pallas kernel's reference.
+ENV_PALLAS_INTERPRET = "XLA_BUGKIT_PALLAS_INTERPRET"
+# ... compiled for these parameter types (its ``compile`` record's ``shapes``), where known.
+ENV_PALLAS_SHAPES = "XLA_BUGKIT_PALLAS_SHAPES"
 
 # A traceback frame of the hook's own wrappers (wherever xla-bugkit is installed), with the
 # source and caret lines Python prints under it.

@@ -8,6 +8,7 @@ program's interpreter: standard library and the program's own jax only.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 _MODULES: dict[int, tuple[str, int]] = {}  # id(executable) -> (module name, compile n)
@@ -111,6 +112,12 @@ def patch_execute(recorder: Any) -> None:
     first_arguments = bool(getattr(recorder, "first_arguments", False))
     ready = recorder.load_sibling("ready")
     outputs = recorder.load_sibling("outputs")
+    # The run collect starts for a Pallas kernel's reference keeps one call's outputs.
+    interpret = (
+        recorder.load_sibling("pallas_interpret")
+        if os.environ.get("XLA_BUGKIT_PALLAS_INTERPRET")
+        else None
+    )
     cls = pxla.ExecuteReplicated
     original = cls.__call__
 
@@ -146,6 +153,9 @@ def patch_execute(recorder: Any) -> None:
         _inputs_failed(recorder, outputs, ready, args)
         arrays = ready.leaves(out)
         outputs.made(n, arrays)
+        if interpret is not None:
+            shapes = ", ".join(compiled.inputs) if compiled is not None else ""
+            interpret.keep_outputs(recorder, n, module, shapes, arrays)
         if ready.pending(arrays):
             # Dispatch returned, the device is still computing: ``ready`` says when it ends.
             recorder.write("executed", n=n, pending=True)

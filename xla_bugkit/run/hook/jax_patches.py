@@ -28,7 +28,10 @@ frames are: ``traceback_util.register_exclusion``):
   writes no snapshot of, and, when collect turned XLA's snapshots off, of each compiled
   function's first execution and of one that raises. Calls that jax's C++ fast path
   dispatches never reach Python and are not recorded; the first call of each compiled
-  function always comes through here.
+  function always comes through here. In the run collect starts for a Pallas kernel's
+  reference, also the outputs of the first call of the module it names (``outputs``).
+- in that run only, Pallas's TPU interpret mode, forced for the whole process before the
+  program traces a kernel (``pallas_interpret``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def apply(recorder: Any) -> None:
         calls.patch_compile,
         calls.patch_execute,
         calls.answer_state,
+        _force_interpret,
     ):
         try:
             patch(recorder)
@@ -71,6 +75,13 @@ def _hide_own_frames(recorder: Any) -> None:
     from jax._src import traceback_util
 
     traceback_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _force_interpret(recorder: Any) -> None:
+    """Pallas's TPU interpret mode for the whole process, in the run that asks for it only
+    (``pallas_interpret``: a run that does not loads nothing for it)."""
+    if os.environ.get("XLA_BUGKIT_PALLAS_INTERPRET"):
+        recorder.load_sibling("pallas_interpret").force(recorder)
 
 
 def _defeat_caches(recorder: Any) -> None:

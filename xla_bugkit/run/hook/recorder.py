@@ -152,9 +152,12 @@ class Recorder:
         """The most bytes of arguments one save may hold."""
         return ARGS_BUDGET
 
-    def save_arrays(self, n: int, arrays: list[Any], record: str = "args", **fields: Any) -> None:
+    def save_arrays(
+        self, n: int, arrays: list[Any], record: str = "args", stem: str = "args", **fields: Any
+    ) -> None:
         """Save the arguments of execution ``n`` as ``<pid>.args-<n>.npz`` and record it
-        (``record``: ``args``, or ``inputs`` with ``fields`` for another framework's call).
+        (``record``: ``args``, or ``inputs`` with ``fields`` for another framework's call;
+        ``outputs`` and ``stem`` "outputs" for its outputs, ``<pid>.outputs-<n>.npz``).
 
         The newest are what matter (the execution under way at a crash): older files go
         once the process's files pass ``ARGS_BUDGET`` bytes; arguments larger than the whole
@@ -172,7 +175,7 @@ class Recorder:
             self.saved_bytes -= old_size
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self.folder, old))
-        name = f"{self.pid}.args-{n}.npz"
+        name = f"{self.pid}.{stem}-{n}.npz"
         partial = os.path.join(self.folder, f".{name}.partial")
         with open(partial, "wb") as f:
             np.savez(f, *values)

@@ -1,0 +1,55 @@
+"""Which reference verify gives a module from the bundle alone: a Pallas kernel's outputs
+under the interpret mode, which only the reporter's collect could record (expected.npz),
+for the module the reporter's verdict judged by them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit.bundle import members
+from xla_bugkit.bundle.manifest import OpenBundle
+from xla_bugkit.replay import protocol
+from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE
+from xla_bugkit.verify.run import _interpreted
+
+# Collected on a TPU v5e chip: a Pallas DMA that returns zeros compiled (jax-ml/jax#39744).
+PALLAS = Path(__file__).parents[1] / "tpu" / "recorded" / "pallas_dma_zeros.zip"
+
+
+def opened(tmp_path: Path, **numbers: Any) -> OpenBundle:
+    """The recorded bundle, its module's verdict judged by ``numbers``, with expected.npz."""
+    with zipfile.ZipFile(PALLAS) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    manifest = copy.deepcopy(manifest)
+    manifest["modules"][0]["replay"]["numbers"] = numbers
+    protocol.save_arrays(tmp_path / members.EXPECTED, [np.ones((2, 128), np.float32)])
+    return OpenBundle(PALLAS, tmp_path, manifest, ())
+
+
+def test_a_kernel_judged_by_its_interpret_mode_is_held_to_the_bundled_outputs(
+    tmp_path: Path,
+) -> None:
+    b = opened(tmp_path, reference=INTERPRET_MODE, mismatches=256, elements=256)
+    found = _interpreted(b, b.manifest["modules"][0])
+    assert found is not None
+    assert (found.outputs, found.error, found.passed) == (tmp_path / members.EXPECTED, "", None)
+
+
+def test_the_kernels_own_code_is_judged_again_with_the_check_that_failed(tmp_path: Path) -> None:
+    b = opened(tmp_path, reference=INTERPRET_MODE, kernel=OWN_CODE)
+    found = _interpreted(b, b.manifest["modules"][0])
+    assert found is not None and found.passed is False
+
+
+def test_no_interpret_mode_reference_where_the_reporter_judged_by_none(tmp_path: Path) -> None:
+    b = opened(tmp_path)  # the recorded verdict: no reference at all
+    assert _interpreted(b, b.manifest["modules"][0]) is None
+    b = opened(tmp_path, reference=INTERPRET_MODE)
+    (tmp_path / members.EXPECTED).unlink()
+    assert _interpreted(b, b.manifest["modules"][0]) is None
