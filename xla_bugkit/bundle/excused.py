@@ -1,10 +1,11 @@
 """Failures that reproduce and are still not XLA's doing, and what each verdict rests on: an
 allocation no allocator could give where it ran, a module larger than the accelerator's
-memory, a wrong value the run's own fast-math flags
-allow. ``triage`` asks here before it takes a replay for proof."""
+memory, a wrong value the run's own fast-math flags allow, a compile past a limit the run's
+own TPU flags set. ``triage`` asks here before it takes a replay for proof."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from xla_bugkit.choose import allocation
@@ -19,6 +20,7 @@ def reason(
     memory_cap: int | None = None,
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
+    limited_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
     replayed: Sequence[Verdict] = (),
     output: str = "",
@@ -28,13 +30,16 @@ def reason(
     the machine's RAM and swap (``host_memory``); a module larger than the chip; a run-time
     allocation larger than the chip had free (the run's ``output`` says how much), which no
     replay (``replayed``) reproduced on a chip of its own; a wrong value that only the run's
-    own fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``)."""
+    own fast-math flags make (``relaxed_by``: ``own_flags.OwnFlags.relaxing``); a compile
+    out of a limit that compiles and runs without the run's own TPU flags (``limited_by``:
+    ``own_flags.OwnFlags.limiting``)."""
     return (
         _over_own_cap(f, memory_cap)
         or _over_host_memory(f, host_memory)
         or _over_device_memory(f, largest_buffers)
         or _short_at_run_time(f, output, largest_buffers, replayed)
         or _relaxed(f, relaxed_by)
+        or _own_limit(f, limited_by)
     )
 
 
@@ -146,4 +151,30 @@ def _relaxed(f: Failure, relaxed_by: Sequence[str]) -> str | None:
         f"floating-point results on purpose ({' '.join(relaxed_by)}: no NaN, infinity "
         "or exact division promised); without them it agrees with its references, as "
         "those flags are documented to allow"
+    )
+
+
+# How a compiler says it ran past a limit: the status code, or (its code lost in a wrapper)
+# the TPU compiler's own words for a kernel's scoped VMEM ("E1001: CompileTimeScopedVmemOom:",
+# "Ran out of memory in memory space vmem", "exceeded scoped vmem limit by 4.00M").
+_OVER_LIMIT = re.compile(r"RESOURCE_EXHAUSTED|Oom\b|[Rr]an out of memory|exceeded [\w ]*limit")
+
+
+def over_compile_limit(f: Failure) -> bool:
+    """``f`` is a compile that ran out of a resource (RESOURCE_EXHAUSTED), a limit such as the
+    TPU compiler's scoped VMEM (``--xla_tpu_scoped_vmem_limit_kib``)."""
+    if not KINDS[f.kind].out_of_memory_compiling:
+        return False
+    return f.status_code == "RESOURCE_EXHAUSTED" or _OVER_LIMIT.search(f.headline) is not None
+
+
+def _own_limit(f: Failure, limited_by: Sequence[str]) -> str | None:
+    # Without the run's flags the module compiled and ran: the limit it exceeds is theirs.
+    if not limited_by or not over_compile_limit(f):
+        return None
+    flag, them = ("flags", "them") if len(limited_by) > 1 else ("flag", "it")
+    return (
+        f"the run's own TPU {flag} (LIBTPU_INIT_ARGS {' '.join(limited_by)}) set the limit "
+        f"the module exceeds: without {them} it compiles and runs. Raise that limit or drop "
+        f"the {flag} (the compiler's default limit fits this module)"
     )

@@ -71,6 +71,7 @@ def triage(  # noqa: C901
     memory_cap: int | None = None,
     host_memory: int | None = None,
     relaxed_by: Sequence[str] = (),
+    limited_by: Sequence[str] = (),
     largest_buffers: Sequence[str] = (),
     busy_at_end: str | None = None,
     output: str = "",
@@ -80,8 +81,9 @@ def triage(  # noqa: C901
     ``memory_cap``: the address-space limit the program set itself, if it did;
     ``host_memory``: the RAM and swap of the machine whose CPU ran XLA, if it did;
     ``relaxed_by``: the run's own fast-math flags, when a wrong value goes away without
-    them; ``largest_buffers``: the chosen module's largest, for want of device memory;
-    ``busy_at_end``: what the failing process's hook saw XLA doing as it ended
+    them; ``limited_by``: the run's own TPU flags, when a compile out of a limit compiles
+    and runs without them; ``largest_buffers``: the chosen module's largest, for want of
+    device memory; ``busy_at_end``: what the failing process's hook saw XLA doing as it ended
     ("executing jit(f)"), if anything; ``output``: the run's, for what the allocator said."""
     proof = next((v for v in verdicts if v.reproduced), None)
     hung = _replay_hung(failure, verdicts)
@@ -91,6 +93,7 @@ def triage(  # noqa: C901
         memory_cap=memory_cap,
         host_memory=host_memory,
         relaxed_by=relaxed_by,
+        limited_by=limited_by,
         largest_buffers=largest_buffers,
         replayed=verdicts,
         output=output,
@@ -419,8 +422,8 @@ def _unreplayed(verdicts: Sequence[Verdict]) -> str:
 
 def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = None) -> Triage:
     """``triage`` of ``run``'s failure, with what its failing process recorded: its memory
-    cap, the machine's memory where it ran on the CPU, its own fast-math flags, and what XLA
-    was doing as it ended."""
+    cap, the machine's memory where it ran on the CPU, its own fast-math flags, its own TPU
+    flags that set a limit its compile exceeds, and what XLA was doing as it ended."""
     return triage(
         run.failure,
         verdicts,
@@ -428,6 +431,7 @@ def of_run(run: RunRecord, verdicts: Sequence[Verdict], *, module: str | None = 
         memory_cap=run.memory_cap,
         host_memory=run.host_memory,
         relaxed_by=run.relaxed_by,
+        limited_by=run.limited_by,
         largest_buffers=run.largest_buffers,
         busy_at_end=_busy_at_end(run),
         output=run.output,

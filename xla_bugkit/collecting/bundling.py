@@ -118,20 +118,10 @@ def bundle_from(
         )
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
-        own = (
-            own_flags.probe(dump_dir, selection, run, replays.verdicts, replaying, ui=ui)
-            if not replays.interrupted
-            else None
-        )
-        said = (
-            own.finding()
-            if own is not None
-            else own_flags.unproven_wrong_result(run, replays.verdicts)
-        )
+        run = own_flags.weigh(dump_dir, selection, run, replays, replaying, ui=ui)
+        said = run.own_flags
         if said is not None:
             found = Dumps(found.index, (said, *found.problems))
-            relaxed = own.relaxing if own is not None else ()
-            run = replace(run, own_flags=said, relaxed_by=relaxed)
         findings = Findings(found, selection, run, replays.verdicts, arrays)
         try:
             with ui.phase("writing the bundle"):

@@ -1,7 +1,8 @@
 """The run's own XLA flags as a cause: one replay without them.
 
 A wrapper script or the program itself may set XLA flags (``--xla_disable_all_hlo_passes``,
-``--xla_cpu_parallel_codegen_split_count=-1``, a pass disabled). When the module fails with
+``--xla_cpu_parallel_codegen_split_count=-1``, a pass disabled), or the TPU compiler's in
+LIBTPU_INIT_ARGS (``--xla_tpu_scoped_vmem_limit_kib=4096``). When the module fails with
 them and not without, that is the first thing a maintainer asks, and the user may have
 caused the failure: collect says so before it points at any tracker.
 """
@@ -12,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from xla_bugkit.bundle import triage
+from xla_bugkit import platforms
+from xla_bugkit.bundle import excused, triage
+from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.choose.selection import Selection
-from xla_bugkit.collecting.replays import Replaying
+from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.hlo import flags
-from xla_bugkit.replay import PROCESS_FLAGS, module_files, replay, replay_input
+from xla_bugkit.replay import PROCESS_FLAGS, ReplayInput, module_files, replay, replay_input
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import NO_REFERENCE, Verdict
@@ -51,6 +54,10 @@ class OwnFlags:
     options: tuple[str, ...] = ()  # the module's own compile options (``compiler_options``)
     module: str = ""  # its name, ``jit_f``
     alone: str = ""  # of several, one that fails the same way without the others
+    # The flags are the run's LIBTPU_INIT_ARGS, the TPU compiler's, not its XLA_FLAGS.
+    tpu: bool = False
+    # The failure is a compile out of a limit (``excused.over_compile_limit``).
+    over_limit: bool = False
 
     @property
     def needed(self) -> bool:
@@ -68,9 +75,20 @@ class OwnFlags:
             return ()
         return every if all(flags.name_of(f) in RELAXING for f in every) else ()
 
+    @property
+    def limiting(self) -> tuple[str, ...]:
+        """For a compile out of a limit that compiles and runs without them, the run's own
+        TPU flags: the limit is one they set (``excused``); () otherwise."""
+        ran = self.needed and self.without.failure is None and not self.wrong_result
+        return self.flags if self.tpu and self.over_limit and ran else ()
+
     def finding(self) -> str:
         """One line for the summary and the report."""
-        named = _set_own(self.flags, self.options, self.module)
+        named = (
+            f"this run set its own TPU compiler flags ({flags.TPU_ENV} {' '.join(self.flags)})"
+            if self.tpu
+            else _set_own(self.flags, self.options, self.module)
+        )
         devices = any(_starts_process(f) for f in self.flags)
         them = f"them {DEVICES_SAID}" if devices else "them"
         if not self.needed:
@@ -83,7 +101,9 @@ class OwnFlags:
             without = f"its result agrees with its references ({agreed})"
         else:
             without = "the module compiles and runs"
-        if self.wrong_result:
+        if self.limiting:
+            then = "raise the limit they set or drop them (the compile ran past it)"
+        elif self.wrong_result:
             then = (
                 "check that they are meant before reporting it (some flags, such as fast "
                 "math, change results on purpose)"
@@ -111,6 +131,35 @@ def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> s
     )
 
 
+def weigh(
+    root: Path,
+    selection: Selection,
+    run: RunRecord,
+    replays: Replays,
+    replaying: Replaying,
+    *,
+    ui: Ui,
+) -> RunRecord:
+    """``run`` with what its own flags showed, said first in its report (``own_flags``), and
+    those that excuse the failure (``relaxed_by``, ``limited_by``): the module replayed
+    without its XLA flags and without its TPU flags (not when Ctrl-C stopped the replays),
+    or for a wrong value no replay reproduced, that every replay ran with them."""
+    own = tpu = None
+    if not replays.interrupted:
+        own = probe(root, selection, run, replays.verdicts, replaying, ui=ui)
+        tpu = probe_tpu(root, selection, run, replays.verdicts, replaying, ui=ui)
+    said = "; ".join(o.finding() for o in (own, tpu) if o is not None)
+    if not said:
+        unproven = unproven_wrong_result(run, replays.verdicts)
+        return run if unproven is None else replace(run, own_flags=unproven)
+    return replace(
+        run,
+        own_flags=said,
+        relaxed_by=own.relaxing if own is not None else (),
+        limited_by=tpu.limiting if tpu is not None else (),
+    )
+
+
 def probe(
     root: Path,
     selection: Selection,
@@ -124,14 +173,12 @@ def probe(
     run set (its XLA_FLAGS in force, less the dump flags and the device count), otherwise as
     the replay stage did (``replaying``); None when it set none, or nothing reproduced."""
     own = _own(run)
-    proof = next((v for v in verdicts if v.reproduced), None)
-    chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
-    options = run.compile_options(chosen.module.label) if chosen is not None else ()
-    if not (own or options) or proof is None or chosen is None:
+    failing = _failing(root, selection, verdicts)
+    if failing is None:
         return None
-    m = chosen.module
-    inp = replay_input(m.label, module_files(root, m), m.platform)
-    if inp is None:
+    m, inp, proof = failing
+    options = run.compile_options(m.label)
+    if not (own or options):
         return None
     context = replaying.context
     # The module's debug options hold its compile's own options: a replay applies them.
@@ -163,6 +210,56 @@ def probe(
 
 
 MOST_TRIED_ALONE = 4  # own flags and options, each tried alone after all of them are dropped
+
+
+def probe_tpu(
+    root: Path,
+    selection: Selection,
+    run: RunRecord,
+    verdicts: Sequence[Verdict],
+    replaying: Replaying,
+    *,
+    ui: Ui,
+) -> OwnFlags | None:
+    """Replay the first module that reproduced the failure without the TPU compiler's flags
+    the run set (its LIBTPU_INIT_ARGS in force, those a replay applies: ``flags.admit_tpu``),
+    otherwise as the replay stage did; None when it set none, the module is not a TPU's (no
+    replay elsewhere applies them), or nothing reproduced."""
+    own = flags.admit_tpu(run.tpu_args_in_force).flags
+    failing = _failing(root, selection, verdicts) if own else None
+    if failing is None:
+        return None
+    m, inp, proof = failing
+    platform = platforms.find(inp.platform)
+    if platform is None or platform.compiler_env is None:
+        return None
+    context = replaying.context
+    wrong = proof.outcome.name == "REPRODUCED_WRONG"
+    with ui.phase(f"replaying {m.label} without the run's own TPU compiler flags"):
+        # No flags at all, not the machine's own LIBTPU_INIT_ARGS: the compiler's defaults.
+        without = replay(
+            replace(context.input(inp), tpu_args=()),
+            expected=run.failure,
+            options=replace(
+                replaying.options, memory_limit=context.memory_limit(inp), reference=wrong
+            ),
+        )
+    over = excused.over_compile_limit(run.failure)
+    return OwnFlags(own, without, wrong_result=wrong, module=m.name, tpu=True, over_limit=over)
+
+
+def _failing(
+    root: Path, selection: Selection, verdicts: Sequence[Verdict]
+) -> tuple[DumpModule, ReplayInput, Verdict] | None:
+    """The first chosen module whose replay reproduced the failure, its replay's input and
+    that verdict; None when none reproduced, or it cannot be replayed."""
+    proof = next((v for v in verdicts if v.reproduced), None)
+    chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
+    if proof is None or chosen is None:
+        return None
+    m = chosen.module
+    inp = replay_input(m.label, module_files(root, m), m.platform)
+    return (m, inp, proof) if inp is not None else None
 
 
 def kept_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tuple[str, ...]:

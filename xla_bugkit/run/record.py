@@ -38,12 +38,15 @@ class RunRecord:
     # The process the failure belongs to, from what each process recorded (set once the
     # evidence is read: ``processes.failing``); None without the hook's records.
     culprit: Culprit | None = None
-    # What a replay without the run's own XLA flags showed (``collecting.own_flags``), once
+    # What a replay without the run's own XLA (or TPU) flags showed (``collecting.own_flags``), once
     # it ran: one line for the summary and the report.
     own_flags: str | None = None
     # The run's own flags that let XLA change results on purpose (fast math), when a wrong
     # value agrees with its references without them (``collecting.own_flags``).
     relaxed_by: tuple[str, ...] = ()
+    # The run's own TPU compiler flags, when a compile out of a limit (scoped VMEM) compiles
+    # and runs without them: the limit is theirs (``collecting.own_flags``).
+    limited_by: tuple[str, ...] = ()
     # The largest buffers of the chosen module's memory-usage report, when the run failed
     # for want of device memory (``choose.allocation.largest_allocations``).
     largest_buffers: tuple[str, ...] = ()
