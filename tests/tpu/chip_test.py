@@ -135,12 +135,14 @@ def test_a_pallas_kernels_own_bug_is_not_called_an_xla_bug(
 def test_the_runs_tpu_flags_are_recorded_and_verify_applies_them(
     tmp_path: Path, tpu_env: dict[str, str]
 ) -> None:
-    """tpu_flag_vmem's kernel fails only under the flag its run sets in LIBTPU_INIT_ARGS;
-    verify, run without it, reproduces the failure from the bundle's record alone."""
+    """tpu_flag_vmem's kernel fails only under the flag its run sets in LIBTPU_INIT_ARGS:
+    collect's replay without it compiles, so the limit is the user's, not XLA's bug; verify,
+    run without the flag, reproduces the failure from the bundle's record alone."""
     flag = "--xla_tpu_scoped_vmem_limit_kib=4096"
     env = {**tpu_env, "LIBTPU_INIT_ARGS": flag}
     code, said, manifest = _collect("tpu_flag_vmem", tmp_path, env)
-    assert code == 0, said
+    assert code == 3, said
+    assert "does not look like an XLA bug" in said and f"LIBTPU_INIT_ARGS {flag}" in said
     assert manifest["libtpu_init_args"] == [flag]
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: error"
     env = {k: v for k, v in tpu_env.items() if k != "LIBTPU_INIT_ARGS"}
