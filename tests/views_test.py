@@ -205,7 +205,7 @@ def test_a_merged_job_says_one_thing_in_every_view(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The job of merge's own tests: process 1 of 2 crashes compiling the step.
-    from collecting.merge_test import _job, _merge
+    from tests.collecting.merge_test import _job, _merge
 
     survivor, crashed = _job(tmp_path / "job", 2, "crash-1")
     out = tmp_path / "job.zip"
