@@ -16,7 +16,7 @@ from xla_bugkit.bundle import members
 from xla_bugkit.bundle.manifest import OpenBundle
 from xla_bugkit.replay import protocol
 from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE
-from xla_bugkit.verify.run import _interpreted
+from xla_bugkit.verify.run import _interpreted, npz_fits
 
 # Collected on a TPU v5e chip: a Pallas DMA that returns zeros compiled (jax-ml/jax#39744).
 PALLAS = Path(__file__).parents[1] / "tpu" / "recorded" / "pallas_dma_zeros.zip"
@@ -53,3 +53,17 @@ def test_no_interpret_mode_reference_where_the_reporter_judged_by_none(tmp_path:
     b = opened(tmp_path, reference=INTERPRET_MODE)
     (tmp_path / members.EXPECTED).unlink()
     assert _interpreted(b, b.manifest["modules"][0]) is None
+
+
+def test_a_strangers_expected_outputs_are_read_only_within_bounds(tmp_path: Path) -> None:
+    """expected.npz comes from the bundle: it is loaded in verify's own process only while
+    its members are arrays whose declared sizes fit the archive's bound."""
+    b = opened(tmp_path, reference=INTERPRET_MODE)
+    expected = tmp_path / members.EXPECTED
+    assert npz_fits(expected) and not npz_fits(expected, limit=100)  # 2x128 float32 declared
+    with zipfile.ZipFile(expected, "a") as z:
+        z.writestr("payload.pkl", b"not an array")
+    assert not npz_fits(expected)
+    assert _interpreted(b, b.manifest["modules"][0]) is None
+    expected.write_bytes(b"PK\x03\x04 not a zip")
+    assert not npz_fits(expected)

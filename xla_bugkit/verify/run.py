@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from xla_bugkit import config
+from xla_bugkit.archive import plan
 from xla_bugkit.bundle import members, script_check
 from xla_bugkit.bundle.installed import install_command
 from xla_bugkit.bundle.manifest import (
@@ -177,11 +179,28 @@ def _interpreted(b: OpenBundle, module: ModuleEntry) -> Interpreted | None:
     expected = b.root / members.EXPECTED
     if numbers.get("reference") != INTERPRET_MODE or not expected.is_file():
         return None
+    if not npz_fits(expected):
+        return None
     if module["label"].endswith(SHRUNK) or pick_module(b.manifest["modules"], None) != module:
         return None
     # The reporter's verdict blamed the kernel's own code only where the program's check
     # failed under the interpret mode too.
     return Interpreted(expected, passed=False if numbers.get("kernel") == OWN_CODE else None)
+
+
+def npz_fits(path: Path, limit: int = plan.MAX_TOTAL) -> bool:
+    """``path`` is an ``.npz`` of ``.npy`` arrays whose sizes, as its members declare them,
+    add up to no more than ``limit`` (the bound the archive's own extraction holds): a small
+    file of a stranger's bundle cannot expand past it as it loads, since a zip member is
+    read no further than it declares."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+    if not all(i.filename.endswith(".npy") for i in infos):
+        return False
+    return sum(i.file_size for i in infos) <= limit
 
 
 def _unverified(
