@@ -8,11 +8,19 @@ background from the first test that asks for them; a test waits only for the run
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from tests.helpers.programs import ProgramRuns
+
+# Started in the background by a shell without job control (`cmd &` in a script, under
+# nohup), the suite inherits SIGINT ignored, and so would every process it starts: the tests
+# that press Ctrl-C on collect would wait for a stop that never comes. Python's own handler
+# here makes the processes the tests start take SIGINT's default again, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
