@@ -50,6 +50,7 @@ PACKAGES = (
     "xla_bugkit.notebook",
     "xla_bugkit.proc",
     "xla_bugkit.redact",
+    "xla_bugkit.releases",
     "xla_bugkit.replay",
     "xla_bugkit.replay.child",
     "xla_bugkit.run",
