@@ -93,6 +93,9 @@ def prober(
                 options=ReplayOptions(timeout=timeout),
             )
         seen, detail = probe_seen(verdict), detail_of(verdict, version)
+        # jax names the library it could not open: a path in the user's cache, which a
+        # bundle written with the result would carry.
+        detail = detail.replace(str(cache.root()), "<cache>")
         ui.say(f"libtpu {version}: {seen.value}: {detail}")
         return Probe(version, seen, detail, time.monotonic() - started)
 
