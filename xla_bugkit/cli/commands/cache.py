@@ -9,7 +9,7 @@ import time
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 
-HELP = "the jaxlib releases bisect keeps unpacked: list them, or --clear"
+HELP = "the jaxlib (and libtpu) releases bisect keeps unpacked: list them, or --clear"
 DESCRIPTION = (
     "List the jaxlib releases that bisect and verify --jaxlib keep unpacked, with their size "
     "and last use, or remove them."
