@@ -163,34 +163,16 @@ def bisect_bundle(
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
         context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
+        versions = b.manifest["versions"]
+        timeout = failure.replay_timeout(timeout)
         found = platforms.find(inp.platform)
         if found is not None and found.compiler_dist is not None:
-            # A TPU's compiler ships in libtpu, released apart from jaxlib: its axis.
-            libtpu.refuse_off_device(module["label"], found)
-            if chosen.python is not None:
-                raise BugkitError(
-                    f"--python: {found.compiler_dist} releases are tried under this "
-                    "interpreter's jaxlib"
-                )
-            result = libtpu.bisect_libtpu(
-                inp,
-                failure,
-                context,
-                libtpu.LibtpuRange(chosen.wheels, chosen.low, chosen.high),
-                reported=b.manifest["versions"].get(found.compiler_dist),
-                timeout=failure.replay_timeout(timeout),
-                ui=ui,
-            )
+            result = _across_compiler(inp, failure, context, chosen, found, versions, timeout, ui)
         else:
             inp = stack.enter_context(with_text(inp, ui.say))
+            reported = versions.get("jaxlib")
             result = bisect_module(
-                inp,
-                failure,
-                context,
-                chosen,
-                reported=b.manifest["versions"].get("jaxlib"),
-                timeout=failure.replay_timeout(timeout),
-                ui=ui,
+                inp, failure, context, chosen, reported=reported, timeout=timeout, ui=ui
             )
         if out is not None and chosen_fmt is not None:
             manifest = reseal(b) if b.edited else b.manifest
@@ -203,6 +185,34 @@ def bisect_bundle(
             size = archive.write_archive(files, out, chosen_fmt, progress=progress)
             ui.say(f"wrote {out} ({size:,} bytes, {chosen_fmt})")
     return result
+
+
+def _across_compiler(
+    inp: ReplayInput,
+    failure: Failure,
+    context: RunContext,
+    chosen: Range,
+    found: platforms.Platform,
+    versions: Mapping[str, str],
+    timeout: float,
+    ui: Ui,
+) -> Bisection:
+    """A TPU module's bisect: its compiler ships in libtpu, released apart from jaxlib, so
+    the releases searched are libtpu's, on the chip (``bisect.libtpu``)."""
+    libtpu.refuse_off_device(inp.name, found)
+    if chosen.python is not None:
+        raise BugkitError(
+            f"--python: {found.compiler_dist} releases are tried under this interpreter's jaxlib"
+        )
+    return libtpu.bisect_libtpu(
+        inp,
+        failure,
+        context,
+        libtpu.LibtpuRange(chosen.wheels, chosen.low, chosen.high),
+        reported=versions.get(found.compiler_dist or ""),
+        timeout=timeout,
+        ui=ui,
+    )
 
 
 ISSUE_HEADING = "#### Across jaxlib releases"
