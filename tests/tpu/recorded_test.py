@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from xla_bugkit import platforms
 from xla_bugkit.bundle import excused, report, triage, wording
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
@@ -239,13 +240,17 @@ def test_highest_precision_is_set_on_every_float_dot_of_a_recorded_module(tmp_pa
     assert highest.count("operand_precision={highest,highest}") == precision.at_default(text)
 
 
-def test_bisect_says_a_tpu_bundle_is_not_supported_yet(
+def test_bisect_of_a_tpu_bundle_off_a_tpu_says_it_needs_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    if platforms.devices_here(platforms.TPU):
+        pytest.skip("this machine has a TPU: bisect would search libtpu releases on it")
     out = tmp_path / "b.zip"
-    assert main(["bisect", str(RECORDED / "readme_example.zip"), "-o", str(out)]) == 1
+    code = main(["bisect", str(RECORDED / "readme_example.zip"), "-o", str(out)])
+    assert code == ExitCode.UNVERIFIED
     said = capsys.readouterr().err
-    assert "was compiled for a TPU" in said and "libtpu releases is not supported yet" in said
+    assert "was compiled for a TPU: bisect needs a TPU" in said
+    assert "each libtpu release on the chip" in said and "xla-bugkit bisect BUNDLE" in said
     assert not out.exists()
 
 

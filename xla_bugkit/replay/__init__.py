@@ -30,6 +30,7 @@ __all__ = [
     "PROCESS_FLAGS",
     "UNRECORDED",
     "Comparison",
+    "CompilerRelease",
     "Interpreted",
     "Release",
     "ReplayInput",
@@ -77,6 +78,7 @@ _HOMES = {
     "PLAIN": "xla_bugkit.replay.options",
     "ReplayInput": "xla_bugkit.replay.inputs",
     "Interpreted": "xla_bugkit.replay.inputs",
+    "CompilerRelease": "xla_bugkit.replay.inputs",
     "Release": "xla_bugkit.replay.inputs",
     "replay_input": "xla_bugkit.replay.inputs",
     "replay_platform": "xla_bugkit.replay.inputs",
@@ -109,6 +111,7 @@ if TYPE_CHECKING:
     from xla_bugkit.replay.dump import as_found, failed, replay_dump
     from xla_bugkit.replay.elsewhere import Unverified
     from xla_bugkit.replay.inputs import (
+        CompilerRelease,
         Interpreted,
         Release,
         ReplayInput,

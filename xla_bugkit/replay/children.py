@@ -24,18 +24,23 @@ def child_env(
     python: str | None = None,
     release: Path | None = None,
     tpu_args: tuple[str, ...] | None = None,
+    compiler: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a replay child: ours, with ``xla_flags`` and ``platform`` (on a
     TPU, ``tpu_args``, the recorded run's, are its LIBTPU_INIT_ARGS in place of ours);
     ``python``: the child runs under another interpreter (the program's), which has its own
     jax but maybe not protobuf, which the worker reads protos with: ours is lent to it;
-    ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
+    ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``);
+    ``compiler``: the library of another release of the platform's compiler, loaded in place
+    of the installed one (``inputs.CompilerRelease``)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     found = platforms.find(platform)
     env["JAX_PLATFORMS"] = found.jax_platforms if found is not None else platform
     if found is not None and found.compiler_env is not None and tpu_args is not None:
         env[found.compiler_env] = flags.join(tpu_args)
+    if found is not None and found.compiler_library_env is not None and compiler is not None:
+        env[found.compiler_library_env] = str(compiler)
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
     # that lie beside it in an installed site-packages.

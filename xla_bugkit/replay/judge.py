@@ -101,6 +101,9 @@ def replay(
         if inp.release is not None:
             withheld = (*verdict.withheld, *dropped)
             verdict = replace(verdict, under=f"jaxlib {inp.release.version}", withheld=withheld)
+        if inp.compiler is not None:
+            under = f"{inp.compiler.dist} {inp.compiler.version}"
+            verdict = replace(verdict, under=under, withheld=(*verdict.withheld, *dropped))
     if o.extreme_set is not None or not o.reference:
         return verdict
     keep_arrays = o.keep_arrays

@@ -66,9 +66,10 @@ def _spawn(
     out = Path(spec["out"])
     release = inp.release.path if inp.release is not None else None
     tpu_args = admitted_tpu_args(inp).flags if inp.tpu_args is not None else None
-    env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args)
-    # Spares run this interpreter and jaxlib: a replay under another starts afresh.
-    ours = inp.python is None and inp.release is None
+    library = inp.compiler.library if inp.compiler is not None else None
+    env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args, library)
+    # Spares run this interpreter, jaxlib and compiler: a replay under another starts afresh.
+    ours = inp.python is None and inp.release is None and inp.compiler is None
     waiting = spares.take(env) if spares is not None and ours else None
     if waiting is not None:
         memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
@@ -127,6 +128,10 @@ def spawn_settled(
         refused = marker(child.done.output, protocol.NOT_REPLAYABLE) is not None
         if inp.release is not None and stopped_early and not refused:
             why = f"jaxlib {inp.release.version} could not start the replay: {last_line(child)}"
+            return Child(child.done, child.out, None, "", why), inp
+        if inp.compiler is not None and stopped_early and not refused:
+            c = inp.compiler
+            why = f"{c.dist} {c.version} could not start the replay: {last_line(child)}"
             return Child(child.done, child.out, None, "", why), inp
         if inp.python is not None and stopped_early:
             # The program's interpreter could not get as far as compiling (an older Python,

@@ -134,9 +134,10 @@ def work(spec: dict[str, Any]) -> int:
     if platform != jaxlib_adapter.alone.PLATFORM:
         jaxlib_adapter.with_jax()  # only jax loads the other platforms' plugins
     if platform not in jaxlib_adapter.available_platforms():
+        said = jaxlib_adapter.backend_error()
         raise replayable.NotReplayable(
             f"platform {platform!r} {jaxlib_adapter.UNAVAILABLE} "
-            f"(jaxlib {jaxlib_adapter.jaxlib_version()})"
+            f"(jaxlib {jaxlib_adapter.jaxlib_version()})" + (f": {said}" if said else "")
         )
     module_bytes, text = _loaded(spec)
     text, printing = replayable.without_print_callbacks(text)
