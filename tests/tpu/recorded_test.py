@@ -25,7 +25,7 @@ from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import precision
-from xla_bugkit.hlo.names import program_name
+from xla_bugkit.hlo.names import function_name, program_name
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
@@ -76,7 +76,7 @@ def test_the_tpu_compilers_build_is_not_part_of_the_program_name() -> None:
     assert program_name("jit_add_noise.cl_933746096") == "jit_add_noise"
     assert program_name("jit_scatter-add.cl_933746096") == "jit_scatter-add"
     assert program_name("jit_f.cl_x") == "jit_f.cl_x"
-    assert triage.function_name("jit_add_noise.cl_933746096") == "jit(add_noise)"
+    assert function_name("jit_add_noise.cl_933746096") == "jit(add_noise)"
 
 
 def test_a_bundle_written_before_its_manifest_named_the_platform_is_known_by_its_topology(

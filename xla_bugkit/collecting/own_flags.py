@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xla_bugkit import platforms
-from xla_bugkit.bundle import excused, triage
+from xla_bugkit.bundle import excused
 from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.hlo import flags
+from xla_bugkit.hlo.names import function_name, module_name
 from xla_bugkit.replay import PROCESS_FLAGS, ReplayInput, module_files, replay, replay_input
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
@@ -119,7 +120,7 @@ def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> s
     """Who set which of them: the run (its XLA_FLAGS in force), the program's compile of
     ``module`` (``jax.jit(f, compiler_options=...)``, which XLA_FLAGS never shows), or both.
     Its own, not "non-default": a flag may spell XLA's default value."""
-    fun = triage.function_name(module) if module else "the module"
+    fun = function_name(module) if module else "the module"
     compiled = f"compiler_options: {' '.join(options)}"
     if not options:
         return f"this run set its own XLA flags ({' '.join(run_flags)})"
@@ -287,7 +288,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     from xla_bugkit.failure.classify import Kind
 
     own = _compiler_flags(run)
-    module = triage.module_name(verdicts[0].module) if verdicts else ""
+    module = module_name(verdicts[0].module) if verdicts else ""
     options = run.compile_options(verdicts[0].module) if verdicts else ()
     if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None
