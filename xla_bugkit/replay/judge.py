@@ -24,7 +24,7 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.xla_status import DISPATCH
-from xla_bugkit.replay import extreme, interpret_mode, protocol, spawn
+from xla_bugkit.replay import default_precision, extreme, interpret_mode, protocol, spawn
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
@@ -331,7 +331,7 @@ def _judge_result(  # noqa: C901, PLR0915
     suspected = _wrong_result_suspected(expected)
     default = None
     if wrong is not None:
-        default = _default_precision(test, found[wrong[0]], wrong[1], out_of_range)
+        default = default_precision.evidence(test.out, found[wrong[0]], wrong[1], out_of_range)
     if wrong is not None and default is not None:
         # Not a wrong result: the TPU rounds float32 dots to one bfloat16 pass by default.
         numbers = {**wrong[1].numbers(), "reference": wrong[0], "precision": "default"}
@@ -382,36 +382,6 @@ def _unjudged(elements: int, unordered: list[str]) -> str:
         f"; {elements} {'element is' if elements == 1 else 'elements are'} not judged, "
         f"where a sum has no one right value: {'; '.join(unordered)}"
     )
-
-
-def _default_precision(
-    test: spawn.Child, reference: list[np.ndarray], differs: Comparison, out_of_range: str | None
-) -> str | None:
-    """When the difference from the ``reference`` is the TPU's default matmul precision:
-    the module run with its float dots at HIGHEST agrees with it, or its inputs are out of
-    the range where that precision can be judged (``out_of_range`` says why). The evidence
-    that says so; None when it is neither."""
-    highest_path = protocol.arrays_path(test.out, protocol.HIGHEST)
-    highest = _load(highest_path)
-    if highest is not None and compare_outputs(highest, reference).close:
-        return (
-            f"ran to completion; differs from the op-by-op reference only at the TPU's default "
-            f"matmul precision (float32 dots in one bfloat16 pass: {differs.summary()}); "
-            + _AGREES_AT_HIGHEST
-        )
-    # The child runs the module at HIGHEST only where it is a TPU module with float dots at
-    # the default precision: what it left (arrays, or why there are none) says it is one.
-    at_default = highest is not None or protocol.error_path(test.out, protocol.HIGHEST).exists()
-    if not at_default or out_of_range is None:
-        return None
-    return (
-        f"ran to completion; differs from the op-by-op reference ({differs.summary()}) on "
-        f"inputs {out_of_range}: the TPU's float32 dots at the default precision round their "
-        "operands to one bfloat16 pass, so such inputs prove nothing of this module's dots"
-    )
-
-
-_AGREES_AT_HIGHEST = "with every dot at precision HIGHEST the result agrees with it"
 
 
 def _quoted(headline: str, limit: int = 160) -> str:
