@@ -7,7 +7,8 @@ holds; ``replay`` is the bare replay under them, for a caller that sets every fl
 ``ReplayInput`` and one ``ReplayOptions``, and gives a ``Verdict`` (``xla_bugkit.verdict``).
 
 Inside: ``inputs`` finds what a replay needs; ``spawn`` starts a child (``children`` starts
-them ahead) and settles its flags and devices; ``judge`` reads what it did; ``compare`` holds
+them ahead) and settles its flags and devices; ``judge`` reads what it did
+(``interpret_mode``: a Pallas kernel by its outputs under that mode); ``compare`` holds
 it to its references; ``native`` replays under PyTorch/XLA's own XLA; ``differential`` is
 collect's search for the module of a wrong result; ``elsewhere`` is what a machine without
 the module's platform can say. The child's side is ``child/`` (the worker, the op-by-op
