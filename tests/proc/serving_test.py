@@ -16,15 +16,22 @@ from xla_bugkit.errors import ProcessError
 from xla_bugkit.proc.serving import Serving, start_serving
 
 # Answers each line of stdin: "echo WORDS" prints them (and a line to stderr) and answers
-# with its pid; "abort" dies of SIGABRT; "hang" never answers.
+# with its pid; "abort" dies of SIGABRT; "hang" never answers; "interrupt FILE" starts a
+# grandchild (its pid in FILE), sends its parent SIGTERM and hangs.
 SERVER = textwrap.dedent(
     """
-    import os, sys, time
+    import os, signal, subprocess, sys, time
     for line in iter(sys.stdin.readline, ""):
         request = line.split()
         if request[0] == "abort":
             print("about to abort", flush=True)
             os.abort()
+        if request[0] == "interrupt":  # a grandchild, then SIGTERM to the parent, as a kill does
+            sleeper = subprocess.Popen(["sleep", "100"])
+            with open(request[1], "w") as f:
+                f.write(f"{sleeper.pid}\\n")
+            os.kill(os.getppid(), signal.SIGTERM)
+            request = ["hang"]
         if request[0] == "hang":
             print("hanging", flush=True)
             while True:
@@ -48,7 +55,11 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    # A zombie still answers kill(0); it is dead for our purpose.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 def test_one_child_answers_each_request_with_its_own_output(server: Serving) -> None:
@@ -88,3 +99,13 @@ def test_stopping_a_child_that_was_never_asked_leaves_nothing(server: Serving) -
     server.stop()
     server.stop()  # a second stop does nothing
     assert not alive(server.pid)
+
+
+def test_an_interrupt_stops_the_childs_whole_group_and_is_raised(
+    server: Serving, tmp_path: Path
+) -> None:
+    grandchild = tmp_path / "grandchild.pid"
+    with pytest.raises(KeyboardInterrupt):
+        server.ask(f"interrupt {grandchild}".encode(), timeout=600)
+    assert not server.alive and not alive(server.pid)
+    assert not alive(int(grandchild.read_text()))
