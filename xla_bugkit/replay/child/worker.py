@@ -258,7 +258,9 @@ def serve() -> int:
     the next module still runs; a crash or a hang ends the child, and the parent replays
     the next module in a fresh one. Each module sets again what it changes of the process
     (``contain``: its folder, its temporary variables; ``limit_memory``: the same limit,
-    since the parent keeps a child only for modules of the same limit)."""
+    since the parent keeps a child only for modules of the same limit). A module that needed
+    jax leaves it loaded, and the next replay through it rather than jaxlib alone: the
+    same outputs to the bit (``benchmarks/REPLAY_CHILD.md``); on a TPU every module does."""
     jaxlib_adapter.preload()
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Its markers and tracebacks (stderr, the same pipe) reach the parent in order.
