@@ -99,8 +99,9 @@ class Serving:
                 self._end(signal.SIGTERM, wait=0.0)
                 return self._reply(kept, None, timed_out=True, started=started)
             if line is None:  # its output ended: so does the child, with its own status
-                self._end(signal.SIGTERM, wait=left)
-                return self._reply(kept, None, timed_out=False, started=started)
+                left = None if timeout is None else timeout - (time.monotonic() - started)
+                stopped = self._end(signal.SIGTERM, wait=None if left is None else max(0.0, left))
+                return self._reply(kept, None, timed_out=stopped, started=started)
             if line.startswith(self._answer):
                 answer = line[len(self._answer) :].decode("utf-8", "replace").strip()
                 return self._reply(kept, answer, timed_out=False, started=started)
@@ -126,20 +127,22 @@ class Serving:
             if line is not None:
                 rest.append(line)
 
-    def _end(self, first: signal.Signals, *, wait: float | None) -> None:
+    def _end(self, first: signal.Signals, *, wait: float | None) -> bool:
         """The child ends: by itself within ``wait`` seconds (None: however long), or
-        ``first`` stops its group; the guard then ends whatever it left behind."""
+        ``first`` stops its group (then True); the guard ends whatever it left behind."""
         if not self.alive:
-            return
+            return False
         self.alive = False
         popen = self._child.popen
         with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(timeout=wait)
-        if popen.returncode is None:
+        stopped = popen.returncode is None
+        if stopped:
             proc.stop_group(popen, first)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(popen.pid, signal.SIGKILL)
         self._close()
+        return stopped
 
     def _close(self) -> None:
         os.close(self._child.guard)
