@@ -138,17 +138,17 @@ class Spares:
         tpu_args: tuple[str, ...] | None = None,
     ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
-        ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args`` (none where
-        a kept child or a spare will serve it)."""
+        ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``; on a
+        platform that ``keeps`` its child, none while one is kept or waits."""
         env = child_env(tuple(env_flags), platform, tpu_args=tpu_args)
         if not keeps(platform):
             waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
             self._waiting.append((env, waiting))
             return
-        kept = self._kept
-        if kept is not None and (kept.argv, kept.env) == (_SERVE, env):
-            return
-        if any(e == env and isinstance(w, serving.Serving) for e, w in self._waiting):
+        # One such child at a time: the kept one most likely serves the next module too, and
+        # a spare started with another environment (flags only the module's replay knows)
+        # would wait unused until the block ends.
+        if self._kept is not None or any(isinstance(w, serving.Serving) for _, w in self._waiting):
             return
         self._waiting.append((env, _serving(_SERVE, env)))
 
