@@ -48,6 +48,9 @@ class Platform:
     # module at HIGHEST precision where its float dots run at the default.
     cpu_reference: bool
     memory_capped: bool  # a replay child runs under the address-space cap (``replay.limits``)
+    # Opening it takes seconds (a TPU chip, which one process at a time may hold; a GPU's
+    # context): a replay child is kept for the next module (``replay.children.keeps``).
+    costly_start: bool
     host_devices: bool  # its client makes as many devices as a module wants
     autotune: bool  # a replay loads the run's autotune results
     run_hlo_module: bool  # a public build of XLA's run_hlo_module runs its modules
@@ -71,6 +74,7 @@ CPU = Platform(
     compiler_targets=frozenset(),
     cpu_reference=False,
     memory_capped=True,
+    costly_start=False,  # a fresh process per module isolates each, for little
     host_devices=True,  # --xla_force_host_platform_device_count
     autotune=False,
     run_hlo_module=True,
@@ -95,6 +99,7 @@ GPU = Platform(
     cpu_reference=False,
     # GPU clients map far more address space than they use.
     memory_capped=False,
+    costly_start=True,
     host_devices=False,
     autotune=True,
     run_hlo_module=True,
@@ -124,6 +129,7 @@ TPU = Platform(
     compiler_targets=frozenset({"tpu_custom_call"}),
     cpu_reference=True,
     memory_capped=False,
+    costly_start=True,  # 8-12 s to open a v5e chip (benchmarks/TPU.md)
     host_devices=False,
     autotune=False,
     run_hlo_module=False,

@@ -44,7 +44,8 @@ def timed(label: str, hold: bool = False) -> subprocess.Popen:
     start = time.perf_counter()
     proc = child(hold)
     line = proc.stdout.readline()
-    print(label, "process start to ready:", round(time.perf_counter() - start, 2), "s", line.strip())
+    ready = round(time.perf_counter() - start, 2)
+    print(label, "process start to ready:", ready, "s", line.strip())
     return proc
 
 

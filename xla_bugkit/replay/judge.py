@@ -24,7 +24,7 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.xla_status import DISPATCH
-from xla_bugkit.replay import default_precision, extreme, interpret_mode, protocol, spawn
+from xla_bugkit.replay import children, default_precision, extreme, interpret_mode, protocol, spawn
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
@@ -105,6 +105,8 @@ def replay(
     if o.extreme_set is not None or not o.reference:
         return verdict
     keep_arrays = o.keep_arrays
+    # A kept child serves these too: no other may open the device while it holds it.
+    keeper = o.spares if o.spares is not None and children.keeps(inp.platform) else None
 
     def on_extremes(name: str) -> Verdict:
         # The arrays kept are those of the verdict returned: a set's replace the first
@@ -114,7 +116,7 @@ def replay(
             again = replay(
                 inp,
                 expected=expected,
-                options=replace(o, keep_arrays=kept, extreme_set=name, spares=None),
+                options=replace(o, keep_arrays=kept, extreme_set=name, spares=keeper),
             )
             if again.reproduced and kept is not None and keep_arrays is not None:
                 for old in keep_arrays.glob("*.npz"):
