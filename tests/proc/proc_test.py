@@ -124,7 +124,9 @@ def test_the_two_streams_are_merged_a_whole_line_at_a_time(
         arrived.touch()  # half a line counts as output (a hang's stall clock)
 
     with log_path.open("wb") as log:
-        done = proc.run(python(code), log=log, timeout=60, on_output=note, echo=proc.Echo())
+        done = proc.run(
+            python(code), log=log, timeout=60, watch=proc.Watch(on_output=note), echo=proc.Echo()
+        )
     assert done.returncode == 0
     out, err = capfd.readouterr()  # the terminal gets each stream as it comes
     assert (out, err) == (

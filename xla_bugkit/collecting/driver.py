@@ -28,8 +28,9 @@ from xla_bugkit.errors import (
 )
 from xla_bugkit.proc import leftovers
 from xla_bugkit.run import capture
+from xla_bugkit.run.job_end import JOB
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import rerun
+from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
 
 
@@ -55,6 +56,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
 
         devices.start_device_probe()
     try:
+        first_capture = options.capture
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
             options, run = _run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
@@ -63,7 +65,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
         if (_needs_newest_inputs(result, options) or _hang_needs_its_inputs(result, options)) and (
-            why_not := _cannot_run_again(command)
+            why_not := _cannot_run_again(command, options, first_capture)
         ):
             ui.say(f"not running the program a second time to read later inputs: {why_not}")
         elif _needs_newest_inputs(result, options):
@@ -152,7 +154,7 @@ def run_program(
         command,
         dump_dir=work / workdir.DUMP,
         log_path=work / workdir.LOG,
-        timeout=options.timeout,
+        ending=Ending(options.timeout, options.job_grace if options.job_part is not None else None),
         echo=echo,
         capture=options.capture,
         pass_re=options.dump_passes,
@@ -270,10 +272,15 @@ def _run_again(
     return first
 
 
-def _cannot_run_again(command: Sequence[str]) -> str | None:
-    """Why the program cannot run a second time as it ran the first: Python reading its
-    program from standard input (``python - < train.py``, ``python`` with no script), which
-    the first run consumed."""
+def _cannot_run_again(
+    command: Sequence[str], options: CollectOptions, first: capture.Capture
+) -> str | None:
+    """Why the program cannot run a second time as it ran the first: it is one process of a
+    job (alone, it would wait for peers that never come), or Python read its program from
+    standard input (``python - < train.py``, ``python`` with no script), which the first run
+    consumed. ``first``: how the first run kept inputs."""
+    if options.job_part is not None:
+        return job.cannot_run_alone(options.job_part, every=first.xla_snapshots)
     if not command or not os.path.basename(command[0]).startswith("python"):
         return None
     args = list(command[1:])
@@ -307,6 +314,9 @@ def _run_stage(
     with ui.timed("run"):
         run = run_program(command, work, options, echo=ui.verbosity >= 0)
     ended = time.time()
+    if options.job_part is not None and options.snapshots is None:
+        notes = (*run.xla_flags.notes, job.every_snapshot_note(options.job_part))
+        run = replace(run, xla_flags=replace(run.xla_flags, notes=notes))
     options = _as_part_of_its_job(options, run, ui)
     if options.job_part is not None:
         run = replace(run, job=options.job_part.to_json(ended=ended))
@@ -349,6 +359,8 @@ def _how_it_ended(run: RunRecord) -> str:
         return f"{f.kind.value} ({run.signal_elsewhere or f.signal})"
     if (thrown_in := run.went_on_from) is not None:
         return f"{f.kind.value} (uncaught in {thrown_in}; Python went on, and it exited with 0)"
+    if f.stopped_by == JOB:
+        return f"{f.kind.value} (its job ended it; collect then stopped it)"
     if f.stopped_by is not None or run.exit_status in (None, 0):
         return f.kind.value
     if run.culprit is not None and run.culprit.process.ppid != os.getpid():

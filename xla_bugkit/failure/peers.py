@@ -134,6 +134,14 @@ def mentions_job(output: str) -> bool:
     return _JOB_SIGNS.search(output) is not None
 
 
+def says_job_ended(lines: str) -> bool:
+    """Whether ``lines`` (whole lines of a process's output, as they arrive) hold one in which
+    the job's transport or coordination shows a lost process; a line logged at INFO or
+    WARNING does not count (every process logs the service as it starts, and warns when it
+    cannot read a preemption notice)."""
+    return mentions_job(lines) and job_error(_LOGGED.sub("", lines)) is not None
+
+
 def job_error(text: str) -> str | None:
     """What ``text`` (an error's message, or a process's output) says of the job, in words,
     when it is the job's transport or coordination failing, not XLA; None otherwise."""
