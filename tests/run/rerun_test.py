@@ -90,7 +90,9 @@ def test_rerun_of_a_compile_error(
     command = [sys.executable, str(PROGRAMS / "compile_error.py")]
     handler = signal.getsignal(signal.SIGTERM)
     # A generous bound: importing jax alone can take 15 s on a loaded machine.
-    record = rerun.rerun(command, dump_dir=dump_dir, log_path=log_path, ending=rerun.Ending(600), echo=True)
+    record = rerun.rerun(
+        command, dump_dir=dump_dir, log_path=log_path, ending=rerun.Ending(600), echo=True
+    )
 
     # The user's environment and our signal handling are as they were.
     assert environ() == user_env

@@ -224,7 +224,7 @@ def run(
     whenever output arrives. Ctrl-C, SIGTERM and SIGHUP stop the whole group and end the run
     as ``interrupted``; the timeout and these call ``watch.before_stop`` first, while the
     group still runs. ``watch.end_when`` reads the output's whole lines as they arrive: once
-    it gives a grace, the group is stopped that many seconds later (unless it ended by then),
+    it gives a grace, the group is killed that many seconds later (unless it ended by then),
     and the run is ``ended_early``. Whatever
     else ends this call (or this process) early stops the group too, and the group never
     outlives the run.
@@ -245,7 +245,7 @@ def run(
 
 
 class _Ending:
-    """A child's group stopped a grace after its output asked (``EndWhen``): once."""
+    """A child's group killed a grace after its output asked (``EndWhen``): once."""
 
     def __init__(self, popen: subprocess.Popen[bytes], end_when: EndWhen) -> None:
         self._popen, self._end_when = popen, end_when
@@ -264,7 +264,9 @@ class _Ending:
     def _stop(self) -> None:
         if self._popen.poll() is None:  # it did not end by itself in its grace
             self.ended = True
-            stop_group(self._popen, signal.SIGTERM)
+            # Its grace was the time to end cleanly: a SIGTERM could start more (a
+            # jax.distributed process takes it as the job's preemption, and tells its job).
+            stop_group(self._popen, signal.SIGKILL)
 
     def cancel(self) -> None:
         if self._timer is not None:

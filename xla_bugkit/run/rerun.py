@@ -213,7 +213,7 @@ def rerun(
         stop=stop,
     )
     if done.ended_early and job_end is not None:
-        failure = _ended_by_its_job(failure, job_end, done.duration)
+        failure = _ended_by_its_job(done.output, failure, job_end, done.duration)
         merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
     # What the failing process recorded of itself outweighs what its output let through.
     culprit = failing(evidence_files.read(processes))
@@ -233,15 +233,21 @@ def rerun(
     )
 
 
-def _ended_by_its_job(failure: Failure, job_end: JobEnd, ran: float) -> Failure:
-    """The failure of a run collect ended once its job had ended it: the judge's record of
-    the whole output, which the grace's lines leave the job's (the words it read at the end
-    where they do not)."""
+def _ended_by_its_job(output: str, killed: Failure, job_end: JobEnd, ran: float) -> Failure:
+    """The failure of a run that collect ended once its job had ended it (``killed``: as the
+    judge reads it, killed): what it printed before the kill is the news, as it is before
+    the JAX client's own abort, and the job's words are the judge's of the whole output (the
+    words it read at the end where the grace's lines leave none)."""
+    from xla_bugkit.failure.classify import Kind, classify
+
+    said = classify(output, exit_status=None)
     return replace(
-        failure,
+        said if said.kind is not Kind.SUCCESS else killed,
+        exit_status=killed.exit_status,
+        signal=killed.signal,
         stopped_by=JOB,
         ran_seconds=round(ran, 1),
-        peer=failure.peer or job_end.peer,
+        peer=killed.peer or said.peer or job_end.peer,
     )
 
 
