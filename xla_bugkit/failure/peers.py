@@ -100,10 +100,12 @@ JOB_TEXTS = (
     ),
     JobText(_PREEMPTED, "the job was preempted"),
 )
-# The cheap test before reading an output for the job's texts.
+# The cheap test before reading an output for the job's texts: a word of every wording any
+# row of JOB_TEXTS reads (tests/failure/peers_test.py holds the two together).
 _JOB_SIGNS = re.compile(
-    r"JAX distributed service|heartbeat|gloo|preemption|NCCL|MPI_ABORT|coordination service|"
-    r"Barrier timed out|SIGTERM caught",
+    r"JAX distributed service|heartbeat|gloo|preemption|NCCL|MPI_ABORT|coordination ?service|"
+    r"Barrier timed out|Barrier failed|Shutdown barrier|SIGTERM caught|GetKeyValue|"
+    r"remote process exited",
     re.I,
 )
 

@@ -213,8 +213,9 @@ def rerun(
         stop=stop,
     )
     if done.ended_early and job_end is not None:
-        failure = _ended_by_its_job(done.output, failure, job_end, done.duration)
-        merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
+        failure = _ended_by_its_job(done.output, failure, done.duration)
+        if failure.peer is not None:
+            merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
     # What the failing process recorded of itself outweighs what its output let through.
     culprit = failing(evidence_files.read(processes))
     return RunRecord(
@@ -233,21 +234,25 @@ def rerun(
     )
 
 
-def _ended_by_its_job(output: str, killed: Failure, job_end: JobEnd, ran: float) -> Failure:
+def _ended_by_its_job(output: str, killed: Failure, ran: float) -> Failure:
     """The failure of a run that collect ended once its job had ended it (``killed``: as the
-    judge reads it, killed): what it printed before the kill is the news, as it is before
-    the JAX client's own abort, and the job's words are the judge's of the whole output (the
-    words it read at the end where the grace's lines leave none)."""
+    judge reads the whole output, killed): what it printed before the kill is the news, as
+    it is before the JAX client's own abort. Where the whole output shows a failure of its
+    own first (its program had ended, and it waited at the job's shutdown barrier), that
+    stands."""
     from xla_bugkit.failure.classify import Kind, classify
 
     said = classify(output, exit_status=None)
+    peer = killed.peer or said.peer
+    if peer is None:
+        return killed
     return replace(
         said if said.kind is not Kind.SUCCESS else killed,
         exit_status=killed.exit_status,
         signal=killed.signal,
         stopped_by=JOB,
         ran_seconds=round(ran, 1),
-        peer=killed.peer or said.peer or job_end.peer,
+        peer=peer,
     )
 
 
