@@ -77,3 +77,62 @@ def test_collect_of_a_part_names_its_bundle_and_records_it(
     assert ended.tzinfo is not None and abs(time.time() - ended.timestamp()) < 24 * 3600
     assert re.fullmatch(r"[0-9a-f]{10}", job["host"]) and socket.gethostname() not in job["host"]
     assert "job: this is part 1 of 2 (SLURM_PROCID)" in capsys.readouterr().err
+
+
+# The job's heartbeat timeout for the jobs below: jax's default, so that a part the job took
+# down ends at once only because collect ends it.
+_JAX_HEARTBEAT = "100"
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_a_part_keeps_every_snapshot_in_its_one_run_and_its_peer_is_ended_with_the_job(
+    tmp_path: Path,
+) -> None:
+    """tests/programs/job_step.py later-wrong: process 0's own jit computes a wrong value only
+    on its second call's inputs, and it exits 1; process 1 waits for it at a barrier. A part
+    cannot run again without its job: part 0's one run kept XLA's snapshot of every
+    execution, whose newest replays the wrong value. Part 1 is ended once its output shows
+    the job's end, and its part says the job ended it."""
+    from tests.collecting.merge_test import _job
+
+    checked, waiting = _job(tmp_path / "later", 2, "later-wrong", heartbeat=_JAX_HEARTBEAT)
+    assert checked.returncode == ExitCode.OK, checked.stderr[-3000:]
+    assert "inputs: XLA's snapshot of every execution" in checked.stderr
+    assert "running the program again" not in checked.stderr
+    manifest = checked.manifest()
+    first = manifest["modules"][0]
+    assert first["name"] == "jit_local_energy"
+    assert first["replay"]["outcome"] == "reproduced: wrong result", checked.stderr[-3000:]
+    assert any(n.startswith("XLA's snapshot of every execution was kept in the one run")
+               for n in manifest["notes"]), manifest["notes"]  # fmt: skip
+
+    assert waiting.returncode == ExitCode.NOT_REPRODUCED, waiting.stderr[-3000:]
+    failure = waiting.manifest()["failure"]
+    assert failure["peer"] and failure["stopped_by"] == "job", failure
+    assert "collect ended the program 3 s after its output showed that its job had ended it" in (
+        " ".join(waiting.stderr.split())
+    )
+    assert "this does not look like an XLA bug: another process of the job failed first" in (
+        waiting.stderr
+    )
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_a_part_asked_for_first_inputs_only_says_why_it_does_not_run_again(
+    tmp_path: Path,
+) -> None:
+    from tests.collecting.merge_test import _job
+
+    checked, _ = _job(
+        tmp_path / "first", 2, "later-wrong", "--snapshots", "first", heartbeat=_JAX_HEARTBEAT
+    )
+    assert checked.returncode == ExitCode.NOT_REPRODUCED, checked.stderr[-3000:]
+    said = " ".join(checked.stderr.split())
+    assert (
+        "not running the program a second time to read later inputs: this run is part 0 of 2 "
+        "of a job (--job-part), and a process of a job run again without its job would wait in "
+        "jax.distributed.initialize for peers that never come" in said
+    )
+    assert "running the program again" not in said

@@ -31,13 +31,16 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _job(folder: Path, processes: int, mode: str) -> list[Collected]:
-    """Every process of a job under its own collect, all at once; each one's Collected."""
+def _job(
+    folder: Path, processes: int, mode: str, *options: str, heartbeat: str = HEARTBEAT
+) -> list[Collected]:
+    """Every process of a job under its own collect (with ``options``), all at once; each
+    one's Collected. ``heartbeat``: the job's heartbeat timeout, in seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     port, started = str(_port()), []
-    env = {**clean_env(), "JOB_STEP_HEARTBEAT": HEARTBEAT}
+    env = {**clean_env(), "JOB_STEP_HEARTBEAT": heartbeat}
     for rank in range(processes):
-        command = [XLA_BUGKIT, "collect", "--timeout", "600", "--job-part",
+        command = [XLA_BUGKIT, "collect", "--timeout", "600", *options, "--job-part",
                    f"{rank}/{processes}", "-o", str(folder / "bundle.zip"), "--",
                    sys.executable, str(JOB), str(rank), str(processes), port, mode]  # fmt: skip
         # Files, not pipes: one collect must not block on a pipe read only later.

@@ -65,7 +65,9 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
         if (_needs_newest_inputs(result, options) or _hang_needs_its_inputs(result, options)) and (
-            why_not := _cannot_run_again(command, options, first_capture)
+            why_not := _cannot_run_again(
+                command, options.job_part, every=first_capture.xla_snapshots
+            )
         ):
             ui.say(f"not running the program a second time to read later inputs: {why_not}")
         elif _needs_newest_inputs(result, options):
@@ -273,14 +275,14 @@ def _run_again(
 
 
 def _cannot_run_again(
-    command: Sequence[str], options: CollectOptions, first: capture.Capture
+    command: Sequence[str], part: JobPart | None = None, *, every: bool = False
 ) -> str | None:
-    """Why the program cannot run a second time as it ran the first: it is one process of a
-    job (alone, it would wait for peers that never come), or Python read its program from
-    standard input (``python - < train.py``, ``python`` with no script), which the first run
-    consumed. ``first``: how the first run kept inputs."""
-    if options.job_part is not None:
-        return job.cannot_run_alone(options.job_part, every=first.xla_snapshots)
+    """Why the program cannot run a second time as it ran the first: it is ``part`` of a
+    job (alone, it would wait for peers that never come; ``every``: its one run kept XLA's
+    snapshot of every execution), or Python read its program from standard input
+    (``python - < train.py``, ``python`` with no script), which the first run consumed."""
+    if part is not None:
+        return job.cannot_run_alone(part, every=every)
     if not command or not os.path.basename(command[0]).startswith("python"):
         return None
     args = list(command[1:])
