@@ -150,3 +150,17 @@ def test_a_part_whose_job_ended_it_is_ended_and_says_so(tmp_path: Path) -> None:
     assert "the program ended: " in said and "(its job ended it; collect then stopped it)" in said
     assert "this does not look like an XLA bug: another process of the job failed first" in said
     assert any(n.startswith("collect ended the program") for n in survivor.manifest()["notes"])
+
+
+def test_the_job_grace_is_a_duration_of_zero_or_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from xla_bugkit.collecting.options import CollectOptions, check_options
+
+    out = tmp_path / "b.zip"
+    check_options(["python", "x.py"], CollectOptions(output=out, job_grace=0.0))
+    with pytest.raises(BugkitError, match="--job-grace must be 0 or more seconds, not -1"):
+        check_options(["python", "x.py"], CollectOptions(output=out, job_grace=-1.0))
+    argv = ["collect", "--job-grace", "soon", "-o", str(out), "--", "python", "x.py"]
+    assert main(argv) == ExitCode.USAGE
+    assert "--job-grace: not a duration: 'soon'" in capsys.readouterr().err
