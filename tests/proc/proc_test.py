@@ -469,3 +469,13 @@ def test_a_child_that_ends_in_its_grace_ends_as_it_would() -> None:
     code = "import sys; print('the job ended me', flush=True); sys.exit(3)"
     done = proc.run(python(code), timeout=600, watch=proc.Watch(end_when=lambda _: 600.0))
     assert done.returncode == 3 and not done.ended_early
+
+
+def test_a_reader_that_fails_leaves_the_child_to_run_its_course() -> None:
+    def end_when(lines: bytes) -> float | None:
+        raise ValueError("a bug of the reader's")
+
+    code = "print('one', flush=True); print('two', flush=True)"
+    done = proc.run(python(code), timeout=600, watch=proc.Watch(end_when=end_when))
+    assert done.returncode == 0 and not done.ended_early
+    assert done.output.split() == ["one", "two"]

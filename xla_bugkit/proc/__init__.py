@@ -248,14 +248,19 @@ class _Ending:
     """A child's group killed a grace after its output asked (``EndWhen``): once."""
 
     def __init__(self, popen: subprocess.Popen[bytes], end_when: EndWhen) -> None:
-        self._popen, self._end_when = popen, end_when
+        self._popen = popen
+        self._end_when: EndWhen | None = end_when
         self._timer: threading.Timer | None = None
         self.ended = False
 
     def read(self, lines: bytes) -> None:
-        if self._timer is not None:
+        if self._timer is not None or self._end_when is None:
             return
-        grace = self._end_when(lines)
+        try:
+            grace = self._end_when(lines)
+        except Exception:  # a reader's bug must not stop the pump: the child runs its course
+            self._end_when = None
+            return
         if grace is not None:
             self._timer = threading.Timer(grace, self._stop)
             self._timer.daemon = True
