@@ -65,7 +65,7 @@ def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None
 def test_the_run_ended_names_whose_signal_it_was() -> None:
     from dataclasses import replace
 
-    from xla_bugkit.collecting.driver import _how_it_ended
+    from xla_bugkit.collecting.running import _how_it_ended
     from xla_bugkit.failure.classify import classify
 
     output = "F0000 buffer_assignment_util.cc:46] Check failed: const_instr == nullptr\n"
