@@ -32,7 +32,7 @@ from xla_bugkit.replay import Interpreted
 from xla_bugkit.run import evidence_files, hook
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import rerun
+from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
 
 OUTPUTS = "interpreted.npz"  # the call's outputs, laid out as the replay's arrays are
@@ -97,7 +97,7 @@ def interpreted(
             run.command,
             dump_dir=folder / workdir.DUMP,
             log_path=folder / workdir.LOG,
-            timeout=timeout,
+            ending=Ending(timeout),
             echo=False,
             base_env={
                 **os.environ,
