@@ -33,7 +33,7 @@ from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.replay import differential
-from xla_bugkit.run import arguments, evidence_files, processes
+from xla_bugkit.run import arguments, evidence_files, processes, shards
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.weigh import weigh
@@ -66,7 +66,7 @@ def bundle_from(
     # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
     # without a culprit every process's records are read.
     saved = run.culprit_evidence or evidence_files.load(work)
-    for note in arguments.write_snapshots(dump_dir, saved):
+    for note in [*arguments.write_snapshots(dump_dir, saved), *shards.write_files(dump_dir, saved)]:
         ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)
