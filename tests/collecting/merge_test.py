@@ -31,15 +31,17 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _job(folder: Path, processes: int, mode: str) -> list[Collected]:
-    """Every process of a job under its own collect, all at once; each one's Collected."""
+def _job(folder: Path, processes: int, *mode: str, program: Path = JOB) -> list[Collected]:
+    """Every process of a job under its own collect, all at once; each one's Collected.
+    ``program`` takes RANK N PORT, then ``mode``."""
     folder.mkdir(parents=True, exist_ok=True)
     port, started = str(_port()), []
     env = {**clean_env(), "JOB_STEP_HEARTBEAT": HEARTBEAT}
     for rank in range(processes):
         command = [XLA_BUGKIT, "collect", "--timeout", "600", "--job-part",
                    f"{rank}/{processes}", "-o", str(folder / "bundle.zip"), "--",
-                   sys.executable, str(JOB), str(rank), str(processes), port, mode]  # fmt: skip
+                   sys.executable, str(program), str(rank), str(processes), port,
+                   *mode]  # fmt: skip
         # Files, not pipes: one collect must not block on a pipe read only later.
         with (folder / f"collect{rank}.err").open("w") as err:
             child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
@@ -228,3 +230,54 @@ def test_a_wrong_result_in_the_sharded_step_is_judged_by_the_process_that_saw_it
     assert manifest["failure"]["kind"] == "wrong result"
     assert manifest["modules"][0]["name"] == "jit_row_energy"
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: wrong result"
+
+
+def _verify(bundle: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([XLA_BUGKIT, "verify", str(bundle)], capture_output=True, text=True,
+                          env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
+
+
+def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inputs(
+    tmp_path: Path,
+) -> None:
+    """tests/programs/job_data_wrong.py: 2 processes of 2 devices; the last host's labels
+    make its rows differ, and only there does jax#39103 show. Each part holds its own
+    process's shards; merged, the module replays on the job's global inputs."""
+    parts = _job(tmp_path / "data", 2, program=PROGRAMS / "job_data_wrong.py")
+    checked = parts[0]
+    assert checked.returncode == ExitCode.NOT_REPRODUCED, checked.stderr[-3000:]
+    assert checked.manifest()["failure"]["kind"] == "wrong result"
+    # Neither part holds the call's inputs whole: each keeps its own shards.
+    for part in parts:
+        assert part.manifest()["data"].startswith("no real inputs: this process's shards")
+        assert any(n.startswith("shards/") and "jit_energies.snapshot.shards-" in n
+                   for n in part.names())  # fmt: skip
+
+    # One part alone: the inputs stay incomplete, and the module runs on generated values,
+    # on which it is right.
+    alone = tmp_path / "alone.zip"
+    done = _merge("-o", str(alone), str(checked.bundle))
+    assert "the inputs of module_0000.jit_energies are not stitched: no shards of it from " \
+        "part 1" in done.stdout, done.stdout + done.stderr  # fmt: skip
+    verified = _verify(alone)
+    assert verified.returncode == ExitCode.NOT_REPRODUCED, verified.stdout + verified.stderr
+    assert "inputs: generated (seed 42)" in verified.stdout
+
+    # Every part: the global inputs are stitched, and the wrong rows are the last host's.
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert "not stitched" not in done.stdout, done.stdout
+    merged = Collected(done.returncode, done.stdout, out)
+    manifest = merged.manifest()
+    assert manifest["data"].startswith("real inputs (stitched from the shards of 2 parts")
+    files = manifest["modules"][0]["files"]
+    assert files["snapshot"].endswith("module_0000.jit_energies.snapshot.stitched.pb")
+    assert "shards" not in files and not any("shards/" in n for n in merged.names())
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    said = " ".join(verified.stdout.split())
+    assert "reproduced: wrong result" in said and "inputs: snapshot" in said
+    first = int(said.split("first at [", 1)[1].split("]", 1)[0])
+    assert first >= 2 * 16_385, said  # on a device of process 1
+    ran = checked.stderr.split("energies wrong at ", 1)[1]
+    assert f"first {first}:" in ran  # the row the run itself found wrong
