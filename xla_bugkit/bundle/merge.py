@@ -90,7 +90,7 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
         kept, same_as = _kept_modules(parts, failing)
         sources = _sources(parts, failing, kept)
         inputs = stitch.stitch(parts, failing, count, Path(tmp) / "stitched")
-        sources = {n: p for n, p in sources.items() if not _spent(n, failing, inputs)}
+        sources = {n: p for n, p in sources.items() if not _spent(n, p, inputs)}
         sources.update(inputs.snapshots.values())
         left_out: list[str] = []
         while True:
@@ -112,18 +112,13 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
         return Merged(out, size, manifest, failing.index, count, _exit_code(failing), tuple(lines))
 
 
-def _spent(name: str, failing: Part, inputs: stitch.Stitched) -> bool:
-    """Whether ``name`` is a part's shards file the merged bundle has no use for: every one
-    but the failing part's own of a chosen module whose inputs could not be stitched (the
-    stitched arrays stand for their shards; the other modules' are no part's failure)."""
-    if not re.match(rf"(?:{PARTS_DIR}/part-\d+/)?{members.SHARDS}/", name):
-        return False
-    unstitched = {
-        m["files"].get(Role.SHARDS.value)
-        for m in failing.manifest["modules"]
-        if m["label"] not in inputs.snapshots
-    }
-    return name not in unstitched
+def _spent(name: str, path: Path, inputs: stitch.Stitched) -> bool:
+    """Whether ``name`` is a shards file the merged bundle has no use for: one the stitched
+    arrays stand for, or another part's (they serve only to stitch). The failing part's
+    others stay, as all its files do."""
+    if path in inputs.used:
+        return True
+    return re.match(rf"{PARTS_DIR}/part-\d+/{members.SHARDS}/", name) is not None
 
 
 def _exit_code(failing: Part) -> ExitCode:
