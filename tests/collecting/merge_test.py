@@ -267,6 +267,7 @@ def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inp
     out = tmp_path / "job.zip"
     done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
     assert "not stitched" not in done.stdout, done.stdout
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout
     merged = Collected(done.returncode, done.stdout, out)
     manifest = merged.manifest()
     assert manifest["data"].startswith("real inputs (stitched from the shards of 2 parts")

@@ -108,7 +108,8 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
                 ui.say(f"over the size budget: leaving out {name}")
                 del sources[name]
             left_out += dropped
-        lines = [*job_text.summary_lines(parts, failing, count, out, size), *inputs.notes]
+        lines = job_text.summary_lines(parts, failing, count, out, size, data=manifest["data"])
+        lines += inputs.notes
         return Merged(out, size, manifest, failing.index, count, _exit_code(failing), tuple(lines))
 
 
