@@ -25,7 +25,7 @@ from _common import (
 
 from xla_bugkit import archive
 from xla_bugkit.bundle import envinfo
-from xla_bugkit.collecting import CollectOptions, driver, stages
+from xla_bugkit.collecting import CollectOptions, running, stages
 from xla_bugkit.collecting.options import Findings
 from xla_bugkit.redact import Redactor
 from xla_bugkit.ui import Ui
@@ -82,7 +82,7 @@ def _pieces(cfg: Config) -> tuple[dict[str, float], str]:
     """collect's stages, each timed by calling the library's pipeline stage directly."""
     base = fresh_dir(cfg.work / "p1" / "lib")
     options = CollectOptions(output=base / "bundle.7z")
-    run, t_rerun = timed(lambda: driver.run_program(program_cmd(cfg), base, options))
+    run, t_rerun = timed(lambda: running.run_program(program_cmd(cfg), base, options))
     found, t_index = median_time(lambda: stages.index_dumps(base / "dump", run), cfg.reps)
     sel, t_select = median_time(lambda: stages.choose(found.index, run, options), cfg.reps)
     t: dict[str, float] = {"rerun": t_rerun, "index": t_index, "select": t_select}

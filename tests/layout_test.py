@@ -22,6 +22,7 @@ NOT_UNITS = {
     "failure/data": "real outputs of failing runs, read by failure/'s tests",
     "frameworks/data": "real outputs of TensorFlow and PyTorch/XLA runs",
     "run/data": "records of real runs, read by run/'s tests",
+    "releases/data": "package index answers as recorded, read by releases/'s tests",
     "shrink/programs": "programs of publicly reported XLA bugs, collected by shrink's tests",
 }
 

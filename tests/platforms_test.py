@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,7 @@ def test_every_field_of_a_row_is_filled(row: platforms.Platform) -> None:
     assert row.jax_platforms.split(",")[0] == row.name
     assert all(dist in row.plugins for dist, _ in row.extras)
     assert (row.compiler_env is None) == (row.compiler_dist is None)
+    assert (row.compiler_library_env is None) == (row.compiler_dist is None)
     assert (row.cpu_reference) == ("cpu" in row.jax_platforms.split(",")[1:])
 
 
@@ -113,3 +115,23 @@ def test_what_verify_says_without_the_platform() -> None:
     )
     assert not elsewhere.absent_here("cpu")
     assert elsewhere.absent_here("interpreter")
+
+
+def _pci(root: Path, slot: str, vendor: str, device: str) -> None:
+    (root / slot).mkdir(parents=True)
+    (root / slot / "vendor").write_text(vendor + "\n")
+    (root / slot / "device").write_text(device + "\n")
+
+
+def test_a_tpu_is_told_by_its_chips_on_the_pci_bus(tmp_path: Path) -> None:
+    # As sysfs showed them on a TPU v5e machine (four functions of Google's vendor id,
+    # device 0x0063), and as a machine with Google's virtual NIC alone shows it.
+    v5e, nic_only = tmp_path / "v5e", tmp_path / "nic"
+    for slot in ("0000:00:08.0", "0000:00:09.0"):
+        _pci(v5e, slot, "0x1ae0", "0x0063")
+    _pci(v5e, "0000:00:04.0", "0x1af4", "0x1000")
+    _pci(nic_only, "0000:00:04.0", "0x1ae0", "0x0042")
+    assert platforms.devices_here(platforms.TPU, v5e) is True
+    assert platforms.devices_here(platforms.TPU, nic_only) is False
+    assert platforms.devices_here(platforms.TPU, tmp_path / "no-sysfs") is False
+    assert platforms.devices_here(platforms.GPU, v5e) is None  # its row does not tell so

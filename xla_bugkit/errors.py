@@ -41,7 +41,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
     "GPU or TPU bundle on a CPU-only machine), or none can be replayed outside the reporter's "
     "program (a host callback), or the call that hung ran on inputs the reporter's run could not "
-    "record: unverified, neither reproduced nor not",
+    "record: unverified, neither reproduced nor not; `bisect`: a TPU bundle on a machine "
+    "without a TPU",
     ExitCode.INTERNAL: "a bug in xla-bugkit itself (the traceback goes to a log file it names)",
     ExitCode.INTERRUPTED: "interrupted",
 }
@@ -81,6 +82,7 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "bisect": {
         ExitCode.OK: "some release fails the recorded way (the result says which)",
         ExitCode.NOT_REPRODUCED: "no release tried does",
+        ExitCode.UNVERIFIED: "the module needs a device this machine lacks (a TPU)",
         ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile or fails its integrity check",
         ExitCode.ERROR: "other errors",
         ExitCode.INTERRUPTED: "interrupted",
@@ -151,6 +153,13 @@ class BadBundleError(BugkitError):
     """The archive cannot be trusted or read: corrupt, hostile, or failing its hashes."""
 
     exit_code = ExitCode.BAD_BUNDLE
+
+
+class NeedsDevice(BugkitError):
+    """The module needs a device this machine lacks (a TPU bundle's bisect): nothing was
+    tried, so nothing is said of the failure."""
+
+    exit_code = ExitCode.UNVERIFIED
 
 
 class ProcessError(BugkitError):

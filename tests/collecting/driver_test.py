@@ -20,6 +20,31 @@ def test_a_program_read_from_standard_input_cannot_run_a_second_time() -> None:
     assert _cannot_run_again(["bash", "run.sh"]) is None
 
 
+def test_a_part_of_a_job_never_runs_again_alone() -> None:
+    """Alone, a process of a job waits in jax.distributed.initialize for peers that never
+    come: a part says so, and what its one run kept instead."""
+    from xla_bugkit.collecting import job
+
+    part = job.parse("1/4")
+    kept = _cannot_run_again(["python", "train.py"], part, every=True)
+    assert kept is not None and kept.startswith("this run is part 1 of 4 of a job (--job-part)")
+    assert kept.endswith("its one run kept XLA's snapshot of every execution instead")
+    first = _cannot_run_again(["python", "train.py"], part, every=False)
+    assert first is not None and first.endswith(
+        "give --job-part I/N to keep XLA's snapshot of every execution in its one run"
+    )
+
+
+def test_a_part_keeps_every_snapshot_unless_asked_otherwise() -> None:
+    from xla_bugkit.collecting import job
+    from xla_bugkit.collecting.options import CollectOptions
+    from xla_bugkit.run.capture import EVERY, FIRST
+
+    assert CollectOptions().capture.mode == FIRST
+    assert CollectOptions(job_part=job.parse("0/2")).capture.mode == EVERY
+    assert CollectOptions(job_part=job.parse("0/2"), snapshots=FIRST).capture.mode == FIRST
+
+
 def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None:
     from xla_bugkit.collecting.own_flags import unproven_wrong_result
     from xla_bugkit.failure.classify import classify
@@ -40,7 +65,7 @@ def test_a_wrong_value_no_replay_showed_names_the_runs_own_flags_first() -> None
 def test_the_run_ended_names_whose_signal_it_was() -> None:
     from dataclasses import replace
 
-    from xla_bugkit.collecting.driver import _how_it_ended
+    from xla_bugkit.collecting.running import _how_it_ended
     from xla_bugkit.failure.classify import classify
 
     output = "F0000 buffer_assignment_util.cc:46] Check failed: const_instr == nullptr\n"

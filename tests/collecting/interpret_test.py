@@ -48,18 +48,24 @@ PROGRAM = textwrap.dedent(
 )
 
 
-def interpreted(tmp_path: Path, *args: str) -> Interpreted:
-    (tmp_path / "program.py").write_text(PROGRAM)
+def interpreted(
+    tmp_path: Path, *args: str, program: str = PROGRAM, timeout: float | None = None
+) -> Interpreted:
+    (tmp_path / "program.py").write_text(program)
     run = run_record("", WRONG, command=(sys.executable, str(tmp_path / "program.py"), *args))
     work = tmp_path / "work"
     work.mkdir()
     module = DumpModule(0, "jit_head.cl_933746096", ())
     stream = io.StringIO()
-    options = CollectOptions(output=tmp_path / "b.zip")
+    options = CollectOptions(output=tmp_path / "b.zip", timeout=timeout)
     found = interpret.interpreted(work, run, module, options, Ui(stream=stream))
     assert found is not None  # no first run's arguments here: nothing says they differ
     said = " ".join(stream.getvalue().split())
     assert "holds a Pallas kernel that no reference outside it can check" in said
+    # Its bound is said as a bound; "stopped" only where the run was.
+    bound = timeout or interpret.MIN_SECONDS
+    assert f"the kernel's reference (at most {bound:.0f} s)" in said, said
+    assert ("stopped" in said) == (found.passed is None and "stopped" in found.error), said
     if found.outputs is not None:
         check = "passes" if found.passed else "fails"
         assert f"under Pallas's interpret mode the program {check}" in said
@@ -95,6 +101,17 @@ def test_a_program_that_ends_before_the_call_says_why(tmp_path: Path) -> None:
     found = interpreted(tmp_path, "--before")
     assert found.outputs is None
     assert found.error == "NotImplementedError: no kernel ran"
+
+
+# A program that never ends by itself: only the run's bound stops it.
+SLEEPS = "import time\nprint('sleeping', flush=True)\ntime.sleep(3600)\n"
+
+
+@pytest.mark.slow
+def test_a_run_stopped_at_its_bound_says_it_was_stopped_there(tmp_path: Path) -> None:
+    found = interpreted(tmp_path, program=SLEEPS, timeout=5)
+    assert found.outputs is None and found.passed is None
+    assert found.error == "the program was stopped at its bound of 5 s, before it called jit_head"
 
 
 def test_only_a_wrong_value_asks_for_the_interpret_mode(tmp_path: Path) -> None:

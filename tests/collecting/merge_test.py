@@ -31,15 +31,25 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _job(folder: Path, processes: int, *mode: str, program: Path = JOB) -> list[Collected]:
+def _job(
+    folder: Path,
+    processes: int,
+    *mode: str,
+    heartbeat: str = HEARTBEAT,
+    named: bool = True,
+    program: Path = JOB,
+) -> list[Collected]:
     """Every process of a job under its own collect, all at once; each one's Collected.
-    ``program`` takes RANK N PORT, then ``mode``."""
+    ``program`` takes RANK N PORT, then ``mode``; ``heartbeat``: the job's heartbeat
+    timeout, in seconds; ``named``: each collect is told its part (--job-part), else it
+    learns it from jax.distributed once its program has run."""
     folder.mkdir(parents=True, exist_ok=True)
     port, started = str(_port()), []
-    env = {**clean_env(), "JOB_STEP_HEARTBEAT": HEARTBEAT}
+    env = {**clean_env(), "JOB_STEP_HEARTBEAT": heartbeat}
     for rank in range(processes):
-        command = [XLA_BUGKIT, "collect", "--timeout", "600", "--job-part",
-                   f"{rank}/{processes}", "-o", str(folder / "bundle.zip"), "--",
+        part = ["--job-part", f"{rank}/{processes}"] if named else []
+        command = [XLA_BUGKIT, "collect", "--timeout", "600", *part,
+                   "-o", str(folder / "bundle.zip"), "--",
                    sys.executable, str(program), str(rank), str(processes), port,
                    *mode]  # fmt: skip
         # Files, not pipes: one collect must not block on a pipe read only later.

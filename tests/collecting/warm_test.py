@@ -15,7 +15,7 @@ import pytest
 from tests.helpers.programs import clean_env
 from xla_bugkit.archive import packing
 from xla_bugkit.bundle.manifest.write import sha256_of
-from xla_bugkit.collecting import driver, warm, workdir
+from xla_bugkit.collecting import running, warm, workdir
 from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.run import arguments, evidence_files
 
@@ -45,7 +45,7 @@ def test_the_snapshot_and_its_redacted_copy_are_made_before_the_run_returns(
     command = [sys.executable, str(script)]
     work = tmp_path / "work"
     work.mkdir()
-    run = driver.run_program(command, work, CollectOptions(output=tmp_path / "b.7z"))
+    run = running.run_program(command, work, CollectOptions(output=tmp_path / "b.7z"))
     assert run.exit_status == 0, run.output
     program = next(p for p in evidence_files.load(work) if p.ppid == os.getpid())
     folder = program.dump_dir or work / workdir.DUMP

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import string
 import typing
 from pathlib import Path
@@ -69,6 +70,31 @@ def test_every_sentence_fills_only_what_is_known() -> None:
         assert names <= {"sig", "module", "code"}, kind
         filled = info.sentence.format(sig=" (SIGABRT)", module=" a module", code=" code")
         assert filled.endswith(".") and "{" not in filled, kind
+
+
+# An article, and the word it stands before: "a" before a consonant's sound, "an" before a
+# vowel's; an acronym ("an XLA error") is read letter by letter, and left out here.
+_ARTICLE = re.compile(r"\b(a|an) (?![A-Z]{2})([A-Za-z])")
+# An article before a participle that ends the clause: a label pasted into prose ("The run
+# ends in an interrupted."), no noun after it.
+_PASTED = re.compile(r"\b(?:a|an) [\w-]+ed[.,;:]")
+
+
+def test_every_sentence_reads_as_english() -> None:
+    for kind, info in KINDS.items():
+        filled = info.sentence.format(sig=" (SIGABRT)", module=" `jit(f)`", code=" `jit(f)`")
+        assert filled[0].isupper() and filled.endswith("."), (kind, filled)
+        assert ". " not in filled, (kind, filled)  # one sentence
+        for article, letter in _ARTICLE.findall(filled):
+            assert (article == "an") == (letter.lower() in "aeiou"), (kind, filled)
+        assert not _PASTED.search(filled), (kind, filled)
+
+
+def test_the_rule_for_english_finds_what_a_kind_pasted_into_a_sentence_gave() -> None:
+    # What the table once said of an interrupted run, and two more of the same kind.
+    for said in ("The run ends in an interrupted.", "The run ends in a error.", "an hang"):
+        articles = [(a == "an") == (w.lower() in "aeiou") for a, w in _ARTICLE.findall(said)]
+        assert _PASTED.search(said) or not all(articles), said
 
 
 def test_no_module_keeps_its_own_table_of_kinds() -> None:

@@ -164,3 +164,90 @@ def test_the_process_at_the_shutdown_barrier_had_ended_on_its_own() -> None:
     late = text.replace("timed out task names:\n1\n2\n", "timed out task names:\n0\n2\n")
     assert peers.ended_on_its_own(late) is None
     assert classify(late, exit_status=-6).peer is not None
+
+
+# Real wordings of the job's texts, one row of ``peers.JOB_TEXTS`` or more each, as
+# processes of several versions printed them (jaxlib 0.4 to 0.10, gloo, NCCL, Open MPI, the
+# coordination service's statuses and their gRPC forms). The cheap pre-test must find each.
+WORDINGS = (
+    # gloo
+    "jax.errors.JaxRuntimeError: UNKNOWN: Gloo all-reduce failed: "
+    "[external/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:1957",
+    "jax.errors.JaxRuntimeError: UNKNOWN: Gloo AllGather failed: "
+    "[external/gloo/gloo/transport/tcp/pair.cc:538] Read error [127.0.0.1]:38274: "
+    "Connection reset by peer",
+    "terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+    "jax.errors.JaxRuntimeError: UNKNOWN: Gloo context initialization failed: "
+    "DEADLINE_EXCEEDED: GetKeyValue() timed out with key: cpu:gloo/0,2048,4096/0 and "
+    "duration: 29.99999995s",
+    # NCCL
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3763, remote "
+    "process exited or there was a network error, NCCL version 2.28.8",
+    "remote process exited or there was a network error",
+    "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+    "exiting prematurely.",
+    "INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL operation "
+    "ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error",
+    # Open MPI
+    "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD",
+    # the coordination service: shutdown, a lost leader, barriers, heartbeats (UNAVAILABLE)
+    "E1206 14:30:20.190 9450 coordination_service.cc:1070] Shutdown barrier in coordination "
+    "service has failed: DEADLINE_EXCEEDED: Barrier timed out. Some timed out task names:",
+    "UNAVAILABLE: Failed to send RPC to coordination service. Either the leader task died or "
+    "was restarted unexpectedly, or this task is experiencing network issues.",
+    "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+    "PjRT_Client_Connect. Timed out task names:",
+    "INTERNAL: Barrier failed because: task is set to ERROR: UNAVAILABLE: Task 1 heartbeat "
+    "timeout. This indicates that the remote task has failed, got preempted, or crashed "
+    "unexpectedly.",
+    "E1206 04:46:42.453697 5679 coordination_service.cc:1549] Use error polling to propagate "
+    "the following error to all tasks: UNAVAILABLE: The following tasks are unhealthy "
+    "(stopped sending heartbeats):\n1\nThe tasks have crashed.",
+    # the JAX client's end of a process, and the service's error in its gRPC form
+    "F1206 04:46:42.454236 5669 client.h:80] Terminating process because the JAX distributed "
+    "service detected fatal errors. This most likely indicates that another task died",
+    "E1206 14:31:47.649 13733 coordination_service_agent.cc:289] Polled an error from "
+    "coordination service (this can be an error from this or another task).",
+    "RPC: /xla.coordination.CoordinationService/PollForError "
+    "[type.googleapis.com/tensorflow.CoordinationServiceError='']",
+    # preemption
+    "W1206 03:12:09.118 40211 preemption_notifier.cc:89] SIGTERM caught at "
+    "2026-12-06T03:12:09.118174+00:00",
+    "I1206 03:12:09.120 40233 preemption_sync_manager.cc:165] Received preemption notice with "
+    "death_time 2026-12-06T03:12:09.118174+00:00",
+)
+
+
+def test_the_cheap_pre_test_finds_every_wording_the_jobs_texts_read() -> None:
+    """``_JOB_SIGNS`` is asked before ``JOB_TEXTS`` (on every line a part prints): a wording a
+    row reads that the pre-test misses would never be read at all."""
+    excerpts = [p.read_text() for p in sorted(DATA.glob("*.txt"))]
+    read_by: dict[int, int] = {}
+    for text in (*WORDINGS, *excerpts):
+        rows = [i for i, t in enumerate(peers.JOB_TEXTS) if t.pattern.search(text)]
+        assert rows, f"no row of JOB_TEXTS reads {text[:120]!r}"
+        assert peers.mentions_job(text), text[:200]
+        for i in rows:
+            read_by[i] = read_by.get(i, 0) + 1
+            # Each match alone, cut from its text, is found too.
+            found = peers.JOB_TEXTS[i].pattern.search(text)
+            assert found is not None and peers.mentions_job(found.group(0)), found
+    # Every row has real wordings here, several where there are several.
+    assert set(read_by) == set(range(len(peers.JOB_TEXTS)))
+
+
+def test_a_lost_peer_shows_on_an_error_line_not_on_info_or_warning() -> None:
+    """What ends a part early: a line of the job's at error level or raised, never the INFO
+    lines every process of a job logs as it starts, nor the warning that it could not read a
+    preemption notice once the service was gone."""
+    started = (DATA / "gloo_all_reduce_closed_by_peer_after_the_abort.txt").read_text()
+    info = "\n".join(started.splitlines()[:3]) + "\n"
+    assert peers.mentions_job(info) and not peers.says_job_ended(info)
+    warned = (
+        "W1206 14:31:47.649463 13733 preemption_sync_manager.cc:147] Failed to retrieve "
+        "preemption notice from coordination service: UNAVAILABLE: Socket closed\n"
+    )
+    assert not peers.says_job_ended(warned)
+    for text in WORDINGS:
+        if not text.startswith(("I1", "W1")):
+            assert peers.says_job_ended(text + "\n"), text

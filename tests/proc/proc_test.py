@@ -124,7 +124,9 @@ def test_the_two_streams_are_merged_a_whole_line_at_a_time(
         arrived.touch()  # half a line counts as output (a hang's stall clock)
 
     with log_path.open("wb") as log:
-        done = proc.run(python(code), log=log, timeout=60, on_output=note, echo=proc.Echo())
+        done = proc.run(
+            python(code), log=log, timeout=60, watch=proc.Watch(on_output=note), echo=proc.Echo()
+        )
     assert done.returncode == 0
     out, err = capfd.readouterr()  # the terminal gets each stream as it comes
     assert (out, err) == (
@@ -438,3 +440,42 @@ def _wait_for(path: Path, bound: float = 120.0) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.02)
+
+
+def test_a_child_whose_output_asks_is_killed_after_its_grace() -> None:
+    """The child says its job ended it, prints its error in its grace, then would wait for
+    ever (a SIGTERM it ignores too): its group is killed, and nothing it printed is lost."""
+    code = (
+        "import signal, sys, threading\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('step 1', flush=True)\n"
+        "print('the job ended me', flush=True)\n"
+        "print('my error', file=sys.stderr, flush=True)\n"
+        "threading.Event().wait()\n"
+    )
+    read: list[bytes] = []
+
+    def end_when(lines: bytes) -> float | None:
+        read.append(lines)
+        return 0.5 if b"the job ended me" in lines else None
+
+    done = proc.run(python(code), timeout=600, watch=proc.Watch(end_when=end_when))
+    assert done.ended_early and not done.timed_out and not done.interrupted
+    assert done.returncode == -signal.SIGKILL
+    assert "my error" in done.output and b"".join(read).count(b"step 1") == 1
+
+
+def test_a_child_that_ends_in_its_grace_ends_as_it_would() -> None:
+    code = "import sys; print('the job ended me', flush=True); sys.exit(3)"
+    done = proc.run(python(code), timeout=600, watch=proc.Watch(end_when=lambda _: 600.0))
+    assert done.returncode == 3 and not done.ended_early
+
+
+def test_a_reader_that_fails_leaves_the_child_to_run_its_course() -> None:
+    def end_when(lines: bytes) -> float | None:
+        raise ValueError("a bug of the reader's")
+
+    code = "print('one', flush=True); print('two', flush=True)"
+    done = proc.run(python(code), timeout=600, watch=proc.Watch(end_when=end_when))
+    assert done.returncode == 0 and not done.ended_early
+    assert done.output.split() == ["one", "two"]

@@ -17,6 +17,11 @@ and exits with that one's status). MODE says what goes wrong:
   a float64 row-norm holds 16385 rows, and XLA's YNNPACK fusion in jaxlib 0.10.2 on CPU reads
   another row for the element just past its output's first 128 KiB. Process 0 checks the
   gathered result against numpy and exits 1; the others finish.
+- ``later-wrong``: the same bug in a jit each process runs on its own device, twice: on rows
+  that are all alike (the row read by mistake holds the same values: right), then on rows
+  that differ. Process 0 checks the second call against numpy and exits 1: only a later
+  call's inputs show the wrong value. The others wait for it at a barrier until the job ends
+  them.
 - ``ok``: no failure.
 """
 
@@ -63,7 +68,7 @@ import jax  # noqa: E402  (XLA reads XLA_FLAGS when jax starts it)
 
 jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
-jax.config.update("jax_enable_x64", mode == "wrong")
+jax.config.update("jax_enable_x64", mode in ("wrong", "later-wrong"))
 # How soon the job's coordination service gives up on a silent process (jax's default: 100 s;
 # JOB_STEP_HEARTBEAT shortens it, and the wait at shutdown with it).
 heartbeat = int(os.environ.get("JOB_STEP_HEARTBEAT", "100"))
@@ -113,6 +118,26 @@ if mode == "wrong":
         bad = np.flatnonzero(energy != expected)
         if bad.size:
             print(f"row energy wrong at {bad.size} rows, first {bad[0]}: {energy[bad[0]]}")
+            sys.exit(1)
+    multihost_utils.sync_global_devices("checked")
+    print(f"process {rank} done")
+    sys.exit(0)
+
+if mode == "later-wrong":
+    rows = 16_385  # one float64 row past 128 KiB of output: where the fusion reads wrongly
+    matrix = jnp.eye(3, dtype=jnp.float64)
+
+    @jax.jit
+    def local_energy(x: jax.Array) -> jax.Array:
+        return jax.vmap(lambda row: jnp.sum((matrix @ row) ** 2))(x)
+
+    alike = np.ones((rows, 3))
+    differ = np.arange(rows * 3, dtype=np.float64).reshape(rows, 3)
+    for call, x in enumerate((alike, differ)):
+        energy = np.asarray(local_energy(jax.device_put(x, jax.local_devices()[0])))
+        bad = np.flatnonzero(energy != np.sum(x**2, axis=1))
+        if rank == 0 and bad.size:
+            print(f"call {call}: energy wrong at {bad.size} rows, first {bad[0]}: {energy[bad[0]]}")
             sys.exit(1)
     multihost_utils.sync_global_devices("checked")
     print(f"process {rank} done")

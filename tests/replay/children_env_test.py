@@ -27,3 +27,14 @@ def test_another_interpreter_sees_this_package_and_protobuf_alone(tmp_path: Path
     lent = rest[-1]
     assert os.listdir(lent) == ["google"]  # protobuf's abi3 wheels load on any Python 3
     assert str(PACKAGE.parent) not in env["PYTHONPATH"].split(os.pathsep)
+
+
+def test_a_tpu_child_loads_the_libtpu_it_is_given_and_no_other_child_is_told(
+    tmp_path: Path,
+) -> None:
+    library = tmp_path / "libtpu-0.0.43" / "libtpu" / "libtpu.so"
+    tpu = children.child_env((), "tpu", compiler=library)
+    assert tpu["TPU_LIBRARY_PATH"] == str(library)
+    assert tpu["JAX_PLATFORMS"] == "tpu,cpu"
+    cpu = children.child_env((), "cpu", compiler=library)
+    assert cpu.get("TPU_LIBRARY_PATH") == os.environ.get("TPU_LIBRARY_PATH")

@@ -8,6 +8,7 @@ import io
 import itertools
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ from xla_bugkit.collecting import CollectOptions, rebundle_command
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind, classify
 from xla_bugkit.replay import differential
+from xla_bugkit.replay.protocol import KERNEL_ONLY
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict import INTERPRET_MODE, Outcome, Verdict
 
 CULPRIT = "jit_feature_energy"
 # Far more than the search needs anywhere: the tests stop it by what it finds, not by time.
@@ -246,3 +248,37 @@ def test_without_snapshots_there_is_nothing_to_check(program_runs: ProgramRuns) 
     )
     assert diff.candidates == 0 and diff.verdicts == ()
     assert diff.note.startswith("no module has real inputs (a snapshot) to replay against")
+
+
+def test_a_kernel_judged_after_the_search_by_its_interpret_mode_is_no_longer_unchecked() -> None:
+    """The search's note, as the final verdicts leave it: among modules the op-by-op
+    reference checked, a Pallas kernel it could not check was judged later by the kernel's
+    outputs under the interpret mode."""
+    unchecked = f"ran to completion on the TPU; no reference: {KERNEL_ONLY}"
+    kernel = Verdict("module_0002.jit_head", Outcome.NOT_REPLAYABLE, unchecked, "snapshot")
+    agreed = [
+        Verdict(
+            f"module_000{i}.jit_f",
+            Outcome.NOT_REPRODUCED,
+            "ran to completion",
+            "snapshot",
+            numbers={"reference": "op-by-op"},
+        )
+        for i in (0, 1)
+    ]
+    stopped = "the 60 s budget (--budget) ran out"
+    note = differential._fell_back(3, 5, stopped, unchecked=1)
+    diff = differential.Differential((), (*agreed, kernel), 5, note, stopped)
+    judged = replace(
+        kernel, outcome=Outcome.REPRODUCED_WRONG, numbers={"reference": INTERPRET_MODE}
+    )
+    after = diff.note_after([judged])
+    assert "could not be checked" not in after, after
+    assert after == (
+        f"the search for the module that computes the wrong value stopped after 3 of 5 "
+        f"modules with real inputs ({stopped}) (1 of them a Pallas kernel, judged after the "
+        "search by its interpret mode); none differed from its reference, so the choice "
+        "falls back to the other evidence"
+    )
+    assert diff.note_after([kernel]) == note  # not judged since: the note stands
+    assert differential.Differential((), (), 0).note_after([judged]) == ""

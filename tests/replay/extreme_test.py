@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from tests.helpers.dumps import FAST_MATH, Dumped, dump
+from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay import extreme
+from xla_bugkit.replay import children, extreme, protocol, spawn
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.verdict import Outcome, Verdict
@@ -97,3 +98,30 @@ def test_a_correct_module_agrees_on_every_set(nan_dump: Dumped, tmp_path: Path) 
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence.endswith("; extreme inputs agreed too (inf/nan, max, huge, tiny)")
     assert verdict.inputs == "generated (seed 42)"
+
+
+def test_a_kept_child_tries_the_extreme_sets_itself(
+    nan_dump: Dumped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the replay child is kept (a TPU's: no other process may open the chip while it
+    holds it; forced here on the CPU), the extreme sets replay in it too, to the same
+    verdict."""
+    module = nan_dump.module("jit__lambda")
+    fresh = replay(module, expected=WRONG, options=ReplayOptions(use_data=False))
+    monkeypatch.setenv(children.KEEP_CHILD, "1")
+    pids: list[str | None] = []
+    child_of = spawn.child_of
+
+    def watched(done: proc.Completed, out: Path) -> spawn.Child:
+        pids.append(protocol.marker(done.output, protocol.PID))
+        return child_of(done, out)
+
+    monkeypatch.setattr(spawn, "child_of", watched)
+    with children.Spares() as spares:
+        kept = replay(module, expected=WRONG, options=ReplayOptions(use_data=False, spares=spares))
+    assert (kept.outcome, kept.evidence, kept.inputs) == (
+        fresh.outcome,
+        fresh.evidence,
+        fresh.inputs,
+    )
+    assert len(pids) == 2 and len(set(pids)) == 1 and None not in pids  # generated, then inf/nan

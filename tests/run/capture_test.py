@@ -115,7 +115,7 @@ def rerun_program(tmp_path: Path, source: str) -> RunRecord:
         [sys.executable, str(program)],
         dump_dir=tmp_path / "dump",
         log_path=tmp_path / "run.log",
-        timeout=600,
+        ending=rerun.Ending(600),
         echo=False,
     )
 

@@ -90,7 +90,9 @@ def test_rerun_of_a_compile_error(
     command = [sys.executable, str(PROGRAMS / "compile_error.py")]
     handler = signal.getsignal(signal.SIGTERM)
     # A generous bound: importing jax alone can take 15 s on a loaded machine.
-    record = rerun.rerun(command, dump_dir=dump_dir, log_path=log_path, timeout=600, echo=True)
+    record = rerun.rerun(
+        command, dump_dir=dump_dir, log_path=log_path, ending=rerun.Ending(600), echo=True
+    )
 
     # The user's environment and our signal handling are as they were.
     assert environ() == user_env
@@ -147,7 +149,7 @@ def test_rerun_killed_by_its_timeout_is_a_hang(user_env: dict[str, str], tmp_pat
         ["sleep", "100"],
         dump_dir=tmp_path / "dumps",
         log_path=tmp_path / "run.log",
-        timeout=0.5,
+        ending=rerun.Ending(0.5),
         echo=False,
     )
     assert record.timed_out and not record.interrupted
@@ -170,7 +172,7 @@ from pathlib import Path
 from xla_bugkit.run import rerun
 
 record = rerun.rerun(sys.argv[1:], dump_dir=Path("dumps"), log_path=Path("run.log"),
-                     timeout=None, echo=False)
+                     ending=rerun.Ending(None), echo=False)
 print(json.dumps({"interrupted": record.interrupted, "failure": record.failure.to_json()}))
 """
 
@@ -209,7 +211,7 @@ def test_rerun_takes_an_explicit_base_env(user_env: dict[str, str], tmp_path: Pa
         ["bash", "-c", 'echo "$XLA_FLAGS"; echo "${JAX_PLATFORMS:-none}"'],
         dump_dir=tmp_path / "dumps",
         log_path=tmp_path / "run.log",
-        timeout=600,
+        ending=rerun.Ending(600),
         echo=False,
         base_env=base,
     )
@@ -227,7 +229,7 @@ def test_rerun_of_a_missing_command(user_env: dict[str, str], tmp_path: Path) ->
             ["no-such-command-for-bugkit"],
             dump_dir=tmp_path / "dumps",
             log_path=tmp_path / "run.log",
-            timeout=10,
+            ending=rerun.Ending(10),
             echo=False,
         )
 
@@ -240,7 +242,7 @@ def _rerun_script(tmp_path: Path, text: str, at_main_end: main_end.Then | None =
         [sys.executable, str(script)],
         dump_dir=tmp_path / "dump",
         log_path=tmp_path / "run.log",
-        timeout=600,
+        ending=rerun.Ending(600),
         echo=False,
         at_main_end=at_main_end,
     )

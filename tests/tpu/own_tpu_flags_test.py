@@ -173,7 +173,8 @@ class _Probed:
         self.replayed: list[ReplayInput] = []
         module = SimpleNamespace(label=proof.module, name="jit_normalize")
         inp = ReplayInput("jit_normalize", Path("module.hlo.pb"), platform=platform)
-        monkeypatch.setattr(own_flags, "_failing", lambda *_: (module, inp, proof))
+        failing = own_flags._Failing(module, inp, proof)  # type: ignore[arg-type]
+        monkeypatch.setattr(own_flags, "_failing", lambda *_: failing)
         monkeypatch.setattr(own_flags, "replay", self._replay)
         self.outcome = outcome
 

@@ -13,19 +13,20 @@ from types import SimpleNamespace
 
 import pytest
 
+from xla_bugkit import platforms
 from xla_bugkit.bundle import excused, report, triage, wording
 from xla_bugkit.choose import allocation, dumps, mosaic
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.cli.commands import _summary
 from xla_bugkit.cli.commands.verify import render_table
 from xla_bugkit.cli.main import main
-from xla_bugkit.collecting import driver
-from xla_bugkit.collecting.options import CollectOptions, CollectResult
+from xla_bugkit.collecting import bundling, driver
+from xla_bugkit.collecting.options import CollectOptions, CollectResult, Dumps
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure import mosaic as mosaic_error
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.hlo import precision
-from xla_bugkit.hlo.names import program_name
+from xla_bugkit.hlo.names import function_name, program_name
 from xla_bugkit.replay import differential
 from xla_bugkit.replay.inputs import replay_input
 from xla_bugkit.replay.protocol import KERNEL_ONLY
@@ -76,7 +77,7 @@ def test_the_tpu_compilers_build_is_not_part_of_the_program_name() -> None:
     assert program_name("jit_add_noise.cl_933746096") == "jit_add_noise"
     assert program_name("jit_scatter-add.cl_933746096") == "jit_scatter-add"
     assert program_name("jit_f.cl_x") == "jit_f.cl_x"
-    assert triage.function_name("jit_add_noise.cl_933746096") == "jit(add_noise)"
+    assert function_name("jit_add_noise.cl_933746096") == "jit(add_noise)"
 
 
 def test_a_bundle_written_before_its_manifest_named_the_platform_is_known_by_its_topology(
@@ -239,13 +240,17 @@ def test_highest_precision_is_set_on_every_float_dot_of_a_recorded_module(tmp_pa
     assert highest.count("operand_precision={highest,highest}") == precision.at_default(text)
 
 
-def test_bisect_says_a_tpu_bundle_is_not_supported_yet(
+def test_bisect_of_a_tpu_bundle_off_a_tpu_says_it_needs_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    if platforms.devices_here(platforms.TPU):
+        pytest.skip("this machine has a TPU: bisect would search libtpu releases on it")
     out = tmp_path / "b.zip"
-    assert main(["bisect", str(RECORDED / "readme_example.zip"), "-o", str(out)]) == 1
+    code = main(["bisect", str(RECORDED / "readme_example.zip"), "-o", str(out)])
+    assert code == ExitCode.UNVERIFIED
     said = capsys.readouterr().err
-    assert "was compiled for a TPU" in said and "libtpu releases is not supported yet" in said
+    assert "was compiled for a TPU: bisect needs a TPU" in said
+    assert "each libtpu release on the chip" in said and "xla-bugkit bisect BUNDLE" in said
     assert not out.exists()
 
 
@@ -254,6 +259,33 @@ def test_a_search_among_pallas_modules_says_it_could_check_none() -> None:
     assert note.startswith("the 1 module with real inputs holds a Pallas kernel that runs only")
     mixed = differential._fell_back(3, 3, "", unchecked=1)
     assert "none of the 3 modules" in mixed and "(1 of them could not be checked" in mixed
+
+
+def test_the_choices_note_that_nothing_checks_the_kernel_gives_way_to_its_interpret_mode(
+    tmp_path: Path,
+) -> None:
+    """pallas_interpret.zip's notes still say, from the choice made before the run under the
+    interpret mode, that no reference can check its kernel, beside the verdict that the
+    interpret mode's outputs proved it wrong. The note, as the final verdicts leave it, is
+    withdrawn: the bundle and the summary read from it say one thing."""
+    m = _manifest("pallas_interpret")
+    stale, *others = m["notes"]
+    assert stale == differential._fell_back(1, 1, "", unchecked=1)  # what the search writes
+    # What the search saw of the module (``pallas_dma_zeros``: the same program and module,
+    # nothing to check it by), and what the replays after it said.
+    searched = Verdict.from_json(_manifest("pallas_dma_zeros")["modules"][0]["replay"])
+    proof = Verdict.from_json(m["modules"][0]["replay"])
+    own = Verdict.from_json(_manifest("pallas_own_bug")["modules"][0]["replay"])
+    assert searched.module == proof.module == own.module
+    search = differential.Differential((), (searched,), candidates=1, note=stale)
+    assert search.note_after([proof]) == ""  # proven by the interpret mode
+    assert search.note_after([own]) == ""  # the kernel's own code, by the same mode
+    assert search.note_after([searched]) == stale  # no run under the mode: it still holds
+    index = dumps.index(_unpacked("pallas_interpret", tmp_path) / "modules")
+    found = bundling._settled(Dumps(index, (stale, *others)), search, [proof])
+    assert found.problems == tuple(others)
+    kept = bundling._settled(Dumps(index, (stale, *others)), search, [searched])
+    assert kept.problems == (stale, *others)
 
 
 def test_a_pallas_wrong_value_is_not_run_again_for_later_inputs(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ judges.
 
 The module goes as the bundle carries it: the before-optimizations proto (never an optimized
 module, which other releases abort on), with the recorded flags less those a release does
-not know (each said in the probe's detail), on the replay's own tolerance.
+not know (each said in the probe's detail), on the replay's own tolerance. A TPU module is
+bisected over libtpu releases instead, on the chip (``bisect.libtpu``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import archive, config, jaxlib_adapter, platforms
-from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect
+from xla_bugkit.bisect import libtpu
+from xla_bugkit.bisect.search import Bisection, Probe, Seen, bisect, probe_seen
 from xla_bugkit.bundle import issue, members
 from xla_bugkit.bundle.manifest import (
     Manifest,
@@ -38,7 +40,6 @@ from xla_bugkit.failure.classify import Failure
 from xla_bugkit.releases import cache, index
 from xla_bugkit.replay import ReplayInput, ReplayOptions, RunContext, replay_input, replay_module
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import Outcome, Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 
@@ -63,15 +64,6 @@ class Range:
             bounds = f"from {self.low or 'the oldest'} to {self.high or 'the newest'}"
             raise BugkitError(f"no jaxlib release {bounds} can be tried here ({found.source})")
         return chosen
-
-
-def probe_seen(verdict: Verdict) -> Seen:
-    """What a release's verdict says for the bisect."""
-    if verdict.reproduced:
-        return Seen.FAILS
-    if verdict.outcome is Outcome.NOT_REPLAYABLE:
-        return Seen.UNTRIED
-    return Seen.PASSES if verdict.failure is None else Seen.OTHER
 
 
 def prober(
@@ -170,27 +162,18 @@ def bisect_bundle(
         inp = replay_input(module["label"], b.module_files(module), module["platform"])
         if inp is None:
             raise BugkitError(f"{module['label']} has no before-optimizations module to replay")
+        context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
+        versions = b.manifest["versions"]
+        timeout = failure.replay_timeout(timeout)
         found = platforms.find(inp.platform)
         if found is not None and found.compiler_dist is not None:
-            # A TPU's compiler ships in libtpu, released apart from jaxlib.
-            dist = found.compiler_dist
-            raise BugkitError(
-                f"{module['label']} was compiled for {found.needs}: bisect replays across "
-                f"jaxlib releases on the CPU, and across {dist} releases is not supported "
-                f"yet; on a {found.device} machine, xla-bugkit verify "
-                f"BUNDLE under each {dist} you install"
+            result = _across_compiler(inp, failure, context, chosen, found, versions, timeout, ui)
+        else:
+            inp = stack.enter_context(with_text(inp, ui.say))
+            reported = versions.get("jaxlib")
+            result = bisect_module(
+                inp, failure, context, chosen, reported=reported, timeout=timeout, ui=ui
             )
-        inp = stack.enter_context(with_text(inp, ui.say))
-        context = replace(RunContext.of_manifest(b.manifest), tolerance=tolerance)
-        result = bisect_module(
-            inp,
-            failure,
-            context,
-            chosen,
-            reported=b.manifest["versions"].get("jaxlib"),
-            timeout=failure.replay_timeout(timeout),
-            ui=ui,
-        )
         if out is not None and chosen_fmt is not None:
             manifest = reseal(b) if b.edited else b.manifest
             # ISSUE.md names the archive to attach and verify: now ``out``.
@@ -204,19 +187,50 @@ def bisect_bundle(
     return result
 
 
+def _across_compiler(
+    inp: ReplayInput,
+    failure: Failure,
+    context: RunContext,
+    chosen: Range,
+    found: platforms.Platform,
+    versions: Mapping[str, str],
+    timeout: float,
+    ui: Ui,
+) -> Bisection:
+    """A TPU module's bisect: its compiler ships in libtpu, released apart from jaxlib, so
+    the releases searched are libtpu's, on the chip (``bisect.libtpu``)."""
+    libtpu.refuse_off_device(inp.name, found)
+    if chosen.python is not None:
+        raise BugkitError(
+            f"--python: {found.compiler_dist} releases are tried under this interpreter's jaxlib"
+        )
+    return libtpu.bisect_libtpu(
+        inp,
+        failure,
+        context,
+        libtpu.LibtpuRange(chosen.wheels, chosen.low, chosen.high),
+        reported=versions.get(found.compiler_dist or ""),
+        timeout=timeout,
+        ui=ui,
+    )
+
+
 ISSUE_HEADING = "#### Across jaxlib releases"
+# A TPU bundle's: the axis is libtpu's (``bisect.libtpu``).
+ISSUE_HEADINGS = (ISSUE_HEADING, "#### Across libtpu releases")
 _DETAIL_MAX = 160  # a table cell: the line a release failed with, cut
 
 
 def issue_section(result: Bisection) -> str:
     """ISSUE.md's section on a bisect: its answer, then each release tried and what it showed."""
-    lines = [ISSUE_HEADING, "", f"**{issue.plain(result.summary)}**", ""]
+    heading = f"#### Across {result.dist} releases"
+    lines = [heading, "", f"**{issue.plain(result.summary)}**", ""]
     rows = [
         [p.version + (" (reported)" if p.version == result.reported else ""), p.seen.value,
          issue.code_span(issue.cut(p.detail, _DETAIL_MAX))]
         for p in result.probes
     ]  # fmt: skip
-    lines += [issue.table(["jaxlib", "replay", "what it showed"], rows), ""]
+    lines += [issue.table([result.dist, "replay", "what it showed"], rows), ""]
     if result.untried:
         shown = ", ".join(f"{v} ({why})" for v, why in result.untried[:6])
         more = len(result.untried) - 6
@@ -236,7 +250,9 @@ def write_result(stage: Path, manifest: Manifest, result: Bisection) -> Manifest
     (stage / members.BISECT).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     report = stage / members.ISSUE
     if report.is_file():
-        text = issue.without_section(report.read_text("utf-8"), ISSUE_HEADING)
+        text = report.read_text("utf-8")
+        for heading in ISSUE_HEADINGS:
+            text = issue.without_section(text, heading)
         report.write_text(issue.with_section(text, issue_section(result)), "utf-8")
     sealed: dict[str, Any] = {**manifest, "bisect": record}
     sealed["notes"] = [n for n in manifest["notes"] if not n.startswith("across releases:")]

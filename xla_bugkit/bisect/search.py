@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from xla_bugkit.verdict import Outcome, Verdict
+
 
 class Seen(StrEnum):
     FAILS = "fails"  # the recorded failure, the same way
@@ -74,6 +76,7 @@ class Bisection:
     versions: tuple[str, ...]  # the range, oldest first
     reported: str | None = None  # the release the reporter ran
     untried: tuple[tuple[str, str], ...] = field(default=())  # (version, why) never tried
+    dist: str = "jaxlib"  # what the versions are releases of: "jaxlib", or "libtpu" on a TPU
 
     def seen(self, version: str) -> Seen | None:
         return next((p.seen for p in self.probes if p.version == version), None)
@@ -101,9 +104,9 @@ class Bisection:
             return self._answer(newest)
         later.sort(key=self.versions.index)
         span = (
-            f"jaxlib {later[0]}"
+            f"{self.dist} {later[0]}"
             if len(later) == 1
-            else f"jaxlib {later[0]} on ({len(later)} tried, up to {later[-1]})"
+            else f"{self.dist} {later[0]} on ({len(later)} tried, up to {later[-1]})"
         )
         return f"{self._answer(newest)}; it fails another way from {span}"
 
@@ -112,14 +115,18 @@ class Bisection:
         regression = next((b for b in reversed(self.boundaries) if b.regression), None)
         if newest.seen is Seen.PASSES:
             if fix is not None:
-                where = f"fixed in jaxlib {fix.after}" if fix.exact else _range("fixed", fix)
+                where = (
+                    f"fixed in {self.dist} {fix.after}"
+                    if fix.exact
+                    else _range("fixed", fix, self.dist)
+                )
                 return f"{where} (fails on {fix.before}): upgrade"
             return f"passes on every release tried ({self._tried_range()})"
         if regression is not None:
             where = (
-                f"regression between jaxlib {regression.before} and {regression.after}"
+                f"regression between {self.dist} {regression.before} and {regression.after}"
                 if regression.exact
-                else _range("regression", regression)
+                else _range("regression", regression, self.dist)
             )
             return f"{where}: passes on {regression.before}, still fails on {newest.version}"
         return f"fails on every release tried ({self._tried_range()})"
@@ -128,12 +135,13 @@ class Bisection:
         usable = [p.version for p in self.probes if p.seen in (Seen.FAILS, Seen.PASSES)]
         order = sorted(usable, key=self.versions.index)
         if len(order) == 1:
-            return f"jaxlib {order[0]}"
-        return f"jaxlib {order[0]} to {order[-1]}: {len(order)} tried"
+            return f"{self.dist} {order[0]}"
+        return f"{self.dist} {order[0]} to {order[-1]}: {len(order)} tried"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "summary": self.summary,
+            "dist": self.dist,
             "reported": self.reported,
             "range": [self.versions[0], self.versions[-1]] if self.versions else [],
             "probes": [p.to_json() for p in self.probes],
@@ -142,8 +150,18 @@ class Bisection:
         }
 
 
-def _range(what: str, b: Boundary) -> str:
-    return f"{what} somewhere after jaxlib {b.before} and by {b.after} (between untried)"
+def probe_seen(verdict: Verdict) -> Seen:
+    """What a release's verdict says for the bisect: one that could not start the replay
+    (a jaxlib that cannot drive it, a libtpu that does not load) could not test it."""
+    if verdict.reproduced:
+        return Seen.FAILS
+    if verdict.outcome is Outcome.NOT_REPLAYABLE:
+        return Seen.UNTRIED
+    return Seen.PASSES if verdict.failure is None else Seen.OTHER
+
+
+def _range(what: str, b: Boundary, dist: str) -> str:
+    return f"{what} somewhere after {dist} {b.before} and by {b.after} (between untried)"
 
 
 def _state(seen: Seen) -> bool | None:
@@ -157,6 +175,7 @@ def bisect(
     *,
     reported: str | None = None,
     untried: Sequence[tuple[str, str]] = (),
+    dist: str = "jaxlib",
 ) -> Bisection:
     """Try ``versions`` (oldest first) with ``probe`` as the module docstring says."""
     order = list(versions)
@@ -190,7 +209,7 @@ def bisect(
         if state(low) != state(high):
             boundaries.append(_narrow(low, high, state, order))
     probes = tuple(results[v] for v in order if v in results)
-    return Bisection(probes, tuple(boundaries), tuple(order), reported, tuple(untried))
+    return Bisection(probes, tuple(boundaries), tuple(order), reported, tuple(untried), dist)
 
 
 def _narrow(

@@ -15,21 +15,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xla_bugkit.bundle import excused
+from xla_bugkit.bundle import excused, pallas
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.kinds import KINDS
-from xla_bugkit.hlo.names import program_name
-from xla_bugkit.replay import KERNEL_ONLY
+from xla_bugkit.hlo.names import function_name, module_name
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.verdict import (
-    CANNOT_INTERPRET,
-    COMPILED_DIFFERS,
-    INTERPRET_MODE,
-    NO_REFERENCE,
-    OWN_CODE,
-    Outcome,
-    Verdict,
-)
+from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 
 # Python exception types that jax/jaxlib raise for an XLA status.
 _XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
@@ -47,18 +38,6 @@ class Triage:
     where: str | None  # "jit(f)": the function JAX was compiling or the replayed module's
     reason: str  # one line: the evidence for XLA, or why nothing points at it
     verdict: Verdict | None = None  # the replay that reproduced the failure, if one did
-
-
-def function_name(module_name: str) -> str:
-    """``jit_train_step`` -> ``jit(train_step)``: how JAX's own log names the function."""
-    name = program_name(module_name)
-    m = re.fullmatch(r"(jit|pmap|xla_pmap)_(.+)", name)
-    return f"{m.group(1)}({m.group(2)})" if m else name
-
-
-def module_name(label: str) -> str:
-    """``module_0006.jit_train_step`` -> ``jit_train_step`` (the name may itself hold dots)."""
-    return label.split(".", 1)[1] if label.startswith("module_") and "." in label else label
 
 
 # Complex on purpose: the rules that say whether a failure points at XLA, in the order one
@@ -142,9 +121,9 @@ def triage(  # noqa: C901
     evidence = _record_evidence(failure) or stuck
     if evidence is not None:
         return Triage(True, what, where, evidence)
-    if (own := _kernel_own_code(failure, verdicts)) is not None:
+    if (own := pallas.own_code(failure, verdicts)) is not None:
         return Triage(False, what, where, own)
-    if (kernel := _kernel_unchecked(failure, verdicts)) is not None:
+    if (kernel := pallas.unchecked(failure, verdicts)) is not None:
         return Triage(True, what, where, kernel)
     if (precise := _default_precision(verdicts)) is not None:
         return Triage(False, what, where, precise)
@@ -159,54 +138,6 @@ def _peer_failed(peer: str) -> str:
         f"another process of the job failed first: {peer}. The failure to report is that "
         "process's: collect its output (each process of a job under its own xla-bugkit "
         "collect), and look for its crash or XLA error"
-    )
-
-
-def _kernel_unchecked(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
-    """A wrong value the program found in a TPU module whose Pallas kernel nothing outside
-    the TPU can check: what the verdict rests on (the program's check alone), and how to
-    tell the kernel's own bug from Mosaic's or libtpu's."""
-    if f.kind is not Kind.WRONG_RESULT:
-        return None
-    found = next((v for v in verdicts if KERNEL_ONLY in v.evidence), None)
-    if found is None:
-        return None
-    if CANNOT_INTERPRET in found.evidence:
-        # collect ran the program under the interpret mode itself, and the mode failed.
-        error = found.evidence.split(f"{CANNOT_INTERPRET}: ", 1)[1]
-        return (
-            f"the program's own check found a wrong value, and "
-            f"{function_name(module_name(found.module))} holds a Pallas kernel (Mosaic's "
-            "tpu_custom_call) that runs only on the TPU: its replay ran there on the recorded "
-            f"inputs, and {CANNOT_INTERPRET} ({error}), so no reference checks its values and "
-            "this rests on the program's check alone"
-        )
-    return (
-        f"the program's own check found a wrong value, and "
-        f"{function_name(module_name(found.module))} holds a Pallas kernel (Mosaic's "
-        "tpu_custom_call) that runs only on the TPU: its replay ran there on the recorded "
-        "inputs, but no reference outside the kernel can check its values, so this rests on "
-        "the program's check alone. Run the kernel with pallas_call(..., interpret=True) on "
-        "the same inputs: if that gives the right values, the TPU's compiled kernel (Mosaic "
-        "or libtpu) is wrong; if not, the kernel's own code is"
-    )
-
-
-def _kernel_own_code(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
-    """A wrong value the program's check found, which its Pallas kernel gives under the
-    interpret mode too (the judge's ``kernel`` number): the kernel's code, not XLA's."""
-    if f.kind is not Kind.WRONG_RESULT:
-        return None
-    found = next((v for v in verdicts if v.numbers.get("kernel") == OWN_CODE), None)
-    if found is None:
-        return None
-    return (
-        f"the wrong value comes from the Pallas kernel's own code in "
-        f"{function_name(module_name(found.module))}: run under Pallas's TPU interpret mode "
-        "(which simulates the kernel as written, without Mosaic's compiler), the program "
-        "fails its check too, and the call's outputs there are the values the compiled "
-        "kernel gives on the TPU. Look into the kernel's code (its indexing, its block "
-        "shapes, its DMAs and their waits), not XLA or Mosaic"
     )
 
 
@@ -281,11 +212,8 @@ def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | Non
 
 
 def _reproduced(proof: Verdict) -> str:
-    if proof.numbers.get("reference") == INTERPRET_MODE:
-        return (
-            f"the replay of {proof.module} on the TPU reproduces it ({proof.outcome.value}: "
-            f"{COMPILED_DIFFERS}, recorded by collect running the program under that mode)"
-        )
+    if (kernel := pallas.proven(proof)) is not None:
+        return kernel
     if proof.outcome is Outcome.REPRODUCED_HANG:
         return (
             f"the replay of {proof.module} hangs as well ({proof.evidence}): the module does "

@@ -116,6 +116,7 @@ def bundle_from(
         run = with_proven_wrong_result(
             with_replayed_message(run, replays.verdicts), replays.verdicts
         )
+        found = _settled(found, search, replays.verdicts)
         if replays.interrupted:
             found = Dumps(found.index, (*found.problems, replays.note))
         run = own_flags.weigh(dump_dir, selection, run, replays, replaying, ui=ui)
@@ -145,6 +146,19 @@ def bundle_from(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo
         ),
     )
+
+
+def _settled(
+    found: Dumps, search: differential.Differential | None, verdicts: Sequence[Verdict]
+) -> Dumps:
+    """``found`` with the choice's note as the final ``verdicts`` leave it: the summary and
+    the bundle say one thing (a kernel the search could not check, judged since by its
+    interpret mode, is no longer said unchecked)."""
+    if search is None or not search.note:
+        return found
+    settled = search.note_after(verdicts)
+    problems = (settled if p == search.note else p for p in found.problems)
+    return Dumps(found.index, tuple(p for p in problems if p))
 
 
 def _first(selection: Selection) -> str | None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.collecting import job, warm, workdir
+from xla_bugkit.collecting import job, running, warm, workdir
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.collecting.options import (
     CollectOptions,
@@ -28,8 +27,6 @@ from xla_bugkit.errors import (
 )
 from xla_bugkit.proc import leftovers
 from xla_bugkit.run import capture
-from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import rerun
 from xla_bugkit.ui import Ui
 
 
@@ -55,15 +52,18 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
 
         devices.start_device_probe()
     try:
+        first_capture = options.capture
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
-            options, run = _run_stage(work, command, options, ui)
+            options, run = running.run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
 
         user_dumps = work / workdir.DUMP if workdir.replaced_dump_dir(run) is not None else None
         keep = keep or user_dumps is not None
         result = bundling.after_run(work, run, options, fmt, ui)
         if (_needs_newest_inputs(result, options) or _hang_needs_its_inputs(result, options)) and (
-            why_not := _cannot_run_again(command)
+            why_not := _cannot_run_again(
+                command, options.job_part, every=first_capture.xla_snapshots
+            )
         ):
             ui.say(f"not running the program a second time to read later inputs: {why_not}")
         elif _needs_newest_inputs(result, options):
@@ -141,25 +141,6 @@ def rebundle(work: Path, options: CollectOptions, ui: Ui | None = None) -> Colle
         if error is e:
             raise
         raise error from None
-
-
-def run_program(
-    command: Sequence[str], work: Path, options: CollectOptions, *, echo: bool = False
-) -> RunRecord:
-    """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
-    ``echo`` streams the output to the terminal as it arrives."""
-    return rerun(
-        command,
-        dump_dir=work / workdir.DUMP,
-        log_path=work / workdir.LOG,
-        timeout=options.timeout,
-        echo=echo,
-        capture=options.capture,
-        pass_re=options.dump_passes,
-        at_main_end=lambda pid, exited: warm.at_main_end(
-            command, work, pid, exited, max_size=options.max_size
-        ),
-    )
 
 
 def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool:
@@ -252,7 +233,7 @@ def _run_again(
     try:
         workdir.clear(work)
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
-            _, run = _run_stage(work, command, again, ui)
+            _, run = running.run_stage(work, command, again, ui)
         notes = (*run.xla_flags.notes, note)
         run = replace(run, xla_flags=replace(run.xla_flags, notes=notes))
         second = bundling.after_run(work, run, again, fmt, ui)
@@ -270,10 +251,15 @@ def _run_again(
     return first
 
 
-def _cannot_run_again(command: Sequence[str]) -> str | None:
-    """Why the program cannot run a second time as it ran the first: Python reading its
-    program from standard input (``python - < train.py``, ``python`` with no script), which
-    the first run consumed."""
+def _cannot_run_again(
+    command: Sequence[str], part: JobPart | None = None, *, every: bool = False
+) -> str | None:
+    """Why the program cannot run a second time as it ran the first: it is ``part`` of a
+    job (alone, it would wait for peers that never come; ``every``: its one run kept XLA's
+    snapshot of every execution), or Python read its program from standard input
+    (``python - < train.py``, ``python`` with no script), which the first run consumed."""
+    if part is not None:
+        return job.cannot_run_alone(part, every=every)
     if not command or not os.path.basename(command[0]).startswith("python"):
         return None
     args = list(command[1:])
@@ -296,66 +282,6 @@ def _rewind_stdin() -> None:
             os.lseek(0, 0, os.SEEK_SET)
     except OSError:
         pass
-
-
-def _run_stage(
-    work: Path, command: Sequence[str], options: CollectOptions, ui: Ui
-) -> tuple[CollectOptions, RunRecord]:
-    """The program's run, and the options with the part of its job it turned out to be."""
-    ui.say(f"running {' '.join(command)} with XLA dumps on")
-    ui.say(options.capture.describe())
-    with ui.timed("run"):
-        run = run_program(command, work, options, echo=ui.verbosity >= 0)
-    ended = time.time()
-    options = _as_part_of_its_job(options, run, ui)
-    if options.job_part is not None:
-        run = replace(run, job=options.job_part.to_json(ended=ended))
-    try:
-        workdir.save_run(work, run)
-    except OSError as e:
-        # Only a later `xla-bugkit bundle` needs the record: this run can still be bundled.
-        ui.warn(f"cannot save the run record in {work}: {e.strerror or e}")
-    for note in run.xla_flags.notes:
-        ui.warn(note)
-    ui.say(f"the program ended: {_how_it_ended(run)}")
-    return options, run
-
-
-def _as_part_of_its_job(options: CollectOptions, run: RunRecord, ui: Ui) -> CollectOptions:
-    """``options``, for a run of one process of a ``jax.distributed`` job that no launcher's
-    environment or ``--job-part`` named, with the part the process id the hook saw gives it,
-    so that the job's other collects, started the same way, write beside it and not over it."""
-    culprit = run.culprit
-    if options.job_part is not None or culprit is None or culprit.others:
-        return options
-    process = culprit.process
-    if process.rank is None or (process.processes or 0) < 2:
-        return options
-    from xla_bugkit.bundle.output import check_output
-
-    part = JobPart(process.rank, process.processes, "jax.distributed")
-    output = job.part_output(options.output, part)
-    check_output(output, options.fmt, force=options.force)
-    ui.say(f"this run was {part.describe()}: the bundle is named for its part")
-    return replace(options, job_part=part, output=output)
-
-
-def _how_it_ended(run: RunRecord) -> str:
-    """The run's failure in a few words; the summary, printed once the bundle is written,
-    gives its headline (printing it here too would say it twice)."""
-    f = run.failure
-    if f.signal and f.stopped_by is None:
-        # A process it started may have died on the signal, the program itself exited.
-        return f"{f.kind.value} ({run.signal_elsewhere or f.signal})"
-    if (thrown_in := run.went_on_from) is not None:
-        return f"{f.kind.value} (uncaught in {thrown_in}; Python went on, and it exited with 0)"
-    if f.stopped_by is not None or run.exit_status in (None, 0):
-        return f.kind.value
-    if run.culprit is not None and run.culprit.process.ppid != os.getpid():
-        # A process the program started failed; the program exited on its own terms.
-        exited = f"the program exited with status {run.exit_status}"
-        return f"{f.kind.value} (in {run.culprit.label}; {exited})"
-    return f"{f.kind.value} (exit status {run.exit_status})"
 
 
 def _remove_killed(output: Path, ui: Ui) -> None:

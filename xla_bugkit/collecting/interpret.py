@@ -32,7 +32,7 @@ from xla_bugkit.replay import Interpreted
 from xla_bugkit.run import evidence_files, hook
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import rerun
+from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
 
 OUTPUTS = "interpreted.npz"  # the call's outputs, laid out as the replay's arrays are
@@ -90,14 +90,14 @@ def interpreted(
     ui.say(
         f"{module.label} holds a Pallas kernel that no reference outside it can check: "
         "running the program again with Pallas's TPU interpret mode forced on it, whose "
-        f"outputs of {name} are the kernel's reference (stopped after {timeout:.0f} s)"
+        f"outputs of {name} are the kernel's reference (at most {timeout:.0f} s)"
     )
     with ui.phase("running under Pallas's interpret mode"), ui.timed("interpret"):
         again = rerun(
             run.command,
             dump_dir=folder / workdir.DUMP,
             log_path=folder / workdir.LOG,
-            timeout=timeout,
+            ending=Ending(timeout),
             echo=False,
             base_env={
                 **os.environ,
@@ -108,7 +108,7 @@ def interpreted(
             capture=options.capture,
         )
     # A program stopped before its end never ran its check: whether it passes is not known.
-    stopped = again.timed_out or again.interrupted
+    stopped = _stopped(again, timeout)
     found = read(folder, name, passed=None if stopped else not again.failure.kind.is_failure)
     if not same_arguments(_arguments(run.culprit_evidence, module), _kept_arguments(folder)):
         # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
@@ -123,11 +123,18 @@ def interpreted(
         # The program ended before the call: its own failure is why (a kernel the mode
         # cannot run raises as the program traces it).
         why = again.failure.headline.strip() if again.failure.kind.is_failure else ""
-        why = f"the program was stopped after {timeout:.0f} s, before it called {name}" \
-            if stopped else why  # fmt: skip
+        why = f"the program was {stopped}, before it called {name}" if stopped else why
         found = Interpreted(None, why or f"the program never called {name} under it")
-    ui.say(_said(found))
+    ui.say(_said(found, stopped))
     return found
+
+
+def _stopped(again: RunRecord, timeout: float) -> str:
+    """How the run under the interpret mode was stopped ("stopped at its bound of 90 s"),
+    or "" where the program ended by itself."""
+    if again.timed_out:
+        return f"stopped at its bound of {timeout:.0f} s"
+    return "stopped by the user" if again.interrupted else ""
 
 
 def _arguments(processes: Sequence[ProcessEvidence], module: DumpModule) -> Path | None:
@@ -197,8 +204,10 @@ def kept(work: Path, run: RunRecord, module: DumpModule) -> Interpreted | None:
     return read(folder, program_name(module.name), passed=None)
 
 
-def _said(found: Interpreted) -> str:
+def _said(found: Interpreted, stopped: str) -> str:
+    """What the run under the interpret mode showed; ``stopped``: how it was stopped, if it
+    was (its check then never ran)."""
     if found.outputs is None:
         return f"Pallas's interpret mode cannot run the kernel: {found.error}"
-    check = {True: "passes", False: "fails", None: "was stopped"}[found.passed]
+    check = {True: "passes", False: "fails", None: f"was {stopped or 'stopped'}"}[found.passed]
     return f"under Pallas's interpret mode the program {check}; the call's outputs are kept"

@@ -60,6 +60,27 @@ class JobPart:
         return record
 
 
+def cannot_run_alone(part: JobPart, *, every: bool) -> str:
+    """Why a part's program does not run a second time (``every``: its one run kept XLA's
+    snapshot of every execution, what the second would have added)."""
+    why = (
+        f"this run is {part.describe()}, and a process of a job run again without its job "
+        "would wait in jax.distributed.initialize for peers that never come"
+    )
+    if every:
+        return f"{why}; its one run kept XLA's snapshot of every execution instead"
+    return f"{why}; give --job-part I/N to keep XLA's snapshot of every execution in its one run"
+
+
+def every_snapshot_note(part: JobPart) -> str:
+    """What the manifest says of the inputs a part's one run kept by default."""
+    return (
+        f"XLA's snapshot of every execution was kept in the one run (--snapshots every): "
+        f"this run is {part.describe()}, which cannot run again without its job, so it "
+        "takes what a second run would add"
+    )
+
+
 def host_id() -> str:
     """This machine, as the job's parts can tell it from another without naming it: a short
     hash of the host name (the name itself is private, and redacted from bundles)."""

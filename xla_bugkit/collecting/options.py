@@ -17,7 +17,7 @@ from xla_bugkit.bundle import github
 from xla_bugkit.bundle.output import check_output
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.run import capture
+from xla_bugkit.run import capture, job_end
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 
 if TYPE_CHECKING:  # what runs after the program: imported while it runs (``warm``)
@@ -67,10 +67,16 @@ class CollectOptions:
     # --job-part, or the launcher's environment: this collect is one part of a job of several
     # machines (its output's name already says which).
     job_part: JobPart | None = None
+    # --job-grace: seconds a job's part whose job has ended it may go on before it is ended.
+    job_grace: float = job_end.GRACE
 
     @property
     def capture(self) -> capture.Capture:
-        return capture.Capture(self.snapshots or capture.FIRST, self.max_dump_size)
+        """How the run keeps inputs: as ``--snapshots`` says; by default each function's
+        first call, or, for a part of a job (which cannot run again without its job),
+        every execution's, which a second run would otherwise add."""
+        default = capture.EVERY if self.job_part is not None else capture.FIRST
+        return capture.Capture(self.snapshots or default, self.max_dump_size)
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,8 @@ def check_options(command: Sequence[str], options: CollectOptions) -> str:
         config.parse_budget(options.shrink)
     if options.snapshots is not None and options.snapshots not in capture.MODES:
         raise BugkitError(f"--snapshots must be one of {', '.join(capture.MODES)}")
+    if not math.isfinite(options.job_grace) or options.job_grace < 0:
+        raise BugkitError(f"--job-grace must be 0 or more seconds, not {options.job_grace:g}")
     if options.max_dump_size <= 0:
         raise BugkitError("--max-dump-size must be above 0")
     for flag, given in (("--wheels", options.wheels), ("--bisect-python", options.bisect_python)):

@@ -9,20 +9,22 @@ caused the failure: collect says so before it points at any tracker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from xla_bugkit import platforms
-from xla_bugkit.bundle import excused, triage
+from xla_bugkit.bundle import excused
 from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.hlo import flags
+from xla_bugkit.hlo.names import function_name, module_name
 from xla_bugkit.replay import PROCESS_FLAGS, ReplayInput, module_files, replay, replay_input
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import NO_REFERENCE, Verdict
+from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 
 # XLA flags whose purpose is to let the compiler change floating-point results: a wrong value
 # that goes away without them is what they are documented to do.
@@ -119,7 +121,7 @@ def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> s
     """Who set which of them: the run (its XLA_FLAGS in force), the program's compile of
     ``module`` (``jax.jit(f, compiler_options=...)``, which XLA_FLAGS never shows), or both.
     Its own, not "non-default": a flag may spell XLA's default value."""
-    fun = triage.function_name(module) if module else "the module"
+    fun = function_name(module) if module else "the module"
     compiled = f"compiler_options: {' '.join(options)}"
     if not options:
         return f"this run set its own XLA flags ({' '.join(run_flags)})"
@@ -176,36 +178,28 @@ def probe(
     failing = _failing(root, selection, verdicts)
     if failing is None:
         return None
-    m, inp, proof = failing
+    m = failing.module
     options = run.compile_options(m.label)
     if not (own or options):
         return None
-    context = replaying.context
     # The module's debug options hold its compile's own options: a replay applies them.
     names = {_name(f) for f in (*own, *options)}
-    as_run = context.input(inp)
-    wrong = proof.outcome.name == "REPRODUCED_WRONG"
 
-    def replay_keeping(keep: frozenset[str]) -> Verdict:
+    def keeping(keep: frozenset[str]) -> Verdict:
         """The module replayed with the run's own flags and options less all but ``keep``."""
-        return replay(
-            replace(as_run, xla_flags=kept_flags(as_run.xla_flags, names - keep), flags_given=True),
-            expected=run.failure,
-            options=replace(
-                replaying.options, memory_limit=context.memory_limit(inp), reference=wrong
-            ),
-        )
+        return failing.without(run, replaying, lambda inp: _xla_flags_kept(inp, names - keep))
 
     with ui.phase(f"replaying {m.label} without the run's own XLA flags"):
-        without = replay_keeping(frozenset())
+        without = keeping(frozenset())
     alone = ""
     if not without.reproduced and 1 < len(names) <= MOST_TRIED_ALONE:
         # Which one is enough: a maintainer asks for the smallest set.
         with ui.phase(f"replaying {m.label} with each of them alone"):
             for f in (*own, *options):
-                if replay_keeping(frozenset({_name(f)})).reproduced:
+                if keeping(frozenset({_name(f)})).reproduced:
                     alone = f
                     break
+    wrong = failing.wrong
     return OwnFlags(own, without, wrong_result=wrong, options=options, module=m.name, alone=alone)
 
 
@@ -229,37 +223,63 @@ def probe_tpu(
     failing = _failing(root, selection, verdicts) if own else None
     if failing is None:
         return None
-    m, inp, proof = failing
-    platform = platforms.find(inp.platform)
+    platform = platforms.find(failing.inp.platform)
     if platform is None or platform.compiler_env is None:
         return None
-    context = replaying.context
-    wrong = proof.outcome.name == "REPRODUCED_WRONG"
+    m = failing.module
     with ui.phase(f"replaying {m.label} without the run's own TPU compiler flags"):
         # No flags at all, not the machine's own LIBTPU_INIT_ARGS: the compiler's defaults.
-        without = replay(
-            replace(context.input(inp), tpu_args=()),
+        without = failing.without(run, replaying, lambda inp: replace(inp, tpu_args=()))
+    over = excused.over_compile_limit(run.failure)
+    return OwnFlags(
+        own, without, wrong_result=failing.wrong, module=m.name, tpu=True, over_limit=over
+    )
+
+
+class _Failing(NamedTuple):
+    """The first chosen module whose replay reproduced the failure (``proof``), and its
+    replay's input (``inp``), as the dumps hold it."""
+
+    module: DumpModule
+    inp: ReplayInput
+    proof: Verdict
+
+    @property
+    def wrong(self) -> bool:
+        """The failure reproduced is a wrong value: a replay without flags checks its result."""
+        return self.proof.outcome is Outcome.REPRODUCED_WRONG
+
+    def without(
+        self, run: RunRecord, replaying: Replaying, less: Callable[[ReplayInput], ReplayInput]
+    ) -> Verdict:
+        """The module replayed as the replay stage did (``replaying``: the run's context and
+        options), less a set of the run's own flags (``less``: the input as the run ran it,
+        without them)."""
+        context = replaying.context
+        return replay(
+            less(context.input(self.inp)),
             expected=run.failure,
             options=replace(
-                replaying.options, memory_limit=context.memory_limit(inp), reference=wrong
+                replaying.options, memory_limit=context.memory_limit(self.inp), reference=self.wrong
             ),
         )
-    over = excused.over_compile_limit(run.failure)
-    return OwnFlags(own, without, wrong_result=wrong, module=m.name, tpu=True, over_limit=over)
 
 
-def _failing(
-    root: Path, selection: Selection, verdicts: Sequence[Verdict]
-) -> tuple[DumpModule, ReplayInput, Verdict] | None:
-    """The first chosen module whose replay reproduced the failure, its replay's input and
-    that verdict; None when none reproduced, or it cannot be replayed."""
+def _failing(root: Path, selection: Selection, verdicts: Sequence[Verdict]) -> _Failing | None:
+    """The first chosen module whose replay reproduced the failure; None when none
+    reproduced, or it cannot be replayed."""
     proof = next((v for v in verdicts if v.reproduced), None)
     chosen = next((c for c in selection.chosen if proof and c.module.label == proof.module), None)
     if proof is None or chosen is None:
         return None
     m = chosen.module
     inp = replay_input(m.label, module_files(root, m), m.platform)
-    return (m, inp, proof) if inp is not None else None
+    return _Failing(m, inp, proof) if inp is not None else None
+
+
+def _xla_flags_kept(as_run: ReplayInput, drop: set[str]) -> ReplayInput:
+    """``as_run`` (the module as the run ran it) less the XLA flags named in ``drop``."""
+    return replace(as_run, xla_flags=kept_flags(as_run.xla_flags, drop), flags_given=True)
 
 
 def kept_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tuple[str, ...]:
@@ -287,7 +307,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     from xla_bugkit.failure.classify import Kind
 
     own = _compiler_flags(run)
-    module = triage.module_name(verdicts[0].module) if verdicts else ""
+    module = module_name(verdicts[0].module) if verdicts else ""
     options = run.compile_options(verdicts[0].module) if verdicts else ()
     if not (own or options) or not verdicts or run.failure.kind is not Kind.WRONG_RESULT:
         return None

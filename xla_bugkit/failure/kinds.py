@@ -176,7 +176,7 @@ KINDS: Mapping[Kind, KindInfo] = MappingProxyType(
             killed_shows_as=False,
             may_hide_a_hang=False,
             weight=3,
-            sentence="The run ends in a hang.",
+            sentence="The program hangs.",
             expected="The computation finishes.",
         ),
         Kind.INTERRUPTED: KindInfo(
@@ -193,7 +193,7 @@ KINDS: Mapping[Kind, KindInfo] = MappingProxyType(
             killed_shows_as=False,
             may_hide_a_hang=True,
             weight=1,
-            sentence="The run ends in an interrupted.",
+            sentence="The program is stopped before it ends.",
             expected=_RUNS_AS_WITHOUT_XLA,
         ),
         Kind.WRONG_RESULT: KindInfo(
@@ -210,7 +210,7 @@ KINDS: Mapping[Kind, KindInfo] = MappingProxyType(
             killed_shows_as=False,
             may_hide_a_hang=False,
             weight=4,
-            sentence="The run ends in a wrong result.",
+            sentence="The program's own check finds a wrong result.",
             expected="The result equals the reference (the same module evaluated one "
             "operation at a time), which the values above show it does not.",
         ),
@@ -228,7 +228,7 @@ KINDS: Mapping[Kind, KindInfo] = MappingProxyType(
             killed_shows_as=True,
             may_hide_a_hang=True,
             weight=2,
-            sentence="The run ends in a non-XLA failure.",
+            sentence="The program fails.",
             expected=_RUNS_AS_WITHOUT_XLA,
         ),
         Kind.SUCCESS: KindInfo(
@@ -245,7 +245,7 @@ KINDS: Mapping[Kind, KindInfo] = MappingProxyType(
             killed_shows_as=False,
             may_hide_a_hang=False,
             weight=0,
-            sentence="The run ends in a success.",
+            sentence="The program runs without failing.",
             expected=_RUNS_AS_WITHOUT_XLA,
         ),
     }

@@ -100,10 +100,12 @@ JOB_TEXTS = (
     ),
     JobText(_PREEMPTED, "the job was preempted"),
 )
-# The cheap test before reading an output for the job's texts.
+# The cheap test before reading an output for the job's texts: a word of every wording any
+# row of JOB_TEXTS reads (tests/failure/peers_test.py holds the two together).
 _JOB_SIGNS = re.compile(
-    r"JAX distributed service|heartbeat|gloo|preemption|NCCL|MPI_ABORT|coordination service|"
-    r"Barrier timed out|SIGTERM caught",
+    r"JAX distributed service|heartbeat|gloo|preemption|NCCL|MPI_ABORT|coordination ?service|"
+    r"Barrier timed out|Barrier failed|Shutdown barrier|SIGTERM caught|GetKeyValue|"
+    r"remote process exited",
     re.I,
 )
 
@@ -132,6 +134,14 @@ def ended_on_its_own(output: str) -> int | None:
 def mentions_job(output: str) -> bool:
     """Whether ``output`` holds any word of a job's transport or coordination."""
     return _JOB_SIGNS.search(output) is not None
+
+
+def says_job_ended(lines: str) -> bool:
+    """Whether ``lines`` (whole lines of a process's output, as they arrive) hold one in which
+    the job's transport or coordination shows a lost process; a line logged at INFO or
+    WARNING does not count (every process logs the service as it starts, and warns when it
+    cannot read a preemption notice)."""
+    return mentions_job(lines) and job_error(_LOGGED.sub("", lines)) is not None
 
 
 def job_error(text: str) -> str | None:

@@ -36,8 +36,9 @@ class Failure:
     site: str | None = None  # "file.cc:123" of a CHECK / RET_CHECK
     exception: str | None = None  # the Python exception type, e.g. "jax.errors.JaxRuntimeError"
     compiling: str | None = None  # the function JAX was compiling when the run stopped
-    # A run that was stopped (hang, interrupted): by what ("timeout", "user", or "signal": a
-    # SIGTERM or SIGINT from outside collect, a wrapper's timeout say), how long it
+    # A run that was stopped (hang, interrupted): by what ("timeout", "user", "signal": a
+    # SIGTERM or SIGINT from outside collect, a wrapper's timeout say, or "job": a part of a
+    # job that collect ended once its job had ended it, ``peer``), how long it
     # ran, for how long before the stop it printed nothing, and the function XLA was running.
     stopped_by: str | None = None
     ran_seconds: float | None = None

@@ -70,10 +70,22 @@ def _backends() -> dict[str, Any]:
     backends = _attr(_module("jax._src.xla_bridge"), "backends", "xla_bridge.backends")
     try:
         return dict(backends())
-    except (RuntimeError, AssertionError):
+    except (RuntimeError, AssertionError) as e:
         # No backend initialised at all: JAX_PLATFORMS names only absent platforms (jaxlib
-        # 0.10.2 fails an internal assert there rather than raising RuntimeError).
+        # 0.10.2 fails an internal assert there rather than raising RuntimeError), or its
+        # plugin's library would not load.
+        _BACKEND_ERRORS.append(str(e).strip())
         return {}
+
+
+# Why no backend started, as jax said it ("Unable to initialize backend 'tpu': INTERNAL:
+# Failed to open ..."), for the child's refusal.
+_BACKEND_ERRORS: list[str] = []
+
+
+def backend_error() -> str:
+    """What jax said when its backends would not start in this process ("": nothing)."""
+    return next((e for e in reversed(_BACKEND_ERRORS) if e), "")
 
 
 def preload() -> None:

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,6 +48,23 @@ class Completed:
     timed_out: bool
     duration: float
     interrupted: bool = False
+    ended_early: bool = False  # stopped because its output asked (``EndWhen``)
+
+
+# Reads a child's whole lines as they arrive; the seconds of grace after which the child's
+# group is stopped once its output shows it should end, or None to read on.
+EndWhen = Callable[[bytes], float | None]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the caller does while a child runs: ``on_output`` whenever output arrives;
+    ``before_stop`` before the timeout or a signal stops it, while its group still runs;
+    ``end_when`` reads its whole lines (``EndWhen``)."""
+
+    on_output: Callable[[], None] | None = None
+    before_stop: Callable[[], object] | None = None
+    end_when: EndWhen | None = None
 
 
 # Every child starts through this launcher (limits, death with its parent, a guard that
@@ -197,17 +214,18 @@ def run(
     echo: Echo | None = None,
     log: BinaryIO | None = None,
     stdin: int | None = subprocess.DEVNULL,
-    on_output: Callable[[], None] | None = None,
-    before_stop: Callable[[], object] | None = None,
+    watch: Watch | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
     With ``echo`` the output also goes live to our stdout (``Echo``); with ``log`` to that
     file as it arrives (whole lines, so its two streams never split each other's lines), and
-    a crash of this process still leaves the log on disk. ``on_output`` is called whenever
-    output arrives. Ctrl-C,
-    SIGTERM and SIGHUP stop the whole group and end the run as ``interrupted``; the timeout
-    and these call ``before_stop`` first, while the group still runs. Whatever
+    a crash of this process still leaves the log on disk. ``watch.on_output`` is called
+    whenever output arrives. Ctrl-C, SIGTERM and SIGHUP stop the whole group and end the run
+    as ``interrupted``; the timeout and these call ``watch.before_stop`` first, while the
+    group still runs. ``watch.end_when`` reads the output's whole lines as they arrive: once
+    it gives a grace, the group is killed that many seconds later (unless it ended by then),
+    and the run is ``ended_early``. Whatever
     else ends this call (or this process) early stops the group too, and the group never
     outlives the run.
     """
@@ -215,8 +233,49 @@ def run(
     with sigterm_as_interrupt():
         started = time.monotonic()
         child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo is not None)
-        merged = streams.Merged(log, on_output)
-        return _follow(child, argv, timeout, echo, merged, started, before_stop)
+        watch = watch or Watch()
+        ending = _Ending(child.popen, watch.end_when) if watch.end_when is not None else None
+        merged = streams.Merged(log, watch.on_output, ending.read if ending else None)
+        try:
+            done = _follow(child, argv, timeout, echo, merged, started, watch.before_stop)
+        finally:
+            if ending is not None:
+                ending.cancel()
+        return replace(done, ended_early=ending is not None and ending.ended)
+
+
+class _Ending:
+    """A child's group killed a grace after its output asked (``EndWhen``): once."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], end_when: EndWhen) -> None:
+        self._popen = popen
+        self._end_when: EndWhen | None = end_when
+        self._timer: threading.Timer | None = None
+        self.ended = False
+
+    def read(self, lines: bytes) -> None:
+        if self._timer is not None or self._end_when is None:
+            return
+        try:
+            grace = self._end_when(lines)
+        except Exception:  # a reader's bug must not stop the pump: the child runs its course
+            self._end_when = None
+            return
+        if grace is not None:
+            self._timer = threading.Timer(grace, self._stop)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _stop(self) -> None:
+        if self._popen.poll() is None:  # it did not end by itself in its grace
+            self.ended = True
+            # Its grace was the time to end cleanly: a SIGTERM could start more (a
+            # jax.distributed process takes it as the job's preemption, and tells its job).
+            stop_group(self._popen, signal.SIGKILL)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _follow(

@@ -48,10 +48,16 @@ def pump(
 
 class Merged:
     """The child's two streams as one record (and log), whole lines at a time: a line of
-    stderr never lands inside a line of stdout, however the two pipes' reads interleave."""
+    stderr never lands inside a line of stdout, however the two pipes' reads interleave.
+    ``on_lines`` reads each batch of whole lines as it is kept."""
 
-    def __init__(self, log: BinaryIO | None, on_output: Callable[[], None] | None) -> None:
-        self._log, self._on_output = log, on_output
+    def __init__(
+        self,
+        log: BinaryIO | None,
+        on_output: Callable[[], None] | None,
+        on_lines: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self._log, self._on_output, self._on_lines = log, on_output, on_lines
         self._lock = threading.Lock()
         self.kept: list[bytes] = []
 
@@ -69,6 +75,8 @@ class Merged:
                 with contextlib.suppress(OSError, ValueError):
                     self._log.write(data)
                     self._log.flush()
+            if self._on_lines is not None:
+                self._on_lines(data)  # under the lock: in the order they were kept
 
 
 class Hiding:

@@ -1,5 +1,6 @@
 """Releases unpacked once and kept: a cache of jaxlib (and jax) wheels, unzipped into one
-folder per release, which a replay child puts first on its path. No virtual environment per
+folder per release, which a replay child puts first on its path; and of libtpu wheels,
+whose ``libtpu.so`` a TPU replay child loads (``compiler``). No virtual environment per
 release: the child keeps this interpreter's numpy, ml_dtypes and protobuf, but for a release
 that needs numpy 1 or another Python, which gets its own beside it.
 
@@ -27,8 +28,8 @@ import platformdirs
 
 from xla_bugkit import config, proc
 from xla_bugkit.errors import BugkitError
-from xla_bugkit.releases import index
-from xla_bugkit.replay import Release
+from xla_bugkit.releases import index, libtpu
+from xla_bugkit.replay import CompilerRelease, Release
 
 CACHE_ENV = "XLA_BUGKIT_CACHE"
 LIMIT_ENV = "XLA_BUGKIT_CACHE_LIMIT"
@@ -65,9 +66,15 @@ class Entry:
     used: float  # when it was last used (its marker's time), seconds since the epoch
 
     @property
+    def dist(self) -> str:
+        """What it is a release of: "jaxlib" or "libtpu" (the folder's name starts with it)."""
+        return self.path.name.split("-", 1)[0]
+
+    @property
     def python_tag(self) -> str:
-        """The Python it was unpacked for: "cp312" (the folder's name ends with it)."""
-        return self.path.name.rsplit("-", 1)[-1]
+        """The Python a jaxlib was unpacked for: "cp312" (the folder's name ends with it);
+        "" for a libtpu, which serves any."""
+        return self.path.name.rsplit("-", 1)[-1] if self.dist == "jaxlib" else ""
 
 
 def entries() -> list[Entry]:
@@ -120,20 +127,54 @@ def release(version: str, wheels: Path | None = None, python: str | None = None)
             files = _download_for(version, index.python_version(python), Path(tmp))
         else:
             files = _download(version, Path(tmp))
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        need = _unpacked_size(files)
-        _make_room(need)
-        _check_room(files[0], need, target.parent)
-        try:
-            for wheel in files:
-                _unzip(wheel, partial)
-            (partial / _COMPLETE).write_text(f"{version}\n{need}\n", "utf-8")
-            shutil.rmtree(target, ignore_errors=True)
-            partial.rename(target)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
+        _install(version, files, target)
     return Release(version, target, python)
+
+
+def _install(version: str, files: Sequence[Path], target: Path) -> None:
+    """Unpack ``files`` (wheels) into ``target``, whole or not at all, making room first."""
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    need = _unpacked_size(tuple(files))
+    _make_room(need)
+    _check_room(files[0], need, target.parent)
+    try:
+        for wheel in files:
+            _unzip(wheel, partial)
+        (partial / _COMPLETE).write_text(f"{version}\n{need}\n", "utf-8")
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def compiler_folder(dist: str, version: str) -> Path:
+    return root() / "releases" / f"{dist}-{version}"
+
+
+def compiler(version: str, wheel: str, wheels: Path | None = None) -> CompilerRelease:
+    """libtpu ``version`` unpacked in the cache, from its ``wheel`` (a file name) in
+    ``wheels`` if given, else downloaded through pip. Raises ``BugkitError`` saying why it
+    cannot be had, or when the wheel holds no ``libtpu.so``."""
+    target = compiler_folder(libtpu.DIST, version)
+    if not (target / _COMPLETE).is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
+            if wheels is not None:
+                files: tuple[Path, ...] = (wheels / wheel,)
+            else:
+                tag = libtpu.wheel_python(wheel)
+                at = ["--python-version", tag] if tag else []
+                files = (_pip_download(f"{libtpu.DIST}=={version}", Path(tmp), at),)
+            _install(version, files, target)
+    else:
+        with contextlib.suppress(OSError):  # its last use, for the limit
+            os.utime(target / _COMPLETE)
+    library = target / libtpu.DIST / libtpu.LIBRARY
+    if not library.is_file():
+        shutil.rmtree(target, ignore_errors=True)  # nothing a replay could load
+        raise BugkitError(f"{wheel} holds no {libtpu.DIST}/{libtpu.LIBRARY}")
+    return CompilerRelease(libtpu.DIST, version, library)
 
 
 def _download(version: str, into: Path) -> tuple[Path, ...]:

@@ -7,7 +7,8 @@ holds; ``replay`` is the bare replay under them, for a caller that sets every fl
 ``ReplayInput`` and one ``ReplayOptions``, and gives a ``Verdict`` (``xla_bugkit.verdict``).
 
 Inside: ``inputs`` finds what a replay needs; ``spawn`` starts a child (``children`` starts
-them ahead) and settles its flags and devices; ``judge`` reads what it did; ``compare`` holds
+them ahead) and settles its flags and devices; ``judge`` reads what it did
+(``interpret_mode``: a Pallas kernel by its outputs under that mode); ``compare`` holds
 it to its references; ``native`` replays under PyTorch/XLA's own XLA; ``differential`` is
 collect's search for the module of a wrong result; ``elsewhere`` is what a machine without
 the module's platform can say. The child's side is ``child/`` (the worker, the op-by-op
@@ -30,6 +31,7 @@ __all__ = [
     "PROCESS_FLAGS",
     "UNRECORDED",
     "Comparison",
+    "CompilerRelease",
     "Interpreted",
     "Release",
     "ReplayInput",
@@ -77,6 +79,7 @@ _HOMES = {
     "PLAIN": "xla_bugkit.replay.options",
     "ReplayInput": "xla_bugkit.replay.inputs",
     "Interpreted": "xla_bugkit.replay.inputs",
+    "CompilerRelease": "xla_bugkit.replay.inputs",
     "Release": "xla_bugkit.replay.inputs",
     "replay_input": "xla_bugkit.replay.inputs",
     "replay_platform": "xla_bugkit.replay.inputs",
@@ -109,6 +112,7 @@ if TYPE_CHECKING:
     from xla_bugkit.replay.dump import as_found, failed, replay_dump
     from xla_bugkit.replay.elsewhere import Unverified
     from xla_bugkit.replay.inputs import (
+        CompilerRelease,
         Interpreted,
         Release,
         ReplayInput,

@@ -33,8 +33,8 @@ from xla_bugkit.replay.judge import judged
 from xla_bugkit.replay.spawn import child_spec, split_flags
 from xla_bugkit.verdict import Verdict
 
-STARTS = f"{protocol.MARKER}_MODULE: "  # the number of the spec that starts
-ENDED = f"{protocol.MARKER}_ENDED: "  # "NUMBER STATUS": the spec that ended, and how
+STARTS = protocol.STARTS  # the number of the spec that starts
+ENDED = protocol.ENDED  # "NUMBER STATUS": the spec that ended, and how
 # What a module's part of the output ends with when the child stopped on purpose: the
 # parent must settle those in a child of their own (more devices, a flag in XLA_FLAGS).
 _SETTLE = {protocol.EXIT_NEEDS_DEVICES, protocol.EXIT_REJECTED_FLAG}

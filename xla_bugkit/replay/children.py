@@ -1,20 +1,24 @@
 """How a replay child starts: its environment, the worker's command line, and children
-started ahead of their modules (``Spares``), which import jax while the parent works."""
+started ahead of their modules (``Spares``), which import jax while the parent works, or
+kept for the next module where opening the platform is costly (``keeps``)."""
 
 from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
 import shutil
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from xla_bugkit import platforms, proc
 from xla_bugkit.hlo import flags
+from xla_bugkit.proc import serving
 from xla_bugkit.replay import protocol
 
 
@@ -24,18 +28,23 @@ def child_env(
     python: str | None = None,
     release: Path | None = None,
     tpu_args: tuple[str, ...] | None = None,
+    compiler: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a replay child: ours, with ``xla_flags`` and ``platform`` (on a
     TPU, ``tpu_args``, the recorded run's, are its LIBTPU_INIT_ARGS in place of ours);
     ``python``: the child runs under another interpreter (the program's), which has its own
     jax but maybe not protobuf, which the worker reads protos with: ours is lent to it;
-    ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``)."""
+    ``release``: an unpacked jaxlib release, first on the path (``inputs.Release``);
+    ``compiler``: the library of another release of the platform's compiler, loaded in place
+    of the installed one (``inputs.CompilerRelease``)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = flags.join(xla_flags)
     found = platforms.find(platform)
     env["JAX_PLATFORMS"] = found.jax_platforms if found is not None else platform
     if found is not None and found.compiler_env is not None and tpu_args is not None:
         env[found.compiler_env] = flags.join(tpu_args)
+    if found is not None and found.compiler_library_env is not None and compiler is not None:
+        env[found.compiler_library_env] = str(compiler)
     # The child imports this package from wherever the parent found it; another
     # interpreter sees this package alone, never the numpy or jaxlib built for this one
     # that lie beside it in an installed site-packages.
@@ -77,20 +86,50 @@ def worker(python: str | None) -> tuple[str, ...]:
     return WORKER if python is None else (python, *WORKER[1:])
 
 
+# "1": a replay child is kept for the next module on every platform; "0": on none; unset: on
+# those whose row says opening them is costly (``Platform.costly_start``).
+KEEP_CHILD = "XLA_BUGKIT_KEEP_CHILD"
+
+
+def keeps(platform: str) -> bool:
+    """Whether a replay child of ``platform`` is kept for the next module (``Spares.serve``)."""
+    asked = os.environ.get(KEEP_CHILD, "")
+    if asked in ("0", "1"):
+        return asked == "1"
+    found = platforms.find(platform)
+    return found is not None and found.costly_start
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A child that replayed a module and waits for the next, and what it started with."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    memory: int | None
+    child: serving.Serving
+
+
 class Spares:
     """Replay children started ahead of their modules: each imports jax (seconds, most of a
     small module's replay) while the parent unpacks a bundle or replays the module before.
     ``judge.replay`` hands the next one its module when that module's child would start with the
     same environment, and stops it and starts a child afresh otherwise. Children left over
-    are stopped when the block ends."""
+    are stopped when the block ends.
+
+    On a platform whose opening is costly (``keeps``: a TPU's chip, seconds each time, and
+    only one process may hold it), the child that replayed a module is kept for the next
+    module of the same environment (``serve``); one child at a time is kept."""
 
     def __init__(self) -> None:
-        self._waiting: deque[tuple[dict[str, str], proc.Waiting]] = deque()
+        self._waiting: deque[tuple[dict[str, str], proc.Waiting | serving.Serving]] = deque()
+        self._kept: _Kept | None = None
 
     def __enter__(self) -> Spares:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.let_go()
         while self._waiting:
             self._waiting.popleft()[1].stop()
 
@@ -104,17 +143,78 @@ class Spares:
         tpu_args: tuple[str, ...] | None = None,
     ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
-        ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``."""
+        ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``; on a
+        platform that ``keeps`` its child, none while one is kept or waits."""
         env = child_env(tuple(env_flags), platform, tpu_args=tpu_args)
-        waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
-        self._waiting.append((env, waiting))
+        if not keeps(platform):
+            waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
+            self._waiting.append((env, waiting))
+            return
+        # One such child at a time: the kept one most likely serves the next module too, and
+        # a spare started with another environment (flags only the module's replay knows)
+        # would wait unused until the block ends.
+        if self._kept is not None or any(isinstance(w, serving.Serving) for _, w in self._waiting):
+            return
+        self._waiting.append((env, _serving(_SERVE, env)))
 
     def take(self, env: dict[str, str]) -> proc.Waiting | None:
         """The next child, if it was started with ``env``; else None (and it is stopped)."""
         if not self._waiting:
             return None
         started, waiting = self._waiting.popleft()
-        if started == env:
+        if started == env and isinstance(waiting, proc.Waiting):
             return waiting
         waiting.stop()
         return None
+
+    def serve(
+        self,
+        worker: Sequence[str],
+        env: dict[str, str],
+        memory: int | None,
+        spec: Mapping[str, object],
+        *,
+        timeout: float,
+    ) -> proc.Completed:
+        """Replay ``spec`` in the kept child where it started as this one would (``worker``,
+        ``env``, the ``memory`` limit), else in a spare or a fresh child, kept in its turn
+        unless it crashed or hung: how the module's replay ended, as a child of its own
+        would have ended with it (its status, its part of the output)."""
+        argv = (*worker, protocol.SPECS_ON_STDIN)
+        kept, self._kept = self._kept, None
+        if kept is not None and (kept.argv, kept.env, kept.memory) != (argv, env, memory):
+            kept.child.stop()  # one child holds the device at a time
+            kept = None
+        child = kept.child if kept is not None else self._spare(argv, env) or _serving(argv, env)
+        request = json.dumps({**spec, "memory_limit": memory})
+        reply = child.ask(request.encode(), timeout=timeout)
+        if child.alive:
+            self._kept = _Kept(argv, env, memory, child)
+        lines = reply.output.splitlines(keepends=True)
+        output = "".join(line for line in lines if not line.startswith(protocol.STARTS))
+        status = reply.returncode if reply.answer is None else int(reply.answer.split()[-1])
+        return proc.Completed(status, output, reply.timed_out, reply.duration)
+
+    def let_go(self) -> None:
+        """Stop the kept child, if any: another process is about to open its device."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.child.stop()
+
+    def _spare(self, argv: tuple[str, ...], env: dict[str, str]) -> serving.Serving | None:
+        """A spare started with ``argv`` and ``env`` to be kept, taken from the others."""
+        if argv != _SERVE:
+            return None
+        for entry in list(self._waiting):
+            started, waiting = entry
+            if started == env and isinstance(waiting, serving.Serving):
+                self._waiting.remove(entry)
+                return waiting
+        return None
+
+
+_SERVE = (*WORKER, protocol.SPECS_ON_STDIN)
+
+
+def _serving(argv: Sequence[str], env: dict[str, str]) -> serving.Serving:
+    return serving.start_serving(argv, answer=protocol.ENDED, env=env)

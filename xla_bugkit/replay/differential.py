@@ -29,7 +29,7 @@ from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
 from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import Outcome, Verdict
+from xla_bugkit.verdict import INTERPRET_MODE, Outcome, Verdict
 
 # Above every heuristic of capture.selection (a crash site, "named in the output", the newest
 # snapshot) and below an explicit --module/--symbol: a replay that shows the wrong value is
@@ -61,10 +61,27 @@ class Differential:
     verdicts: tuple[Verdict, ...]
     candidates: int
     note: str = ""
+    stopped: str = ""  # why the search stopped before it checked every candidate
 
     @property
     def checked(self) -> int:
         return len(self.verdicts)
+
+    def note_after(self, verdicts: Sequence[Verdict]) -> str:
+        """``note`` as the replays after the search leave it (``verdicts``, the final ones):
+        a module the search could not check for its Pallas kernel (``protocol.KERNEL_ONLY``)
+        that a replay then judged by the kernel's outputs under the interpret mode was
+        checked after all. Where every module the search checked was such a one, the note
+        is withdrawn: the replay's verdict says what was found."""
+        judged = {v.module for v in verdicts if INTERPRET_MODE in str(v.numbers.get("reference"))}
+        kernels = [v.module for v in self.verdicts if protocol.KERNEL_ONLY in v.evidence]
+        later = [m for m in kernels if m in judged]
+        if not self.note or not later:
+            return self.note
+        if len(later) == self.checked == self.candidates:
+            return ""
+        unchecked = len(kernels) - len(later)
+        return _fell_back(self.checked, self.candidates, self.stopped, unchecked, len(later))
 
 
 def candidates(index: DumpIndex) -> list[DumpModule]:
@@ -155,7 +172,7 @@ def search(
     note = "" if run.found else _fell_back(len(run.verdicts), len(pool), run.stopped, unchecked)
     if note:
         ui.warn(note)
-    return Differential(tuple(run.found), tuple(run.verdicts), len(pool), note)
+    return Differential(tuple(run.found), tuple(run.verdicts), len(pool), note, run.stopped)
 
 
 def _group(
@@ -269,9 +286,12 @@ class _Search:
             self.found.append(Chosen(module, (reason(verdict),), DIFFERS_SCORE))
 
 
-def _fell_back(checked: int, candidates: int, stopped: str, unchecked: int = 0) -> str:
+def _fell_back(
+    checked: int, candidates: int, stopped: str, unchecked: int = 0, interpreted: int = 0
+) -> str:
     """What the bundle's notes say when the search found nothing; ``unchecked`` of the
-    ``checked`` modules ran a Pallas kernel that no reference can check."""
+    ``checked`` modules ran a Pallas kernel that no reference can check, ``interpreted``
+    more one that the kernel's interpret mode judged after the search."""
     fallback = "so the choice falls back to the other evidence"
     if not candidates:
         return (
@@ -284,6 +304,11 @@ def _fell_back(checked: int, candidates: int, stopped: str, unchecked: int = 0) 
             "a Pallas kernel that runs only on the TPU, which no reference can check, " + fallback
         )
     kernels = f" ({unchecked} of them could not be checked: a Pallas kernel)" if unchecked else ""
+    if interpreted:
+        kernels += (
+            f" ({interpreted} of them a Pallas kernel, judged after the search by its "
+            "interpret mode)"
+        )
     if stopped:
         return (
             f"the search for the module that computes the wrong value stopped after "

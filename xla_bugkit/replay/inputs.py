@@ -40,6 +40,17 @@ class Release:
 
 
 @dataclass(frozen=True)
+class CompilerRelease:
+    """A release of a platform's compiler shipped apart from jaxlib (libtpu), unpacked: the
+    replay child loads its ``library`` in place of the installed one, under this
+    interpreter's jaxlib (the platform row's ``compiler_library_env`` names it)."""
+
+    dist: str  # "libtpu"
+    version: str
+    library: Path  # libtpu.so
+
+
+@dataclass(frozen=True)
 class Interpreted:
     """The program run again with Pallas's TPU interpret mode forced on it (collect's run
     for a Pallas kernel's reference): what the module's first call gave under that mode.
@@ -79,6 +90,8 @@ class ReplayInput:
     tolerance: Tolerance = DEFAULT_TOLERANCE
     # The jaxlib release to replay under (bisect, verify --jaxlib); None: the interpreter's.
     release: Release | None = None
+    # The compiler release to replay under (bisect of a TPU bundle); None: the installed one.
+    compiler: CompilerRelease | None = None
     # The module as metadata-free text (``convert --to hlo-short``), for a release that
     # cannot read the proto: older ones (``convert.carrier``). Never taken from a bundle.
     hlo_text: Path | None = None

@@ -24,17 +24,15 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.xla_status import DISPATCH
-from xla_bugkit.replay import extreme, protocol, spawn
+from xla_bugkit.replay import children, default_precision, extreme, interpret_mode, protocol, spawn
 from xla_bugkit.replay.compare import Comparison, compare_outputs
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.replay.protocol import marker
 from xla_bugkit.verdict import (
-    CANNOT_INTERPRET,
     COMPILED_DIFFERS,
     INTERPRET_MODE,
     NO_REFERENCE,
-    OWN_CODE,
     OWN_CODE_GIVES,
     Outcome,
     Verdict,
@@ -89,7 +87,7 @@ def replay(
             o.keep_arrays.mkdir(parents=True, exist_ok=True)
             for saved in Path(tmp).glob("*.npz"):
                 shutil.copyfile(saved, o.keep_arrays / saved.name)
-            if (outputs := _interpreted(inp, child.inputs)) is not None:
+            if (outputs := interpret_mode.outputs(inp, child.inputs)) is not None:
                 kept = protocol.arrays_path(o.keep_arrays, protocol.INTERPRETED)
                 shutil.copyfile(outputs, kept)
         unjudged = extreme.out_of_range(o.extreme_set) if o.extreme_set else None
@@ -101,9 +99,14 @@ def replay(
         if inp.release is not None:
             withheld = (*verdict.withheld, *dropped)
             verdict = replace(verdict, under=f"jaxlib {inp.release.version}", withheld=withheld)
+        if inp.compiler is not None:
+            under = f"{inp.compiler.dist} {inp.compiler.version}"
+            verdict = replace(verdict, under=under, withheld=(*verdict.withheld, *dropped))
     if o.extreme_set is not None or not o.reference:
         return verdict
     keep_arrays = o.keep_arrays
+    # A kept child serves these too: no other may open the device while it holds it.
+    keeper = o.spares if o.spares is not None and children.keeps(inp.platform) else None
 
     def on_extremes(name: str) -> Verdict:
         # The arrays kept are those of the verdict returned: a set's replace the first
@@ -113,7 +116,7 @@ def replay(
             again = replay(
                 inp,
                 expected=expected,
-                options=replace(o, keep_arrays=kept, extreme_set=name, spares=None),
+                options=replace(o, keep_arrays=kept, extreme_set=name, spares=keeper),
             )
             if again.reproduced and kept is not None and keep_arrays is not None:
                 for old in keep_arrays.glob("*.npz"):
@@ -155,7 +158,7 @@ def _verdict(
     verdict = verdict or _judge_result(
         inp, child, expected, timeout if reference else None, out_of_range
     )
-    verdict = _with_interpreted_check(inp, verdict)
+    verdict = interpret_mode.with_check(inp, verdict)
     recorded = protocol.markers(child.done.output, protocol.WITHHELD)
     tpu = spawn.admitted_tpu_args(inp).withheld
     withheld = (*spawn.admitted_flags(inp).withheld, *tpu, *recorded)
@@ -306,7 +309,8 @@ def _judge_result(  # noqa: C901, PLR0915
     matches = (
         None if recorded is None else compare_outputs(outputs, recorded, tolerance=tolerance).close
     )
-    found, missing = _with_interpreted(_interpreted(inp, test.inputs), *_references(test, timeout))
+    kept = interpret_mode.outputs(inp, test.inputs)
+    found, missing = interpret_mode.with_outputs(kept, *_references(test, timeout))
     # Sums whose order decides whether they overflow: the op-by-op reference has no value
     # there (NaN), and judges no output there.
     unordered = protocol.markers(test.done.output, protocol.UNORDERED)
@@ -332,7 +336,7 @@ def _judge_result(  # noqa: C901, PLR0915
     suspected = _wrong_result_suspected(expected)
     default = None
     if wrong is not None:
-        default = _default_precision(test, found[wrong[0]], wrong[1], out_of_range)
+        default = default_precision.evidence(test.out, found[wrong[0]], wrong[1], out_of_range)
     if wrong is not None and default is not None:
         # Not a wrong result: the TPU rounds float32 dots to one bfloat16 pass by default.
         numbers = {**wrong[1].numbers(), "reference": wrong[0], "precision": "default"}
@@ -352,11 +356,11 @@ def _judge_result(  # noqa: C901, PLR0915
         return Verdict(inp.name, outcome, evidence, test.inputs, None, numbers, matches)
     if not found and suspected and any(protocol.KERNEL_ONLY in m for m in missing):
         # Nothing outside the kernel can check it: unverified, neither way.
-        evidence = _unchecked(inp)
+        evidence = interpret_mode.unchecked(inp)
         return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, test.inputs, None, {}, matches)
     agreed = ", ".join(agreeing) or NO_REFERENCE
     evidence = f"ran to completion; result agrees with {agreed}{disputed}{unjudged}"
-    if own := _own_code(inp, agreeing, suspected):
+    if own := interpret_mode.own_code(inp, agreeing, suspected):
         evidence = f"ran to completion; {OWN_CODE_GIVES}{disputed}"
     if missing:
         evidence += f" (missing: {'; '.join(missing)})"
@@ -377,93 +381,12 @@ def _differs(label: str, comparison: Comparison) -> str:
     return f"result differs from the {label} reference: {comparison.summary()}"
 
 
-def _unchecked(inp: ReplayInput) -> str:
-    """The evidence of a kernel that nothing checked, and why its interpret mode did not."""
-    evidence = f"ran to completion on the TPU; no reference: {protocol.KERNEL_ONLY}"
-    if inp.interpreted is not None and inp.interpreted.error:
-        evidence += f"; {CANNOT_INTERPRET}: {inp.interpreted.error}"
-    return evidence
-
-
-def _interpreted(inp: ReplayInput, inputs: str) -> Path | None:
-    """A Pallas kernel's outputs under the interpret mode, where collect recorded them and
-    the replay ran on the same inputs (``inputs``: what the replay ran on): the recorded
-    ones, never generated or extreme values."""
-    interpreted = inp.interpreted
-    if interpreted is None or interpreted.outputs is None or inputs != "snapshot":
-        return None
-    return interpreted.outputs
-
-
-def _with_interpreted(
-    outputs: Path | None, found: dict[str, list[np.ndarray]], missing: list[str]
-) -> tuple[dict[str, list[np.ndarray]], list[str]]:
-    """The references with a Pallas kernel's own (``outputs``: its outputs under the
-    interpret mode, ``_interpreted``): they stand in for the references the kernel keeps
-    from being computed (``protocol.KERNEL_ONLY``)."""
-    if outputs is None:
-        return found, missing
-    found = {**found, INTERPRET_MODE: protocol.load_arrays(outputs)}
-    return found, [m for m in missing if protocol.KERNEL_ONLY not in m]
-
-
-def _with_interpreted_check(inp: ReplayInput, verdict: Verdict) -> Verdict:
-    """``verdict``, where it was judged by the interpret mode's outputs, with what the
-    program's own check said under that mode (``interpret_check``: "passed" or "failed"),
-    which the bundle keeps beside them."""
-    interpreted = inp.interpreted
-    judged_by = str(verdict.numbers.get("reference", ""))
-    if interpreted is None or interpreted.passed is None or INTERPRET_MODE not in judged_by:
-        return verdict
-    said = "passed" if interpreted.passed else "failed"
-    return replace(verdict, numbers={**verdict.numbers, "interpret_check": said})
-
-
-def _own_code(inp: ReplayInput, agreeing: list[str], suspected: bool) -> dict[str, object]:
-    """The ``kernel`` number where the kernel's own code gives the wrong values: the replay
-    agrees with the interpret mode, and the program's check failed under that mode too."""
-    interpreted = inp.interpreted
-    if interpreted is None or interpreted.passed is not False or not suspected:
-        return {}
-    return {"kernel": OWN_CODE} if INTERPRET_MODE in agreeing else {}
-
-
 def _unjudged(elements: int, unordered: list[str]) -> str:
     """What the op-by-op reference left unjudged, and why (its ``protocol.UNORDERED`` lines)."""
     return (
         f"; {elements} {'element is' if elements == 1 else 'elements are'} not judged, "
         f"where a sum has no one right value: {'; '.join(unordered)}"
     )
-
-
-def _default_precision(
-    test: spawn.Child, reference: list[np.ndarray], differs: Comparison, out_of_range: str | None
-) -> str | None:
-    """When the difference from the ``reference`` is the TPU's default matmul precision:
-    the module run with its float dots at HIGHEST agrees with it, or its inputs are out of
-    the range where that precision can be judged (``out_of_range`` says why). The evidence
-    that says so; None when it is neither."""
-    highest_path = protocol.arrays_path(test.out, protocol.HIGHEST)
-    highest = _load(highest_path)
-    if highest is not None and compare_outputs(highest, reference).close:
-        return (
-            f"ran to completion; differs from the op-by-op reference only at the TPU's default "
-            f"matmul precision (float32 dots in one bfloat16 pass: {differs.summary()}); "
-            + _AGREES_AT_HIGHEST
-        )
-    # The child runs the module at HIGHEST only where it is a TPU module with float dots at
-    # the default precision: what it left (arrays, or why there are none) says it is one.
-    at_default = highest is not None or protocol.error_path(test.out, protocol.HIGHEST).exists()
-    if not at_default or out_of_range is None:
-        return None
-    return (
-        f"ran to completion; differs from the op-by-op reference ({differs.summary()}) on "
-        f"inputs {out_of_range}: the TPU's float32 dots at the default precision round their "
-        "operands to one bfloat16 pass, so such inputs prove nothing of this module's dots"
-    )
-
-
-_AGREES_AT_HIGHEST = "with every dot at precision HIGHEST the result agrees with it"
 
 
 def _quoted(headline: str, limit: int = 160) -> str:

@@ -93,6 +93,8 @@ def replay(
     own = native_label(framework)
     native = None
     if own is not None:
+        if options.spares is not None:
+            options.spares.let_go()  # its device is torch_xla's child's now
         native = replay_native(inp, expected=expected, options=options)
     verdict = judge.replay(inp, expected=expected, options=options)
     if framework in (None, Framework.JAX):

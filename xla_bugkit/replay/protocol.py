@@ -53,6 +53,18 @@ SPEC = "spec.json"
 # The worker's argument when it is started ahead of its module (``children.Spares``): it imports
 # jax, then reads its spec from stdin, with the memory limit to set on itself.
 SPEC_ON_STDIN = "-"
+# The worker's argument when it is kept for the modules after its first (``children.Spares``
+# on a platform whose opening is costly): it reads one spec a line from stdin, and replays
+# each between a ``STARTS`` and an ``ENDED`` line, as ``batch`` runs its list.
+SPECS_ON_STDIN = "+"
+
+# A child that replays several modules (``batch``, a kept worker) marks each one's part of
+# its output: the module's number as it starts, "NUMBER STATUS" as it ends (its status as a
+# one-module child would have exited with it).
+STARTS = f"{MARKER}_MODULE: "
+ENDED = f"{MARKER}_ENDED: "
+# The process that replays a module, said as it starts.
+PID = f"{MARKER}_PID: "
 
 
 def arrays_path(out: Path, stem: str) -> Path:

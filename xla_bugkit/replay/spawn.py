@@ -16,7 +16,7 @@ from xla_bugkit.failure.classify import Phase
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import protocol
-from xla_bugkit.replay.children import Spares, child_env, worker
+from xla_bugkit.replay.children import Spares, child_env, keeps, worker
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
 
@@ -66,12 +66,17 @@ def _spawn(
     out = Path(spec["out"])
     release = inp.release.path if inp.release is not None else None
     tpu_args = admitted_tpu_args(inp).flags if inp.tpu_args is not None else None
-    env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args)
-    # Spares run this interpreter and jaxlib: a replay under another starts afresh.
-    ours = inp.python is None and inp.release is None
+    library = inp.compiler.library if inp.compiler is not None else None
+    env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args, library)
+    memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
+    # A libtpu release's probe (bisect) gets a child of its own: one that cannot load says so.
+    if spares is not None and keeps(inp.platform) and inp.compiler is None:
+        served = spares.serve(worker(inp.python), env, memory, spec, timeout=limits["timeout"])
+        return child_of(served, out)
+    # Spares run this interpreter, jaxlib and compiler: a replay under another starts afresh.
+    ours = inp.python is None and inp.release is None and inp.compiler is None
     waiting = spares.take(env) if spares is not None and ours else None
     if waiting is not None:
-        memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
         text = json.dumps({**spec, "memory_limit": memory})
         return child_of(waiting.finish(text.encode(), timeout=limits["timeout"]), out)
     spec_path = out / protocol.SPEC
@@ -103,15 +108,17 @@ def spawn_settled(
     spares: Spares | None = None,
     dropped: list[str] | None = None,
 ) -> tuple[Child, ReplayInput]:
-    """Spawn the child (one of ``spares`` if it fits); again with more devices or a flag
-    moved to XLA_FLAGS, if it asks. Returns the child and the input as it ran. Under another
-    release (``inp.release``), a recorded flag it does not know is left out, and said so in
-    ``dropped``; a release that cannot start the replay refuses it."""
+    """Spawn the child (one of ``spares`` if it fits, or the one they keep: ``keeps``);
+    again with more devices or a flag moved to XLA_FLAGS, if it asks. Returns the child and
+    the input as it ran. Under another release (``inp.release``), a recorded flag it does
+    not know is left out, and said so in ``dropped``; a release that cannot start the
+    replay refuses it."""
     env_flags, spec_flags = split_flags(inp)
     spec = {**spec, "flags": spec_flags}
     while True:
         child = _spawn(inp, spec, env_flags, limits, spares)
-        spares = None  # a child asked for more than a spare was started with
+        if spares is not None and not keeps(inp.platform):
+            spares = None  # a child asked for more than a spare was started with
         needs = marker(child.done.output, protocol.NEEDS_DEVICES)
         rejected = marker(child.done.output, protocol.REJECTED_FLAG)
         started = marker(child.done.output, protocol.PHASE) is not None
@@ -127,6 +134,10 @@ def spawn_settled(
         refused = marker(child.done.output, protocol.NOT_REPLAYABLE) is not None
         if inp.release is not None and stopped_early and not refused:
             why = f"jaxlib {inp.release.version} could not start the replay: {last_line(child)}"
+            return Child(child.done, child.out, None, "", why), inp
+        if inp.compiler is not None and stopped_early and not refused:
+            c = inp.compiler
+            why = f"{c.dist} {c.version} could not start the replay: {last_line(child)}"
             return Child(child.done, child.out, None, "", why), inp
         if inp.python is not None and stopped_early:
             # The program's interpreter could not get as far as compiling (an older Python,

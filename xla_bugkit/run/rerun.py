@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xla_bugkit import frameworks, proc
 from xla_bugkit.failure import xla_log
@@ -21,10 +21,11 @@ from xla_bugkit.hlo import flags
 from xla_bugkit.run import adapt, ask, caches, evidence_files, hook
 from xla_bugkit.run import main_end as ends
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
+from xla_bugkit.run.job_end import JOB, JobEnd
 from xla_bugkit.run.record import RunRecord
 
 if TYPE_CHECKING:
-    from xla_bugkit.failure.classify import Stop
+    from xla_bugkit.failure.classify import Failure, Stop
 
 # What reads the run once it has ended (classify, processes, weigh) is imported then: the
 # program starts without waiting for it (collect imports it meanwhile: ``warm``).
@@ -104,12 +105,20 @@ def _hook_sets_flags(command: Sequence[str], framework: frameworks.Framework | N
     return True
 
 
+class Ending(NamedTuple):
+    """When collect ends a run before its own end: after ``timeout`` seconds; for a part of
+    a job, ``job_grace`` seconds after its output shows that its job ended it."""
+
+    timeout: float | None
+    job_grace: float | None = None
+
+
 def rerun(
     command: Sequence[str],
     *,
     dump_dir: Path,
     log_path: Path,
-    timeout: float | None,
+    ending: Ending,
     echo: bool,
     base_env: Mapping[str, str] | None = None,
     processes: Path | None = None,
@@ -125,9 +134,12 @@ def rerun(
     program's main module has finished, while it tears itself down (``main_end``); the run
     returns after it has.
 
-    A run stopped by ``timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy is a
-    hang; how long it ran and went without output before the stop go into its failure.
+    A run stopped by ``ending.timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy
+    is a hang; how long it ran and went without output before the stop go into its failure.
+    With ``ending.job_grace`` (a part of a job), a run whose output shows that its job ended
+    it (another process failed) is ended that many seconds later (``job_end``).
     """
+    timeout, job_grace = ending
     processes = processes or dump_dir.parent / evidence_files.PROCESSES
     base = os.environ if base_env is None else base_env
     # Known before the run only from the script's imports; unsure means JAX's settings.
@@ -156,6 +168,7 @@ def rerun(
     main_end = (
         ends.MainEnd(processes, at_main_end) if at_main_end and hooked else contextlib.nullcontext()
     )
+    job_end = JobEnd(job_grace) if job_grace is not None else None
     with main_end, pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
         if isinstance(main_end, ends.MainEnd) and main_end.env_value is not None:
             env[ends.ENV] = main_end.env_value
@@ -166,9 +179,12 @@ def rerun(
             echo=proc.Echo(hide) if echo else None,
             log=log,
             stdin=None,
-            on_output=log.arrived,
-            # What each process was waiting for, asked while it still runs.
-            before_stop=lambda: ask.ask(processes),
+            watch=proc.Watch(
+                on_output=log.arrived,
+                # What each process was waiting for, asked while it still runs.
+                before_stop=lambda: ask.ask(processes),
+                end_when=job_end,
+            ),
         )
     ended_at = time.time()
     ask.forget(processes)
@@ -196,6 +212,10 @@ def rerun(
         interrupted=done.interrupted,
         stop=stop,
     )
+    if done.ended_early and job_end is not None:
+        failure = _ended_by_its_job(done.output, failure, done.duration)
+        if failure.peer is not None:
+            merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
     # What the failing process recorded of itself outweighs what its output let through.
     culprit = failing(evidence_files.read(processes))
     return RunRecord(
@@ -211,6 +231,35 @@ def rerun(
         culprit=culprit,
         hidden=hide.pattern.decode("latin-1") if hide is not None else None,
         tpu_args=flags.tpu_args(base.get(flags.TPU_ENV)),
+    )
+
+
+def _ended_by_its_job(output: str, killed: Failure, ran: float) -> Failure:
+    """The failure of a run that collect ended once its job had ended it (``killed``: as the
+    judge reads the whole output, killed): what it printed before the kill is the news, as
+    it is before the JAX client's own abort. Where the whole output shows a failure of its
+    own first (its program had ended, and it waited at the job's shutdown barrier), that
+    stands."""
+    from xla_bugkit.failure.classify import Kind, classify
+
+    said = classify(output, exit_status=None)
+    peer = killed.peer or said.peer
+    if peer is None:
+        return killed
+    return replace(
+        said if said.kind is not Kind.SUCCESS else killed,
+        exit_status=killed.exit_status,
+        signal=killed.signal,
+        stopped_by=JOB,
+        ran_seconds=round(ran, 1),
+        peer=peer,
+    )
+
+
+def _ended_early_note(job_end: JobEnd, failure: Failure) -> str:
+    return (
+        f"collect ended the program {job_end.grace:g} s after its output showed that its job "
+        f"had ended it ({failure.peer}), rather than wait for the job's heartbeat timeout"
     )
 
 

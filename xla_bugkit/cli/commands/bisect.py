@@ -14,11 +14,13 @@ from xla_bugkit.ui import Ui
 if TYPE_CHECKING:
     from xla_bugkit.bisect.search import Bisection
 
-HELP = "replay a bundle under other jaxlib releases: still failing? since when?"
+HELP = "replay a bundle under other jaxlib (or libtpu) releases: still failing? since when?"
 DESCRIPTION = (
     "Replay the failing module of a bundle under jaxlib releases from the package index (or a "
     "folder of wheels), and say whether it still fails on the newest and between which two "
-    "releases that changed."
+    "releases that changed. A TPU bundle is replayed under libtpu releases instead (from PyPI "
+    "or a folder of libtpu wheels), on a TPU machine only; --from and --to then name libtpu "
+    "versions."
 )
 EPILOG = """examples:
   xla-bugkit bisect bundle.7z
@@ -26,6 +28,8 @@ EPILOG = """examples:
   xla-bugkit bisect bundle.7z --wheels ~/wheels -o bundle.bisected.zip
   xla-bugkit bisect bundle.7z --python python3.12
       also the releases published only for Python 3.12 and newer (0.11 on)
+  xla-bugkit bisect tpu-bundle.7z --from 0.0.40 --wheels ~/libtpu-wheels
+      on a TPU machine: libtpu 0.0.40 on, under the installed jax and jaxlib
 
 Each release is downloaded through pip (your pip configuration and index apply) once, and
 kept unpacked in xla-bugkit's cache (or $XLA_BUGKIT_CACHE): about 350 MB a release, up
@@ -90,7 +94,7 @@ def render(result: Bisection) -> str:
     lines = []
     for p in result.probes:
         mark = " (the reporter's)" if p.version == result.reported else ""
-        lines.append(f"jaxlib {p.version}{mark}: {p.seen.value}: {p.detail}")
+        lines.append(f"{result.dist} {p.version}{mark}: {p.seen.value}: {p.detail}")
     for why in dict.fromkeys(why for _, why in result.untried):
         versions = [v for v, w in result.untried if w == why]
         shown = ", ".join(versions) if len(versions) <= 4 else f"{versions[0]} to {versions[-1]}"

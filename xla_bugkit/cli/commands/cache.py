@@ -1,5 +1,5 @@
-"""``xla-bugkit cache``: the jaxlib releases that ``bisect`` and ``verify --jaxlib`` keep
-unpacked (``releases.cache``), and ``--clear`` to remove them."""
+"""``xla-bugkit cache``: the jaxlib (and libtpu) releases that ``bisect`` and ``verify
+--jaxlib`` keep unpacked (``releases.cache``), and ``--clear`` to remove them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.ui import Ui
 
-HELP = "the jaxlib releases bisect keeps unpacked: list them, or --clear"
+HELP = "the jaxlib (and libtpu) releases bisect keeps unpacked: list them, or --clear"
 DESCRIPTION = (
     "List the jaxlib releases that bisect and verify --jaxlib keep unpacked, with their size "
     "and last use, or remove them."
@@ -43,8 +43,8 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
     ours = index.python_tag()
     for e in reversed(held):  # the newest use first
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))
-        other = f"  for {e.python_tag}" if e.python_tag != ours else ""
-        print(f"  jaxlib {e.version:<10} {e.size / 1e6:>7,.0f} MB  last used {used}{other}")
+        other = f"  for {e.python_tag}" if e.python_tag not in (ours, "") else ""
+        print(f"  {e.dist} {e.version:<10} {e.size / 1e6:>7,.0f} MB  last used {used}{other}")
     print(f"{_releases(len(held))}, {sum(e.size for e in held) / 1e6:,.0f} MB")
     return ExitCode.OK
 

@@ -14,6 +14,7 @@ from xla_bugkit import config
 from xla_bugkit.cli import options
 from xla_bugkit.cli.commands._bundle_options import add_bundle_options, collect_options
 from xla_bugkit.proc import leftovers
+from xla_bugkit.run import job_end
 from xla_bugkit.ui import Ui
 
 if TYPE_CHECKING:  # the pipeline: imported by ``run``, not by the parser every command builds
@@ -39,7 +40,7 @@ examples:
 # What only ``collect`` asks: how the program runs and what the bundle adds.
 _RUN_OPTIONS = (
     "timeout", "workdir", "keep_workdir", "always", "include_source", "shrink", "bisect",
-    "wheels", "bisect_python", "snapshots", "max_dump_size", "dump_passes",
+    "wheels", "bisect_python", "snapshots", "max_dump_size", "dump_passes", "job_grace",
 )  # fmt: skip
 
 
@@ -64,7 +65,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="this collect runs part I (from 0) of a job of N processes on several machines: "
         "the bundle's name says so (bundle.part-I-of-N.zip), so parts never write over each "
         "other (default: from the launcher, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK, "
-        "PMI_RANK, TPU_WORKER_ID)",
+        "PMI_RANK, TPU_WORKER_ID). A part keeps XLA's snapshot of every execution by "
+        "default: it cannot run again without its job",
+    )
+    p.add_argument(
+        "--job-grace",
+        type=options.duration,
+        default=job_end.GRACE,
+        metavar="DURATION",
+        help="a job's part whose output shows that its job ended it (another process failed: "
+        "a collective lost its peer, the coordination service's error) is ended this long "
+        f"after, not at jax's heartbeat timeout (default {job_end.GRACE:g}s)",
     )
     p.add_argument(
         "--shrink",

@@ -20,16 +20,20 @@ jax otherwise.
 
 Started as ``worker -`` (``children.Spares``), the child imports jaxlib first and then reads
 its spec from stdin, with the memory limit to set on itself: the parent gets on with its own
-work (unpacking a bundle) meanwhile.
+work (unpacking a bundle) meanwhile. Started as ``worker +`` on a platform whose opening is
+costly (a TPU), it is kept: it reads one spec a line and replays each in turn (``serve``).
 """
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import os
 import resource
 import sys
 import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme
 from xla_bugkit.replay.child import compiled, opbyop, references, replayable
 from xla_bugkit.replay.protocol import (
+    ENDED,
     EXIT_NEEDS_DEVICES,
     EXIT_NOT_REPLAYABLE,
     EXIT_REJECTED_FLAG,
@@ -49,9 +54,12 @@ from xla_bugkit.replay.protocol import (
     NEEDS_DEVICES,
     NOT_REPLAYABLE,
     PHASE,
+    PID,
     RECORDED,
     REJECTED_FLAG,
     SPEC_ON_STDIN,
+    SPECS_ON_STDIN,
+    STARTS,
     TEST,
     UNDER,
     WITHHELD,
@@ -75,14 +83,32 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
                 save_arrays(arrays_path(out, RECORDED), result)
         except BugkitError as e:
             raise replayable.NotReplayable(str(e)) from e
-        say(INPUTS, "snapshot")
-        return args
+        if _fits(args, module_bytes):
+            say(INPUTS, "snapshot")
+            return args
+        # XLA's snapshot of a module partitioned over several processes holds this
+        # process's shards: they are not the module's inputs, and run on nothing.
+        say(INPUTS, f"generated (seed {spec['seed']}; the snapshot held one process's shards)")
+        return generated(jaxlib_adapter.parameter_types(module_bytes), int(spec["seed"]))
     if spec.get("extreme"):
         say(INPUTS, extreme.label(spec["extreme"], int(spec["seed"])))
         types = jaxlib_adapter.parameter_types(module_bytes)
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
     return generated(jaxlib_adapter.parameter_types(module_bytes), int(spec["seed"]))
+
+
+def _fits(args: list[Any], module_bytes: bytes) -> bool:
+    """Whether a snapshot's ``args`` have the shapes of the module's entry parameters (or
+    the parameters cannot be told: a tuple's, a count the snapshot does not share)."""
+    try:
+        types = jaxlib_adapter.parameter_types(module_bytes)
+    except BugkitError:
+        return True
+    if len(types) != len(args):
+        return True
+    pairs = zip(args, types, strict=True)
+    return all(tuple(getattr(a, "shape", ())) == tuple(dims) for a, (_, dims) in pairs)
 
 
 def run_module(
@@ -128,15 +154,17 @@ def contain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def work(spec: dict[str, Any]) -> int:
+    say(PID, os.getpid())
     spec = contain(spec)
     out = Path(spec["out"])
     platform = spec["platform"]
     if platform != jaxlib_adapter.alone.PLATFORM:
         jaxlib_adapter.with_jax()  # only jax loads the other platforms' plugins
     if platform not in jaxlib_adapter.available_platforms():
+        said = jaxlib_adapter.backend_error()
         raise replayable.NotReplayable(
             f"platform {platform!r} {jaxlib_adapter.UNAVAILABLE} "
-            f"(jaxlib {jaxlib_adapter.jaxlib_version()})"
+            f"(jaxlib {jaxlib_adapter.jaxlib_version()})" + (f": {said}" if said else "")
         )
     module_bytes, text = _loaded(spec)
     text, printing = replayable.without_print_callbacks(text)
@@ -215,24 +243,61 @@ THROUGH_JAX = "XLA_BUGKIT_REPLAY_THROUGH_JAX"
 def main(argv: Sequence[str]) -> int:
     if not os.environ.get(THROUGH_JAX):
         jaxlib_adapter.start_alone()
+    if argv[0] == SPECS_ON_STDIN:
+        return serve()
+    if argv[0] != SPEC_ON_STDIN:
+        return replay(json.loads(Path(argv[0]).read_text()))
+    # Started ahead of its module: jax is imported while the parent gets the spec ready.
+    jaxlib_adapter.preload()
+    text = sys.stdin.read()
+    if not text:  # the parent had no module for this child
+        return 0
+    spec = json.loads(text)
+    limit_memory(spec)
+    return replay(spec)
+
+
+def replay(spec: dict[str, Any]) -> int:
+    """Replay one module: the status a one-module child exits with. XLA's own errors
+    propagate with their traceback: the parent classifies them."""
     try:
-        if argv[0] != SPEC_ON_STDIN:
-            return work(json.loads(Path(argv[0]).read_text()))
-        # Started ahead of its module: jax is imported while the parent gets the spec ready.
-        jaxlib_adapter.preload()
-        text = sys.stdin.read()
-        if not text:  # the parent had no module for this child
-            return 0
-        spec = json.loads(text)
-        limit_memory(spec)
         return work(spec)
     except BugkitError as e:
-        # XLA's own errors propagate with their traceback: the parent classifies them.
         say(NOT_REPLAYABLE, str(e).replace("\n", " "))
         return EXIT_NOT_REPLAYABLE
     except compiled.FlagRejected as e:
         say(REJECTED_FLAG, e.name)
         return EXIT_REJECTED_FLAG
+
+
+def serve() -> int:
+    """Kept for several modules (``SPECS_ON_STDIN``): each spec a line of stdin, replayed
+    between a ``STARTS`` and an ``ENDED`` line, until stdin ends. An error XLA raises ends
+    that module's part as it would end a one-module child (its traceback, status 1), and
+    the next module still runs; a crash or a hang ends the child, and the parent replays
+    the next module in a fresh one. Each module sets again what it changes of the process
+    (``contain``: its folder, its temporary variables; ``limit_memory``: the same limit,
+    since the parent keeps a child only for modules of the same limit). A module that needed
+    jax leaves it loaded, and the next replay through it rather than jaxlib alone: the
+    same outputs to the bit (``benchmarks/REPLAY_CHILD.md``); on a TPU every module does."""
+    jaxlib_adapter.preload()
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # Its markers and tracebacks (stderr, the same pipe) reach the parent in order.
+        sys.stdout.reconfigure(line_buffering=True)
+    for number, line in enumerate(iter(sys.stdin.readline, "")):
+        say(STARTS, number)
+        try:
+            spec = json.loads(line)
+            limit_memory(spec)
+            status = replay(spec)
+        except Exception:
+            traceback.print_exc()
+            status = 1
+        for stream in (sys.stderr, sys.stdout):
+            stream.flush()
+        say(ENDED, f"{number} {status}")
+        gc.collect()  # the module's arrays and executables, before the next one's
+    return 0
 
 
 if __name__ == "__main__":
