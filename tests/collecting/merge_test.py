@@ -295,3 +295,19 @@ def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inp
     assert first >= 2 * 16_385, said  # on a device of process 1
     ran = checked.stderr.split("energies wrong at ", 1)[1]
     assert f"first {first}:" in ran  # the row the run itself found wrong
+
+
+def test_a_part_whose_program_succeeded_still_brings_its_shards(tmp_path: Path) -> None:
+    """The same job, its other process ending well: its collect writes its part all the
+    same (exit 5, no failure), for its shards, and the merged bundle reproduces."""
+    parts = _job(tmp_path / "finish", 2, "finish", program=PROGRAMS / "job_data_wrong.py")
+    finished = parts[1]
+    assert finished.returncode == ExitCode.NO_FAILURE, finished.stderr[-3000:]
+    assert finished.manifest()["failure"]["kind"] == "success"
+    assert any(n.startswith("shards/") for n in finished.names())
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout, done.stdout
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert "reproduced: wrong result" in verified.stdout

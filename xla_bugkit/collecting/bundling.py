@@ -44,9 +44,19 @@ from xla_bugkit.verdict import Outcome, Verdict
 def after_run(
     work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
 ) -> CollectResult:
-    if not run.failure.kind.is_failure and not options.always:
+    if not run.failure.kind.is_failure and not options.always and not _holds_shards(work, options):
         return CollectResult(ExitCode.NO_FAILURE, run, Selection(chosen=(), guess=False), fmt=fmt)
     return bundle_from(work, run, options, fmt, ui, may_run=True)
+
+
+def _holds_shards(work: Path, options: CollectOptions) -> bool:
+    """A part of a job whose process saved its shards of a call over several processes'
+    devices writes its part even where its program succeeded: merge needs every part's
+    shards to put the job's inputs together, and the process that failed holds only its own."""
+    if options.job_part is None:
+        return False
+    saved = evidence_files.load(work)
+    return any(e.shards is not None for p in saved for e in p.events)
 
 
 def bundle_from(
