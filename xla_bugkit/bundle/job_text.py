@@ -192,8 +192,8 @@ def issue_section(
 def _missing(missing: Sequence[str]) -> str:
     return (
         f"part{'s' if len(missing) > 1 else ''} {', '.join(missing)} (a part whose program "
-        "did not fail writes no bundle, unless collect --always; one whose collect was killed "
-        "writes none)"
+        "did not fail writes no bundle, unless collect --always or it holds shards of the "
+        "job's inputs; one whose collect was killed writes none)"
     )
 
 
