@@ -32,11 +32,17 @@ def _port() -> int:
 
 
 def _job(
-    folder: Path, processes: int, mode: str, *, heartbeat: str = HEARTBEAT, named: bool = True
+    folder: Path,
+    processes: int,
+    *mode: str,
+    heartbeat: str = HEARTBEAT,
+    named: bool = True,
+    program: Path = JOB,
 ) -> list[Collected]:
     """Every process of a job under its own collect, all at once; each one's Collected.
-    ``heartbeat``: the job's heartbeat timeout, in seconds; ``named``: each collect is told
-    its part (--job-part), else it learns it from jax.distributed once its program has run."""
+    ``program`` takes RANK N PORT, then ``mode``; ``heartbeat``: the job's heartbeat
+    timeout, in seconds; ``named``: each collect is told its part (--job-part), else it
+    learns it from jax.distributed once its program has run."""
     folder.mkdir(parents=True, exist_ok=True)
     port, started = str(_port()), []
     env = {**clean_env(), "JOB_STEP_HEARTBEAT": heartbeat}
@@ -44,7 +50,8 @@ def _job(
         part = ["--job-part", f"{rank}/{processes}"] if named else []
         command = [XLA_BUGKIT, "collect", "--timeout", "600", *part,
                    "-o", str(folder / "bundle.zip"), "--",
-                   sys.executable, str(JOB), str(rank), str(processes), port, mode]  # fmt: skip
+                   sys.executable, str(program), str(rank), str(processes), port,
+                   *mode]  # fmt: skip
         # Files, not pipes: one collect must not block on a pipe read only later.
         with (folder / f"collect{rank}.err").open("w") as err:
             child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
@@ -233,3 +240,74 @@ def test_a_wrong_result_in_the_sharded_step_is_judged_by_the_process_that_saw_it
     assert manifest["failure"]["kind"] == "wrong result"
     assert manifest["modules"][0]["name"] == "jit_row_energy"
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: wrong result"
+
+
+def _verify(bundle: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([XLA_BUGKIT, "verify", str(bundle)], capture_output=True, text=True,
+                          env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
+
+
+def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inputs(
+    tmp_path: Path,
+) -> None:
+    """tests/programs/job_data_wrong.py: 2 processes of 2 devices; the last host's labels
+    make its rows differ, and only there does jax#39103 show. Each part holds its own
+    process's shards; merged, the module replays on the job's global inputs."""
+    parts = _job(tmp_path / "data", 2, program=PROGRAMS / "job_data_wrong.py")
+    checked = parts[0]
+    assert checked.returncode == ExitCode.NOT_REPRODUCED, checked.stderr[-3000:]
+    assert checked.manifest()["failure"]["kind"] == "wrong result"
+    # Neither part holds the call's inputs whole: each keeps its own shards.
+    for part in parts:
+        assert part.manifest()["data"].startswith("no real inputs: this process's shards")
+        assert any(n.startswith("shards/") and "jit_energies.snapshot.shards-" in n
+                   for n in part.names())  # fmt: skip
+
+    # One part alone: the inputs stay incomplete, and the module runs on generated values,
+    # on which it is right.
+    alone = tmp_path / "alone.zip"
+    done = _merge("-o", str(alone), str(checked.bundle))
+    assert "the inputs of module_0000.jit_energies are not stitched: no shards of it from " \
+        "part 1" in done.stdout, done.stdout + done.stderr  # fmt: skip
+    verified = _verify(alone)
+    assert verified.returncode == ExitCode.NOT_REPRODUCED, verified.stdout + verified.stderr
+    assert "inputs: generated (seed 42)" in verified.stdout
+
+    # Every part: the global inputs are stitched, and the wrong rows are the last host's.
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert "not stitched" not in done.stdout, done.stdout
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout
+    merged = Collected(done.returncode, done.stdout, out)
+    manifest = merged.manifest()
+    assert manifest["data"].startswith("real inputs (stitched from the shards of 2 parts")
+    files = manifest["modules"][0]["files"]
+    assert files["snapshot"].endswith("module_0000.jit_energies.snapshot.stitched.pb")
+    assert "shards" not in files
+    # The arrays stand for every part's shards of the module; another part's serve no one.
+    assert not any("jit_energies.snapshot.shards-" in n for n in merged.names())
+    assert not any(n.startswith("parts/part-1/shards/") for n in merged.names())
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    said = " ".join(verified.stdout.split())
+    assert "reproduced: wrong result" in said and "inputs: snapshot" in said
+    first = int(said.split("first at [", 1)[1].split("]", 1)[0])
+    assert first >= 2 * 16_385, said  # on a device of process 1
+    ran = checked.stderr.split("energies wrong at ", 1)[1]
+    assert f"first {first}:" in ran  # the row the run itself found wrong
+
+
+def test_a_part_whose_program_succeeded_still_brings_its_shards(tmp_path: Path) -> None:
+    """The same job, its other process ending well: its collect writes its part all the
+    same (exit 5, no failure), for its shards, and the merged bundle reproduces."""
+    parts = _job(tmp_path / "finish", 2, "finish", program=PROGRAMS / "job_data_wrong.py")
+    finished = parts[1]
+    assert finished.returncode == ExitCode.NO_FAILURE, finished.stderr[-3000:]
+    assert finished.manifest()["failure"]["kind"] == "success"
+    assert any(n.startswith("shards/") for n in finished.names())
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout, done.stdout
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert "reproduced: wrong result" in verified.stdout

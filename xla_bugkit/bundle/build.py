@@ -270,6 +270,8 @@ def _reproduced(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.reproduced
 
 
+# What a part of a job holds of its module's inputs; ``merge`` makes them whole.
+SHARDS_ONLY = "this process's shards of the job's inputs, which merge puts together from every part"
 _NO_XLA_SNAPSHOT = "saved before the first call of each function, and of each multi-device call"
 
 
@@ -282,6 +284,8 @@ def _data_text(
     left_out = any(".snapshot." in name for name in dropped)
     if kept == 0 and left_out:
         return "no real inputs: the snapshots were left out to fit the size budget"
+    if kept == 0 and any(p.role is Role.SHARDS for p in planned):
+        return f"no real inputs: {SHARDS_ONLY}"
     if kept == 0:
         return "no real inputs: XLA recorded no execution of the chosen modules"
     if left_out:

@@ -192,8 +192,8 @@ def issue_section(
 def _missing(missing: Sequence[str]) -> str:
     return (
         f"part{'s' if len(missing) > 1 else ''} {', '.join(missing)} (a part whose program "
-        "did not fail writes no bundle, unless collect --always; one whose collect was killed "
-        "writes none)"
+        "did not fail writes no bundle, unless collect --always or it holds shards of the "
+        "job's inputs; one whose collect was killed writes none)"
     )
 
 
@@ -235,8 +235,9 @@ def merged_note(parts: Sequence[Part], failing: Part, count: int) -> str:
 
 
 def summary_lines(
-    parts: Sequence[Part], failing: Part, count: int, out: Path, size: int
+    parts: Sequence[Part], failing: Part, count: int, out: Path, size: int, *, data: str = ""
 ) -> list[str]:
+    """merge's summary; ``data``: the merged bundle's inputs, as its manifest says them."""
     start = _first_stop(parts)
     lines = [
         f"xla-bugkit: a job of {topology(parts, failing, count)}: part {failing.index} "
@@ -252,6 +253,8 @@ def summary_lines(
         module = failing.manifest["modules"][0]
         outcome = (module.get("replay") or {}).get("outcome") or "not replayed"
         lines.append(f"  module: {module['label']} ({outcome})")
+        if data:
+            lines.append(f"  inputs: {data}")
     for d in differences(parts):
         lines.append(f"  differ: {d.replace('`', '')}")
     lines.append(f"  bundle: {out} ({size:,} bytes)")

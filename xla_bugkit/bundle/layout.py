@@ -78,6 +78,21 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
         for path in kernels.get(m.label, ()):
             arcname = members.module_member(m.label, f"{mosaic.FOLDER}/{path.name}")
             planned.append(Planned(path, arcname, Role.MOSAIC, m.label))
+    if data:
+        planned += _shards(index)
+    return planned
+
+
+def _shards(index: DumpIndex) -> list[Planned]:
+    """A job's part: this process's shards of the newest call of each module run over
+    several processes' devices, whether chosen here or not: the module the job's failure is
+    judged by may be another part's, and merge stitches its inputs from every part's."""
+    planned = []
+    for m in index.modules:
+        newest = max(m.all(Role.SHARDS), key=lambda f: (f.mtime, f.rel), default=None)
+        if newest is not None:
+            arcname = f"{members.SHARDS}/{newest.path.name}"
+            planned.append(Planned(index.root / newest.path, arcname, Role.SHARDS, m.label))
     return planned
 
 
@@ -144,7 +159,8 @@ def drop_order(planned: Sequence[Planned]) -> list[Planned]:
     passes = [p for p in planned if p.role is Role.PASS_DUMP]  # plan() lists them as dumped
     order += sorted(passes, key=lambda p: p.module == first)  # a stable sort: in order still
     order += sorted(
-        (p for p in planned if p.role is Role.SNAPSHOT), key=lambda p: -p.source.stat().st_size
+        (p for p in planned if p.role in (Role.SNAPSHOT, Role.SHARDS)),
+        key=lambda p: -p.source.stat().st_size,
     )
     order += [p for p in extra if p.module == first]
     order += [p for p in planned if p.module != first and p not in order]

@@ -15,6 +15,9 @@ REPRO = "repro.py"  # replays the failure with jax, jaxlib and numpy alone
 INPUTS = "inputs.npz"  # the arguments repro.py runs the module on
 EXPECTED = "expected.npz"  # the reference result repro.py compares with
 MODULES = "modules"  # a folder per chosen module: modules/<label>/
+# A job's part: its process's shards of each call over several processes' devices, which
+# merge stitches into the job's inputs (``run.shards``).
+SHARDS = "shards"
 SHRUNK = "shrunk"  # the shrunk module's folder, in a bundle that shrink wrote
 BISECT = "bisect.json"  # the releases a bisect tried and what each showed
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_bugkit import archive
-from xla_bugkit.bundle import job_text, members
+from xla_bugkit.bundle import job_text, members, stitch
 from xla_bugkit.bundle.manifest import (
     Manifest,
     ModuleEntry,
@@ -89,9 +89,12 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
         stage = Path(tmp) / "stage"
         kept, same_as = _kept_modules(parts, failing)
         sources = _sources(parts, failing, kept)
+        inputs = stitch.stitch(parts, failing, count, Path(tmp) / "stitched")
+        sources = {n: p for n, p in sources.items() if not _spent(n, p, inputs)}
+        sources.update(inputs.snapshots.values())
         left_out: list[str] = []
         while True:
-            manifest = _stage(stage, sources, parts, failing, count, same_as, out, left_out)
+            manifest = _stage(stage, sources, parts, failing, count, same_as, out, left_out, inputs)
             files = {p.relative_to(stage).as_posix(): p for p in sorted(stage.rglob("*"))}
             files = {name: p for name, p in files.items() if p.is_file()}
             size = archive.write_archive(files, out, fmt, progress=ui.progress("compressing"))
@@ -105,8 +108,18 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
                 ui.say(f"over the size budget: leaving out {name}")
                 del sources[name]
             left_out += dropped
-        lines = job_text.summary_lines(parts, failing, count, out, size)
+        lines = job_text.summary_lines(parts, failing, count, out, size, data=manifest["data"])
+        lines += inputs.notes
         return Merged(out, size, manifest, failing.index, count, _exit_code(failing), tuple(lines))
+
+
+def _spent(name: str, path: Path, inputs: stitch.Stitched) -> bool:
+    """Whether ``name`` is a shards file the merged bundle has no use for: one the stitched
+    arrays stand for, or another part's (they serve only to stitch). The failing part's
+    others stay, as all its files do."""
+    if path in inputs.used:
+        return True
+    return re.match(rf"{PARTS_DIR}/part-\d+/{members.SHARDS}/", name) is not None
 
 
 def _exit_code(failing: Part) -> ExitCode:
@@ -187,6 +200,7 @@ def _stage(
     same_as: dict[tuple[int, str], str],
     out: Path,
     left_out: Sequence[str],
+    inputs: stitch.Stitched,
 ) -> Manifest:
     if stage.exists():
         shutil.rmtree(stage)
@@ -210,8 +224,11 @@ def _stage(
         "parts": count,
         "merged": [job_text.part_record(p, failing, same_as) for p in parts],
     }
+    record["modules"] = [_with_inputs(m, inputs) for m in failing.manifest["modules"]]
+    record["data"] = inputs.data_text(failing.manifest["data"])
     notes = list(failing.manifest["notes"])
     notes.append(job_text.merged_note(parts, failing, count))
+    notes += inputs.notes
     if left_out:
         notes.append(f"left out for the size budget: {len(left_out)} files of the other parts")
     record["notes"] = notes
@@ -219,3 +236,12 @@ def _stage(
     manifest = validate(record)
     write_manifest(stage, manifest)
     return manifest
+
+
+def _with_inputs(module: ModuleEntry, inputs: stitch.Stitched) -> ModuleEntry:
+    """A module's entry with the snapshot of its stitched inputs in place of its shards."""
+    found = inputs.snapshots.get(module["label"])
+    if found is None:
+        return module
+    files = {r: p for r, p in module["files"].items() if r != Role.SHARDS.value}
+    return {**module, "files": {**files, Role.SNAPSHOT.value: found[0]}}

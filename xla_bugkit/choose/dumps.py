@@ -29,6 +29,8 @@ class Role(StrEnum):
     MEMORY_REPORT = "memory-usage-report"
     DEBUG_OPTIONS = "debug_options"
     SNAPSHOT = "snapshot"
+    # One process's shards of a call over several processes' devices (``run.shards``).
+    SHARDS = "shards"
     PASS_DUMP = "pass dump"
     JAXPR = "jaxpr"  # the function as JAX traced it (JAX_DUMP_IR_TO), kept beside the dump
     GPU_TARGET = "gpu_target_config.pbtxt"  # the GPU compiled for: lets another machine do it
@@ -68,6 +70,7 @@ _SUFFIXES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
         (Role.GPU_TARGET, r"gpu_target_config\.pbtxt"),
         (Role.AUTOTUNE, r"autotune_results\.pbtxt"),
         (Role.TPU_ENV, r"tpu_comp_env\.txt"),
+        (Role.SHARDS, r"snapshot\.shards-\d+\.pb"),  # run/shards.py
         # snapshot.recorded-N.pb: written from the hook's saved arguments (capture/arguments.py)
         (
             Role.SNAPSHOT,

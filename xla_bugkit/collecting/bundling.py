@@ -33,7 +33,7 @@ from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.replay import differential
-from xla_bugkit.run import arguments, evidence_files, processes
+from xla_bugkit.run import arguments, evidence_files, processes, shards
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.weigh import weigh
@@ -44,9 +44,19 @@ from xla_bugkit.verdict import Outcome, Verdict
 def after_run(
     work: Path, run: RunRecord, options: CollectOptions, fmt: str, ui: Ui
 ) -> CollectResult:
-    if not run.failure.kind.is_failure and not options.always:
+    if not run.failure.kind.is_failure and not options.always and not _holds_shards(work, options):
         return CollectResult(ExitCode.NO_FAILURE, run, Selection(chosen=(), guess=False), fmt=fmt)
     return bundle_from(work, run, options, fmt, ui, may_run=True)
+
+
+def _holds_shards(work: Path, options: CollectOptions) -> bool:
+    """A part of a job whose process saved its shards of a call over several processes'
+    devices writes its part even where its program succeeded: merge needs every part's
+    shards to put the job's inputs together, and the process that failed holds only its own."""
+    if options.job_part is None:
+        return False
+    saved = evidence_files.load(work)
+    return any(e.shards is not None for p in saved for e in p.events)
 
 
 def bundle_from(
@@ -66,7 +76,7 @@ def bundle_from(
     # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
     # without a culprit every process's records are read.
     saved = run.culprit_evidence or evidence_files.load(work)
-    for note in arguments.write_snapshots(dump_dir, saved):
+    for note in [*arguments.write_snapshots(dump_dir, saved), *shards.write_files(dump_dir, saved)]:
         ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)

@@ -55,7 +55,7 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
     inputs = [i for p in processes for i in p.inputs]
     if not saved and not inputs:
         return []
-    protos = _before_protos(dump_dir)
+    protos = before_protos(dump_dir)
     saved += [(_function_module(protos, i.function), i.n, i.file) for i in inputs]
     notes = []
     for module_id, n, file in saved:
@@ -80,7 +80,7 @@ def recorded_snapshots(dump_dir: Path, process: ProcessEvidence) -> list[Path]:
     arguments, the newest execution first."""
     if not any(e.args is not None for e in process.events):
         return []
-    protos = _before_protos(dump_dir)
+    protos = before_protos(dump_dir)
     saved = sorted(
         ((e.n, e.id) for e in process.events if e.args is not None and e.id is not None),
         reverse=True,
@@ -93,7 +93,7 @@ def recorded_snapshots(dump_dir: Path, process: ProcessEvidence) -> list[Path]:
     return [path for path in found if path.is_file()]
 
 
-def _before_protos(dump_dir: Path) -> dict[int, tuple[Path, str]]:
+def before_protos(dump_dir: Path) -> dict[int, tuple[Path, str]]:
     """module id -> (its before_optimizations.hlo.pb, its ``module_NNNN.NAME`` label)."""
     try:
         names = os.listdir(dump_dir)
@@ -119,10 +119,16 @@ def _function_module(protos: dict[int, tuple[Path, str]], function: str) -> int 
 
 def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
     """The snapshot's serialized parts (``hlo_proto.snapshot_parts``)."""
+    return snapshot_of(before, _load(file))
+
+
+def snapshot_of(before: Path, arrays: Sequence[np.ndarray[Any, Any]]) -> list[protowire.Buffer]:
+    """The serialized parts of a snapshot of the module before optimizations ``before`` and
+    ``arrays``, its inputs in parameter order (a Python scalar's or a float64 array's value
+    cast as jax casts it on the way in); ``BugkitError`` where they do not fit."""
     from xla_bugkit.hlo import literal  # not at the top: see _literal
 
     hlo = hlo_proto.read_hlo_proto(before)
-    arrays = _load(file)
     shapes = hlo_proto.parameter_shapes(hlo)
     if len(arrays) == len(shapes):
         pairs = enumerate(zip(arrays, shapes, strict=True))
@@ -147,7 +153,7 @@ def _in_order(arrays: Sequence[np.ndarray[Any, Any]], shapes: Sequence[Any]) -> 
     for i, shape in enumerate(shapes):
         want = literal.format_shape(shape)
         while at < len(arrays):
-            lit = literal.numpy_to_literal(_typed(arrays[at], shape))
+            lit = literal.numpy_to_literal(typed(arrays[at], shape))
             at += 1
             if literal.format_shape(lit.shape) == want:
                 literals.append(lit)
@@ -169,7 +175,7 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> list[protowire.
     # arguments (one device) never needs, and collect starts before the program does.
     from xla_bugkit.hlo import literal
 
-    head, parts = literal.numpy_to_wire(_typed(array, shape))
+    head, parts = literal.numpy_to_wire(typed(array, shape))
     want, got = literal.format_shape(shape), literal.format_shape(head.shape)
     if want == got:
         return parts
@@ -183,7 +189,7 @@ def _literal(i: int, array: np.ndarray[Any, Any], shape: Any) -> list[protowire.
     raise BugkitError(f"argument {i} is {got}, the parameter {want}")
 
 
-def _typed(array: np.ndarray[Any, Any], shape: Any) -> np.ndarray[Any, Any]:
+def typed(array: np.ndarray[Any, Any], shape: Any) -> np.ndarray[Any, Any]:
     """``array`` as the parameter's element type where np.savez kept only its bytes: an
     ml_dtypes array (bf16, float8, int4) is saved as raw voids ("|V2"), and loads so."""
     if array.dtype.kind != "V":

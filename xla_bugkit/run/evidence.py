@@ -24,6 +24,8 @@ class Event:
     ended: float | None = None  # None: still running when the process died or was stopped
     args: Path | None = None  # saved arguments (executions only)
     outputs: Path | None = None  # saved outputs: a Pallas kernel's reference run only
+    # This process's shards of a call over several processes' devices (``hook.shards``).
+    shards: Path | None = None
     error: str | None = None  # the exception it raised, when it ended by raising one
     dump_to: Path | None = None  # where its dumps went, when not the process's dump folder
     seen: str = ""  # what showed it, for an execution the hook did not see start

@@ -32,6 +32,11 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                ``processes/``; an ``.npz`` of ``arr_0``, ``arr_1``, ... in parameter order),
                ``bytes``. Only multi-device executions, which XLA writes no snapshot of, and
                only the newest within a size budget (older files are deleted)
+``shards``     this process's shards of execution ``n``, a call over the devices of several
+               processes (a ``jax.distributed`` job), were saved: ``n``, ``file``
+               (``<pid>.shards-<n>.npz``: one array per distinct shard, then ``layout``,
+               where each goes in its global array: ``hook.shards``), ``bytes``; within the
+               same budget as ``args``
 ``inputs``     the inputs of another framework's call were saved (TensorFlow's
                ``jit_compile`` functions, which write no snapshot): ``n``, ``file`` (as for
                ``args``, in the module's parameter order as far as the hook knows it),
@@ -168,6 +173,10 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
             begun = events.get(("execute", r["n"]))
             if begun is not None:
                 begun["args"] = path.parent / r["file"]
+        elif kind == "shards" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
+            begun = events.get(("execute", r["n"]))
+            if begun is not None:
+                begun["shards"] = path.parent / r["file"]
         elif kind == "outputs" and isinstance(r.get("n"), int) and isinstance(r.get("file"), str):
             begun = events.get(("execute", r["n"]))
             if begun is not None:
@@ -280,6 +289,7 @@ def _event(r: dict[str, Any]) -> Event:
         ended=float(r["ended"]) if isinstance(r.get("ended"), (int, float)) else None,
         args=r.get("args") if isinstance(r.get("args"), Path) else None,
         outputs=r.get("outputs") if isinstance(r.get("outputs"), Path) else None,
+        shards=r.get("shards") if isinstance(r.get("shards"), Path) else None,
         error=r["error"] if isinstance(r.get("error"), str) else None,
         dump_to=Path(r["dump_to"]) if isinstance(r.get("dump_to"), str) else None,
         seen=str(r.get("seen") or ""),

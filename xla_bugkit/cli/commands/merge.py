@@ -78,6 +78,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
             "exit_code": int(merged.exit_code),
             "failure": merged.manifest["failure"],
             "job": merged.manifest.get("job"),
+            "data": merged.manifest["data"],
         },
         # The lines quote the parts' headlines: a stranger's text.
         lambda: shown("\n".join(merged.lines)),

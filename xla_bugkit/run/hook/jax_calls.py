@@ -185,8 +185,10 @@ def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> 
     try:
         kept = getattr(call, "kept_var_idx", None)
         params = [a for i, a in enumerate(args) if kept is None or i in kept]
-        # Another process holds part of a global array: its values are not here to save.
+        # Another process holds part of a global array: this process's shards are saved,
+        # each with its place in the global array (``shards``), for merge to stitch.
         if not all(getattr(a, "is_fully_addressable", True) for a in params):
+            recorder.load_sibling("shards").save(recorder, n, params)
             return
         # An argument that an earlier computation failed to produce (out of memory) aborts
         # the process when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises

@@ -1,0 +1,196 @@
+"""A job's global inputs, put together from the shards each part saved (``merge``).
+
+A call over the devices of several processes has no process that holds its inputs whole:
+each part keeps its own shards, each with its place in the global array
+(``run.shards``). With every part of the job there, each global input of a module all the
+parts compiled alike is assembled (the shards must tile it; where replicas of one place
+differ, the failing part's are taken and the difference said), and written as the module's
+snapshot, which ``verify`` and repro.py replay as they replay one process's recorded
+inputs. Where a part is missing, or its shards do not tile the array, the module keeps no
+inputs, and the note says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit.bundle import members
+from xla_bugkit.bundle.parts import Part
+from xla_bugkit.choose.dumps import Role
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import hlo_proto
+from xla_bugkit.proc import leftovers
+from xla_bugkit.run import arguments, shards
+
+
+@dataclass
+class Stitched:
+    """What stitching found: the snapshot written for each module (its label -> (member
+    name, file)), and what a reader must know (replicas that differ, parts missing)."""
+
+    snapshots: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    used: list[Path] = field(default_factory=list)  # the parts' shards files stitched
+    parts: int = 0  # how many parts the inputs were stitched from
+
+    def data_text(self, before: str) -> str:
+        """The bundle's ``data`` sentence once stitched (``before`` where nothing was)."""
+        if not self.snapshots:
+            return before
+        return f"real inputs (stitched from the shards of {self.parts} parts: {WHAT})"
+
+
+WHAT = "each process's shards of the job's global arrays, saved by the capture hook"
+
+
+def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> Stitched:
+    """Stitch the inputs of each of ``failing``'s modules that holds shards, from every
+    part's shards of the same module, into ``folder``."""
+    found = Stitched(parts=count)
+    for module in failing.manifest["modules"]:
+        before = module["files"].get(Role.BEFORE_PROTO.value)
+        if Role.SHARDS.value not in module["files"] or before is None:
+            continue
+        label = module["label"]
+        files = _shards_files(parts, failing, failing.bundle.root / before)
+        missing = [i for i in range(count) if i not in files]
+        if missing:
+            which = ", ".join(str(i) for i in missing)
+            found.notes.append(
+                f"the inputs of {label} are not stitched: no shards of it from part {which} "
+                "(each part's bundle holds only its own process's shards)"
+            )
+            continue
+        try:
+            order = [failing.index, *(i for i in sorted(files) if i != failing.index)]
+            arrays, notes = assemble({i: shards.read(files[i]) for i in order})
+            data = arguments.snapshot_of(failing.bundle.root / before, arrays)
+        except BugkitError as e:
+            found.notes.append(f"the inputs of {label} are not stitched: {e}")
+            continue
+        name = f"{label}.snapshot.stitched.pb"
+        target = folder / label / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        leftovers.write_whole(target, data)
+        found.snapshots[label] = (members.module_member(label, name), target)
+        found.used += files.values()
+        found.notes += [f"{label}: {n}" for n in notes]
+    return found
+
+
+def _shards_files(parts: Sequence[Part], failing: Part, before: Path) -> dict[int, Path]:
+    """Each part's newest shards file of the module ``before`` (its proto before
+    optimizations) describes: the file holds the module it was saved for."""
+    want = _module_hash(hlo_proto.read_hlo_proto(before))
+    found: dict[int, Path] = {}
+    for part in parts:
+        newest: tuple[int, Path] | None = None
+        for path in part.bundle.files:
+            name = path.relative_to(part.bundle.root).as_posix()
+            n = _saved_n(name)
+            if n is None or (newest is not None and n <= newest[0]):
+                continue
+            try:
+                held = _module_hash(hlo_proto.read_snapshot(path).hlo)
+            except BugkitError:
+                continue
+            if held == want:
+                newest = (n, path)
+        if newest is not None:
+            found[part.index] = newest[1]
+    return found
+
+
+def _saved_n(name: str) -> int | None:
+    """The execution number of a part's shards file ``shards/<label>.snapshot.shards-<n>.pb``."""
+    found = re.fullmatch(rf"{members.SHARDS}/[^/]+\.snapshot\.shards-(\d+)\.pb", name)
+    return int(found.group(1)) if found else None
+
+
+def _module_hash(hlo: Any) -> str:
+    """The module's identity across processes: its computations, not its id or name."""
+    module = hlo.hlo_module
+    digest = hashlib.sha256(bytes(module.host_program_shape))
+    for computation in module.computations:  # kept serialized (``hlo_proto``)
+        digest.update(bytes(computation))
+    return digest.hexdigest()
+
+
+def assemble(
+    saved: dict[int, shards.PartShards],
+) -> tuple[list[np.ndarray[Any, Any]], list[str]]:
+    """The global arrays, in parameter order, from each part's shards (part index -> its
+    shards; the first part's values are taken where replicas differ), and a note for each
+    parameter whose replicas differ. ``BugkitError`` where the parts disagree on the
+    parameters or their shards do not tile an array."""
+    counts = {len(s.params) for s in saved.values()}
+    if len(counts) != 1:
+        raise BugkitError(f"the parts saved different numbers of parameters ({sorted(counts)})")
+    arrays, notes = [], []
+    for i in range(counts.pop()):
+        array, differ = _one(i, saved)
+        arrays.append(array)
+        if differ:
+            where = ", ".join(f"part {a} and part {b}" for a, b in differ)
+            notes.append(
+                f"parameter {i}: replicas of one shard differ between {where}; the values "
+                f"of part {differ[0][0]} are used"
+            )
+    return arrays, notes
+
+
+def _one(i: int, saved: dict[int, shards.PartShards]) -> tuple[np.ndarray[Any, Any], list[Any]]:
+    """Parameter ``i`` whole, and the pairs of parts whose replicas of a place differ."""
+    dims = {s.params[i].dims for s in saved.values()}
+    if len(dims) != 1:
+        raise BugkitError(f"parameter {i}: the parts saw global shapes {sorted(dims)}")
+    shape = dims.pop()
+    first = next((s.arrays[sh.array] for s in saved.values() for sh in s.params[i].shards), None)
+    if first is None:
+        raise BugkitError(f"parameter {i}: no part saved a shard of it")
+    whole = np.zeros(shape, dtype=first.dtype)
+    owner = np.full(shape, -1, dtype=np.int64)  # the part whose value each element holds
+    differ: list[tuple[int, int]] = []
+    for part, part_shards in saved.items():
+        for shard in part_shards.params[i].shards:
+            region = tuple(slice(a, b) for a, b in shard.bounds)
+            value = part_shards.arrays[shard.array]
+            if len(shard.bounds) != len(shape) or value.shape != whole[region].shape:
+                raise BugkitError(
+                    f"parameter {i}: part {part}'s shard at {_at(shard.bounds)} holds an "
+                    f"array of shape {value.shape}"
+                )
+            if value.dtype != whole.dtype:
+                raise BugkitError(f"parameter {i}: the parts saved {first.dtype} and {value.dtype}")
+            held = owner[region]
+            known = held >= 0
+            if known.any():
+                same = _equal(whole[region][known], value[known])
+                other = int(held[known].flat[0])
+                if not same and other != part and (other, part) not in differ:
+                    differ.append((other, part))
+                value = np.where(known, whole[region], value)
+            whole[region] = value
+            owner[region] = np.where(known, held, part)
+    if (owner < 0).any():
+        covered = int((owner >= 0).sum())
+        raise BugkitError(
+            f"parameter {i}: the shards cover {covered:,} of its {owner.size:,} elements"
+        )
+    return whole, differ
+
+
+def _equal(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    """Equal as stored: bit for bit, so that a NaN equals itself."""
+    return a.tobytes() == b.tobytes()
+
+
+def _at(bounds: Sequence[tuple[int, int]]) -> str:
+    return "[" + ", ".join(f"{a}:{b}" for a, b in bounds) + "]"

@@ -1,0 +1,76 @@
+"""This process's shards of a call over the devices of several processes (a
+``jax.distributed`` job), each with its place in the global array.
+
+No process holds such a call's inputs whole, and XLA writes no snapshot of it: each process
+saves what it holds (``<pid>.shards-<n>.npz``: ``arr_0``, ``arr_1``, ... one per distinct
+shard, and last the layout, an int64 array that says where each goes), and ``merge`` puts the
+global arrays together from every part's (``xla_bugkit.run.shards`` reads the layout).
+
+The layout, one flat int64 array: ``FORMAT``, the parameter count, then per parameter its
+element type (numpy's dtype number is not stable across versions, so the kind letter's code
+and the item size), its rank and global dimensions, the sharding's device ids in order
+(count first), and its shards (count first), each the ``arr_K`` it is, the device id, the
+process index, and (start, stop) per dimension. A shard held alike by several of this
+process's devices is saved once, with one entry per device.
+
+Loaded by file path from ``jax_calls`` (as the recorder's siblings are), inside the
+program's process: standard library, numpy and the program's own jax only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMAT = 1
+
+
+def save(recorder: Any, n: int, params: list[Any]) -> None:
+    """Save this process's shards of ``params`` (the call's parameters, in order) for
+    execution ``n`` within the recorder's budget (``Recorder.save_arrays``)."""
+    import numpy as np
+
+    arrays: list[Any] = []
+    layout = [FORMAT, len(params)]
+    for a in params:
+        shape = tuple(int(d) for d in a.shape)
+        dtype = np.dtype(a.dtype)
+        layout += [ord(dtype.kind), dtype.itemsize, len(shape), *shape]
+        order = _device_order(a)
+        layout += [len(order), *order]
+        entries: list[list[int]] = []
+        seen: dict[tuple[tuple[int, int], ...], list[int]] = {}  # index -> arr_K of it
+        for shard in a.addressable_shards:
+            where = _bounds(shard.index, shape)
+            data = np.asarray(shard.data)
+            k = next((k for k in seen.get(where, ()) if np.array_equal(arrays[k], data)), None)
+            if k is None:
+                k = len(arrays)
+                arrays.append(data)
+                seen.setdefault(where, []).append(k)
+            device = shard.device
+            entries.append(
+                [k, int(device.id), int(device.process_index), *(x for b in where for x in b)]
+            )
+        layout += [len(entries), *(x for e in entries for x in e)]
+    arrays.append(np.asarray(layout, dtype=np.int64))
+    recorder.save_arrays(n, arrays, record="shards", stem="shards")
+
+
+def _device_order(a: Any) -> list[int]:
+    """The sharding's devices in its own order (the order the compiled module's partitions
+    take them), where jax says it; else by id."""
+    sharding = a.sharding
+    order = getattr(sharding, "_device_assignment", None)
+    if order is None:
+        order = sorted(sharding.device_set, key=lambda d: d.id)
+    return [int(d.id) for d in order]
+
+
+def _bounds(index: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """A shard's index (a slice per dimension) as (start, stop) per dimension."""
+    out = []
+    for i, size in enumerate(shape):
+        s = index[i] if i < len(index) else slice(None)
+        start, stop, _ = s.indices(size)
+        out.append((start, stop))
+    return tuple(out)

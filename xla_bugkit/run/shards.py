@@ -1,0 +1,167 @@
+"""One process's shards of a call over the devices of several processes (a ``jax.distributed``
+job), as its part bundle keeps them, and read back for ``merge`` to stitch.
+
+The start-up hook saves them (``hook.shards``: ``<pid>.shards-<n>.npz``, the distinct shards
+and a layout). Beside XLA's files they become
+``module_NNNN.NAME.snapshot.shards-<n>.pb``: an ``HloSnapshot`` of the module before
+optimizations whose arguments are the shards, in the order saved, and last the layout, an
+s64 literal. A snapshot's literals are the user's data to the bundle's privacy rules (kept
+with the inputs, left out by ``--no-data``, never read as text), and so are these; a
+replay never takes the file for the module's inputs (its role is ``shards``, not
+``snapshot``).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xla_bugkit.errors import BugkitError
+from xla_bugkit.hlo import hlo_proto, protowire
+from xla_bugkit.proc import leftovers
+from xla_bugkit.run import arguments
+from xla_bugkit.run.evidence import ProcessEvidence
+
+FORMAT = 1  # the layout's first number (``hook.shards.FORMAT``)
+
+
+def file_name(label: str, n: int) -> str:
+    """The name of execution ``n``'s shards of module ``label``."""
+    return f"{label}.snapshot.shards-{n}.pb"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One device's shard: the saved array it is, and where it goes."""
+
+    array: int  # its place among the saved arrays
+    device: int
+    process: int
+    bounds: tuple[tuple[int, int], ...]  # (start, stop) per dimension of the global array
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of the call: its global array and this process's shards of it."""
+
+    dims: tuple[int, ...]
+    devices: tuple[int, ...]  # the sharding's devices, in its order
+    shards: tuple[Shard, ...]
+
+
+@dataclass(frozen=True)
+class PartShards:
+    """What one process saved of one call."""
+
+    params: tuple[Param, ...]
+    arrays: tuple[np.ndarray[Any, Any], ...]
+
+
+def write_files(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> list[str]:
+    """Write the shards file of each execution whose shards the hook saved, for a module
+    dumped in ``dump_dir``; returns a note for each that cannot be (files already there
+    are kept)."""
+    saved = [(e.id, e.n, e.shards) for p in processes for e in p.events if e.shards is not None]
+    if not saved:
+        return []
+    protos = arguments.before_protos(dump_dir)
+    notes = []
+    for module_id, n, file in saved:
+        found = protos.get(module_id) if module_id is not None else None
+        if found is None or file is None:
+            continue
+        path, label = found
+        target = dump_dir / file_name(label, n)
+        if target.exists():
+            continue
+        try:
+            data = _snapshot(path, file)
+        except BugkitError as e:
+            notes.append(f"the shards saved for {label} are not used: {e}")
+            continue
+        leftovers.write_whole(target, data)
+    return list(dict.fromkeys(notes))
+
+
+def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
+    from xla_bugkit.hlo import literal  # ml_dtypes: only when there are shards
+
+    hlo = hlo_proto.read_hlo_proto(before)
+    shapes = hlo_proto.parameter_shapes(hlo)
+    saved = _load(file)
+    *arrays, layout = saved
+    params = parse_layout(layout, len(arrays))
+    if len(params) != len(shapes):
+        raise BugkitError(f"{len(params)} arrays for the module's {len(shapes)} parameters")
+    typed = list(arrays)
+    for param, shape in zip(params, shapes, strict=True):
+        for shard in param.shards:
+            typed[shard.array] = arguments.typed(arrays[shard.array], shape)
+    literals = [literal.numpy_to_wire(a)[1] for a in [*typed, layout]]
+    return hlo_proto.snapshot_parts(hlo.SerializeToString(), literals)
+
+
+def read(path: Path) -> PartShards:
+    """A shards file (``file_name``) read back."""
+    from xla_bugkit.hlo import literal
+
+    snapshot = hlo_proto.read_snapshot(path)
+    values = [literal.literal_to_numpy(a) for a in snapshot.arguments]
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if not arrays or len(arrays) != len(values):
+        raise BugkitError(f"{path.name}: not a file of shards (no layout)")
+    layout = arrays.pop()
+    return PartShards(parse_layout(layout, len(arrays)), tuple(arrays))
+
+
+def parse_layout(layout: np.ndarray[Any, Any], count: int) -> tuple[Param, ...]:
+    """The layout the hook wrote (``hook.shards``), checked against ``count`` arrays."""
+    numbers = _Numbers(layout)
+    if numbers.next() != FORMAT:
+        raise BugkitError("its shards are laid out in a format this version does not read")
+    params = []
+    for _ in range(numbers.next()):
+        numbers.next(), numbers.next()  # the element type, which the module's says again
+        dims = tuple(numbers.take(numbers.next()))
+        devices = tuple(numbers.take(numbers.next()))
+        shards = []
+        for _ in range(numbers.next()):
+            array, device, process = numbers.take(3)
+            flat = numbers.take(2 * len(dims))
+            bounds = tuple(zip(flat[::2], flat[1::2], strict=True))
+            if not 0 <= array < count:
+                raise BugkitError(f"a shard names array {array} of {count}")
+            shards.append(Shard(array, device, process, bounds))
+        params.append(Param(dims, devices, tuple(shards)))
+    return tuple(params)
+
+
+class _Numbers:
+    """The layout's numbers, read in order; running out is a damaged file."""
+
+    def __init__(self, layout: np.ndarray[Any, Any]) -> None:
+        self._it: Iterator[int] = iter(int(x) for x in np.asarray(layout).reshape(-1))
+
+    def next(self) -> int:
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise BugkitError("its shards' layout ends early") from None
+
+    def take(self, k: int) -> list[int]:
+        if k < 0:
+            raise BugkitError("its shards' layout is damaged")
+        return [self.next() for _ in range(k)]
+
+
+def _load(file: Path) -> list[np.ndarray[Any, Any]]:
+    try:
+        with np.load(file, allow_pickle=False) as npz:
+            return [npz[f"arr_{i}"] for i in range(len(npz.files))]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise BugkitError(f"{file.name} cannot be read ({e})") from e
