@@ -83,10 +83,10 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
                 verdict = None
         if verdict is None:
             why = (
-                f"a {elsewhere.needs(inp.platform, manifest['versions'])} module, which this "
-                "machine cannot run"
+                f"it needs {elsewhere.needs(inp.platform, manifest['versions'])}, which this "
+                "machine lacks"
                 if inp is not None
-                else "nothing to compile"
+                else "it has nothing to compile"
             )
             kept, said = _kept(module, failing, why)
             modules.append(kept)
