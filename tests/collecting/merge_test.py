@@ -242,6 +242,28 @@ def test_a_wrong_result_in_the_sharded_step_is_judged_by_the_process_that_saw_it
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: wrong result"
 
 
+def test_a_job_of_one_device_per_process_saves_its_shards_under_the_default(
+    tmp_path: Path,
+) -> None:
+    """The same step, one device per process, each collect at its defaults (XLA's snapshot
+    of every execution): XLA's snapshot of the step holds one process's shards alone, so the
+    hook saves each process's shards with their places, and merge stitches them and
+    replays the step on the job's inputs."""
+    parts = _job(tmp_path / "one", 2, "wrong", "1")
+    for part in parts:
+        assert part.manifest()["job"]["parts"] == 2, part.stderr[-3000:]
+        assert any(n.startswith("shards/") and "jit_row_energy.snapshot.shards-" in n
+                   for n in part.names()), part.names()  # fmt: skip
+    done = _merge("-o", str(tmp_path / "job.zip"), *(str(p.bundle) for p in parts))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert "1 device each (2 in all)" in said, said
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in said, said
+    replay = Collected(0, "", tmp_path / "job.zip").manifest()["modules"][0]["replay"]
+    assert replay["outcome"] == "reproduced: wrong result"
+    assert replay["judged_on"].startswith("replayed by merge on the inputs stitched")
+
+
 def _verify(bundle: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([XLA_BUGKIT, "verify", str(bundle)], capture_output=True, text=True,
                           env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
