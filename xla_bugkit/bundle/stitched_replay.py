@@ -13,16 +13,18 @@ said as the part's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xla_bugkit.bundle import issue, triage, wording
 from xla_bugkit.bundle.manifest import ModuleEntry
+from xla_bugkit.bundle.own_flags import OwnFlags, flag_name, kept_flags
 from xla_bugkit.bundle.parts import Part
 from xla_bugkit.bundle.stitch import Stitched
 from xla_bugkit.choose.dumps import Role
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import (
+    ReplayInput,
     ReplayOptions,
     RunContext,
     elsewhere,
@@ -30,7 +32,7 @@ from xla_bugkit.replay import (
     replay_module,
 )
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import Verdict
+from xla_bugkit.verdict import Outcome, Verdict
 
 # The key of a module's ``replay`` record that says which inputs its verdict was judged on.
 JUDGED_ON = "judged_on"
@@ -45,6 +47,7 @@ class Rejudged:
     title: str
     lines: list[str] = field(default_factory=list)
     replayed: bool = False  # at least one module was replayed on the stitched inputs
+    relaxed_by: tuple[str, ...] = ()  # the run's own flags that excuse it (``OwnFlags``)
 
     @property
     def reproduced(self) -> bool:
@@ -60,6 +63,7 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
     modules: list[ModuleEntry] = []
     lines: list[str] = []
     replayed = False
+    own: OwnFlags | None = None
     for module in manifest["modules"]:
         found = inputs.snapshots.get(module["label"])
         if found is None:
@@ -97,15 +101,54 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
         record: dict[str, Any] = {**verdict.to_json(), JUDGED_ON: on}
         modules.append({**module, "replay": record})
         lines.append(_line(module["label"], verdict, on))
-    judged = judge(manifest, modules)
+        if own is None and verdict.reproduced and inp is not None:
+            own = _without_own_flags(inp, module, manifest, verdict, context, timeout, ui)
+            if own is not None:
+                lines.append(f"{module['label']}, on the stitched inputs: {own.finding()}")
+    relaxed_by = own.relaxing if own is not None else ()
+    judged = judge(manifest, modules, relaxed_by=relaxed_by)
     platform = next((m["platform"] for m in modules if m["platform"]), None)
     title = wording.title(judged, failure, platform) if replayed else manifest["title"]
-    return Rejudged(modules, title, lines, replayed)
+    return Rejudged(modules, title, lines, replayed, relaxed_by)
 
 
-def judge(manifest: Any, modules: Sequence[ModuleEntry]) -> triage.Triage:
+def _without_own_flags(
+    inp: ReplayInput,
+    module: ModuleEntry,
+    manifest: Any,
+    proof: Verdict,
+    context: RunContext,
+    timeout: float,
+    ui: Ui,
+) -> OwnFlags | None:
+    """The module that reproduced on the stitched inputs, replayed on them without the
+    XLA flags and compile options the run set itself, as collect replays its own proof
+    (``collecting.own_flags.probe``); None when it set none."""
+    own = tuple(manifest["xla_flags"])
+    options = tuple(module.get("compiler_options") or ())
+    if not (own or options):
+        return None
+    names = {flag_name(f) for f in (*own, *options)}
+    as_run = context.input(inp)
+    less = replace(as_run, xla_flags=kept_flags(as_run.xla_flags, names), flags_given=True)
+    failure = Failure.from_json(manifest["failure"])
+    wrong = proof.outcome is Outcome.REPRODUCED_WRONG
+    with ui.phase(f"replaying {module['label']} without the run's own XLA flags"):
+        without = replay_module(
+            less,
+            expected=failure,
+            context=context,
+            options=ReplayOptions(timeout=failure.replay_timeout(timeout), reference=wrong),
+        )
+    return OwnFlags(own, without, wrong_result=wrong, options=options, module=module["name"])
+
+
+def judge(
+    manifest: Any, modules: Sequence[ModuleEntry], *, relaxed_by: Sequence[str] = ()
+) -> triage.Triage:
     """The triage of the merged bundle's failure and its modules' verdicts, asked as collect
-    asks it (with what the failing process's manifest recorded of its run)."""
+    asks it (with what the failing process's manifest recorded of its run, and the run's
+    own flags that excuse it, ``relaxed_by``)."""
     verdicts = [Verdict.from_json(m["replay"]) for m in modules if m["replay"]]
     cap = (manifest.get("process") or {}).get("memory_cap")
     return triage.triage(
@@ -113,6 +156,7 @@ def judge(manifest: Any, modules: Sequence[ModuleEntry]) -> triage.Triage:
         verdicts,
         module=modules[0]["name"] if modules else None,
         memory_cap=cap if isinstance(cap, int) else None,
+        relaxed_by=relaxed_by,
     )
 
 
@@ -147,7 +191,8 @@ def reissued(text: str, manifest: Any, rejudged: Rejudged) -> str:
     suggested title, its first sentence and its replay table, each rendered from the part's
     record and from the merged one by the same functions, the one put in place of the other."""
     failure = Failure.from_json(manifest["failure"])
-    before, after = judge(manifest, manifest["modules"]), judge(manifest, rejudged.modules)
+    before = judge(manifest, manifest["modules"])
+    after = judge(manifest, rejudged.modules, relaxed_by=rejudged.relaxed_by)
     swaps = [
         (f"Suggested title: {manifest['title']}", f"Suggested title: {rejudged.title}"),
         (wording.sentence(before, failure), wording.sentence(after, failure)),
