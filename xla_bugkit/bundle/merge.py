@@ -99,9 +99,12 @@ def merge(
         kept, same_as = _kept_modules(parts, failing)
         sources = _sources(parts, failing, kept)
         inputs = stitch.stitch(parts, failing, count, Path(tmp) / "stitched")
+        rejudged = stitched_replay.rejudge(failing, inputs, timeout=timeout, ui=ui)
+        # A module its part proved on other inputs, and its stitched inputs did not, keeps
+        # the part's: the bundle replays as its verdict says.
+        inputs = inputs.without(rejudged.unstitched)
         sources = {n: p for n, p in sources.items() if not _spent(n, p, inputs)}
         sources.update(inputs.snapshots.values())
-        rejudged = stitched_replay.rejudge(failing, inputs, timeout=timeout, ui=ui)
         left_out: list[str] = []
         while True:
             manifest = _stage(
@@ -246,6 +249,11 @@ def _stage(
     record["title"] = rejudged.title
     record["modules"] = [_with_inputs(m, inputs) for m in rejudged.modules]
     record["data"] = inputs.data_text(failing.manifest["data"])
+    if rejudged.unstitched and not inputs.snapshots:
+        record["data"] += (
+            "; merge stitched them, and the module did not reproduce on them: it replays on "
+            "the inputs its part's replay reproduced it on"
+        )
     notes = [n for n in failing.manifest["notes"] if not rejudged.replayed or not _no_inputs(n)]
     notes.append(job_text.merged_note(parts, failing, count))
     notes += inputs.notes

@@ -48,6 +48,9 @@ class Rejudged:
     lines: list[str] = field(default_factory=list)
     replayed: bool = False  # at least one module was replayed on the stitched inputs
     relaxed_by: tuple[str, ...] = ()  # the run's own flags that excuse it (``OwnFlags``)
+    # Modules whose part reproduced the failure on other inputs where the stitched ones did
+    # not: they keep the part's inputs and verdict.
+    unstitched: set[str] = field(default_factory=set)
 
     @property
     def reproduced(self) -> bool:
@@ -64,6 +67,7 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
     lines: list[str] = []
     replayed = False
     own: OwnFlags | None = None
+    unstitched: set[str] = set()
     for module in manifest["modules"]:
         found = inputs.snapshots.get(module["label"])
         if found is None:
@@ -96,8 +100,18 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
             modules.append(kept)
             lines.append(f"{module['label']}: {said}")
             continue
-        replayed = True
         on = f"replayed by merge on the inputs stitched from the shards of {inputs.parts} parts"
+        if _reproduced(module) and not verdict.reproduced:
+            said = (
+                f"part {failing.index}'s verdict, on {module['replay']['inputs']} inputs; "  # type: ignore[index]
+                f"{on}, it did not reproduce ({verdict.outcome.value}: {verdict.evidence}), so "
+                "the module keeps the inputs it reproduced on"
+            )
+            modules.append({**module, "replay": {**module["replay"], JUDGED_ON: said}})  # type: ignore[dict-item]
+            lines.append(f"{module['label']}: {said}")
+            unstitched.add(module["label"])
+            continue
+        replayed = True
         record: dict[str, Any] = {**verdict.to_json(), JUDGED_ON: on}
         modules.append({**module, "replay": record})
         lines.append(_line(module["label"], verdict, on))
@@ -109,7 +123,7 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
     judged = judge(manifest, modules, relaxed_by=relaxed_by)
     platform = next((m["platform"] for m in modules if m["platform"]), None)
     title = wording.title(judged, failure, platform) if replayed else manifest["title"]
-    return Rejudged(modules, title, lines, replayed, relaxed_by)
+    return Rejudged(modules, title, lines, replayed, relaxed_by, unstitched)
 
 
 def _without_own_flags(
