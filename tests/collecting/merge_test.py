@@ -343,6 +343,13 @@ def test_merge_judges_the_stitched_inputs_as_verify_does(
     assert (replay["outcome"], replay["judged_on"]) == ("reproduced: wrong result", on)
     # The part's own note (its replay had no real inputs) is not the merged bundle's.
     assert not any(n.startswith("no module has real inputs") for n in manifest["notes"])
+    # The run's own flags (its device count) were weighed again on the stitched inputs.
+    own = [n for n in manifest["notes"] if "this run set its own XLA flags" in n]
+    assert own == [
+        "on the stitched inputs, this run set its own XLA flags "
+        "(--xla_force_host_platform_device_count=2); it fails without them (a replay still "
+        "gives the module the devices it is partitioned for) too"
+    ], manifest["notes"]
     assert "no sign of an XLA bug" not in manifest["title"], manifest["title"]
     issue = merged.text("ISSUE.md")
     assert f"Suggested title: {manifest['title']}" in issue

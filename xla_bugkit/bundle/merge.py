@@ -254,7 +254,8 @@ def _stage(
             "; merge stitched them, and the module did not reproduce on them: it replays on "
             "the inputs its part's replay reproduced it on"
         )
-    notes = [n for n in failing.manifest["notes"] if not rejudged.replayed or not _no_inputs(n)]
+    notes = rejudged.notes(failing.manifest["notes"])
+    notes = [n for n in notes if not rejudged.replayed or not _no_inputs(n)]
     notes.append(job_text.merged_note(parts, failing, count))
     notes += inputs.notes
     notes += rejudged.lines

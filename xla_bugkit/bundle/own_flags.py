@@ -136,3 +136,17 @@ def starts_process(flag: str) -> bool:
 def flag_name(flag: str) -> str:
     """``flag``'s name as ``flags.admit`` spells it: ``-noxla_foo`` -> ``--xla_foo``."""
     return f"--{flags.canonical(flag)[0]}"
+
+
+def is_finding(note: str) -> bool:
+    """Whether a bundle's note is a run's own-flags finding (``OwnFlags.finding``, or
+    collect's word that every replay ran with them): each begins as ``set_own`` says who set
+    them."""
+    return note.startswith(FINDING_STARTS)
+
+
+FINDING_STARTS = (
+    "this run set its own XLA flags (",
+    "this run set its own TPU compiler flags (",
+    "the program compiled ",
+)

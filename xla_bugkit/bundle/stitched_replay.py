@@ -18,7 +18,7 @@ from typing import Any
 
 from xla_bugkit.bundle import issue, triage, wording
 from xla_bugkit.bundle.manifest import ModuleEntry
-from xla_bugkit.bundle.own_flags import OwnFlags, flag_name, kept_flags
+from xla_bugkit.bundle.own_flags import OwnFlags, flag_name, is_finding, kept_flags
 from xla_bugkit.bundle.parts import Part
 from xla_bugkit.bundle.stitch import Stitched
 from xla_bugkit.choose.dumps import Role
@@ -51,6 +51,16 @@ class Rejudged:
     # Modules whose part reproduced the failure on other inputs where the stitched ones did
     # not: they keep the part's inputs and verdict.
     unstitched: set[str] = field(default_factory=set)
+    # What the replay without the run's own flags showed, on the stitched inputs: it takes
+    # the place of the part's own finding, made on other inputs.
+    finding: str | None = None
+
+    def notes(self, part_notes: Sequence[str]) -> list[str]:
+        """The part's notes with merge's own-flags finding in place of the part's."""
+        if self.finding is None:
+            return list(part_notes)
+        kept = [n for n in part_notes if not is_finding(n)]
+        return [*kept, self.finding]
 
     @property
     def reproduced(self) -> bool:
@@ -117,13 +127,12 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
         lines.append(_line(module["label"], verdict, on))
         if own is None and verdict.reproduced and inp is not None:
             own = _without_own_flags(inp, module, manifest, verdict, context, timeout, ui)
-            if own is not None:
-                lines.append(f"{module['label']}, on the stitched inputs: {own.finding()}")
     relaxed_by = own.relaxing if own is not None else ()
     judged = judge(manifest, modules, relaxed_by=relaxed_by)
     platform = next((m["platform"] for m in modules if m["platform"]), None)
     title = wording.title(judged, failure, platform) if replayed else manifest["title"]
-    return Rejudged(modules, title, lines, replayed, relaxed_by, unstitched)
+    finding = f"on the stitched inputs, {own.finding()}" if own is not None else None
+    return Rejudged(modules, title, lines, replayed, relaxed_by, unstitched, finding)
 
 
 def _without_own_flags(
@@ -212,6 +221,11 @@ def reissued(text: str, manifest: Any, rejudged: Rejudged) -> str:
         (wording.sentence(before, failure), wording.sentence(after, failure)),
         (_table(manifest["modules"]), _table(rejudged.modules)),
     ]
+    if rejudged.finding is not None:
+        said = f"**First:** {issue.plain(rejudged.finding)}."
+        swaps += [
+            (f"**First:** {issue.plain(n)}.", said) for n in manifest["notes"] if is_finding(n)
+        ]
     for old, new in swaps:
         text = text.replace(old, new, 1)
     return text
