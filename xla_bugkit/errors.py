@@ -101,7 +101,8 @@ COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
         ExitCode.INTERRUPTED: "interrupted",
     },
     "merge": {
-        ExitCode.OK: "written, and the part it is judged by failed inside XLA and reproduced",
+        ExitCode.OK: "written, and the part it is judged by failed inside XLA and reproduced (by "
+        "the part's replay, or by merge's on the inputs it stitched from every part)",
         ExitCode.NOT_REPRODUCED: "written, but no part's failure reproduced (or none is XLA's)",
         ExitCode.BAD_BUNDLE: "a part is corrupt, hostile or fails its integrity check",
         ExitCode.NO_FAILURE: "written, but no part of the job failed",

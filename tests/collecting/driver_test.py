@@ -81,8 +81,8 @@ def test_the_run_ended_names_whose_signal_it_was() -> None:
 
 
 def test_a_wrong_value_only_fast_math_flags_make_is_what_they_allow() -> None:
+    from xla_bugkit.bundle.own_flags import OwnFlags
     from xla_bugkit.bundle.triage import triage
-    from xla_bugkit.collecting.own_flags import OwnFlags
     from xla_bugkit.failure.classify import Failure, Kind, Phase
     from xla_bugkit.verdict import Outcome, Verdict
 

@@ -248,18 +248,46 @@ def test_a_wrong_result_in_the_sharded_step_is_judged_by_the_process_that_saw_it
     assert manifest["modules"][0]["replay"]["outcome"] == "reproduced: wrong result"
 
 
+def test_a_job_of_one_device_per_process_saves_its_shards_under_the_default(
+    tmp_path: Path,
+) -> None:
+    """The same step, one device per process, each collect at its defaults (XLA's snapshot
+    of every execution): XLA's snapshot of the step holds one process's shards alone, so the
+    hook saves each process's shards with their places, and merge stitches them and
+    replays the step on the job's inputs."""
+    parts = _job(tmp_path / "one", 2, "wrong", "1")
+    for part in parts:
+        assert part.manifest()["job"]["parts"] == 2, part.stderr[-3000:]
+        assert any(n.startswith("shards/") and "jit_row_energy.snapshot.shards-" in n
+                   for n in part.names()), part.names()  # fmt: skip
+    done = _merge("-o", str(tmp_path / "job.zip"), *(str(p.bundle) for p in parts))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert "1 device each (2 in all)" in said, said
+    assert "inputs: real inputs (stitched from the shards of 2 parts" in said, said
+    replay = Collected(0, "", tmp_path / "job.zip").manifest()["modules"][0]["replay"]
+    assert replay["outcome"] == "reproduced: wrong result"
+    assert replay["judged_on"].startswith("replayed by merge on the inputs stitched")
+
+
 def _verify(bundle: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([XLA_BUGKIT, "verify", str(bundle)], capture_output=True, text=True,
                           env=clean_env(), timeout=READY_TIMEOUT)  # fmt: skip
 
 
-def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inputs(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def data_job(tmp_path_factory: pytest.TempPathFactory) -> list[Collected]:
     """tests/programs/job_data_wrong.py: 2 processes of 2 devices; the last host's labels
-    make its rows differ, and only there does jax#39103 show. Each part holds its own
-    process's shards; merged, the module replays on the job's global inputs."""
-    parts = _job(tmp_path / "data", 2, program=PROGRAMS / "job_data_wrong.py")
+    make its rows differ, and only there does jax#39103 show. Each process under collect's
+    defaults (XLA's every-execution snapshots): each part holds its own process's shards."""
+    return _job(tmp_path_factory.mktemp("data"), 2, program=PROGRAMS / "job_data_wrong.py")
+
+
+def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inputs(
+    data_job: list[Collected], tmp_path: Path
+) -> None:
+    """Merged, the module replays on the job's global inputs, in verify as in merge."""
+    parts = data_job
     checked = parts[0]
     assert checked.returncode == ExitCode.NOT_REPRODUCED, checked.stderr[-3000:]
     assert checked.manifest()["failure"]["kind"] == "wrong result"
@@ -270,11 +298,12 @@ def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inp
                    for n in part.names())  # fmt: skip
 
     # One part alone: the inputs stay incomplete, and the module runs on generated values,
-    # on which it is right.
+    # on which it is right; merge keeps the part's verdict and its exit.
     alone = tmp_path / "alone.zip"
     done = _merge("-o", str(alone), str(checked.bundle))
     assert "the inputs of module_0000.jit_energies are not stitched: no shards of it from " \
         "part 1" in done.stdout, done.stdout + done.stderr  # fmt: skip
+    assert done.returncode == ExitCode.NOT_REPRODUCED, done.stdout + done.stderr
     verified = _verify(alone)
     assert verified.returncode == ExitCode.NOT_REPRODUCED, verified.stdout + verified.stderr
     assert "inputs: generated (seed 42)" in verified.stdout
@@ -303,6 +332,81 @@ def test_a_wrong_result_only_one_hosts_data_shows_reproduces_on_the_stitched_inp
     assert f"first {first}:" in ran  # the row the run itself found wrong
 
 
+def test_merge_judges_the_stitched_inputs_as_verify_does(
+    data_job: list[Collected], tmp_path: Path
+) -> None:
+    """merge replays the module on the stitched inputs, and every view of the merged bundle
+    says what verify of it says: reproduced, exit 0."""
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in data_job))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    on = "replayed by merge on the inputs stitched from the shards of 2 parts"
+    assert f"module: module_0000.jit_energies (reproduced: wrong result; {on})" in said, said
+    merged = Collected(done.returncode, done.stdout, out)
+    manifest = merged.manifest()
+    replay = manifest["modules"][0]["replay"]
+    assert (replay["outcome"], replay["judged_on"]) == ("reproduced: wrong result", on)
+    # The part's own note (its replay had no real inputs) is not the merged bundle's.
+    assert not any(n.startswith("no module has real inputs") for n in manifest["notes"])
+    # The run's own flags (its device count) were weighed again on the stitched inputs.
+    own = [n for n in manifest["notes"] if "this run set its own XLA flags" in n]
+    assert own == [
+        "on the stitched inputs, this run set its own XLA flags "
+        "(--xla_force_host_platform_device_count=2); it fails without them (a replay still "
+        "gives the module the devices it is partitioned for) too"
+    ], manifest["notes"]
+    assert "no sign of an XLA bug" not in manifest["title"], manifest["title"]
+    issue = merged.text("ISSUE.md")
+    assert f"Suggested title: {manifest['title']}" in issue
+    assert "This does not look like an XLA bug" not in issue
+    assert "XLA computes a wrong result in `jit(energies)`" in issue
+    assert "| `module_0000.jit_energies` | **reproduced: wrong result** |" in issue
+    as_json = _merge(
+        "--json", "-o", str(tmp_path / "again.zip"), *(str(p.bundle) for p in data_job)
+    )
+    record = json.loads(as_json.stdout)
+    assert as_json.returncode == record["exit_code"] == ExitCode.OK, as_json.stderr
+    assert record["title"] == manifest["title"]
+    assert record["modules"][0]["replay"] == replay
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert replay["outcome"] in " ".join(verified.stdout.split())  # merge's verdict is verify's
+
+
+def test_a_module_merge_cannot_replay_keeps_its_parts_verdict(
+    data_job: list[Collected], tmp_path: Path
+) -> None:
+    """A module of a platform this machine lacks (the parts' manifests say TPU): merge says
+    it cannot replay it, and the part's own verdict stands, said as the part's."""
+    elsewhere = [_on_platform(p.bundle, tmp_path / "tpu" / p.bundle.name, "tpu") for p in data_job]
+    done = _merge("-o", str(tmp_path / "tpu.zip"), *map(str, elsewhere))
+    assert done.returncode == ExitCode.NOT_REPRODUCED, done.stdout + done.stderr
+    record = Collected(done.returncode, done.stdout, tmp_path / "tpu.zip").manifest()
+    replay = record["modules"][0]["replay"]
+    assert replay["outcome"] == "not reproduced"
+    assert replay["judged_on"] == (
+        "part 0's verdict, on generated (seed 42) inputs: not replayed on the stitched inputs "
+        "(it needs a TPU, which this machine lacks)"
+    )
+    assert replay["judged_on"] in " ".join(done.stdout.split())
+
+
+def _on_platform(bundle: Path, dest: Path, platform: str) -> Path:
+    """A copy of a part's bundle whose manifest says its modules are of ``platform``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(bundle) as z, zipfile.ZipFile(dest, "w") as out:
+        for info in z.infolist():
+            data = z.read(info)
+            if info.filename == "manifest.json":
+                manifest = json.loads(data)
+                for module in manifest["modules"]:
+                    module["platform"] = platform
+                data = json.dumps(manifest).encode()
+            out.writestr(info, data)
+    return dest
+
+
 def test_a_part_whose_program_succeeded_still_brings_its_shards(tmp_path: Path) -> None:
     """The same job, its other process ending well: its collect writes its part all the
     same (exit 5, no failure), for its shards, and the merged bundle reproduces."""
@@ -314,6 +418,7 @@ def test_a_part_whose_program_succeeded_still_brings_its_shards(tmp_path: Path) 
     out = tmp_path / "job.zip"
     done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
     assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout, done.stdout
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     verified = _verify(out)
     assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
     assert "reproduced: wrong result" in verified.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.programs import PROGRAMS, READY_TIMEOUT, XLA_BUGKIT, clean_env, run_collect
-from xla_bugkit.collecting.own_flags import DEVICES_SAID, OwnFlags, kept_flags
+from xla_bugkit.bundle.own_flags import DEVICES_SAID, OwnFlags, kept_flags
 from xla_bugkit.verdict import Outcome, Verdict
 
 DEVICES = "--xla_force_host_platform_device_count=8"

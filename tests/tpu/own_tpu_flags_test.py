@@ -18,10 +18,10 @@ import pytest
 
 from tests.helpers.programs import run_record
 from xla_bugkit.bundle import excused, triage
+from xla_bugkit.bundle.own_flags import OwnFlags
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.cli.commands import _summary
 from xla_bugkit.collecting import own_flags
-from xla_bugkit.collecting.own_flags import OwnFlags
 from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import ReplayInput, RunContext

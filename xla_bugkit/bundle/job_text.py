@@ -235,9 +235,17 @@ def merged_note(parts: Sequence[Part], failing: Part, count: int) -> str:
 
 
 def summary_lines(
-    parts: Sequence[Part], failing: Part, count: int, out: Path, size: int, *, data: str = ""
+    parts: Sequence[Part],
+    failing: Part,
+    count: int,
+    out: Path,
+    size: int,
+    *,
+    data: str = "",
+    modules: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[str]:
-    """merge's summary; ``data``: the merged bundle's inputs, as its manifest says them."""
+    """merge's summary; ``data``: the merged bundle's inputs, ``modules``: its modules with
+    their verdicts, as its manifest says them (default: the failing part's)."""
     start = _first_stop(parts)
     lines = [
         f"xla-bugkit: a job of {topology(parts, failing, count)}: part {failing.index} "
@@ -249,10 +257,14 @@ def summary_lines(
     present = {p.index for p in parts}
     if missing := [str(i) for i in range(count) if i not in present]:
         lines.append(f"  missing: {_missing(missing)}")
-    if failing.manifest["modules"]:
-        module = failing.manifest["modules"][0]
-        outcome = (module.get("replay") or {}).get("outcome") or "not replayed"
-        lines.append(f"  module: {module['label']} ({outcome})")
+    modules = failing.manifest["modules"] if modules is None else modules
+    if modules:
+        module = modules[0]
+        replay = module.get("replay") or {}
+        outcome = replay.get("outcome") or "not replayed"
+        # Which inputs the verdict was judged on, where merge judged it again.
+        on = f"; {replay['judged_on']}" if replay.get("judged_on") else ""
+        lines.append(f"  module: {module['label']} ({outcome}{on})")
         if data:
             lines.append(f"  inputs: {data}")
     for d in differences(parts):

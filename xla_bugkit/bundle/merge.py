@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xla_bugkit import archive
-from xla_bugkit.bundle import job_text, members, stitch
+from xla_bugkit import archive, config
+from xla_bugkit.bundle import job_text, members, stitch, stitched_replay
 from xla_bugkit.bundle.manifest import (
     Manifest,
     ModuleEntry,
@@ -81,8 +81,17 @@ def _module_dirs(module: ModuleEntry) -> set[str]:
     return {"/".join(p.split("/")[:2]) for p in paths if p.startswith(f"{_MODULES}/")}
 
 
-def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, ui: Ui) -> Merged:
-    """Write ``out``, one bundle of the job from its parts' bundles ``paths``."""
+def merge(
+    paths: Sequence[Path],
+    out: Path,
+    fmt: str,
+    *,
+    max_size: int | None,
+    ui: Ui,
+    timeout: float = config.REPLAY_TIMEOUT,
+) -> Merged:
+    """Write ``out``, one bundle of the job from its parts' bundles ``paths``; a module whose
+    inputs were stitched is replayed on them (``timeout`` seconds each) and judged again."""
     with opened(paths) as parts, tempfile.TemporaryDirectory(prefix="xla-bugkit-merge-") as tmp:
         failing = choose(parts)
         count = job_size(failing.bundle) or max(p.index for p in parts) + 1
@@ -90,11 +99,17 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
         kept, same_as = _kept_modules(parts, failing)
         sources = _sources(parts, failing, kept)
         inputs = stitch.stitch(parts, failing, count, Path(tmp) / "stitched")
+        rejudged = stitched_replay.rejudge(failing, inputs, timeout=timeout, ui=ui)
+        # A module its part proved on other inputs, and its stitched inputs did not, keeps
+        # the part's: the bundle replays as its verdict says.
+        inputs = inputs.without(rejudged.unstitched)
         sources = {n: p for n, p in sources.items() if not _spent(n, p, inputs)}
         sources.update(inputs.snapshots.values())
         left_out: list[str] = []
         while True:
-            manifest = _stage(stage, sources, parts, failing, count, same_as, out, left_out, inputs)
+            manifest = _stage(
+                stage, sources, parts, failing, count, same_as, out, left_out, inputs, rejudged
+            )
             files = {p.relative_to(stage).as_posix(): p for p in sorted(stage.rglob("*"))}
             files = {name: p for name, p in files.items() if p.is_file()}
             size = archive.write_archive(files, out, fmt, progress=ui.progress("compressing"))
@@ -108,9 +123,12 @@ def merge(paths: Sequence[Path], out: Path, fmt: str, *, max_size: int | None, u
                 ui.say(f"over the size budget: leaving out {name}")
                 del sources[name]
             left_out += dropped
-        lines = job_text.summary_lines(parts, failing, count, out, size, data=manifest["data"])
+        lines = job_text.summary_lines(
+            parts, failing, count, out, size, data=manifest["data"], modules=manifest["modules"]
+        )
         lines += inputs.notes
-        return Merged(out, size, manifest, failing.index, count, _exit_code(failing), tuple(lines))
+        code = _exit_code(failing, rejudged)
+        return Merged(out, size, manifest, failing.index, count, code, tuple(lines))
 
 
 def _spent(name: str, path: Path, inputs: stitch.Stitched) -> bool:
@@ -122,10 +140,12 @@ def _spent(name: str, path: Path, inputs: stitch.Stitched) -> bool:
     return re.match(rf"{PARTS_DIR}/part-\d+/{members.SHARDS}/", name) is not None
 
 
-def _exit_code(failing: Part) -> ExitCode:
+def _exit_code(failing: Part, rejudged: stitched_replay.Rejudged) -> ExitCode:
+    """As collect would exit for the merged manifest's verdicts: a failure reproduced (on
+    the stitched inputs or by the part's own replay) is 0."""
     if failing.weight() == 0:
         return ExitCode.NO_FAILURE
-    if failing.taken_down or not failing.reproduced:
+    if failing.taken_down or not rejudged.reproduced:
         return ExitCode.NOT_REPRODUCED
     return ExitCode.OK
 
@@ -201,6 +221,7 @@ def _stage(
     out: Path,
     left_out: Sequence[str],
     inputs: stitch.Stitched,
+    rejudged: stitched_replay.Rejudged,
 ) -> Manifest:
     if stage.exists():
         shutil.rmtree(stage)
@@ -215,6 +236,7 @@ def _stage(
     report = failing.bundle.root / members.ISSUE
     if report.is_file():
         text = report.read_text("utf-8").replace(old_name, out.name)
+        text = stitched_replay.reissued(text, failing.manifest, rejudged)
         section = job_text.issue_section(parts, failing, count, same_as)
         (stage / members.ISSUE).write_text(job_text.with_section(text, section), "utf-8")
     record: dict[str, Any] = dict(failing.manifest)
@@ -224,11 +246,19 @@ def _stage(
         "parts": count,
         "merged": [job_text.part_record(p, failing, same_as) for p in parts],
     }
-    record["modules"] = [_with_inputs(m, inputs) for m in failing.manifest["modules"]]
+    record["title"] = rejudged.title
+    record["modules"] = [_with_inputs(m, inputs) for m in rejudged.modules]
     record["data"] = inputs.data_text(failing.manifest["data"])
-    notes = list(failing.manifest["notes"])
+    if rejudged.unstitched and not inputs.snapshots:
+        record["data"] += (
+            "; merge stitched them, and the module did not reproduce on them: it replays on "
+            "the inputs its part's replay reproduced it on"
+        )
+    notes = rejudged.notes(failing.manifest["notes"])
+    notes = [n for n in notes if not rejudged.replayed or not _no_inputs(n)]
     notes.append(job_text.merged_note(parts, failing, count))
     notes += inputs.notes
+    notes += rejudged.lines
     if left_out:
         notes.append(f"left out for the size budget: {len(left_out)} files of the other parts")
     record["notes"] = notes
@@ -245,3 +275,9 @@ def _with_inputs(module: ModuleEntry, inputs: stitch.Stitched) -> ModuleEntry:
         return module
     files = {r: p for r, p in module["files"].items() if r != Role.SHARDS.value}
     return {**module, "files": {**files, Role.SNAPSHOT.value: found[0]}}
+
+
+def _no_inputs(note: str) -> bool:
+    """A part's note that no module had real inputs: said of the part, not of the merged
+    bundle whose modules were replayed on their stitched inputs."""
+    return note.startswith("no module has real inputs")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,22 @@ class Stitched:
 
     snapshots: dict[str, tuple[str, Path]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    used: list[Path] = field(default_factory=list)  # the parts' shards files stitched
+    used_by: dict[str, list[Path]] = field(default_factory=dict)  # the shards files stitched
     parts: int = 0  # how many parts the inputs were stitched from
+
+    @property
+    def used(self) -> list[Path]:
+        """The parts' shards files the stitched arrays stand for."""
+        return [p for paths in self.used_by.values() for p in paths]
+
+    def without(self, labels: Collection[str]) -> Stitched:
+        """These inputs less those of the modules ``labels`` (their shards then stay)."""
+        return Stitched(
+            {k: v for k, v in self.snapshots.items() if k not in labels},
+            list(self.notes),
+            {k: v for k, v in self.used_by.items() if k not in labels},
+            self.parts,
+        )
 
     def data_text(self, before: str) -> str:
         """The bundle's ``data`` sentence once stitched (``before`` where nothing was)."""
@@ -80,7 +94,7 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
         target.parent.mkdir(parents=True, exist_ok=True)
         leftovers.write_whole(target, data)
         found.snapshots[label] = (members.module_member(label, name), target)
-        found.used += files.values()
+        found.used_by[label] = list(files.values())
         found.notes += [f"{label}: {n}" for n in notes]
     return found
 

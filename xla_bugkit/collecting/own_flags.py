@@ -10,127 +10,28 @@ caused the failure: collect says so before it points at any tracker.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 from xla_bugkit import platforms
 from xla_bugkit.bundle import excused
+from xla_bugkit.bundle.own_flags import (
+    OwnFlags,
+    flag_name,
+    kept_flags,
+    set_own,
+    starts_process,
+)
 from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.choose.selection import Selection
 from xla_bugkit.collecting.replays import Replaying, Replays
 from xla_bugkit.hlo import flags
-from xla_bugkit.hlo.names import function_name, module_name
-from xla_bugkit.replay import PROCESS_FLAGS, ReplayInput, module_files, replay, replay_input
+from xla_bugkit.hlo.names import module_name
+from xla_bugkit.replay import ReplayInput, module_files, replay, replay_input
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
-
-# XLA flags whose purpose is to let the compiler change floating-point results: a wrong value
-# that goes away without them is what they are documented to do.
-RELAXING = frozenset(
-    {
-        "--xla_cpu_enable_fast_math",
-        "--xla_cpu_fast_math_honor_nans",
-        "--xla_cpu_fast_math_honor_infs",
-        "--xla_cpu_fast_math_honor_division",
-        "--xla_cpu_fast_math_honor_functions",
-        "--xla_cpu_enable_fast_min_max",
-        "--xla_gpu_enable_fast_min_max",
-    }
-)
-
-
-# Said after the run's own flags when the device count is one of them: a replay without it
-# still has as many devices as the module is partitioned for.
-DEVICES_SAID = "(a replay still gives the module the devices it is partitioned for)"
-
-
-@dataclass(frozen=True)
-class OwnFlags:
-    """The flags the run set, and how the failing module replayed without them."""
-
-    flags: tuple[str, ...]
-    without: Verdict
-    wrong_result: bool = False  # the failure is a wrong value, not a crash or an error
-    options: tuple[str, ...] = ()  # the module's own compile options (``compiler_options``)
-    module: str = ""  # its name, ``jit_f``
-    alone: str = ""  # of several, one that fails the same way without the others
-    # The flags are the run's LIBTPU_INIT_ARGS, the TPU compiler's, not its XLA_FLAGS.
-    tpu: bool = False
-    # The failure is a compile out of a limit (``excused.over_compile_limit``).
-    over_limit: bool = False
-
-    @property
-    def needed(self) -> bool:
-        """The module fails with the run's flags and not without them."""
-        return not self.without.reproduced
-
-    @property
-    def relaxing(self) -> tuple[str, ...]:
-        """For a wrong value that agrees with its references without them, the run's own
-        flags and options when every one of them lets XLA change results on purpose (fast
-        math, NaNs or infinities not honoured: ``RELAXING``); () otherwise."""
-        every = tuple(f for f in (*self.flags, *self.options) if not _starts_process(f))
-        agreed = self.without.numbers.get("reference") not in (None, NO_REFERENCE)
-        if not (self.needed and self.wrong_result and agreed and self.without.failure is None):
-            return ()
-        return every if all(flags.name_of(f) in RELAXING for f in every) else ()
-
-    @property
-    def limiting(self) -> tuple[str, ...]:
-        """For a compile out of a limit that compiles and runs without them, the run's own
-        TPU flags: the limit is one they set (``excused``); () otherwise."""
-        ran = self.needed and self.without.failure is None and not self.wrong_result
-        return self.flags if self.tpu and self.over_limit and ran else ()
-
-    def finding(self) -> str:
-        """One line for the summary and the report."""
-        named = (
-            f"this run set its own TPU compiler flags ({flags.TPU_ENV} {' '.join(self.flags)})"
-            if self.tpu
-            else _set_own(self.flags, self.options, self.module)
-        )
-        devices = any(_starts_process(f) for f in self.flags)
-        them = f"them {DEVICES_SAID}" if devices else "them"
-        if not self.needed:
-            return f"{named}; it fails without {them} too"
-        failed = self.without.failure
-        agreed = self.without.numbers.get("reference")
-        if failed is not None:
-            without = f"the module fails otherwise ({failed.describe[:160]})"
-        elif self.wrong_result and agreed not in (None, NO_REFERENCE):
-            without = f"its result agrees with its references ({agreed})"
-        else:
-            without = "the module compiles and runs"
-        if self.limiting:
-            then = "raise the limit they set or drop them (the compile ran past it)"
-        elif self.wrong_result:
-            then = (
-                "check that they are meant before reporting it (some flags, such as fast "
-                "math, change results on purpose)"
-            )
-        else:
-            then = "say so in the report (a crash or an error is XLA's bug under any flags)"
-        if self.alone:
-            without += f", and with {self.alone} alone it fails the same way"
-        return f"{named}; without {them} {without}: {then}"
-
-
-def _set_own(run_flags: Sequence[str], options: Sequence[str], module: str) -> str:
-    """Who set which of them: the run (its XLA_FLAGS in force), the program's compile of
-    ``module`` (``jax.jit(f, compiler_options=...)``, which XLA_FLAGS never shows), or both.
-    Its own, not "non-default": a flag may spell XLA's default value."""
-    fun = function_name(module) if module else "the module"
-    compiled = f"compiler_options: {' '.join(options)}"
-    if not options:
-        return f"this run set its own XLA flags ({' '.join(run_flags)})"
-    if not run_flags:
-        return f"the program compiled {fun} with XLA options of its own ({compiled})"
-    return (
-        f"this run set its own XLA flags ({' '.join(run_flags)}) and compiled {fun} with "
-        f"options of its own ({compiled})"
-    )
+from xla_bugkit.verdict import Outcome, Verdict
 
 
 def weigh(
@@ -183,7 +84,7 @@ def probe(
     if not (own or options):
         return None
     # The module's debug options hold its compile's own options: a replay applies them.
-    names = {_name(f) for f in (*own, *options)}
+    names = {flag_name(f) for f in (*own, *options)}
 
     def keeping(keep: frozenset[str]) -> Verdict:
         """The module replayed with the run's own flags and options less all but ``keep``."""
@@ -196,7 +97,7 @@ def probe(
         # Which one is enough: a maintainer asks for the smallest set.
         with ui.phase(f"replaying {m.label} with each of them alone"):
             for f in (*own, *options):
-                if keeping(frozenset({_name(f)})).reproduced:
+                if keeping(frozenset({flag_name(f)})).reproduced:
                     alone = f
                     break
     wrong = failing.wrong
@@ -282,24 +183,6 @@ def _xla_flags_kept(as_run: ReplayInput, drop: set[str]) -> ReplayInput:
     return replace(as_run, xla_flags=kept_flags(as_run.xla_flags, drop), flags_given=True)
 
 
-def kept_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tuple[str, ...]:
-    """The flags a replay of the module as it ran applies (``flags.admit``: never one that
-    makes XLA read or write a file, such as a cache of the user's), less those named in
-    ``drop`` (canonical names, ``--xla_foo``)."""
-    return tuple(f for f in flags.admit(recorded).flags if _name(f) not in drop)
-
-
-def _starts_process(flag: str) -> bool:
-    """Whether ``flag`` is read once, as the backend starts (the device count): it changes
-    no result XLA computes."""
-    return flags.name_of(flag) in PROCESS_FLAGS
-
-
-def _name(flag: str) -> str:
-    """``flag``'s name as ``flags.admit`` spells it: ``-noxla_foo`` -> ``--xla_foo``."""
-    return f"--{flags.canonical(flag)[0]}"
-
-
 def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
     """For a wrong value no replay reproduced, the run's own XLA flags, said first: flags
     such as fast math change results on purpose, and the replay ran with them, so it could
@@ -314,7 +197,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     if any(v.reproduced for v in verdicts):
         return None  # ``probe`` replays without them
     return (
-        f"{_set_own(own, options, module)}, and every replay ran with them: "
+        f"{set_own(own, options, module)}, and every replay ran with them: "
         "check that they are meant before reporting a wrong value (some flags, such as fast "
         "math, change results on purpose)"
     )
@@ -329,4 +212,4 @@ def _own(run: RunRecord) -> tuple[str, ...]:
 
 def _compiler_flags(run: RunRecord) -> tuple[str, ...]:
     """``_own`` less the device count, which changes no result XLA computes."""
-    return tuple(f for f in _own(run) if not _starts_process(f))
+    return tuple(f for f in _own(run) if not starts_process(f))

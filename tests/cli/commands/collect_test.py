@@ -552,7 +552,7 @@ def test_options_passed_to_one_compile_are_named_first_as_the_cause(tmp_path: Pa
 
 
 def test_a_wrong_results_own_flags_say_whether_the_result_agrees_without_them() -> None:
-    from xla_bugkit.collecting.own_flags import OwnFlags
+    from xla_bugkit.bundle.own_flags import OwnFlags
     from xla_bugkit.verdict import Outcome, Verdict
 
     agreed = Verdict(

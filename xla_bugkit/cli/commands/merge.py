@@ -14,7 +14,9 @@ DESCRIPTION = (
     "Open the bundles that each process of a jax.distributed job wrote under its own collect "
     "(bundle.part-I-of-N.zip), judge the job by the part that failed inside XLA (among equals, "
     "the one that stopped first), summarise the others, keep the modules several processes "
-    "compiled the same way once, and write one bundle within the size budget."
+    "compiled the same way once, replay each module whose inputs it stitched from every "
+    "part's shards on them and judge the job again, and write one bundle within the size "
+    "budget."
 )
 EPILOG = """\
 examples:
@@ -50,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"size budget of the whole bundle (default {config.Config.max_size}, or the "
         "user config file's); the other parts' modules are left out first",
     )
+    options.add_timeout(
+        p,
+        "how long the replay of each module on its stitched inputs may take "
+        "(default %(default)g s)",
+    )
     options.add_json(p, "print what was merged as JSON on stdout")
     options.add_force(p)
 
@@ -67,7 +74,7 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
     if budget is None:
         budget = config.parse_size(config.load().max_size)
     with ui.phase(f"merging {len(paths)} parts"):
-        merged = merge(paths, out, fmt, max_size=budget, ui=ui)
+        merged = merge(paths, out, fmt, max_size=budget, ui=ui, timeout=args.timeout)
     options.emit(
         args.json,
         lambda: {
@@ -79,6 +86,10 @@ def run(args: argparse.Namespace, ui: Ui) -> int:
             "failure": merged.manifest["failure"],
             "job": merged.manifest.get("job"),
             "data": merged.manifest["data"],
+            "title": merged.manifest["title"],
+            "modules": [
+                {"label": m["label"], "replay": m["replay"]} for m in merged.manifest["modules"]
+            ],
         },
         # The lines quote the parts' headlines: a stranger's text.
         lambda: shown("\n".join(merged.lines)),

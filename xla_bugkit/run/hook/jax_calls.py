@@ -134,7 +134,10 @@ def patch_execute(recorder: Any) -> None:
             compiled.passed = len(args)
             compiled.kept = sorted(kept) if kept is not None else list(range(len(args)))
         saved = False
-        if len(getattr(self, "_local_devices", ())) > 1:
+        if len(getattr(self, "_local_devices", ())) > 1 or _spans_processes(args):
+            # XLA writes no snapshot of a call over several devices, and one over several
+            # processes' devices it writes with this process's shards alone, however few:
+            # its shards, each with its place, are what merge stitches the inputs from.
             _save_arguments(recorder, n, self, args)
             saved = True
         elif first_arguments and id(self) not in _SEEN:
@@ -169,6 +172,11 @@ def patch_execute(recorder: Any) -> None:
         return out
 
     setattr(cls, "__call__", __call__)  # noqa: B010  # a method, replaced on its class
+
+
+def _spans_processes(args: tuple[Any, ...]) -> bool:
+    """Some argument is a global array other processes hold part of."""
+    return not all(getattr(a, "is_fully_addressable", True) for a in args)
 
 
 def _inputs_failed(recorder: Any, outputs: Any, ready: Any, args: tuple[Any, ...]) -> None:
