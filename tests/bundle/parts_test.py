@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from xla_bugkit.bundle import job_text
+from xla_bugkit.bundle import job_text, stitched_replay
 from xla_bugkit.bundle.manifest.integrity import OpenBundle
 from xla_bugkit.bundle.merge import _exit_code, default_output
 from xla_bugkit.bundle.parts import Part, _placed, choose, job_size
@@ -159,6 +159,11 @@ def test_the_default_output_drops_the_part_from_the_name() -> None:
     assert default_output([Path("mine.zip")]) == Path("merged-mine.zip")
 
 
+def _as_its_own(part: Part) -> stitched_replay.Rejudged:
+    """What merge stands by where it stitched no inputs: the part's own verdicts."""
+    return stitched_replay.Rejudged(modules=list(part.manifest["modules"]), title="")
+
+
 def test_a_proven_wrong_result_outranks_the_parts_the_job_ended() -> None:
     """A job of 4 (jax.distributed, gloo): process 0's own check found a wrong value, which
     its replay proved; the others lost their gloo connection to it, or were aborted at
@@ -173,7 +178,7 @@ def test_a_proven_wrong_result_outranks_the_parts_the_job_ended() -> None:
                                     before_peers_were_known=True))  # fmt: skip
     parts = [wrong, lost, aborted, older]
     assert older.failure["kind"] == "runtime error" and older.taken_down
-    assert choose(parts) is wrong and _exit_code(wrong) is ExitCode.OK
+    assert choose(parts) is wrong and _exit_code(wrong, _as_its_own(wrong)) is ExitCode.OK
     lines = job_text.summary_lines(parts, wrong, 4, Path("b.zip"), 10)
     # The parts the job ended are not counted among those that failed inside XLA.
     assert "part 0 failed inside XLA" in lines[0], lines[0]
@@ -189,7 +194,7 @@ def test_a_proven_wrong_result_outranks_the_parts_the_job_ended() -> None:
     assert note.endswith("judged by part 0: wrong result"), note
     # Alone, the parts the job ended are judged by the first to stop, and say so.
     assert choose([lost, aborted, older]) is older
-    assert _exit_code(older) is ExitCode.NOT_REPRODUCED
+    assert _exit_code(older, _as_its_own(older)) is ExitCode.NOT_REPRODUCED
     assert "the job took it down" in job_text.summary_lines([lost, older], older, 4,
                                                             Path("b.zip"), 10)[0]  # fmt: skip
 
