@@ -82,7 +82,10 @@ def main() -> int:
         expected = np.arange(len(gathered), dtype=np.float64) ** 2
         bad = np.flatnonzero(gathered != expected)
         if bad.size:
-            print(f"row energy wrong at {bad.size} rows, first {bad[0]}: {gathered[bad[0]]}")
+            # Flushed: under sys-exit the service may abort the process while Python is still
+            # in jax's shutdown at exit, before it flushes what a pipe buffered.
+            print(f"row energy wrong at {bad.size} rows, first {bad[0]}: {gathered[bad[0]]}",
+                  flush=True)  # fmt: skip
             return 1
     print(f"process {rank}: next step, total {float(total(row_energy(x))):.1f}", flush=True)
     print(f"process {rank} done")
