@@ -163,3 +163,21 @@ def test_a_reference_with_no_value_judges_no_output_there() -> None:
     assert compare_outputs([np.array(NAN)], [np.array(0.0)], open_nan=True).summary() == (
         "1/1 elements differ (1 NaN where the reference has a number), first at [] of output 0"
     )
+
+
+def test_on_inputs_made_to_overflow_two_different_overflows_are_not_judged() -> None:
+    inf, nan = np.inf, np.nan
+    actual = np.array([nan, -inf, inf, nan, 5.0, 1.0, inf], np.float32)
+    expected = np.array([inf, inf, inf, 1.0, inf, 1.0, nan], np.float32)
+    plain = compare_arrays(actual, expected)
+    assert plain.mismatches == 5 and plain.overflowed == 0  # all but 1/1 and inf/inf
+    c = compare_arrays(actual, expected, finite_only=True)
+    # NaN against inf, -inf against inf, inf against NaN: what an overflow ends in, not
+    # judged. A number on either side is judged as ever: a NaN where the reference has 1,
+    # and 5 where it is inf.
+    assert c.overflowed == 3 and c.mismatches == 2
+    assert [i[1] for i in c.first_indices] == [3, 4]
+    assert c.new_nans == 1 and c.nans == 2 and c.unreferenced == 0
+    assert c.numbers()["overflowed"] == 3 and "overflowed" not in plain.numbers()
+    combined = compare_outputs([actual, actual], [expected, expected], finite_only=True)
+    assert combined.overflowed == 6 and combined.mismatches == 4

@@ -324,7 +324,7 @@ def _write_extreme(stage: Path, proto: str, verdict: Verdict | None, notes: list
     """inputs.npz holding the extreme values a wrong result showed on, when the replay found
     it on those and the bundle has no recorded inputs: repro.py then runs what verify ran.
     Returns the verdict's name for them, or "" when none are written."""
-    found = None if verdict is None else _EXTREME.fullmatch(verdict.inputs)
+    found = None if verdict is None else extreme.parsed(verdict.inputs)
     if verdict is None or found is None or verdict.outcome is not Outcome.REPRODUCED_WRONG:
         return ""
     from xla_bugkit.hlo import hlo_proto, literal
@@ -339,13 +339,9 @@ def _write_extreme(stage: Path, proto: str, verdict: Verdict | None, notes: list
     except (BugkitError, ValueError) as e:
         notes.append(f"{members.INPUTS} is not in the bundle: {e}")
         return ""
-    arrays = extreme.arrays(types, found["set"], int(found["seed"]))
+    arrays = extreme.arrays(types, *found)
     protocol.save_arrays(stage / members.INPUTS, arrays)
     return verdict.inputs
-
-
-# How a verdict names extreme inputs: "extreme values: inf/nan (seed 42)" (``extreme.label``).
-_EXTREME = re.compile(rf"{re.escape(extreme.LABEL)}: (?P<set>.+) \(seed (?P<seed>\d+)\)")
 
 
 def _write_expected(stage: Path, target: Target, held: str, notes: list[str]) -> str:

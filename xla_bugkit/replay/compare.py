@@ -42,6 +42,7 @@ class Comparison:
     nans: int = 0  # NaNs in the actual outputs
     new_nans: int = 0  # of them, where the reference has a number
     unreferenced: int = 0  # numbers where the reference is NaN: not judged
+    overflowed: int = 0  # on inputs made to overflow: different infinities or NaN, not judged
     first_indices: tuple[tuple[int, ...], ...] = ()
     notes: tuple[str, ...] = field(default=())  # structural differences (count, shape, dtype)
 
@@ -60,6 +61,8 @@ class Comparison:
             "unreferenced": self.unreferenced,
             "first_indices": [list(i) for i in self.first_indices],
             "notes": list(self.notes),
+            # Only where inputs were made to overflow: records of other replays keep their keys.
+            **({"overflowed": self.overflowed} if self.overflowed else {}),
         }
 
     def summary(self) -> str:
@@ -132,12 +135,16 @@ def compare_arrays(
     scaled: bool = True,
     every_element: bool = False,
     open_nan: bool = False,
+    finite_only: bool = False,
 ) -> Comparison:
     """Compare one output array with its reference; ``output`` prefixes reported indices;
     ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is);
     ``every_element``: a NaN reference is judged too (shrink keeps a failure's
     class, whatever the reference is); ``open_nan``: a NaN reference judges no output, not
-    even an infinity (the reference has no value there)."""
+    even an infinity (the reference has no value there); ``finite_only``: an element
+    infinite or NaN on both sides is not judged (inputs made to overflow: which infinity or
+    NaN an overflow ends in, ``inf - inf`` or not, depends on the order of operations, which
+    XLA chooses), and is counted as ``overflowed``; a number on either side is judged."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
@@ -153,11 +160,18 @@ def compare_arrays(
         abs_err = np.where(no_reference, 0.0, abs_err)
         rel_err = np.where(no_reference, 0.0, rel_err)
         unreferenced = int(np.count_nonzero(no_reference))
+        overflow = np.zeros(actual.shape, dtype=bool)
+        if finite_only and not every_element:
+            overflow = ~np.isfinite(_as_float(actual)) & ~np.isfinite(_as_float(expected))
+            overflow &= ~no_reference & (abs_err > 0)
+            abs_err = np.where(overflow, 0.0, abs_err)
+            rel_err = np.where(overflow, 0.0, rel_err)
+        overflowed = int(np.count_nonzero(overflow))
         bound = _scaled(abs_bound, actual, expected) if scaled else abs_bound
         bad = (abs_err > bound) & (rel_err > rel_bound)
         lone = np.isnan(_as_float(actual))
         nans = int(np.count_nonzero(lone))
-        new_nans = int(np.count_nonzero(lone & ~np.isnan(_as_float(expected))))
+        new_nans = int(np.count_nonzero(lone & ~np.isnan(_as_float(expected)) & ~overflow))
     else:
         # Exact types: any difference counts; errors are reported as plain magnitudes.
         diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
@@ -165,7 +179,7 @@ def compare_arrays(
         with np.errstate(invalid="ignore", divide="ignore"):
             rel_err = np.where(diff == 0, 0.0, diff / np.abs(expected.astype(np.float64)))
         bad = actual != expected
-        nans = new_nans = unreferenced = 0
+        nans = new_nans = unreferenced = overflowed = 0
     indices = tuple((output, *map(int, i)) for i in np.argwhere(bad)[:MAX_INDICES])
     return Comparison(
         mismatches=int(np.count_nonzero(bad)),
@@ -175,6 +189,7 @@ def compare_arrays(
         nans=nans,
         new_nans=new_nans,
         unreferenced=unreferenced,
+        overflowed=overflowed,
         first_indices=indices,
     )
 
@@ -212,9 +227,10 @@ def compare_outputs(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     every_element: bool = False,
     open_nan: bool = False,
+    finite_only: bool = False,
 ) -> Comparison:
     """Compare every output with its reference and combine the results (``every_element``,
-    ``open_nan``: as ``compare_arrays``)."""
+    ``open_nan``, ``finite_only``: as ``compare_arrays``)."""
     if len(actual) != len(expected):
         return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
     atol = ABS_BOUND if tolerance.atol is None else tolerance.atol
@@ -228,6 +244,7 @@ def compare_outputs(
             scaled=tolerance.atol is None,
             every_element=every_element,
             open_nan=open_nan,
+            finite_only=finite_only,
         )
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]
@@ -249,6 +266,7 @@ def _combine(parts: Sequence[Comparison]) -> Comparison:
         nans=sum(p.nans for p in parts),
         new_nans=sum(p.new_nans for p in parts),
         unreferenced=sum(p.unreferenced for p in parts),
+        overflowed=sum(p.overflowed for p in parts),
         first_indices=tuple(first[:MAX_INDICES]),
         notes=tuple(notes),
     )

@@ -9,11 +9,18 @@ to zero). When the run failed with a wrong result and its module had only genera
 ``retry`` replays it again on each set here, in order, until one shows the difference; the
 verdict then names the set. Integer and boolean parameters keep the generated small values
 (they often index, and indices out of range are clamped) except in ``max``.
+
+On the sets made to overflow (``OVERFLOWING``) an element that is infinite or NaN in both the
+test and its reference is not judged: once a value has overflowed, which infinity or NaN it
+ends in (``inf - inf`` or not, a sum's terms in one order or another) depends on the order of
+operations, which XLA is free to choose; an ordinary training step on them gives NaN compiled
+and an infinity op by op, and is not wrong. A number on either side is judged as ever.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +33,27 @@ if TYPE_CHECKING:  # judge imports this module; the types only
 # The sets, in the order they are tried: each is a word the verdict shows.
 SETS = ("inf/nan", "max", "huge", "tiny")
 LABEL = "extreme values"  # how a verdict's ``inputs`` starts for one of these sets
+# The sets whose values are made to overflow: where both sides overflowed, not judged.
+OVERFLOWING = ("max", "huge")
 
 
 def label(name: str, seed: int) -> str:
     return f"{LABEL}: {name} (seed {seed})"
+
+
+_LABEL = re.compile(rf"{re.escape(LABEL)}: (?P<set>.+) \(seed (?P<seed>\d+)\)")
+
+
+def parsed(inputs: str) -> tuple[str, int] | None:
+    """The set and seed a verdict's ``inputs`` names (``label``), or None."""
+    found = _LABEL.fullmatch(inputs)
+    return None if found is None else (found["set"], int(found["seed"]))
+
+
+def overflowing(inputs: str) -> str | None:
+    """The set a verdict's ``inputs`` names when it is one made to overflow, else None."""
+    found = parsed(inputs)
+    return found[0] if found is not None and found[0] in OVERFLOWING else None
 
 
 def arrays(
@@ -164,4 +188,9 @@ def _tried(name: str, verdict: Verdict) -> str:
         return f"{name} (failed: {verdict.evidence})"
     if verdict.numbers.get("inputs") == OUT_OF_RANGE:
         return f"{name} ({OUT_OF_RANGE}: proves nothing)"
+    overflowed = verdict.numbers.get("overflowed")
+    if overflowed and overflowed == verdict.numbers.get("elements"):
+        return f"{name} (every element overflowed: proves nothing)"
+    if overflowed:
+        return f"{name} (not judged where both overflowed)"
     return name

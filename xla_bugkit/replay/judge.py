@@ -314,18 +314,31 @@ def _judge_result(  # noqa: C901, PLR0915
     # Sums whose order decides whether they overflow: the op-by-op reference has no value
     # there (NaN), and judges no output there.
     unordered = protocol.markers(test.done.output, protocol.UNORDERED)
+    # Inputs made to overflow: only what stays finite on both sides is judged.
+    overflowing = extreme.overflowing(test.inputs)
     wrong: tuple[str, Comparison] | None = None
     agreeing: list[str] = []
     unjudged = ""
+    overflowed = 0  # elements not judged for an overflow, in the first comparison that had any
+    overflow_note = ""
     for label, arrays in found.items():
         open_nan = label == "op-by-op" and bool(unordered)
-        comparison = compare_outputs(outputs, arrays, tolerance=tolerance, open_nan=open_nan)
+        comparison = compare_outputs(
+            outputs,
+            arrays,
+            tolerance=tolerance,
+            open_nan=open_nan,
+            finite_only=overflowing is not None,
+        )
         if comparison.close:
             agreeing.append(label)
         elif wrong is None:
             wrong = (label, comparison)
         if open_nan and comparison.unreferenced:
             unjudged = _unjudged(comparison.unreferenced, unordered)
+        if overflowing is not None and comparison.overflowed and not overflowed:
+            overflowed = comparison.overflowed
+            overflow_note = _overflowed(overflowed, comparison.total, overflowing)
     disputed = ""
     if wrong is not None and "op-by-op" in agreeing:
         # Whole-module optimizations never touch the op-by-op reference. When it agrees with
@@ -347,7 +360,7 @@ def _judge_result(  # noqa: C901, PLR0915
         label, comparison = wrong
         numbers = {**comparison.numbers(), "reference": label}
         evidence = _differs(label, comparison)
-        evidence += unjudged if label == "op-by-op" else ""
+        evidence += (unjudged if label == "op-by-op" else "") + overflow_note
         if tolerance != DEFAULT_TOLERANCE:
             evidence += f" (at {tolerance.describe()})"
         outcome = Outcome.REPRODUCED_WRONG if suspected else Outcome.NOT_REPRODUCED
@@ -359,7 +372,9 @@ def _judge_result(  # noqa: C901, PLR0915
         evidence = interpret_mode.unchecked(inp)
         return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, test.inputs, None, {}, matches)
     agreed = ", ".join(agreeing) or NO_REFERENCE
-    evidence = f"ran to completion; result agrees with {agreed}{disputed}{unjudged}"
+    evidence = f"ran to completion; result agrees with {agreed}{disputed}{unjudged}{overflow_note}"
+    if overflow_note.startswith("; nothing is judged"):
+        evidence = f"ran to completion{overflow_note}"
     if own := interpret_mode.own_code(inp, agreeing, suspected):
         evidence = f"ran to completion; {OWN_CODE_GIVES}{disputed}"
     if missing:
@@ -370,7 +385,7 @@ def _judge_result(  # noqa: C901, PLR0915
         evidence,
         test.inputs,
         None,
-        {"reference": agreed, **own},
+        {"reference": agreed, **own, **_overflow_numbers(overflowed, outputs)},
         matches,
     )
 
@@ -386,6 +401,27 @@ def _unjudged(elements: int, unordered: list[str]) -> str:
     return (
         f"; {elements} {'element is' if elements == 1 else 'elements are'} not judged, "
         f"where a sum has no one right value: {'; '.join(unordered)}"
+    )
+
+
+def _overflow_numbers(overflowed: int, outputs: list[np.ndarray]) -> dict[str, int]:
+    """The numbers of a verdict that agreed where some elements were not judged for an
+    overflow: how many, of how many."""
+    if not overflowed:
+        return {}
+    return {"overflowed": overflowed, "elements": sum(int(np.size(a)) for a in outputs)}
+
+
+def _overflowed(elements: int, total: int, name: str) -> str:
+    """Why elements were not judged on a set of inputs made to overflow."""
+    if elements == total:
+        which = f"nothing is judged: each of its {total} elements is"
+    else:
+        which = "1 element is" if elements == 1 else f"{elements} elements are"
+        which += " not judged,"
+    return (
+        f"; {which} an infinity or NaN in both the result and the reference on the "
+        f"'{name}' inputs (what an overflow ends in depends on the order XLA computes in)"
     )
 
 

@@ -48,6 +48,7 @@ _PARTITIONING = re.compile(r", (?:sharding|frontend_attributes)=\{")
 _ANNOTATION = re.compile(r'custom_call_target="(?:Sharding|xla\.sdy\.FuncResultSharding)"')
 # Ops that sum their terms in an order XLA leaves open, when their computation adds.
 _SUMS = ("reduce", "reduce-window")
+_PRODUCTS = ("dot", "convolution")  # each element a sum of products of its two operands
 _TO_APPLY = re.compile(r"\bto_apply=%?([\w.\-]+)")
 _ADDS = re.compile(r"^\s*ROOT \S+ = \S+ add\(")
 
@@ -212,6 +213,8 @@ def entry_values(
             value = _evaluate(module, instruction, values, shapes, args, run)
             if unordered is not None and _is_sum(module, instruction):
                 value = _settle(module, instruction, value, values, shapes, run, unordered)
+            if unordered is not None and _is_products(instruction):
+                value = _settle_products(module, instruction, value, values, shapes, run, unordered)
             values[instruction.name] = value
     finally:
         if isinstance(run, CompilingRunner):
@@ -296,6 +299,70 @@ def _settle(
         "decides whether it overflows"
     )
     return np.where(open_order, np.nan, value).astype(value.dtype)
+
+
+def _is_products(instruction: Instruction) -> bool:
+    """A one-result ``dot`` or ``convolution`` of two different operands (one operand
+    twice is one parameter of its tiny module: its products cannot be split by sign)."""
+    operands = instruction.operands[:2]
+    return (
+        instruction.opcode in _PRODUCTS
+        and not instruction.shape.startswith("(")
+        and len(set(operands)) == 2
+    )
+
+
+def _settle_products(
+    module: Module,
+    instruction: Instruction,
+    value: Value,
+    values: dict[str, Value],
+    shapes: dict[str, str],
+    run: Runner,
+    unordered: list[str],
+) -> Value:
+    """``value``, a dot's or a convolution's, NaN where its finite products of one sign add
+    past its type's largest value while there are products of the other: as for a sum
+    (``_settle``), the order XLA adds them in (its tiling, a fusion's) decides whether a
+    partial sum overflows. The products of each sign are the op run on the operands split
+    by sign (a+ b+ and a- b- are the positive ones). A product that overflows alone counts
+    as such a sum too: the reference then proves nothing there. Said in ``unordered``."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+        return value
+    a, b = (values[o] for o in instruction.operands[:2])
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return value
+    if a.dtype.kind != "f" or b.dtype.kind != "f" or _products_bounded(a, b, value.dtype):
+        return value
+    text = tiny_module(module, instruction, shapes)
+
+    def part(sign_a: int, sign_b: int) -> np.ndarray:
+        (out,) = run(text, [_sign(a, sign_a), _sign(b, sign_b)])
+        return np.asarray(out).astype(np.float64)
+
+    top = float(np.finfo(value.dtype).max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        up, down = part(1, 1) + part(-1, -1), part(1, -1) + part(-1, 1)
+        open_order = ((up > top) | (down > top)) & (up > 0) & (down > 0)
+    if not open_order.any():
+        return value
+    unordered.append(
+        f"{instruction.name} ({instruction.opcode}): at {int(open_order.sum())} of "
+        f"{open_order.size} elements its products of one sign add past {value.dtype}'s "
+        "largest value and those of the other pull back, so the order XLA adds them in "
+        "decides whether it overflows"
+    )
+    return np.where(open_order, np.nan, value).astype(value.dtype)
+
+
+def _products_bounded(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether no element of a dot or convolution of ``a`` and ``b`` can have finite
+    products of one sign that add past ``dtype``'s largest value: each pairs an element of
+    one operand with at most one of the other, so |sum| <= sum|a| * max|b|."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        fa, fb = (np.abs(np.where(np.isfinite(t), t, 0)).astype(np.float64) for t in (a, b))
+        bound = min(fa.sum() * fb.max(initial=0.0), fa.max(initial=0.0) * fb.sum())
+    return bool(bound < float(np.finfo(dtype).max) / 2)
 
 
 def _sign(terms: np.ndarray, sign: int) -> np.ndarray:
