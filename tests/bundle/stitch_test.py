@@ -5,19 +5,16 @@ could not fill, or shards outside it, is refused before anything is allocated.""
 from __future__ import annotations
 
 import math
-import sys
-import textwrap
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.helpers.programs import clean_env, run
+from tests.helpers.programs import saved_shards
 from xla_bugkit.archive import plan
 from xla_bugkit.bundle.stitch import assemble
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.run import shards
-from xla_bugkit.run.hook import recorder
 from xla_bugkit.run.shards import Param, PartShards, Shard
 
 
@@ -67,25 +64,10 @@ def test_shards_that_leave_a_gap_are_refused() -> None:
 
 # A part's layout as the start-up hook writes it (``hook.shards``), of one (8, 2) float32
 # array sharded by rows over 4 devices: its numbers up to the shards, then 7 per shard.
-SAVE = textwrap.dedent(
-    """
-    import importlib.util, sys
-    import jax, numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-    folder, path = sys.argv[1], sys.argv[2]
-    spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    recorder = module.Recorder(folder)
-    recorder.open()
-    rows = NamedSharding(Mesh(np.array(jax.devices()), ("r",)), P("r"))
-    value = jax.device_put(np.arange(16, dtype=np.float32).reshape(8, 2), rows)
-    recorder.load_sibling("shards").save(recorder, 1, [value])
-    print("saved")
-    """
-)
+BODY = """
+rows = NamedSharding(Mesh(np.array(jax.devices()), ("r",)), P("r"))
+save(1, [jax.device_put(np.arange(16, dtype=np.float32).reshape(8, 2), rows)])
+"""
 Saved = tuple[list[np.ndarray], np.ndarray]  # the saved arrays, and last the layout
 Asked = list[tuple[int, ...]]
 DIMS, SHARDS = 5, 13  # where the global dims and the first shard begin in that layout
@@ -95,13 +77,7 @@ PER_SHARD = 7  # array, device, process, and (start, stop) per dimension
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Saved:
     """The arrays and layout the hook's own writer saved of a real sharded jax array."""
-    folder = tmp_path_factory.mktemp("shards")
-    argv = [sys.executable, "-c", SAVE, str(folder), recorder.__file__]
-    done = run(argv, clean_env("--xla_force_host_platform_device_count=4"), folder)
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
-    [file] = list(folder.glob("*.shards-1.npz"))
-    with np.load(file) as npz:
-        *arrays, layout = [npz[f"arr_{i}"] for i in range(len(npz.files))]
+    *arrays, layout = saved_shards(tmp_path_factory.mktemp("shards"), BODY, 1)
     assert list(layout[DIMS : DIMS + 2]) == [8, 2] and layout[SHARDS - 1] == 4
     return arrays, layout
 
