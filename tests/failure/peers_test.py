@@ -52,6 +52,14 @@ JOBS = {
     # wrong_then_lost_peer.py sys-exit 1 of 3: in the all-reduce while process 0 waited at
     # the shutdown barrier, until the barrier timed out.
     "shutdown_barrier_failed.txt": (-6, _SHUTDOWN, "client.h:80] Terminating process"),
+    # wrong_then_lost_peer.py sys-exit, checker 1 of 2: its own check's sys.exit(1), then the
+    # shutdown barrier, which process 0 (in the all-reduce) never reached; the service's
+    # abort reads as the job's. Only its record says it had ended itself (see below).
+    "shutdown_barrier_abort_after_own_exit.txt": (
+        -6,
+        _SHUTDOWN,
+        "client.h:80] Terminating process",
+    ),
     # job_step.py wrong, 1 of 3: its barrier's new gloo context waited for process 0.
     "gloo_context_get_key_value_timed_out.txt": (
         1,
@@ -251,3 +259,42 @@ def test_a_lost_peer_shows_on_an_error_line_not_on_info_or_warning() -> None:
     for text in WORDINGS:
         if not text.startswith(("I1", "W1")):
             assert peers.says_job_ended(text + "\n"), text
+
+
+# Real outputs of a process that called sys.exit(1) after its own check and was then aborted
+# at jax.distributed's shutdown barrier: what its own record says it asked for decides.
+ASKED = {
+    "shutdown_barrier_abort_after_own_exit.txt": "row energy wrong at 4 rows, first 16384",
+    "own/wrong_result_then_shutdown_barrier_abort.txt": "row energy wrong at 6 rows, first 16384",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ASKED))
+def test_a_process_whose_record_says_it_exited_itself_failed_by_its_own_check(name: str) -> None:
+    failure = classify((DATA / name).read_text(), exit_status=-6, asked_exit=1)
+    assert failure.peer is None, failure.peer
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.headline.startswith(ASKED[name]), failure.headline
+    assert failure.exit_status == -6 and failure.signal is None
+    assert failure.evidence == (
+        "the program ended itself: it called sys.exit(1) (its process's own record), and was "
+        "then ended during its exit (SIGABRT), before it could finish"
+    )
+
+
+def test_where_the_jobs_word_on_a_process_begins() -> None:
+    output = (DATA / "shutdown_barrier_abort_after_own_exit.txt").read_text()
+    end = peers.job_end(output)
+    assert (
+        end is not None and output[end:].startswith("F1207 ") and peers.TERMINATED in output[end:]
+    )
+    assert "row energy wrong" in output[:end] and peers.job_error(output[:end]) is None
+    # The service's INFO line as every process starts is no end; an error line is.
+    started = (
+        "I1206 14:45:53.617050    7513 coordination_service_agent.cc:276] Polling for error "
+        "from coordination service. This is a long-running RPC that will return only if an "
+        "error is encountered or cancelled\n"
+    )
+    assert peers.mentions_job(started) and peers.job_end(started) is None
+    lost = "E1206 1 2 pair.cc:547] Gloo all-reduce failed: Connection closed by peer [::1]\n"
+    assert peers.job_end(started + "step 3\n" + lost) == len(started) + len("step 3\n")

@@ -305,6 +305,40 @@ def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Comple
                           timeout=READY_TIMEOUT)  # fmt: skip
 
 
+# A program that saves jax arrays' shards with the start-up hook's own recorder and module,
+# loaded by path as the hook's patch loads them, over 4 forced CPU devices: its ``body`` has
+# ``folder``, ``recorder``, ``jax``, ``np``, ``Mesh``, ``NamedSharding`` and ``P``, and calls
+# ``save(n, arrays)``.
+_SAVES_SHARDS = """
+import importlib.util, sys
+import jax, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+folder, path = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+recorder = module.Recorder(folder)
+recorder.open()
+save = lambda n, arrays: recorder.load_sibling("shards").save(recorder, n, arrays)
+"""
+
+
+def saved_shards(folder: Path, body: str, n: int) -> list[np.ndarray]:
+    """What the hook saved of execution ``n`` as ``body`` (see ``_SAVES_SHARDS``) ran in a
+    child with ``folder`` as the recorder's: the distinct shards, and last the layout."""
+    from xla_bugkit.run.hook import recorder
+
+    program = _SAVES_SHARDS + textwrap.dedent(body) + '\nprint("saved")\n'
+    argv = [sys.executable, "-c", program, str(folder), recorder.__file__]
+    done = run(argv, clean_env("--xla_force_host_platform_device_count=4"), folder)
+    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
+    [file] = list(folder.glob(f"*.shards-{n}.npz"))
+    with np.load(file) as npz:
+        return [npz[f"arr_{i}"] for i in range(len(npz.files))]
+
+
 def run_record(
     output: str,
     failure: Failure,

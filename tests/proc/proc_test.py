@@ -15,6 +15,7 @@ import pytest
 
 from xla_bugkit import proc
 from xla_bugkit.errors import ProcessError
+from xla_bugkit.proc import starting
 
 
 def python(code: str) -> list[str]:
@@ -280,7 +281,7 @@ def test_an_interrupt_before_the_wait_begins_stops_the_child_as_interrupted(
     # Ctrl-C lands after the exec, before the readers start: on a loaded machine (or with
     # another thread holding the GIL) that moment can last long enough to be hit.
     pid_file = tmp_path / "child.pid"
-    checked = proc._check_exec
+    checked = starting.check_exec
 
     def check_then_interrupt(*args: object) -> None:
         checked(*args)  # type: ignore[arg-type]
@@ -290,7 +291,7 @@ def test_an_interrupt_before_the_wait_begins_stops_the_child_as_interrupted(
             time.sleep(0.05)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(proc, "_check_exec", check_then_interrupt)
+    monkeypatch.setattr(starting, "check_exec", check_then_interrupt)
     # No command runs between writing the pid and `exec`: a bash that gets SIGINT while it
     # waits on a command that exits 0 (an `mv`) goes on, and is killed after the grace period.
     done = proc.run(["bash", "-c", f"echo $$ > {pid_file}; exec sleep 100"], timeout=120)

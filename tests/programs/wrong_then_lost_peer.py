@@ -2,7 +2,8 @@
 wrong result and exits, and the others, already in the next step's all-reduce, lose their
 connection to it.
 
-``python wrong_then_lost_peer.py RANK N PORT [EXIT]``: N processes of 2 CPU devices each.
+``python wrong_then_lost_peer.py RANK N PORT [EXIT [CHECKER]]``: N processes of 2 CPU devices
+each; CHECKER (default 0) is the process that checks.
 Every process runs the step: jax#39103 (see sharded_wrong.py) inside a jit sharded over all
 N x 2 devices (each device's shard holds 16385 float64 rows, and XLA's YNNPACK fusion in
 jaxlib 0.10.2 reads another row for the element just past its output's first 128 KiB), then
@@ -21,6 +22,12 @@ again. EXIT says how process 0 exits:
   failed``); a survivor may meet gloo's lost connection first.
 
 Either way the job's failure is process 0's wrong result, and only that.
+
+With another CHECKER under ``sys-exit``, the checking process waits at the shutdown barrier
+while process 0, which runs the coordination service, waits for it in the all-reduce; the
+barrier times out and the service's error polling aborts the checker
+(``client.h:80] Terminating process ...``): its output alone reads as a process the job took
+down, and only its own record says it had called sys.exit(1) first.
 """
 
 import os
@@ -28,6 +35,7 @@ import sys
 
 rank, processes, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 at_once = (sys.argv[4] if len(sys.argv) > 4 else "at-once") == "at-once"
+checker = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
 )
@@ -78,7 +86,7 @@ def main() -> int:
     energy = row_energy(x)
     print(f"process {rank}: total energy {float(total(energy)):.1f}", flush=True)
     gathered = multihost_utils.process_allgather(energy, tiled=True)
-    if rank == 0:
+    if rank == checker:
         expected = np.arange(len(gathered), dtype=np.float64) ** 2
         bad = np.flatnonzero(gathered != expected)
         if bad.size:

@@ -191,3 +191,20 @@ def test_an_exec_is_the_same_process_next_image(tmp_path: Path) -> None:
     (p,) = evidence_files.load(tmp_path)
     assert p.argv == ("x.py", "--child")
     assert [(e.module, e.finished) for e in p.events] == [("jit_augment", False)]
+
+
+def test_the_status_sys_exit_was_asked_for_stands_until_xla_is_called_again(
+    tmp_path: Path,
+) -> None:
+    """``exiting`` is written as the program calls sys.exit, before an exit that may never
+    finish; a program that caught its SystemExit and called XLA again had not ended."""
+    backend = {"e": "backend", "t": 2, "platform": "cpu"}
+    write(tmp_path, 10, start(10), backend, {"e": "exiting", "t": 3, "status": 1})
+    write(tmp_path, 11, start(11, t=1.1), backend, {"e": "exiting", "t": 3, "status": 2},
+          {"e": "execute", "t": 4, "n": 1, "module": "jit_f"})  # fmt: skip
+    write(tmp_path, 12, start(12, t=1.2), backend, {"e": "exiting", "t": 3, "status": 1},
+          {"e": "exit", "t": 3.5, "status": 1, "how": "sys.exit"})  # fmt: skip
+    aborted, went_on, exited = evidence_files.load(tmp_path)
+    assert (aborted.asked_exit, aborted.exited) == (1, False)
+    assert went_on.asked_exit is None
+    assert (exited.asked_exit, exited.exited, exited.exit_status) == (1, True, 1)

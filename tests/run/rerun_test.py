@@ -333,3 +333,48 @@ def test_a_worker_whose_stderr_the_program_reads_logs_as_it_does_bare(
     assert read.endswith("read it: ''"), read  # as bare: XLA logged nothing there
     # The worker that writes where the program does still names each file XLA dumps.
     assert any("Dumping module_" in line for line in record.output.splitlines())
+
+
+# A program whose check fails: it prints so through a buffered stdout of its own and calls
+# sys.exit(1); its exit is then cut short, as a job's coordination service aborts a process
+# waiting at jax.distributed's shutdown barrier: in an atexit function registered after the
+# hook's own (so run before its ``exit`` record), or while SystemExit still unwinds, before
+# Python flushes the program's stdout.
+ABORTED = """
+import atexit, os, sys
+import jax.numpy as jnp
+
+sys.stdout = open(sys.stdout.fileno(), "w", buffering=1 << 16, closefd=False)
+if sys.argv[1] == "at exit":
+    atexit.register(os.abort)
+total = float(jnp.sum(jnp.arange(4.0)))
+try:
+    print(f"energy check failed: total {total}, expected 7.0")
+    sys.exit(1)
+finally:
+    if sys.argv[1] == "while unwinding":
+        os.abort()
+"""
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("when", ["at exit", "while unwinding"])
+def test_a_program_that_exits_itself_and_is_aborted_then_failed_by_its_own_exit(
+    tmp_path: Path, when: str
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(ABORTED)
+    record = rerun.rerun([sys.executable, str(script), when], dump_dir=tmp_path / "dump",
+                         log_path=tmp_path / "run.log", ending=rerun.Ending(600),
+                         echo=False)  # fmt: skip
+    assert record.exit_status == -signal.SIGABRT, record.output
+    # The hook flushed the program's own buffered line as it called sys.exit.
+    assert "energy check failed: total 6.0, expected 7.0" in record.output
+    failure = record.failure
+    assert failure.kind is Kind.EXIT and failure.peer is None and failure.signal is None
+    assert failure.headline == "energy check failed: total 6.0, expected 7.0"
+    assert failure.evidence == (
+        "the program ended itself: it called sys.exit(1) (its process's own record), and was "
+        "then ended during its exit (SIGABRT), before it could finish"
+    )
+    assert record.culprit is not None and record.culprit.process.asked_exit == 1

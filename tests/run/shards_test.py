@@ -4,61 +4,36 @@ forced CPU devices, sharded by rows, over a 2-D mesh and replicated."""
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.helpers.programs import clean_env, run
+from tests.helpers.programs import saved_shards
 from xla_bugkit.bundle.stitch import assemble
 from xla_bugkit.run import shards
-from xla_bugkit.run.hook import recorder
 
 pytestmark = pytest.mark.jax
 
-# Saves three arrays' shards with the hook's own recorder and module, as its patch does.
-PROGRAM = textwrap.dedent(
-    """
-    import importlib.util, sys
-    import jax, numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-    folder, path = sys.argv[1], sys.argv[2]
-    spec = importlib.util.spec_from_file_location("_xla_bugkit_recorder", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    recorder = module.Recorder(folder)
-    recorder.open()
-    devices = np.array(jax.devices())
-    rows = Mesh(devices, ("r",))
-    grid = Mesh(devices.reshape(2, 2), ("a", "b"))
-    values = [
-        np.arange(24, dtype=np.float32).reshape(8, 3),
-        np.arange(16, dtype=np.int32).reshape(4, 4),
-        np.linspace(0, 1, 5, dtype=np.float32),
-    ]
-    shardings = [NamedSharding(rows, P("r")), NamedSharding(grid, P("a", "b")),
-                 NamedSharding(rows, P())]
-    arrays = [jax.device_put(v, s) for v, s in zip(values, shardings)]
-    recorder.load_sibling("shards").save(recorder, 7, arrays)
-    np.savez(f"{folder}/want.npz", *values)
-    print("saved")
-    """
-)
+# Three arrays, sharded by rows, over a 2-D mesh and replicated.
+BODY = """
+devices = np.array(jax.devices())
+rows = Mesh(devices, ("r",))
+grid = Mesh(devices.reshape(2, 2), ("a", "b"))
+values = [
+    np.arange(24, dtype=np.float32).reshape(8, 3),
+    np.arange(16, dtype=np.int32).reshape(4, 4),
+    np.linspace(0, 1, 5, dtype=np.float32),
+]
+shardings = [NamedSharding(rows, P("r")), NamedSharding(grid, P("a", "b")),
+             NamedSharding(rows, P())]
+save(7, [jax.device_put(v, s) for v, s in zip(values, shardings)])
+np.savez(f"{folder}/want.npz", *values)
+"""
 
 
 def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -> None:
-    env = clean_env("--xla_force_host_platform_device_count=4")
-    argv = [sys.executable, "-c", PROGRAM, str(tmp_path), recorder.__file__]
-    done = run(argv, env, tmp_path)
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
-    [file] = list(tmp_path.glob("*.shards-7.npz"))
-    with np.load(file) as npz:
-        saved = [npz[f"arr_{i}"] for i in range(len(npz.files))]
-    *arrays, layout = saved
+    *arrays, layout = saved_shards(tmp_path, BODY, 7)
     params = shards.parse_layout(layout, len(arrays))
     assert [p.dims for p in params] == [(8, 3), (4, 4), (5,)]
     assert all(p.devices == (0, 1, 2, 3) for p in params)

@@ -8,11 +8,15 @@ differ, the failing part's are taken and the difference said), and written as th
 snapshot, which ``verify`` and repro.py replay as they replay one process's recorded
 inputs. Where a part is missing, or its shards do not tile the array, the module keeps no
 inputs, and the note says why.
+
+A part is a stranger's file: what it claims of an array (its global shape, each shard's
+place) is checked against the shards it holds before anything is allocated for it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from xla_bugkit.archive import plan
 from xla_bugkit.bundle import members
 from xla_bugkit.bundle.parts import Part
 from xla_bugkit.choose.dumps import Role
@@ -68,6 +73,7 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
     """Stitch the inputs of each of ``failing``'s modules that holds shards, from every
     part's shards of the same module, into ``folder``."""
     found = Stitched(parts=count)
+    room = plan.MAX_TOTAL  # what the merged bundle's archive may hold, and its readers read
     for module in failing.manifest["modules"]:
         before = module["files"].get(Role.BEFORE_PROTO.value)
         if Role.SHARDS.value not in module["files"] or before is None:
@@ -84,7 +90,7 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
             continue
         try:
             order = [failing.index, *(i for i in sorted(files) if i != failing.index)]
-            arrays, notes = assemble({i: shards.read(files[i]) for i in order})
+            arrays, notes = assemble({i: shards.read(files[i]) for i in order}, room)
             data = arguments.snapshot_of(failing.bundle.root / before, arrays)
         except BugkitError as e:
             found.notes.append(f"the inputs of {label} are not stitched: {e}")
@@ -95,6 +101,7 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
         leftovers.write_whole(target, data)
         found.snapshots[label] = (members.module_member(label, name), target)
         found.used_by[label] = list(files.values())
+        room -= sum(a.nbytes for a in arrays)
         found.notes += [f"{label}: {n}" for n in notes]
     return found
 
@@ -138,18 +145,26 @@ def _module_hash(hlo: Any) -> str:
 
 
 def assemble(
-    saved: dict[int, shards.PartShards],
+    saved: dict[int, shards.PartShards], room: int = plan.MAX_TOTAL
 ) -> tuple[list[np.ndarray[Any, Any]], list[str]]:
     """The global arrays, in parameter order, from each part's shards (part index -> its
     shards; the first part's values are taken where replicas differ), and a note for each
     parameter whose replicas differ. ``BugkitError`` where the parts disagree on the
-    parameters or their shards do not tile an array."""
+    parameters, claim arrays their shards could not fill or more than ``room`` bytes of
+    them, or their shards do not tile an array."""
     counts = {len(s.params) for s in saved.values()}
     if len(counts) != 1:
         raise BugkitError(f"the parts saved different numbers of parameters ({sorted(counts)})")
+    claimed = [_claimed(i, saved) for i in range(counts.pop())]
+    size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in claimed)
+    if size > room:
+        raise BugkitError(
+            f"the stitched arrays would take {size:,} bytes, past the {room:,} left of what "
+            f"a bundle's archive may hold ({plan.MAX_TOTAL:,})"
+        )
     arrays, notes = [], []
-    for i in range(counts.pop()):
-        array, differ = _one(i, saved)
+    for i, (shape, dtype) in enumerate(claimed):
+        array, differ = _one(i, saved, shape, dtype)
         arrays.append(array)
         if differ:
             where = ", ".join(f"part {a} and part {b}" for a, b in differ)
@@ -160,29 +175,66 @@ def assemble(
     return arrays, notes
 
 
-def _one(i: int, saved: dict[int, shards.PartShards]) -> tuple[np.ndarray[Any, Any], list[Any]]:
-    """Parameter ``i`` whole, and the pairs of parts whose replicas of a place differ."""
+# An array's most dimensions: numpy 1's limit (2's is 64); no XLA program comes near it.
+_MOST_DIMS = 32
+
+
+def _claimed(i: int, saved: dict[int, shards.PartShards]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """Parameter ``i``'s global shape and element type as the parts claim them, once the
+    shards are known to lie inside that shape and to hold at least as many elements as it
+    (replicas counted): a legitimate array is no larger than its shards."""
     dims = {s.params[i].dims for s in saved.values()}
     if len(dims) != 1:
         raise BugkitError(f"parameter {i}: the parts saw global shapes {sorted(dims)}")
     shape = dims.pop()
+    if len(shape) > _MOST_DIMS:
+        raise BugkitError(f"parameter {i}: a global shape of {len(shape):,} dimensions")
+    if any(d < 0 for d in shape):
+        raise BugkitError(f"parameter {i}: a global shape {shape} with a negative dimension")
     first = next((s.arrays[sh.array] for s in saved.values() for sh in s.params[i].shards), None)
     if first is None:
         raise BugkitError(f"parameter {i}: no part saved a shard of it")
-    whole = np.zeros(shape, dtype=first.dtype)
-    owner = np.full(shape, -1, dtype=np.int64)  # the part whose value each element holds
+    held = 0
+    for part, part_shards in saved.items():
+        for shard in part_shards.params[i].shards:
+            inside = len(shard.bounds) == len(shape) and all(
+                0 <= a <= b <= d for (a, b), d in zip(shard.bounds, shape, strict=True)
+            )
+            if not inside:
+                raise BugkitError(
+                    f"parameter {i}: part {part}'s shard at {_at(shard.bounds)} is not a "
+                    f"place in its global shape {shape}"
+                )
+        # Each saved array once: several devices' entries may name one array.
+        distinct = {shard.array for shard in part_shards.params[i].shards}
+        held += sum(part_shards.arrays[k].size for k in distinct)
+    if math.prod(shape) > held:
+        raise BugkitError(
+            f"parameter {i}: the parts claim a global shape {shape} of "
+            f"{math.prod(shape):,} elements, and their shards hold {held:,}"
+        )
+    return shape, first.dtype
+
+
+def _one(
+    i: int, saved: dict[int, shards.PartShards], shape: tuple[int, ...], dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], list[Any]]:
+    """Parameter ``i`` whole (its shape and type as ``_claimed`` checked them), and the
+    pairs of parts whose replicas of a place differ."""
+    whole = np.zeros(shape, dtype=dtype)
+    owner = np.full(shape, -1, dtype=np.int32)  # the part whose value each element holds
     differ: list[tuple[int, int]] = []
     for part, part_shards in saved.items():
         for shard in part_shards.params[i].shards:
             region = tuple(slice(a, b) for a, b in shard.bounds)
             value = part_shards.arrays[shard.array]
-            if len(shard.bounds) != len(shape) or value.shape != whole[region].shape:
+            if value.shape != whole[region].shape:
                 raise BugkitError(
                     f"parameter {i}: part {part}'s shard at {_at(shard.bounds)} holds an "
                     f"array of shape {value.shape}"
                 )
             if value.dtype != whole.dtype:
-                raise BugkitError(f"parameter {i}: the parts saved {first.dtype} and {value.dtype}")
+                raise BugkitError(f"parameter {i}: the parts saved {dtype} and {value.dtype}")
             held = owner[region]
             known = held >= 0
             if known.any():

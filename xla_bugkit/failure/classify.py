@@ -101,13 +101,15 @@ def classify(
     interrupted: bool = False,
     phase: Phase | None = None,
     stop: Stop | None = None,
+    asked_exit: int | None = None,
 ) -> Failure:
     """Classify a finished process from its exit status and combined output.
 
     ``exit_status`` is the return code (negative for a signal, None if unknown). ``phase``
     overrides what the output says about compiling versus running (the replay child knows).
     A run that ``timed_out`` or was ``interrupted`` is a hang when XLA was busy at the stop;
-    ``stop`` says when that was.
+    ``stop`` says when that was. ``asked_exit``: the status the program asked sys.exit for,
+    where its process's own record says it did and it then did not exit normally.
     """
     output = unprefixed(_ANSI.sub("", output))
     compiling = compile_open(output)
@@ -125,7 +127,32 @@ def classify(
         return _stopped(output, base, by="timeout" if timed_out else "user", stop=stop)
     if exit_status == 0:
         return base
+    if asked_exit and asked_exit != exit_status:
+        return _ended_itself(output, base, asked_exit)
     return _classify_failure(output, base)
+
+
+def _ended_itself(output: str, base: Failure, asked: int) -> Failure:
+    """The program called sys.exit(``asked``), and its exit was then cut short: in a job,
+    the coordination service's abort at jax.distributed's shutdown barrier, which reads as
+    another process's failure. Its failure is what it printed before that end."""
+    ends = [peers.job_end(output), _line_at(output, _FATAL_PY_RE.search(output))]
+    cut = min((at for at in ends if at is not None), default=len(output))
+    ended = _classify_failure(output[:cut], replace(base, exit_status=asked, signal=None))
+    how = base.signal or f"exit status {base.exit_status}"
+    return replace(
+        ended, exit_status=base.exit_status, peer=None, evidence=_ENDED_ITSELF.format(asked, how)
+    )
+
+
+_ENDED_ITSELF = (
+    "the program ended itself: it called sys.exit({}) (its process's own record), and was "
+    "then ended during its exit ({}), before it could finish"
+)
+
+
+def _line_at(output: str, found: re.Match[str] | None) -> int | None:
+    return None if found is None else output.rfind("\n", 0, found.start()) + 1
 
 
 def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failure:

@@ -131,6 +131,21 @@ def ended_on_its_own(output: str) -> int | None:
     return found.start() if 0 not in late else None
 
 
+def job_end(output: str) -> int | None:
+    """Where the job's word on this process begins in ``output``: the line of the first
+    error of its transport or coordination (a line logged at INFO or WARNING does not
+    count), or of the JAX client's abort; None where there is none."""
+    if not mentions_job(output) and TERMINATED not in output:
+        return None
+    lines = (
+        output.rfind("\n", 0, m.start()) + 1 for t in JOB_TEXTS for m in t.pattern.finditer(output)
+    )
+    said = [at for at in lines if _LOGGED.match(output, at) is None]
+    if (abort := output.find(TERMINATED)) >= 0:
+        said.append(output.rfind("\n", 0, abort) + 1)
+    return min(said, default=None)
+
+
 def mentions_job(output: str) -> bool:
     """Whether ``output`` holds any word of a job's transport or coordination."""
     return _JOB_SIGNS.search(output) is not None

@@ -11,7 +11,6 @@ pipe closes. ``run`` with ``echo`` tees the output live to the terminal and to a
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import signal
@@ -25,18 +24,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from xla_bugkit.errors import ProcessError
-from xla_bugkit.proc import streams
+from xla_bugkit.proc import starting, streams
+from xla_bugkit.proc.starting import Limits as Limits  # callers name it proc.Limits
+from xla_bugkit.proc.starting import Started
 
 # Seconds a child gets to exit after SIGINT/SIGTERM before it is killed.
 GRACE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits applied in the child with setrlimit (None = inherit)."""
-
-    memory_bytes: int | None = None
-    file_size_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,97 +58,6 @@ class Watch:
     on_output: Callable[[], None] | None = None
     before_stop: Callable[[], object] | None = None
     end_when: EndWhen | None = None
-
-
-# Every child starts through this launcher (limits, death with its parent, a guard that
-# stops its whole process group when we are gone: see its docstring).
-_LAUNCHER = Path(__file__).with_name("launch.py")
-
-
-@dataclass(frozen=True)
-class _Started:
-    """A child, the write end of its group's guard pipe, and the read end of its exec
-    status."""
-
-    popen: subprocess.Popen[bytes]
-    guard: int
-    status: int
-
-
-def _launcher_argv(
-    argv: Sequence[str], limits: Limits | None, guard: int, status: int
-) -> list[str]:
-    limits = limits or Limits()
-    values = ["-" if v is None else str(v) for v in (limits.memory_bytes, limits.file_size_bytes)]
-    # -I -S: the launcher needs nothing but the standard library, and starts faster alone.
-    return [
-        sys.executable,
-        "-I",
-        "-S",
-        str(_LAUNCHER),
-        *values,
-        str(guard),
-        str(status),
-        str(os.getpid()),
-        *argv,
-    ]
-
-
-def _start(
-    argv: Sequence[str],
-    *,
-    env: Mapping[str, str] | None,
-    cwd: Path | None,
-    limits: Limits | None,
-    stdin: int | None,
-    echo: bool,
-) -> _Started:
-    if not argv:
-        raise ProcessError("cannot run an empty command")
-    guard_read, guard_write = os.pipe()
-    status_read, status_write = os.pipe()
-    try:
-        popen = subprocess.Popen(
-            _launcher_argv(argv, limits, guard_read, status_write),
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            # One pipe keeps the order of a quiet child's output exactly (the last line is
-            # the one that names the failure); a streamed child keeps its two streams apart.
-            stderr=subprocess.PIPE if echo else subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=(guard_read, status_write),
-        )
-    except BaseException as e:
-        os.close(guard_write)
-        os.close(status_read)
-        if isinstance(e, OSError):  # the working directory: the launcher itself is ours
-            where = f" in {cwd}" if cwd is not None else ""
-            raise ProcessError(f"cannot run {argv[0]!r}{where}: {e.strerror or e}") from e
-        raise
-    finally:
-        # The child holds these ends now; ours would keep the pipes from ever closing.
-        os.close(guard_read)
-        os.close(status_write)
-    return _Started(popen, guard_write, status_read)
-
-
-def _check_exec(status: BinaryIO, argv: Sequence[str], popen: subprocess.Popen[bytes]) -> None:
-    """Wait until the launcher has exec'd the command; raise ``ProcessError`` if it could not.
-
-    ``status`` reaches its end at the exec (close-on-exec), or holds the errno of a failure.
-    """
-    written = status.read()
-    if not written:
-        return
-    popen.wait()
-    code = int(written)
-    if code == errno.ENOENT:
-        raise ProcessError(f"cannot run {argv[0]!r}: command not found")
-    if code == errno.EACCES:
-        raise ProcessError(f"cannot run {argv[0]!r}: permission denied")
-    raise ProcessError(f"cannot run {argv[0]!r}: {os.strerror(code)}")
 
 
 def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIGTERM) -> None:
@@ -232,7 +134,9 @@ def run(
     # From before the child starts: a signal at any point stops it as Ctrl-C does.
     with sigterm_as_interrupt():
         started = time.monotonic()
-        child = _start(argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo is not None)
+        child = starting.start(
+            argv, env=env, cwd=cwd, limits=limits, stdin=stdin, echo=echo is not None
+        )
         watch = watch or Watch()
         ending = _Ending(child.popen, watch.end_when) if watch.end_when is not None else None
         merged = streams.Merged(log, watch.on_output, ending.read if ending else None)
@@ -279,7 +183,7 @@ class _Ending:
 
 
 def _follow(
-    child: _Started,
+    child: Started,
     argv: Sequence[str],
     timeout: float | None,
     echo: Echo | None,
@@ -293,7 +197,7 @@ def _follow(
     try:
         try:
             with os.fdopen(child.status, "rb", buffering=0) as status:
-                _check_exec(status, argv, popen)
+                starting.check_exec(status, argv, popen)
             for pipe, terminal in ((popen.stdout, sys.stdout), (popen.stderr, sys.stderr)):
                 if pipe is None:  # stderr merged into stdout
                     continue
@@ -352,7 +256,7 @@ class Waiting:
     for its end as ``run_captured`` does; ``stop`` ends it unused. Its group never outlives
     this process, as with ``run``."""
 
-    def __init__(self, argv: Sequence[str], child: _Started) -> None:
+    def __init__(self, argv: Sequence[str], child: Started) -> None:
         self._argv, self._child, self._open = list(argv), child, True
 
     def finish(self, data: bytes, *, timeout: float | None = None) -> Completed:
@@ -403,7 +307,9 @@ def start_waiting(
 ) -> Waiting:
     """Start ``argv`` quietly, its stdin a pipe it reads from once ``Waiting.finish`` writes
     to it; the caller must ``finish`` or ``stop`` it."""
-    child = _start(argv, env=env, cwd=None, limits=limits, stdin=subprocess.PIPE, echo=False)
+    child = starting.start(
+        argv, env=env, cwd=None, limits=limits, stdin=subprocess.PIPE, echo=False
+    )
     return Waiting(argv, child)
 
 

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from xla_bugkit import proc
 from xla_bugkit.errors import ProcessError
+from xla_bugkit.proc import starting
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Serving:
     """A child started by ``start_serving``: ``ask`` it, one request at a time, until it
     ends (a crash, a timeout) or ``stop`` ends it."""
 
-    def __init__(self, argv: Sequence[str], child: proc._Started, answer: str) -> None:
+    def __init__(self, argv: Sequence[str], child: starting.Started, answer: str) -> None:
         self._argv, self._child, self._answer = list(argv), child, answer.encode()
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._checked = False
@@ -79,7 +80,7 @@ class Serving:
         self._checked = True
         try:
             with os.fdopen(self._child.status, "rb", buffering=0) as status:
-                proc._check_exec(status, self._argv, self._child.popen)
+                starting.check_exec(status, self._argv, self._child.popen)
         except ProcessError:
             self.alive = False
             self._close()
@@ -188,5 +189,7 @@ def start_serving(
     """Start ``argv`` quietly, its stdin a pipe of requests, its stdout and stderr one pipe
     in which a line that starts with ``answer`` ends each request's answer; the caller must
     ``stop`` it unless it has ended."""
-    child = proc._start(argv, env=env, cwd=None, limits=limits, stdin=subprocess.PIPE, echo=False)
+    child = starting.start(
+        argv, env=env, cwd=None, limits=limits, stdin=subprocess.PIPE, echo=False
+    )
     return Serving(argv, child, answer)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
     """Write a snapshot for each execution whose arguments the hook saved; returns a note for
     each saved set that cannot serve as its module's inputs. Snapshots already written (a
     second bundle from a kept run) are kept as they are."""
-    saved: list[tuple[int | None, int, Path]] = [
+    saved: list[Saved] = [
         (e.id, e.n, e.args)
         for p in processes
         for e in p.events
@@ -57,19 +57,40 @@ def write_snapshots(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> lis
         return []
     protos = before_protos(dump_dir)
     saved += [(_function_module(protos, i.function), i.n, i.file) for i in inputs]
+    return write_converted(dump_dir, protos, saved, snapshot_name, _snapshot, what="arguments")
+
+
+# What the hook saved of one execution: its module's id (None: not known), its number, and
+# the file it saved.
+Saved = tuple[int | None, int, Path | None]
+
+
+def write_converted(
+    dump_dir: Path,
+    protos: dict[int, tuple[Path, str]],
+    saved: Iterable[Saved],
+    name: Callable[[str, int], str],
+    convert: Callable[[Path, Path], list[protowire.Buffer]],
+    *,
+    what: str,
+) -> list[str]:
+    """For each execution ``saved`` whose module is among ``protos`` (``before_protos``),
+    the file ``convert(its proto before optimizations, the saved file)`` written beside
+    XLA's as ``name(label, n)``; returns a note for each that cannot be (``what`` the hook
+    saved: "arguments"). Files already there (a second bundle from a kept run) are kept."""
     notes = []
     for module_id, n, file in saved:
         found = protos.get(module_id) if module_id is not None else None
-        if found is None:
+        if found is None or file is None:
             continue  # a module not dumped in this folder: nothing to replay it with
         path, label = found
-        target = dump_dir / snapshot_name(label, n)
+        target = dump_dir / name(label, n)
         if target.exists():
             continue
         try:
-            data = _snapshot(path, file)
+            data = convert(path, file)
         except BugkitError as e:
-            notes.append(f"the arguments saved for {label} are not used: {e}")
+            notes.append(f"the {what} saved for {label} are not used: {e}")
             continue
         leftovers.write_whole(target, data)
     return list(dict.fromkeys(notes))  # a module's first call and the one that raised: once

@@ -83,6 +83,9 @@ class ProcessEvidence:
     exit_status: int | None = None  # 1: it exited with an uncaught exception; None: unknown
     exit_how: str = ""  # "exception", "sys.exit", or "" (not known)
     exited_at: float | None = None  # when it began its normal exit
+    # The status the program's main thread last asked sys.exit for, written as it asked
+    # (``exiting``), with no call of XLA begun after it; None where it never asked.
+    asked_exit: int | None = None
     local_devices: int | None = None
     device_kind: str = ""  # of the first device ("cpu", "NVIDIA H100 80GB HBM3")
     device_list: tuple[str, ...] = ()  # "CpuDevice(id=0) TFRT_CPU_0 kind='cpu'", ...

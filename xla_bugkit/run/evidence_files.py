@@ -71,6 +71,9 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                held its error (``hook.outputs``)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
+``exiting``    the program's main thread called sys.exit: the ``status`` it asked for, written
+               at the call (its ``exit`` record may never come: a job's coordination
+               service can abort the process at the shutdown barrier its exit waits at)
 ``uncaught``   an exception Python printed and went on from, which the exit status never
                shows: ``where`` ("thread 'evaluator'", "an atexit function"), ``type``
                (``jax.errors.JaxRuntimeError``), ``error`` (its type's name and first line)
@@ -142,6 +145,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
     events: dict[tuple[str, int], dict[str, Any]] = {}
     rlimits: dict[str, tuple[int, int]] = {}
     exit_record: dict[str, Any] | None = None
+    asked_exit: int | None = None
     inputs: list[SavedInputs] = []
     uncaught: list[Uncaught] = []
     answered = False
@@ -154,7 +158,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
             if start:
                 # The process's next image (os.execv keeps the pid): what it records is
                 # the process now; the previous image's calls are history.
-                backends, events, exit_record, inputs = [], {}, None, []
+                backends, events, exit_record, inputs, asked_exit = [], {}, None, [], None
             start = r
             rlimits.update(_limits(r.get("rlimits")))
         elif kind == "backend":
@@ -163,6 +167,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
             imported.update(_strings(r.get("versions")))
         elif kind in ("compile", "execute") and isinstance(r.get("n"), int):
             events[(kind, r["n"])] = dict(r)
+            asked_exit = None  # the program caught its SystemExit and went on
         elif kind in ("compiled", "executed") and isinstance(r.get("n"), int):
             _end(events.get(({"compiled": "compile", "executed": "execute"}[kind], r["n"])), r)
         elif kind == "ready" and (begun := events.get(("execute", _int(r.get("n")) or -1))):
@@ -190,6 +195,8 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
             rlimits.update(_limits({r["name"]: [r.get("soft"), r.get("hard")]}))
         elif kind == "exit":
             exit_record = r
+        elif kind == "exiting":
+            asked_exit = _int(r.get("status"))
         elif kind == "dump_to_replaced" and isinstance(r.get("folder"), str):
             user_dump_dir = r["folder"]
         elif kind == "state" and "error" not in r:
@@ -229,6 +236,7 @@ def _load_one(path: Path) -> _Loaded | None:  # noqa: C901, PLR0915
         exit_status=_int(exit_record.get("status")) if exit_record else None,
         exit_how=str(exit_record.get("how") or "") if exit_record else "",
         exited_at=_float(exit_record.get("t")) if exit_record else None,
+        asked_exit=asked_exit,
         local_devices=_int(main.get("local_devices")),
         device_kind=str(main.get("device_kind") or ""),
         device_list=_texts(main.get("device_list")),

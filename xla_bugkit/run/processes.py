@@ -72,6 +72,13 @@ def ending(p: ProcessEvidence) -> tuple[int, str]:
     return 0, "it exited normally"
 
 
+def asked_exit(p: ProcessEvidence) -> int | None:
+    """The nonzero status ``p``'s program asked sys.exit for, where it then never exited
+    normally (its exit was cut short: a job's coordination service aborted it at the
+    shutdown barrier, say); None otherwise."""
+    return p.asked_exit if p.asked_exit and not p.exited else None
+
+
 def failing(
     processes: Sequence[ProcessEvidence],
     named: Callable[[ProcessEvidence], str | None] | None = None,

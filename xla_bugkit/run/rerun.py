@@ -198,26 +198,28 @@ def rerun(
     # The program's own caches, which the hook kept unread and unwritten.
     merged = replace(merged, notes=(*merged.notes, *caches.notes(processes)))
     from xla_bugkit.failure.classify import classify
-    from xla_bugkit.run.processes import failing
+    from xla_bugkit.run.processes import asked_exit, failing
     from xla_bugkit.run.weigh import weigh
 
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"
         stop = _stop(log, by, started, deadline if done.timed_out else None)
+    # What the failing process recorded of itself outweighs what its output let through.
+    culprit = failing(evidence_files.read(processes))
+    asked = asked_exit(culprit.process) if culprit is not None else None
     failure = classify(
         done.output,
         exit_status=done.returncode,
         timed_out=done.timed_out,
         interrupted=done.interrupted,
         stop=stop,
+        asked_exit=asked,
     )
-    if done.ended_early and job_end is not None:
+    if done.ended_early and job_end is not None and asked is None:
         failure = _ended_by_its_job(done.output, failure, done.duration)
         if failure.peer is not None:
             merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
-    # What the failing process recorded of itself outweighs what its output let through.
-    culprit = failing(evidence_files.read(processes))
     return RunRecord(
         command=tuple(command),
         exit_status=done.returncode,

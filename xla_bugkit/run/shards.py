@@ -23,7 +23,6 @@ import numpy as np
 
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.hlo import hlo_proto, protowire
-from xla_bugkit.proc import leftovers
 from xla_bugkit.run import arguments
 from xla_bugkit.run.evidence import ProcessEvidence
 
@@ -70,22 +69,7 @@ def write_files(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> list[st
     if not saved:
         return []
     protos = arguments.before_protos(dump_dir)
-    notes = []
-    for module_id, n, file in saved:
-        found = protos.get(module_id) if module_id is not None else None
-        if found is None or file is None:
-            continue
-        path, label = found
-        target = dump_dir / file_name(label, n)
-        if target.exists():
-            continue
-        try:
-            data = _snapshot(path, file)
-        except BugkitError as e:
-            notes.append(f"the shards saved for {label} are not used: {e}")
-            continue
-        leftovers.write_whole(target, data)
-    return list(dict.fromkeys(notes))
+    return arguments.write_converted(dump_dir, protos, saved, file_name, _snapshot, what="shards")
 
 
 def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:

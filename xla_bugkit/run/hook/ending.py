@@ -1,5 +1,6 @@
 """How a process of the run ends, as its recorder records it (loaded by file path, as the
-recorder is; standard library only): the ``exit`` record, exceptions Python prints and goes
+recorder is; standard library only): the ``exit`` record (and ``exiting``, the status the
+program asked sys.exit for, written as it asks), exceptions Python prints and goes
 on from (``uncaught``), the stack of a program that ends itself with ``os._exit`` while its
 own host callback runs, and the word to collect that the program's main module has
 finished."""
@@ -40,6 +41,8 @@ def _record_exit(recorder: Any) -> None:
         # then sys.exit does exactly what it did.
         code = 0 if status is None else status if isinstance(status, int) else 1
         statuses.append(code)
+        if threading.current_thread() is threading.main_thread():
+            _said_at_once(recorder, code)
         _settle_outputs(recorder)
         return original(status)  # type: ignore[arg-type]  # as the program passed it
 
@@ -54,6 +57,20 @@ def _record_exit(recorder: Any) -> None:
 
     sys.exit = noting_exit
     atexit.register(on_exit)
+
+
+def _said_at_once(recorder: Any, code: int) -> None:
+    """The program's word as it calls sys.exit, before its exit can be cut short: in a
+    ``jax.distributed`` job Python then waits at the shutdown barrier (an atexit function),
+    where the job's coordination service may abort the process before the ``exit`` record
+    is written and before Python flushes what the program printed. The record
+    (``exiting``) goes straight to its file; the program's own streams are flushed, unless
+    that raises (a closed stream, a flush already under way in this thread)."""
+    recorder.write("exiting", status=code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
 
 
 def _settle_outputs(recorder: Any) -> None:
