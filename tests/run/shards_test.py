@@ -43,8 +43,12 @@ PROGRAM = textwrap.dedent(
     shardings = [NamedSharding(rows, P("r")), NamedSharding(grid, P("a", "b")),
                  NamedSharding(rows, P())]
     arrays = [jax.device_put(v, s) for v, s in zip(values, shardings)]
-    recorder.load_sibling("shards").save(recorder, 7, arrays)
+    saver = recorder.load_sibling("shards")
+    saver.save(recorder, 7, arrays, "step", 1)
     np.savez(f"{folder}/want.npz", *values)
+    # Later calls of the same module: the first call's file stays, and the newest.
+    saver.save(recorder, 9, arrays, "step", 2)
+    saver.save(recorder, 11, arrays, "step", 3)
     print("saved")
     """
 )
@@ -55,11 +59,16 @@ def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -
     argv = [sys.executable, "-c", PROGRAM, str(tmp_path), recorder.__file__]
     done = run(argv, env, tmp_path)
     assert done.returncode == 0 and "saved" in done.stdout, done.stderr
+    kept = sorted(int(f.name.split("-")[-1][: -len(".npz")]) for f in tmp_path.glob("*.shards-*"))
+    assert kept == [7, 11], "the first call's shards and the newest's, not the one between"
     [file] = list(tmp_path.glob("*.shards-7.npz"))
     with np.load(file) as npz:
         saved = [npz[f"arr_{i}"] for i in range(len(npz.files))]
     *arrays, layout = saved
-    params = shards.parse_layout(layout, len(arrays))
+    params, call = shards.parse_layout(layout, len(arrays))
+    assert call == 1
+    with np.load(next(tmp_path.glob("*.shards-11.npz"))) as npz:
+        assert shards.parse_layout(npz[f"arr_{len(npz.files) - 1}"], len(arrays))[1] == 3
     assert [p.dims for p in params] == [(8, 3), (4, 4), (5,)]
     assert all(p.devices == (0, 1, 2, 3) for p in params)
     # 4 row blocks; 4 tiles of the grid; the replicated array once, held by 4 devices.
@@ -71,11 +80,12 @@ def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -
     }
     assert {s.array for s in params[2].shards} == {8}
     assert {s.process for s in params[2].shards} == {0}
-    whole, notes = assemble({0: shards.PartShards(params, tuple(arrays))})
+    whole, notes = assemble({0: shards.PartShards(params, tuple(arrays), call)})
     with np.load(tmp_path / "want.npz") as npz:
         want = [npz[f"arr_{i}"] for i in range(3)]
     assert notes == []
     for got, expected in zip(whole, want, strict=True):
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
     # The recorder wrote its record of them, which evidence_files reads.
-    assert '"e": "shards", "t"' in next(tmp_path.glob("*.jsonl")).read_text()
+    records = next(tmp_path.glob("*.jsonl")).read_text()
+    assert '"e": "shards", "t"' in records and '"call": 3' in records
