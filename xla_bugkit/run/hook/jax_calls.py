@@ -119,9 +119,12 @@ def patch_fastpath(recorder: Any) -> None:
     original = pjit._get_fastpath_data
 
     def _get_fastpath_data(executable: Any, out_tree: Any, args_flat: Any, *rest: Any) -> Any:
-        if _spans_processes(tuple(args_flat)):
+        data = original(executable, out_tree, args_flat, *rest)
+        # None already for a call traced inside another (its arguments are tracers, which
+        # must not be asked): only a call that ran has arrays to look at.
+        if data is not None and _spans_processes(tuple(args_flat)):
             return None
-        return original(executable, out_tree, args_flat, *rest)
+        return data
 
     setattr(pjit, "_get_fastpath_data", _get_fastpath_data)  # noqa: B010  # as jax calls it
 
