@@ -1,12 +1,15 @@
 """Stitching a job's global inputs from its parts' shards: the shards tile the array,
-replicas that differ are said, a gap is refused."""
+replicas that differ are said, a gap is refused; the same execution is taken from every
+part."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from xla_bugkit.bundle.stitch import assemble
+from xla_bugkit.bundle.stitch import assemble, same_call
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.run.shards import Param, PartShards, Shard
 
@@ -50,3 +53,30 @@ def test_shards_that_leave_a_gap_are_refused() -> None:
     whole = np.ones((8, 2), np.int32)
     with pytest.raises(BugkitError, match="the shards cover 12 of its 16 elements"):
         assemble({0: _part(0, [(0, 2), (2, 4)], whole), 1: _part(1, [(4, 6)], whole)})
+
+
+def _kept(*calls: int) -> dict[int | None, tuple[Path, PartShards]]:
+    """A part's files of one module: the executions it kept (its first and its newest)."""
+    whole = np.arange(16, dtype=np.float32).reshape(8, 2)
+    return {c: (Path(f"shards-{c}.pb"), _part(0, [(0, 8)], whole)) for c in calls}
+
+
+def test_every_parts_newest_execution_is_stitched_where_they_agree() -> None:
+    call, files, said = same_call({0: _kept(1, 16), 1: _kept(1, 16)}, failing=1)
+    assert call == 16 and said == []
+    assert {i: path.name for i, (path, _) in files.items()} == {
+        0: "shards-16.pb",
+        1: "shards-16.pb",
+    }
+
+
+def test_parts_whose_newest_differ_give_the_newest_they_all_kept_and_say_so() -> None:
+    # Part 0 went on to the next step before its job took it down.
+    call, files, said = same_call({0: _kept(1, 17), 1: _kept(1, 16)}, failing=1)
+    assert call == 1 and {path.name for path, _ in files.values()} == {"shards-1.pb"}
+    assert said == [
+        "the parts' newest executions of it differ (part 0: 17, part 1: 16); stitched from "
+        "execution 1, the newest every part kept"
+    ]
+    with pytest.raises(BugkitError, match=r"differ \(part 0: 17, part 1: 16\), and they kept"):
+        same_call({0: _kept(17), 1: _kept(1, 16)}, failing=1)

@@ -95,7 +95,7 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
             )
             continue
         try:
-            call, files, said = _same_call(held, failing.index)
+            call, files, said = same_call(held, failing.index)
             order = [failing.index, *(i for i in sorted(files) if i != failing.index)]
             arrays, notes = assemble({i: files[i][1] for i in order})
             data = arguments.snapshot_of(failing.bundle.root / before, arrays)
@@ -148,7 +148,7 @@ def _shards_files(parts: Sequence[Part], before: Path) -> dict[int, Held]:
     return found
 
 
-def _same_call(
+def same_call(
     held: dict[int, Held], failing: int
 ) -> tuple[int | None, dict[int, tuple[Path, shards.PartShards]], list[str]]:
     """The execution to stitch, each part's file of it, and what a reader must know: the
