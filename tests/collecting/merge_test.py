@@ -341,7 +341,11 @@ def test_merge_judges_the_stitched_inputs_as_verify_does(
     done = _merge("-o", str(out), *(str(p.bundle) for p in data_job))
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
-    on = "replayed by merge on the inputs stitched from the shards of 2 parts"
+    # The step's one call: its first execution on each part.
+    on = (
+        "replayed by merge on the inputs stitched from the shards of 2 parts, "
+        "of execution 1 of it on each"
+    )
     assert f"module: module_0000.jit_energies (reproduced: wrong result; {on})" in said, said
     merged = Collected(done.returncode, done.stdout, out)
     manifest = merged.manifest()
