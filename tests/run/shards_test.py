@@ -89,3 +89,17 @@ def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -
     # The recorder wrote its record of them, which evidence_files reads.
     records = next(tmp_path.glob("*.jsonl")).read_text()
     assert '"e": "shards", "t"' in records and '"call": 3' in records
+
+
+def test_shards_over_the_budget_are_not_copied_from_the_devices(tmp_path: Path) -> None:
+    """Every call of a job's step comes to the hook: one whose shards cannot be kept costs no
+    copy. The size is each place once (the replicated array's 5 values once, not 4 times)."""
+    env = clean_env("--xla_force_host_platform_device_count=4")
+    env["XLA_BUGKIT_ARGS_BUDGET"] = "100"
+    argv = [sys.executable, "-c", PROGRAM, str(tmp_path), recorder.__file__]
+    done = run(argv, env, tmp_path)
+    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
+    assert not list(tmp_path.glob("*.shards-*"))
+    records = next(tmp_path.glob("*.jsonl")).read_text()
+    least = 8 * 3 * 4 + 4 * 4 * 4 + 5 * 4
+    assert records.count('"e": "args_skipped"') == 3 and f'"bytes": {least}' in records
