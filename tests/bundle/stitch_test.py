@@ -1,10 +1,12 @@
 """Stitching a job's global inputs from its parts' shards: the shards tile the array,
-replicas that differ are said, a gap is refused; a part that claims an array its shards
-could not fill, or shards outside it, is refused before anything is allocated."""
+replicas that differ are said, a gap is refused; the same execution is taken from every
+part; a part that claims an array its shards could not fill, or shards outside it, is refused
+before anything is allocated."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 
 from tests.helpers.programs import saved_shards
 from xla_bugkit.archive import plan
-from xla_bugkit.bundle.stitch import assemble
+from xla_bugkit.bundle.stitch import assemble, same_call
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.run import shards
 from xla_bugkit.run.shards import Param, PartShards, Shard
@@ -70,7 +72,7 @@ save(1, [jax.device_put(np.arange(16, dtype=np.float32).reshape(8, 2), rows)])
 """
 Saved = tuple[list[np.ndarray], np.ndarray]  # the saved arrays, and last the layout
 Asked = list[tuple[int, ...]]
-DIMS, SHARDS = 5, 13  # where the global dims and the first shard begin in that layout
+DIMS, SHARDS = 6, 14  # where the global dims and the first shard begin in that layout
 PER_SHARD = 7  # array, device, process, and (start, stop) per dimension
 
 
@@ -100,7 +102,7 @@ def small_only(monkeypatch: pytest.MonkeyPatch) -> Asked:
 
 
 def _read(arrays: list[np.ndarray], layout: np.ndarray) -> PartShards:
-    return PartShards(shards.parse_layout(layout, len(arrays)), tuple(arrays))
+    return PartShards(shards.parse_layout(layout, len(arrays))[0], tuple(arrays))
 
 
 @pytest.mark.jax
@@ -205,3 +207,30 @@ def test_stitched_arrays_past_the_room_an_archive_has_are_refused(
         assemble({0: _read(arrays, layout)}, room=60)
     assert small_only == []
     assert len(assemble({0: _read(arrays, layout)}, room=64)[0]) == 1
+
+
+def _kept(*calls: int) -> dict[int | None, tuple[Path, PartShards]]:
+    """A part's files of one module: the executions it kept (its first and its newest)."""
+    whole = np.arange(16, dtype=np.float32).reshape(8, 2)
+    return {c: (Path(f"shards-{c}.pb"), _part(0, [(0, 8)], whole)) for c in calls}
+
+
+def test_every_parts_newest_execution_is_stitched_where_they_agree() -> None:
+    call, files, said = same_call({0: _kept(1, 16), 1: _kept(1, 16)}, failing=1)
+    assert call == 16 and said == []
+    assert {i: path.name for i, (path, _) in files.items()} == {
+        0: "shards-16.pb",
+        1: "shards-16.pb",
+    }
+
+
+def test_parts_whose_newest_differ_give_the_newest_they_all_kept_and_say_so() -> None:
+    # Part 0 went on to the next step before its job took it down.
+    call, files, said = same_call({0: _kept(1, 17), 1: _kept(1, 16)}, failing=1)
+    assert call == 1 and {path.name for path, _ in files.values()} == {"shards-1.pb"}
+    assert said == [
+        "the parts' newest executions of it differ (part 0: 17, part 1: 16); stitched from "
+        "execution 1, the newest every part kept"
+    ]
+    with pytest.raises(BugkitError, match=r"differ \(part 0: 17, part 1: 16\), and they kept"):
+        same_call({0: _kept(17), 1: _kept(1, 16)}, failing=1)

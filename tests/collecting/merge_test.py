@@ -341,7 +341,11 @@ def test_merge_judges_the_stitched_inputs_as_verify_does(
     done = _merge("-o", str(out), *(str(p.bundle) for p in data_job))
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
-    on = "replayed by merge on the inputs stitched from the shards of 2 parts"
+    # The step's one call: its first execution on each part.
+    on = (
+        "replayed by merge on the inputs stitched from the shards of 2 parts, "
+        "of execution 1 of it on each"
+    )
     assert f"module: module_0000.jit_energies (reproduced: wrong result; {on})" in said, said
     merged = Collected(done.returncode, done.stdout, out)
     manifest = merged.manifest()
@@ -419,6 +423,44 @@ def test_a_part_whose_program_succeeded_still_brings_its_shards(tmp_path: Path) 
     done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
     assert "inputs: real inputs (stitched from the shards of 2 parts" in done.stdout, done.stdout
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    verified = _verify(out)
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert "reproduced: wrong result" in verified.stdout
+
+
+def test_a_job_whose_data_goes_wrong_at_a_later_step_is_stitched_from_that_step(
+    tmp_path: Path,
+) -> None:
+    """tests/programs/job_later_step.py: every step is right until the last host's data of
+    the last step (the third). Each part keeps the shards of the step's first call and of its
+    newest; merge stitches the newest, the same execution on both parts, and the merged
+    bundle reproduces on it, in merge and in verify."""
+    parts = _job(tmp_path / "later", 2, program=PROGRAMS / "job_later_step.py")
+    checked, finished = parts
+    assert checked.returncode == ExitCode.NOT_REPRODUCED, checked.stderr[-3000:]
+    assert finished.returncode == ExitCode.NO_FAILURE, finished.stderr[-3000:]
+    for part in parts:
+        held = [n for n in part.names() if "jit_energies.snapshot.shards-" in n]
+        assert len(held) == 2, held  # the first call's and the newest's, not every step's
+
+    out = tmp_path / "job.zip"
+    done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    assert "differ" not in done.stdout, done.stdout  # both parts' newest is the same step
+    merged = Collected(done.returncode, done.stdout, out)
+    manifest = merged.manifest()
+    [module] = [m for m in manifest["modules"] if m["name"] == "jit_energies"]
+    assert module["replay"]["outcome"] == "reproduced: wrong result", module["replay"]
+    on = "replayed by merge on the inputs stitched from the shards of 2 parts"
+    assert module["replay"]["judged_on"] == f"{on}, of execution 3 of it on each"
+    assert f"{module['label']}: execution 3 of the module on each part" in manifest["data"]
+    # The stitched inputs are the third step's: the last host's labels there hold new
+    # classes, which no step before read.
+    _, labels = merged.recorded_inputs(module["label"])
+    assert labels.shape == (4 * 16_385,)
+    half = labels.size // 2
+    assert labels[:half].max() < 4 <= labels[half:].max()
+
     verified = _verify(out)
     assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
     assert "reproduced: wrong result" in verified.stdout

@@ -308,7 +308,7 @@ def run(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Comple
 # A program that saves jax arrays' shards with the start-up hook's own recorder and module,
 # loaded by path as the hook's patch loads them, over 4 forced CPU devices: its ``body`` has
 # ``folder``, ``recorder``, ``jax``, ``np``, ``Mesh``, ``NamedSharding`` and ``P``, and calls
-# ``save(n, arrays)``.
+# ``save(n, arrays)`` (or ``save(n, arrays, call)``: the module's execution, 1 by default).
 _SAVES_SHARDS = """
 import importlib.util, sys
 import jax, numpy as np
@@ -321,19 +321,31 @@ sys.modules[spec.name] = module
 spec.loader.exec_module(module)
 recorder = module.Recorder(folder)
 recorder.open()
-save = lambda n, arrays: recorder.load_sibling("shards").save(recorder, n, arrays)
+save = lambda n, arrays, call=1: recorder.load_sibling("shards").save(recorder, n, arrays, "step", call)
 """
+
+
+def save_shards(folder: Path, body: str, **env: str) -> None:
+    """Run ``body`` (see ``_SAVES_SHARDS``) in a child with ``folder`` as the recorder's,
+    ``env`` added to its environment."""
+    from xla_bugkit.run.hook import recorder
+
+    program = _SAVES_SHARDS + textwrap.dedent(body) + '\nprint("saved")\n'
+    argv = [sys.executable, "-c", program, str(folder), recorder.__file__]
+    environment = {**clean_env("--xla_force_host_platform_device_count=4"), **env}
+    done = run(argv, environment, folder)
+    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
 
 
 def saved_shards(folder: Path, body: str, n: int) -> list[np.ndarray]:
     """What the hook saved of execution ``n`` as ``body`` (see ``_SAVES_SHARDS``) ran in a
     child with ``folder`` as the recorder's: the distinct shards, and last the layout."""
-    from xla_bugkit.run.hook import recorder
+    save_shards(folder, body)
+    return shards_file(folder, n)
 
-    program = _SAVES_SHARDS + textwrap.dedent(body) + '\nprint("saved")\n'
-    argv = [sys.executable, "-c", program, str(folder), recorder.__file__]
-    done = run(argv, clean_env("--xla_force_host_platform_device_count=4"), folder)
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr
+
+def shards_file(folder: Path, n: int) -> list[np.ndarray]:
+    """The arrays of the hook's shards file of execution ``n`` in ``folder``."""
     [file] = list(folder.glob(f"*.shards-{n}.npz"))
     with np.load(file) as npz:
         return [npz[f"arr_{i}"] for i in range(len(npz.files))]

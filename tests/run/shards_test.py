@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.programs import saved_shards
+from tests.helpers.programs import save_shards, shards_file
 from xla_bugkit.bundle.stitch import assemble
 from xla_bugkit.run import shards
 
@@ -27,14 +27,23 @@ values = [
 ]
 shardings = [NamedSharding(rows, P("r")), NamedSharding(grid, P("a", "b")),
              NamedSharding(rows, P())]
-save(7, [jax.device_put(v, s) for v, s in zip(values, shardings)])
+arrays = [jax.device_put(v, s) for v, s in zip(values, shardings)]
+save(7, arrays)
 np.savez(f"{folder}/want.npz", *values)
+# Later calls of the same module: the first call's file stays, and the newest.
+save(9, arrays, 2)
+save(11, arrays, 3)
 """
 
 
 def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -> None:
-    *arrays, layout = saved_shards(tmp_path, BODY, 7)
-    params = shards.parse_layout(layout, len(arrays))
+    save_shards(tmp_path, BODY)
+    kept = sorted(int(f.name.split("-")[-1][: -len(".npz")]) for f in tmp_path.glob("*.shards-*"))
+    assert kept == [7, 11], "the first call's shards and the newest's, not the one between"
+    *arrays, layout = shards_file(tmp_path, 7)
+    params, call = shards.parse_layout(layout, len(arrays))
+    assert call == 1
+    assert shards.parse_layout(shards_file(tmp_path, 11)[-1], len(arrays))[1] == 3
     assert [p.dims for p in params] == [(8, 3), (4, 4), (5,)]
     assert all(p.devices == (0, 1, 2, 3) for p in params)
     # 4 row blocks; 4 tiles of the grid; the replicated array once, held by 4 devices.
@@ -46,11 +55,22 @@ def test_the_shards_the_hook_saves_give_back_the_global_arrays(tmp_path: Path) -
     }
     assert {s.array for s in params[2].shards} == {8}
     assert {s.process for s in params[2].shards} == {0}
-    whole, notes = assemble({0: shards.PartShards(params, tuple(arrays))})
+    whole, notes = assemble({0: shards.PartShards(params, tuple(arrays), call)})
     with np.load(tmp_path / "want.npz") as npz:
         want = [npz[f"arr_{i}"] for i in range(3)]
     assert notes == []
     for got, expected in zip(whole, want, strict=True):
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
     # The recorder wrote its record of them, which evidence_files reads.
-    assert '"e": "shards", "t"' in next(tmp_path.glob("*.jsonl")).read_text()
+    records = next(tmp_path.glob("*.jsonl")).read_text()
+    assert '"e": "shards", "t"' in records and '"call": 3' in records
+
+
+def test_shards_over_the_budget_are_not_copied_from_the_devices(tmp_path: Path) -> None:
+    """Every call of a job's step comes to the hook: one whose shards cannot be kept costs no
+    copy. The size is each place once (the replicated array's 5 values once, not 4 times)."""
+    save_shards(tmp_path, BODY, XLA_BUGKIT_ARGS_BUDGET="100")
+    assert not list(tmp_path.glob("*.shards-*"))
+    records = next(tmp_path.glob("*.jsonl")).read_text()
+    least = 8 * 3 * 4 + 4 * 4 * 4 + 5 * 4
+    assert records.count('"e": "args_skipped"') == 3 and f'"bytes": {least}' in records

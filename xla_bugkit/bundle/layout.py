@@ -84,15 +84,15 @@ def plan(index: DumpIndex, chosen: Sequence[Chosen], *, data: bool = True) -> li
 
 
 def _shards(index: DumpIndex) -> list[Planned]:
-    """A job's part: this process's shards of the newest call of each module run over
-    several processes' devices, whether chosen here or not: the module the job's failure is
-    judged by may be another part's, and merge stitches its inputs from every part's."""
+    """A job's part: this process's shards of each module run over several processes'
+    devices, whether chosen here or not (the module the job's failure is judged by may be
+    another part's, and merge stitches its inputs from every part's): those of its first
+    call and of its newest, the two the start-up hook keeps (``hook.shards``)."""
     planned = []
     for m in index.modules:
-        newest = max(m.all(Role.SHARDS), key=lambda f: (f.mtime, f.rel), default=None)
-        if newest is not None:
-            arcname = f"{members.SHARDS}/{newest.path.name}"
-            planned.append(Planned(index.root / newest.path, arcname, Role.SHARDS, m.label))
+        for kept in sorted(m.all(Role.SHARDS), key=lambda f: (f.mtime, f.rel)):
+            arcname = f"{members.SHARDS}/{kept.path.name}"
+            planned.append(Planned(index.root / kept.path, arcname, Role.SHARDS, m.label))
     return planned
 
 

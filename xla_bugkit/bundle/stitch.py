@@ -44,6 +44,9 @@ class Stitched:
     notes: list[str] = field(default_factory=list)
     used_by: dict[str, list[Path]] = field(default_factory=dict)  # the shards files stitched
     parts: int = 0  # how many parts the inputs were stitched from
+    # The execution of each module stitched (1 for its first call in each process), where the
+    # parts said it.
+    calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def used(self) -> list[Path]:
@@ -57,13 +60,22 @@ class Stitched:
             list(self.notes),
             {k: v for k, v in self.used_by.items() if k not in labels},
             self.parts,
+            {k: v for k, v in self.calls.items() if k not in labels},
         )
+
+    def of(self, label: str) -> str:
+        """Which execution of module ``label`` its stitched inputs are, as a clause ("" where
+        the parts did not say)."""
+        call = self.calls.get(label)
+        return f", of execution {call} of it on each" if call is not None else ""
 
     def data_text(self, before: str) -> str:
         """The bundle's ``data`` sentence once stitched (``before`` where nothing was)."""
         if not self.snapshots:
             return before
-        return f"real inputs (stitched from the shards of {self.parts} parts: {WHAT})"
+        calls = "; ".join(f"{label}: execution {c}" for label, c in sorted(self.calls.items()))
+        which = f"; {calls} of the module on each part" if calls else ""
+        return f"real inputs (stitched from the shards of {self.parts} parts: {WHAT}{which})"
 
 
 WHAT = "each process's shards of the job's global arrays, saved by the capture hook"
@@ -71,7 +83,7 @@ WHAT = "each process's shards of the job's global arrays, saved by the capture h
 
 def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> Stitched:
     """Stitch the inputs of each of ``failing``'s modules that holds shards, from every
-    part's shards of the same module, into ``folder``."""
+    part's shards of the same module and the same execution of it, into ``folder``."""
     found = Stitched(parts=count)
     room = plan.MAX_TOTAL  # what the merged bundle's archive may hold, and its readers read
     for module in failing.manifest["modules"]:
@@ -79,8 +91,8 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
         if Role.SHARDS.value not in module["files"] or before is None:
             continue
         label = module["label"]
-        files = _shards_files(parts, failing, failing.bundle.root / before)
-        missing = [i for i in range(count) if i not in files]
+        held = _shards_files(parts, failing.bundle.root / before)
+        missing = [i for i in range(count) if i not in held]
         if missing:
             which = ", ".join(str(i) for i in missing)
             found.notes.append(
@@ -89,8 +101,9 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
             )
             continue
         try:
+            call, files, said = same_call(held, failing.index)
             order = [failing.index, *(i for i in sorted(files) if i != failing.index)]
-            arrays, notes = assemble({i: shards.read(files[i]) for i in order}, room)
+            arrays, notes = assemble({i: files[i][1] for i in order}, room)
             data = arguments.snapshot_of(failing.bundle.root / before, arrays)
         except BugkitError as e:
             found.notes.append(f"the inputs of {label} are not stitched: {e}")
@@ -100,33 +113,76 @@ def stitch(parts: Sequence[Part], failing: Part, count: int, folder: Path) -> St
         target.parent.mkdir(parents=True, exist_ok=True)
         leftovers.write_whole(target, data)
         found.snapshots[label] = (members.module_member(label, name), target)
-        found.used_by[label] = list(files.values())
+        found.used_by[label] = [path for path, _ in files.values()]
         room -= sum(a.nbytes for a in arrays)
-        found.notes += [f"{label}: {n}" for n in notes]
+        if call is not None:
+            found.calls[label] = call
+        found.notes += [f"{label}: {n}" for n in (*said, *notes)]
     return found
 
 
-def _shards_files(parts: Sequence[Part], failing: Part, before: Path) -> dict[int, Path]:
-    """Each part's newest shards file of the module ``before`` (its proto before
-    optimizations) describes: the file holds the module it was saved for."""
+# A part's shards files of one module: the execution each holds -> (its file, its shards).
+# Files of the format before the execution was said are under None (the newest only).
+Held = dict[int | None, tuple[Path, shards.PartShards]]
+
+
+def _shards_files(parts: Sequence[Part], before: Path) -> dict[int, Held]:
+    """Each part's shards files of the module ``before`` (its proto before optimizations)
+    describes (the file holds the module it was saved for), by the execution each holds."""
     want = _module_hash(hlo_proto.read_hlo_proto(before))
-    found: dict[int, Path] = {}
+    found: dict[int, Held] = {}
     for part in parts:
-        newest: tuple[int, Path] | None = None
+        held: Held = {}
+        newest_n = -1
         for path in part.bundle.files:
             name = path.relative_to(part.bundle.root).as_posix()
             n = _saved_n(name)
-            if n is None or (newest is not None and n <= newest[0]):
+            if n is None:
                 continue
             try:
-                held = _module_hash(hlo_proto.read_snapshot(path).hlo)
+                snapshot = hlo_proto.read_snapshot(path)
+                if _module_hash(snapshot.hlo) != want:
+                    continue
+                saved = shards.of_snapshot(snapshot, path.name)
             except BugkitError:
                 continue
-            if held == want:
-                newest = (n, path)
-        if newest is not None:
-            found[part.index] = newest[1]
+            if saved.call is not None:
+                held[saved.call] = (path, saved)
+            elif n > newest_n:
+                newest_n, held[None] = n, (path, saved)
+        if held:
+            found[part.index] = held
     return found
+
+
+def same_call(
+    held: dict[int, Held], failing: int
+) -> tuple[int | None, dict[int, tuple[Path, shards.PartShards]], list[str]]:
+    """The execution to stitch, each part's file of it, and what a reader must know: the
+    failing part's newest execution where every part kept it; else the newest execution
+    every part kept, said so. ``BugkitError`` where the parts kept none in common."""
+    if any(None in h for h in held.values()):  # a part from before executions were said
+        return (
+            None,
+            {i: h.get(None) or h[max(k for k in h if k is not None)] for i, h in held.items()},
+            [],
+        )
+    newest = {i: max(k for k in h if k is not None) for i, h in held.items()}
+    want = newest[failing]
+    if all(n == want for n in newest.values()):
+        return want, {i: h[want] for i, h in held.items()}, []
+    differ = ", ".join(f"part {i}: {n}" for i, n in sorted(newest.items()))
+    common: set[int | None] = set.intersection(*(set(h) for h in held.values()))
+    if not common:
+        raise BugkitError(
+            f"the parts' newest executions of it differ ({differ}), and they kept none in common"
+        )
+    call = max(c for c in common if c is not None)
+    said = (
+        f"the parts' newest executions of it differ ({differ}); stitched from execution "
+        f"{call}, the newest every part kept"
+    )
+    return call, {i: h[call] for i, h in held.items()}, [said]
 
 
 def _saved_n(name: str) -> int | None:

@@ -110,7 +110,10 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
             modules.append(kept)
             lines.append(f"{module['label']}: {said}")
             continue
-        on = f"replayed by merge on the inputs stitched from the shards of {inputs.parts} parts"
+        on = (
+            f"replayed by merge on the inputs stitched from the shards of {inputs.parts} parts"
+            f"{inputs.of(module['label'])}"
+        )
         if _reproduced(module) and not verdict.reproduced:
             said = (
                 f"part {failing.index}'s verdict, on {module['replay']['inputs']} inputs; "  # type: ignore[index]

@@ -85,7 +85,7 @@ def write_converted(
             continue  # a module not dumped in this folder: nothing to replay it with
         path, label = found
         target = dump_dir / name(label, n)
-        if target.exists():
+        if target.exists() or not file.exists():  # gone: a newer call of it stands for it
             continue
         try:
             data = convert(path, file)

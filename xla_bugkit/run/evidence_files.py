@@ -35,8 +35,11 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
 ``shards``     this process's shards of execution ``n``, a call over the devices of several
                processes (a ``jax.distributed`` job), were saved: ``n``, ``file``
                (``<pid>.shards-<n>.npz``: one array per distinct shard, then ``layout``,
-               where each goes in its global array: ``hook.shards``), ``bytes``; within the
-               same budget as ``args``
+               where each goes in its global array: ``hook.shards``), ``bytes``, ``call``
+               (the how-manieth execution of its module in this process, 1 for the first);
+               within the same budget as ``args``. Every call of such a module is saved;
+               each module keeps its first call's file and its newest call's, and the
+               file of a record in between is gone
 ``inputs``     the inputs of another framework's call were saved (TensorFlow's
                ``jit_compile`` functions, which write no snapshot): ``n``, ``file`` (as for
                ``args``, in the module's parameter order as far as the hook knows it),

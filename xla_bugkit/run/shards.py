@@ -9,6 +9,10 @@ s64 literal. A snapshot's literals are the user's data to the bundle's privacy r
 with the inputs, left out by ``--no-data``, never read as text), and so are these; a
 replay never takes the file for the module's inputs (its role is ``shards``, not
 ``snapshot``).
+
+A part holds the shards of its first call of each such module and of its newest; the layout
+says which execution of the module each is (``PartShards.call``), so that merge stitches the
+same execution from every part.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from xla_bugkit.hlo import hlo_proto, protowire
 from xla_bugkit.run import arguments
 from xla_bugkit.run.evidence import ProcessEvidence
 
-FORMAT = 1  # the layout's first number (``hook.shards.FORMAT``)
+FORMAT = 2  # the layout's first number (``hook.shards.FORMAT``)
+UNNUMBERED = 1  # the format before it, without the execution
 
 
 def file_name(label: str, n: int) -> str:
@@ -55,10 +60,12 @@ class Param:
 
 @dataclass(frozen=True)
 class PartShards:
-    """What one process saved of one call."""
+    """What one process saved of one call: ``call``, which execution of its module in that
+    process it was (1 for the first; None in a file of the format before it said so)."""
 
     params: tuple[Param, ...]
     arrays: tuple[np.ndarray[Any, Any], ...]
+    call: int | None = None
 
 
 def write_files(dump_dir: Path, processes: Sequence[ProcessEvidence]) -> list[str]:
@@ -79,7 +86,7 @@ def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
     shapes = hlo_proto.parameter_shapes(hlo)
     saved = _load(file)
     *arrays, layout = saved
-    params = parse_layout(layout, len(arrays))
+    params, _ = parse_layout(layout, len(arrays))
     if len(params) != len(shapes):
         raise BugkitError(f"{len(params)} arrays for the module's {len(shapes)} parameters")
     typed = list(arrays)
@@ -92,22 +99,30 @@ def _snapshot(before: Path, file: Path) -> list[protowire.Buffer]:
 
 def read(path: Path) -> PartShards:
     """A shards file (``file_name``) read back."""
+    return of_snapshot(hlo_proto.read_snapshot(path), path.name)
+
+
+def of_snapshot(snapshot: Any, name: str) -> PartShards:
+    """The shards an ``HloSnapshot`` read from the file ``name`` holds."""
     from xla_bugkit.hlo import literal
 
-    snapshot = hlo_proto.read_snapshot(path)
     values = [literal.literal_to_numpy(a) for a in snapshot.arguments]
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if not arrays or len(arrays) != len(values):
-        raise BugkitError(f"{path.name}: not a file of shards (no layout)")
+        raise BugkitError(f"{name}: not a file of shards (no layout)")
     layout = arrays.pop()
-    return PartShards(parse_layout(layout, len(arrays)), tuple(arrays))
+    params, call = parse_layout(layout, len(arrays))
+    return PartShards(params, tuple(arrays), call)
 
 
-def parse_layout(layout: np.ndarray[Any, Any], count: int) -> tuple[Param, ...]:
-    """The layout the hook wrote (``hook.shards``), checked against ``count`` arrays."""
+def parse_layout(layout: np.ndarray[Any, Any], count: int) -> tuple[tuple[Param, ...], int | None]:
+    """The layout the hook wrote (``hook.shards``), checked against ``count`` arrays, and
+    the execution it says it is (None in the format before it said so)."""
     numbers = _Numbers(layout)
-    if numbers.next() != FORMAT:
+    form = numbers.next()
+    if form not in (FORMAT, UNNUMBERED):
         raise BugkitError("its shards are laid out in a format this version does not read")
+    call = numbers.next() if form == FORMAT else None
     params = []
     for _ in range(numbers.next()):
         numbers.next(), numbers.next()  # the element type, which the module's says again
@@ -122,7 +137,7 @@ def parse_layout(layout: np.ndarray[Any, Any], count: int) -> tuple[Param, ...]:
                 raise BugkitError(f"a shard names array {array} of {count}")
             shards.append(Shard(array, device, process, bounds))
         params.append(Param(dims, devices, tuple(shards)))
-    return tuple(params)
+    return tuple(params), call
 
 
 class _Numbers:

@@ -104,6 +104,29 @@ def patch_compile(recorder: Any) -> None:
 
 # The calls whose first execution has had its arguments saved (``FIRST_ARGUMENTS``).
 _SEEN: set[int] = set()
+# Each executable's executions so far in this process (its compile n, or its id).
+_CALLS: dict[Any, int] = {}
+
+
+def patch_fastpath(recorder: Any) -> None:
+    """A call whose inputs span several processes is kept off jax's C++ fast path: its
+    cache miss gives the C++ dispatch no fast-path data, which sends every later call of it
+    back through Python, and so through ``patch_execute``, which saves each call's shards
+    (``shards``). A job's data may go wrong at any step, not only the first; the cost is
+    jax's Python dispatch on each such call."""
+    from jax._src import pjit
+
+    original = pjit._get_fastpath_data
+
+    def _get_fastpath_data(executable: Any, out_tree: Any, args_flat: Any, *rest: Any) -> Any:
+        data = original(executable, out_tree, args_flat, *rest)
+        # None already for a call traced inside another (its arguments are tracers, which
+        # must not be asked): only a call that ran has arrays to look at.
+        if data is not None and _spans_processes(tuple(args_flat)):
+            return None
+        return data
+
+    setattr(pjit, "_get_fastpath_data", _get_fastpath_data)  # noqa: B010  # as jax calls it
 
 
 def patch_execute(recorder: Any) -> None:
@@ -133,12 +156,14 @@ def patch_execute(recorder: Any) -> None:
             kept = getattr(self, "kept_var_idx", None)
             compiled.passed = len(args)
             compiled.kept = sorted(kept) if kept is not None else list(range(len(args)))
+        key = c if c is not None else id(self)
+        _CALLS[key] = call = _CALLS.get(key, 0) + 1
         saved = False
         if len(getattr(self, "_local_devices", ())) > 1 or _spans_processes(args):
             # XLA writes no snapshot of a call over several devices, and one over several
             # processes' devices it writes with this process's shards alone, however few:
             # its shards, each with its place, are what merge stitches the inputs from.
-            _save_arguments(recorder, n, self, args)
+            _save_arguments(recorder, n, self, args, (key, call))
             saved = True
         elif first_arguments and id(self) not in _SEEN:
             # Its first call: later ones take jax's C++ fast path, which never comes here.
@@ -187,16 +212,19 @@ def _inputs_failed(recorder: Any, outputs: Any, ready: Any, args: tuple[Any, ...
         recorder.write("ready", n=m, error=error)
 
 
-def _save_arguments(recorder: Any, n: int, call: Any, args: tuple[Any, ...]) -> None:
+def _save_arguments(
+    recorder: Any, n: int, call: Any, args: tuple[Any, ...], which: tuple[Any, int] = (None, 0)
+) -> None:
     """The arguments of a multi-device execution, which XLA writes no snapshot of, saved
-    before it runs (so a crash in it keeps them), within the recorder's size budget."""
+    before it runs (so a crash in it keeps them), within the recorder's size budget;
+    ``which``: its module's key and the how-manieth execution of it this is."""
     try:
         kept = getattr(call, "kept_var_idx", None)
         params = [a for i, a in enumerate(args) if kept is None or i in kept]
         # Another process holds part of a global array: this process's shards are saved,
         # each with its place in the global array (``shards``), for merge to stitch.
         if not all(getattr(a, "is_fully_addressable", True) for a in params):
-            recorder.load_sibling("shards").save(recorder, n, params)
+            recorder.load_sibling("shards").save(recorder, n, params, *which)
             return
         # An argument that an earlier computation failed to produce (out of memory) aborts
         # the process when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises

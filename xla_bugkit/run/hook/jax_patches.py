@@ -19,6 +19,8 @@ frames are: ``traceback_util.register_exclusion``):
   program's own compilation cache is neither read nor written (``caches``).
 - ``compiler.compile_or_get_cached`` (``jax_calls``): ``compile`` / ``compiled`` records,
   with the XLA options the program passed to that compile (``options``).
+- ``pjit._get_fastpath_data`` (``jax_calls``): none for a call whose inputs span several
+  processes, so that every call of it comes through Python (and its shards are saved).
 - nothing patched: the recorder's answer to collect's question before a stop
   (``waiting.state``) finds a call under way that took jax's C++ fast path.
 - ``pxla.ExecuteReplicated.__call__`` (``jax_calls``): ``execute`` / ``executed`` records
@@ -28,8 +30,9 @@ frames are: ``traceback_util.register_exclusion``):
   writes no snapshot of, and, when collect turned XLA's snapshots off, of each compiled
   function's first execution and of one that raises. Calls that jax's C++ fast path
   dispatches never reach Python and are not recorded; the first call of each compiled
-  function always comes through here. In the run collect starts for a Pallas kernel's
-  reference, also the outputs of the first call of the module it names (``outputs``).
+  function always comes through here, and every call over several processes' devices. In
+  the run collect starts for a Pallas kernel's reference, also the outputs of the first
+  call of the module it names (``outputs``).
 - in that run only, Pallas's TPU interpret mode, forced for the whole process before the
   program traces a kernel (``pallas_interpret``).
 """
@@ -58,6 +61,7 @@ def apply(recorder: Any) -> None:
         _defeat_caches,
         backend.patch_backend,
         calls.patch_compile,
+        calls.patch_fastpath,
         calls.patch_execute,
         calls.answer_state,
         _force_interpret,

@@ -154,14 +154,14 @@ class Recorder:
 
     def save_arrays(
         self, n: int, arrays: list[Any], record: str = "args", stem: str = "args", **fields: Any
-    ) -> None:
+    ) -> str | None:
         """Save the arguments of execution ``n`` as ``<pid>.args-<n>.npz`` and record it
         (``record``: ``args``, or ``inputs`` with ``fields`` for another framework's call;
         ``outputs`` and ``stem`` "outputs" for its outputs, ``<pid>.outputs-<n>.npz``).
 
         The newest are what matter (the execution under way at a crash): older files go
         once the process's files pass ``ARGS_BUDGET`` bytes; arguments larger than the whole
-        budget are not saved at all.
+        budget are not saved at all. Returns the file's name, None where it was not saved.
         """
         import numpy as np
 
@@ -169,7 +169,7 @@ class Recorder:
         size = sum(v.nbytes for v in values)
         if size > ARGS_BUDGET:
             self.write("args_skipped", n=n, bytes=size)
-            return
+            return None
         while self.saved and self.saved_bytes + size > ARGS_BUDGET:
             old, old_size = self.saved.pop(0)
             self.saved_bytes -= old_size
@@ -183,6 +183,17 @@ class Recorder:
         self.saved.append((name, size))
         self.saved_bytes += size
         self.write(record, n=n, file=name, bytes=size, **fields)
+        return name
+
+    def drop(self, name: str) -> None:
+        """Delete a file ``save_arrays`` kept (a newer one stands for it)."""
+        for i, (kept, size) in enumerate(self.saved):
+            if kept == name:
+                del self.saved[i]
+                self.saved_bytes -= size
+                break
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(self.folder, name))
 
     def _catch_stacks(self) -> None:
         """faulthandler writes the Python stack on a fatal signal, and on SIGTERM/SIGINT

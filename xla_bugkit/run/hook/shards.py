@@ -6,7 +6,15 @@ saves what it holds (``<pid>.shards-<n>.npz``: ``arr_0``, ``arr_1``, ... one per
 shard, and last the layout, an int64 array that says where each goes), and ``merge`` puts the
 global arrays together from every part's (``xla_bugkit.run.shards`` reads the layout).
 
-The layout, one flat int64 array: ``FORMAT``, the parameter count, then per parameter its
+Every call of such a module comes here (``jax_calls.patch_fastpath`` keeps it off jax's C++
+fast path), and is saved before it runs; of each module the process keeps its first call's
+file and its newest call's, the one before the newest deleted as the newest is written, so
+the disk holds two calls' shards however many steps run. The layout says which execution
+of the module (1 for its first) each file holds: merge stitches the same execution of every
+part.
+
+The layout, one flat int64 array: ``FORMAT``, the execution, the parameter count, then per
+parameter its
 element type (numpy's dtype number is not stable across versions, so the kind letter's code
 and the item size), its rank and global dimensions, the sharding's device ids in order
 (count first), and its shards (count first), each the ``arr_K`` it is, the device id, the
@@ -21,16 +29,27 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
+
+# Each module's files kept (its key -> the first call's file, then the newest call's).
+_KEPT: dict[Any, list[str]] = {}
 
 
-def save(recorder: Any, n: int, params: list[Any]) -> None:
+def save(recorder: Any, n: int, params: list[Any], module: Any, call: int) -> None:
     """Save this process's shards of ``params`` (the call's parameters, in order) for
-    execution ``n`` within the recorder's budget (``Recorder.save_arrays``)."""
+    execution ``n``, the ``call``-th of ``module`` in this process, within the recorder's
+    budget (``Recorder.save_arrays``); the module's previous newest file goes, unless it is
+    its first."""
     import numpy as np
 
+    # Each place once (its replicas are most often alike): over the budget, nothing is
+    # copied from the devices, on every call.
+    least = sum(_place_bytes(a) for a in params)
+    if least > recorder.budget():
+        recorder.write("args_skipped", n=n, bytes=least)
+        return
     arrays: list[Any] = []
-    layout = [FORMAT, len(params)]
+    layout = [FORMAT, call, len(params)]
     for a in params:
         shape = tuple(int(d) for d in a.shape)
         dtype = np.dtype(a.dtype)
@@ -53,7 +72,22 @@ def save(recorder: Any, n: int, params: list[Any]) -> None:
             )
         layout += [len(entries), *(x for e in entries for x in e)]
     arrays.append(np.asarray(layout, dtype=np.int64))
-    recorder.save_arrays(n, arrays, record="shards", stem="shards")
+    name = recorder.save_arrays(n, arrays, record="shards", stem="shards", call=call)
+    if name is None:
+        return
+    kept = _KEPT.setdefault(module, [])
+    if len(kept) == 2:
+        recorder.drop(kept.pop())
+    kept.append(name)
+
+
+def _place_bytes(a: Any) -> int:
+    """The bytes of this process's shards of ``a``, each place in the global array once."""
+    import numpy as np
+
+    places = {tuple(_bounds(s.index, tuple(a.shape))) for s in a.addressable_shards}
+    size = np.dtype(a.dtype).itemsize
+    return sum(size * int(np.prod([stop - start for start, stop in p])) for p in places)
 
 
 def _device_order(a: Any) -> list[int]:
