@@ -321,7 +321,8 @@ sys.modules[spec.name] = module
 spec.loader.exec_module(module)
 recorder = module.Recorder(folder)
 recorder.open()
-save = lambda n, arrays, call=1: recorder.load_sibling("shards").save(recorder, n, arrays, "step", call)
+saver = recorder.load_sibling("shards")
+save = lambda n, arrays, call=1: saver.save(recorder, n, arrays, "step", call)
 """
 
 

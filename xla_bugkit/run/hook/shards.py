@@ -8,10 +8,11 @@ global arrays together from every part's (``xla_bugkit.run.shards`` reads the la
 
 Every call of such a module comes here (``jax_calls.patch_fastpath`` keeps it off jax's C++
 fast path), and is saved before it runs; of each module the process keeps its first call's
-file and its newest call's, the one before the newest deleted as the newest is written, so
-the disk holds two calls' shards however many steps run. The layout says which execution
-of the module (1 for its first) each file holds: merge stitches the same execution of every
-part.
+file and its two newest calls', the older of those deleted as a newer is written, so the
+disk holds three calls' shards however many steps run. The layout says which execution of
+the module (1 for its first) each file holds: merge stitches the same execution of every
+part. Two newest, not one: a peer that the job takes down one step after the failing
+process has started its next call, and the step that failed is its one before.
 
 The layout, one flat int64 array: ``FORMAT``, the execution, the parameter count, then per
 parameter its
@@ -31,15 +32,15 @@ from typing import Any
 
 FORMAT = 2
 
-# Each module's files kept (its key -> the first call's file, then the newest call's).
+# Each module's files kept (its key -> the first call's file, then the two newest calls').
 _KEPT: dict[Any, list[str]] = {}
 
 
 def save(recorder: Any, n: int, params: list[Any], module: Any, call: int) -> None:
     """Save this process's shards of ``params`` (the call's parameters, in order) for
     execution ``n``, the ``call``-th of ``module`` in this process, within the recorder's
-    budget (``Recorder.save_arrays``); the module's previous newest file goes, unless it is
-    its first."""
+    budget (``Recorder.save_arrays``); of the module's files before it, the first and the
+    newest stay."""
     import numpy as np
 
     # Each place once (its replicas are most often alike): over the budget, nothing is
@@ -76,8 +77,8 @@ def save(recorder: Any, n: int, params: list[Any], module: Any, call: int) -> No
     if name is None:
         return
     kept = _KEPT.setdefault(module, [])
-    if len(kept) == 2:
-        recorder.drop(kept.pop())
+    if len(kept) == 3:
+        recorder.drop(kept.pop(1))
     kept.append(name)
 
 
