@@ -432,8 +432,8 @@ def test_a_job_whose_data_goes_wrong_at_a_later_step_is_stitched_from_that_step(
     tmp_path: Path,
 ) -> None:
     """tests/programs/job_later_step.py: every step is right until the last host's data of
-    the last step (the third). Each part keeps the shards of the step's first call and of its
-    newest; merge stitches the newest, the same execution on both parts, and the merged
+    the last step (the fourth). Each part keeps the shards of the step's first call and of its
+    two newest; merge stitches the newest, the same execution on both parts, and the merged
     bundle reproduces on it, in merge and in verify."""
     parts = _job(tmp_path / "later", 2, program=PROGRAMS / "job_later_step.py")
     checked, finished = parts
@@ -441,7 +441,7 @@ def test_a_job_whose_data_goes_wrong_at_a_later_step_is_stitched_from_that_step(
     assert finished.returncode == ExitCode.NO_FAILURE, finished.stderr[-3000:]
     for part in parts:
         held = [n for n in part.names() if "jit_energies.snapshot.shards-" in n]
-        assert len(held) == 2, held  # the first call's and the newest's, not every step's
+        assert len(held) == 3, held  # the first call's and the two newest, not every step's
 
     out = tmp_path / "job.zip"
     done = _merge("-o", str(out), *(str(p.bundle) for p in parts))
@@ -452,9 +452,9 @@ def test_a_job_whose_data_goes_wrong_at_a_later_step_is_stitched_from_that_step(
     [module] = [m for m in manifest["modules"] if m["name"] == "jit_energies"]
     assert module["replay"]["outcome"] == "reproduced: wrong result", module["replay"]
     on = "replayed by merge on the inputs stitched from the shards of 2 parts"
-    assert module["replay"]["judged_on"] == f"{on}, of execution 3 of it on each"
-    assert f"{module['label']}: execution 3 of the module on each part" in manifest["data"]
-    # The stitched inputs are the third step's: the last host's labels there hold new
+    assert module["replay"]["judged_on"] == f"{on}, of execution 4 of it on each"
+    assert f"{module['label']}: execution 4 of the module on each part" in manifest["data"]
+    # The stitched inputs are the fourth step's: the last host's labels there hold new
     # classes, which no step before read.
     _, labels = merged.recorded_inputs(module["label"])
     assert labels.shape == (4 * 16_385,)

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
 from jax.sharding import Mesh, PartitionSpec  # noqa: E402
 
-STEPS = 3
+STEPS = 4
 PER_DEVICE = 16_385
 M = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.25], [0.0, 0.0, 1.0]])
 mesh = Mesh(np.array(jax.devices()), ("batch",))
