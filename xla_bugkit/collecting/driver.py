@@ -247,7 +247,10 @@ def _run_again(
     if second is not None and better:
         return second
     if bundle is not None:
-        ui.say(f"the second run did not reproduce it: {bundle.name} is the first run's")
+        ui.say(
+            "no replay of the second run's inputs reproduced the failure either: "
+            f"{bundle.name} is the first run's"
+        )
     return first
 
 

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import replace
 
-from xla_bugkit.failure import callback, peers, ptxla_log, value_check, xla_log
+from xla_bugkit.failure import callback, own_raise, peers, ptxla_log, value_check, xla_log
 from xla_bugkit.failure.compile_log import (
     COMPILING_RE,
     FINISHED_RE,
@@ -284,10 +284,16 @@ def _classified(
             callback=raised.where,
         )
     graph = graph_that_raised(output, status)
-    from_xla = status is not None and (
-        status[1] is not None
-        or graph is not None
-        or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
+    # The program's own raise, worded as XLA's: its status code and "Check failed" are not XLA's.
+    own = own_raise.raised_by_program(output, _exception_line(status)) if status else None
+    from_xla = (
+        status is not None
+        and own is None
+        and (
+            status[1] is not None
+            or graph is not None
+            or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
+        )
     )
     checked = value_check.message(output, status, from_xla=from_xla)
     if checked is not None:
@@ -305,6 +311,15 @@ def _classified(
         # torch_xla raises XLA's message as it is, less the status code: that message is
         # what a replay under jaxlib prints after the code.
         headline = f"{code}: {msg}" if code else msg if graph else f"{exc}: {msg}"
+        if own is not None:
+            headline = f"{_exception_line(status)}, raised by the program itself in {own.where}"
+            return replace(
+                base,
+                kind=Kind.EXIT,
+                headline=headline,
+                signature=normalise(headline),
+                exception=exc or None,
+            )
         if code is None and graph is None and not _XLA_HINTS.search(f"{exc} {msg}"):
             kind = Kind.EXIT
         elif base.phase is Phase.COMPILE:
@@ -330,6 +345,12 @@ def _classified(
         headline=tail or f"exit status {base.exit_status}",
         signature=normalise(tail),
     )
+
+
+def _exception_line(status: Status) -> str:
+    """The exception's line as Python printed it: ``RuntimeError: INTERNAL: message``."""
+    exc, code, msg = status
+    return ": ".join(part for part in (exc, code, msg) if part)
 
 
 def _phase_from_output(output: str, compiling: str | None) -> Phase:

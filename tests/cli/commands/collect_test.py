@@ -592,3 +592,16 @@ def test_a_manifests_compiler_options_are_shown_only_when_they_are_lists_of_stri
         {"label": "module_0004.jit_d"},
     ]
     assert _compiler_options(modules) == (("module_0001.jit_a", ("--xla_disable_hlo_passes=x",)),)
+
+
+def test_the_programs_own_error_in_xlas_words_is_not_filed_as_xlas(tmp: Path) -> None:
+    """tests/programs/own_status_words.py raises its own ``RuntimeError("INTERNAL: Check
+    failed: ...")`` after jax's correct results: a non-XLA failure, with no issue link."""
+    done = collect(tmp, "own_status_words")
+    assert done.returncode == 3, done.stderr
+    assert "xla-bugkit: non-XLA failure: RuntimeError: INTERNAL: Check failed: layout_ok" in (
+        done.stderr
+    )
+    assert ", raised by the program itself in verify (own_status_words.py:25)" in done.stderr
+    assert "no issue link" in done.stderr and "issues/new" not in done.stderr
+    assert "XLA returned the status" not in done.stderr
