@@ -12,14 +12,18 @@ import shutil
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import platforms, proc
 from xla_bugkit.hlo import flags
 from xla_bugkit.proc import serving
 from xla_bugkit.replay import protocol
+
+if TYPE_CHECKING:
+    from xla_bugkit.run.held import Held
 
 
 def child_env(
@@ -100,6 +104,18 @@ def keeps(platform: str) -> bool:
     return found is not None and found.costly_start
 
 
+# Which replays the held program may serve: given the child's environment and its spec.
+Serves = Callable[[Mapping[str, str], Mapping[str, object]], bool]
+
+
+@dataclass(frozen=True)
+class _Holding:
+    """The program held at its main module's end, and what it may serve."""
+
+    held: Held
+    serves: Serves
+
+
 @dataclass(frozen=True)
 class _Kept:
     """A child that replayed a module and waits for the next, and what it started with."""
@@ -124,11 +140,16 @@ class Spares:
     def __init__(self) -> None:
         self._waiting: deque[tuple[dict[str, str], proc.Waiting | serving.Serving]] = deque()
         self._kept: _Kept | None = None
+        self._holding: _Holding | None = None
+        self.in_program: list[str] = []  # the ``out`` of each replay the program served
 
     def __enter__(self) -> Spares:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._holding is not None:  # nothing after the block needs its device
+            self._holding.held.let_go()
+            self._holding = None
         self.let_go()
         while self._waiting:
             self._waiting.popleft()[1].stop()
@@ -181,12 +202,15 @@ class Spares:
         unless it crashed or hung: how the module's replay ended, as a child of its own
         would have ended with it (its status, its part of the output)."""
         argv = (*worker, protocol.SPECS_ON_STDIN)
+        request = json.dumps({**spec, "memory_limit": memory})
+        served = self._in_program(env, spec, request.encode(), timeout)
+        if served is not None:
+            return served
         kept, self._kept = self._kept, None
         if kept is not None and (kept.argv, kept.env, kept.memory) != (argv, env, memory):
             kept.child.stop()  # one child holds the device at a time
             kept = None
         child = kept.child if kept is not None else self._spare(argv, env) or _serving(argv, env)
-        request = json.dumps({**spec, "memory_limit": memory})
         reply = child.ask(request.encode(), timeout=timeout)
         if child.alive:
             self._kept = _Kept(argv, env, memory, child)
@@ -195,8 +219,45 @@ class Spares:
         status = reply.returncode if reply.answer is None else int(reply.answer.split()[-1])
         return proc.Completed(status, output, reply.timed_out, reply.duration)
 
+    def hold(self, held: Held, serves: Serves) -> None:
+        """Ask the program's own process, ``held`` at its main module's end, for the
+        replays it ``serves`` (``serve``) until ``let_go``; the others go to children,
+        once the program has let go of the device."""
+        self.let_go()
+        self._holding = _Holding(held, serves)
+
+    @property
+    def holding(self) -> bool:
+        return self._holding is not None
+
+    def _in_program(
+        self, env: dict[str, str], spec: Mapping[str, object], request: bytes, timeout: float
+    ) -> proc.Completed | None:
+        """The replay as the held program served it; None where it may not serve it, or
+        ended without an answer (a crash, a hang: it is ended, and the replay runs again in
+        a fresh child, which the judge reads as it reads every child's end)."""
+        holding = self._holding
+        if holding is None:
+            return None
+        if not holding.serves(env, spec):
+            self.let_go()  # the device is the child's now
+            return None
+        reply = holding.held.ask(request, timeout=timeout)
+        if reply.answer is None:  # it has ended, or was ended
+            self.let_go()
+            return None
+        self.in_program.append(str(spec.get("out")))
+        lines = reply.output.splitlines(keepends=True)
+        output = "".join(line for line in lines if not line.startswith(protocol.STARTS))
+        status = int(reply.answer.split()[-1])
+        return proc.Completed(status, output, reply.timed_out, reply.duration)
+
     def let_go(self) -> None:
-        """Stop the kept child, if any: another process is about to open its device."""
+        """Stop the kept child, if any, and let the held program go on to its exit:
+        another process is about to open its device."""
+        holding, self._holding = self._holding, None
+        if holding is not None:
+            holding.held.let_go(wait=True)  # until it has let go of the device
         kept, self._kept = self._kept, None
         if kept is not None:
             kept.child.stop()

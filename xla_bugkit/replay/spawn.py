@@ -70,7 +70,7 @@ def _spawn(
     env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args, library)
     memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
     # A libtpu release's probe (bisect) gets a child of its own: one that cannot load says so.
-    if spares is not None and keeps(inp.platform) and inp.compiler is None:
+    if spares is not None and (keeps(inp.platform) or spares.holding) and inp.compiler is None:
         served = spares.serve(worker(inp.python), env, memory, spec, timeout=limits["timeout"])
         return child_of(served, out)
     # Spares run this interpreter, jaxlib and compiler: a replay under another starts afresh.
