@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,8 @@ from xla_bugkit.choose.selection import Chosen
 from xla_bugkit.collecting.replays import Replaying, replay_stage
 from xla_bugkit.failure.classify import Failure, classify
 from xla_bugkit.replay import UNRECORDED, ReplayOptions, Spares, protocol
-from xla_bugkit.run.held import Held
+from xla_bugkit.replay.children import Serves
+from xla_bugkit.run.held import BOUND, Held
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
@@ -50,24 +52,32 @@ class Served:
 
 
 def held_run(
-    tmp_path: Path, program: str, root: Path, expected: Failure
+    tmp_path: Path,
+    program: str,
+    root: Path,
+    expected: Failure,
+    serves: Serves = lambda env, spec: True,
+    bound: float = BOUND,
 ) -> tuple[RunRecord, Served]:
     """``program`` rerun under the hook, its process asked at its main module's end for the
-    replay stage on every module of ``root``."""
+    replay stage on every module of ``root`` that it ``serves``; none asked (an empty
+    ``root``): collect leaves it be, waiting ``bound`` seconds for a request."""
     work = tmp_path / "held"
     work.mkdir()
-    held = Held(work, protocol.ENDED)
+    held = Held(work, protocol.ENDED, bound=bound)
     served = Served()
     dump_dir = work / "dump"
 
     def at_end(pid: int, exited: object) -> None:
         served.dump_before = set(dump_dir.rglob("*"))
+        if not any(root.iterdir()):
+            return
         assert held.open(pid)
         served.pids.append(pid)
         chosen = tuple(Chosen(m, ("chosen",), 0) for m in dumps.index(root).modules)
         replaying = Replaying(UNRECORDED, ReplayOptions(timeout=600))
         with Spares() as spares:
-            spares.hold(held, lambda env, spec: True)
+            spares.hold(held, serves)
             replays = replay_stage(root, chosen, expected, replaying, ui=Ui(), spares=spares)
             served.verdicts = list(replays.verdicts)
             served.in_program = list(spares.in_program)
@@ -133,3 +143,35 @@ def test_a_served_replay_that_crashes_the_program_is_replayed_in_a_fresh_child(
     assert said(served.verdicts) == said(fresh)
     # The first served; the crash ended the program, so it and the third ran in children.
     assert len(served.in_program) == 1, served.in_program
+
+
+def test_a_replay_the_program_may_not_serve_lets_it_go_and_runs_in_a_child(
+    program_runs: ProgramRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = one_dump(tmp_path, program_runs, (RUNTIME_ERROR, WRONG_RESULT, RUNTIME_ERROR))
+    expected = program_runs["runtime_error"].completed
+    failure = classify(expected.output, exit_status=expected.returncode)
+    fresh, _ = staged(root, failure, monkeypatch, "0")
+
+    def only_the_first(env: Mapping[str, str], spec: Mapping[str, object]) -> bool:
+        return "module_0001" in str(spec["hlo"])  # the others: as if without the run's flags
+
+    run, served = held_run(tmp_path, "runtime_error.py", root, failure, only_the_first)
+    assert said(served.verdicts) == said(fresh)
+    assert len(served.in_program) == 1, served.in_program
+    plain = plain_run(tmp_path, "runtime_error.py")
+    assert (run.exit_status, run.failure.signature) == (plain.exit_status, plain.failure.signature)
+
+
+def test_a_program_collect_does_not_ask_goes_on_to_its_own_exit_after_the_bound(
+    tmp_path: Path,
+) -> None:
+    nothing = tmp_path / "nothing"
+    nothing.mkdir()
+    failure = classify("", exit_status=0)
+    run, served = held_run(tmp_path, "runtime_error.py", nothing, failure, bound=1)
+    assert served.pids == []
+    plain = plain_run(tmp_path, "runtime_error.py")
+    assert (run.exit_status, run.failure.kind) == (plain.exit_status, plain.failure.kind)
+    assert run.failure.signature == plain.failure.signature
+    assert protocol.MARKER not in run.output

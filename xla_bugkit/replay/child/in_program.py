@@ -94,20 +94,27 @@ def _write(fd: int, text: str) -> None:
 
 @contextlib.contextmanager
 def _output_to(fd: int) -> Iterator[None]:
-    """The process's stdout and stderr, both descriptors and Python's streams, go to ``fd``
-    for the block, and back after it."""
-    for stream in (sys.stdout, sys.stderr):
+    """The process's stdout and stderr go to ``fd`` for the block, and back after it: its
+    descriptors (XLA's own lines), and Python's streams, new ones on them (the program's
+    may have been replaced by streams of its own, which the replay's markers must miss)."""
+    streams = (sys.stdout, sys.stderr)
+    for stream in streams:
         with contextlib.suppress(Exception):
             stream.flush()
     saved = {1: os.dup(1), 2: os.dup(2)}
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    sys.stdout, sys.stderr = (
+        open(n, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+        for n in (1, 2)
+    )
     try:
         yield
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        for ours in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
-                stream.flush()
+                ours.close()  # flushed; the descriptor stays (closefd=False)
+        sys.stdout, sys.stderr = streams
         for target, copy in saved.items():
             os.dup2(copy, target)
             os.close(copy)
@@ -146,17 +153,18 @@ def _soft_memory_limit(memory: int | None) -> None:
 @contextlib.contextmanager
 def _muted(recorder: Any) -> Iterator[None]:
     """The recorder writes no record, and a crash no stack into the run's evidence, while
-    collect's replays run: a crash's stack goes to the replay's output instead."""
+    collect's replays run: a crash's stack goes to the replay's output (descriptor 2)."""
     fd = getattr(recorder, "fd", -1)
     stack = getattr(recorder, "stack_file", None)
-    if recorder is not None:
-        recorder.fd = -1
-    if stack is not None and faulthandler.is_enabled():
-        faulthandler.enable(sys.stderr, all_threads=True)
+    moved = stack is not None and faulthandler.is_enabled()
     try:
+        if recorder is not None:
+            recorder.fd = -1
+        if moved:
+            faulthandler.enable(2, all_threads=True)
         yield
     finally:
         if recorder is not None:
             recorder.fd = fd
-        if stack is not None and faulthandler.is_enabled():
+        if moved and stack is not None:
             faulthandler.enable(stack, all_threads=True)
