@@ -5,6 +5,7 @@ kept for the next module where opening the platform is costly (``keeps``)."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -12,7 +13,7 @@ import shutil
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,6 +105,69 @@ def keeps(platform: str) -> bool:
     return found is not None and found.costly_start
 
 
+class Ahead:
+    """Replays made ahead of the stage that asks for them (by the program held at its main
+    module's end, before its run's record is final): how each ended and a copy of what it
+    left in its ``out``, by what it was asked. A stage whose replay is asked exactly so
+    (the same spec but its ``out``, its files unchanged, the same environment and memory
+    limit) takes it from here (``spawn``); any other replays as always."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._done: dict[str, tuple[proc.Completed, Path]] = {}
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def keep(self, key: str, done: proc.Completed, out: Path) -> None:
+        copy = self.folder / str(len(self._done))
+        shutil.copytree(out, copy)
+        self._done[key] = (done, copy)
+
+    def take(self, key: str, out: Path) -> proc.Completed | None:
+        found = self._done.get(key)
+        if found is None:
+            return None
+        done, copy = found
+        shutil.copytree(copy, out, dirs_exist_ok=True)
+        return done
+
+
+_AHEAD: list[Ahead] = []  # the replays made ahead in this collect (``made_ahead``)
+
+
+@contextlib.contextmanager
+def made_ahead(ahead: Ahead) -> Iterator[Ahead]:
+    """Replays served in the block are kept in ``ahead``, and taken from it."""
+    _AHEAD.append(ahead)
+    try:
+        yield ahead
+    finally:
+        _AHEAD.remove(ahead)
+
+
+def asked(env: Mapping[str, str], spec: Mapping[str, object], memory: int | None) -> str:
+    """What a replay was asked, as ``Ahead`` knows it again: its spec less its ``out``, each
+    file it names with its size and time, the environment that shapes it, the memory limit."""
+    files = {}
+    for name, value in spec.items():
+        if name != "out" and isinstance(value, str) and os.path.isfile(value):
+            st = os.stat(value)
+            files[name] = (st.st_size, st.st_mtime_ns)
+    rest = {k: v for k, v in spec.items() if k != "out"}
+    return json.dumps([rest, files, sorted(env.items()), memory], sort_keys=True, default=str)
+
+
+def taken_ahead(
+    env: Mapping[str, str], spec: Mapping[str, object], memory: int | None
+) -> proc.Completed | None:
+    """The replay of ``spec`` as it was made ahead, its files now in its ``out``; None
+    where it was not."""
+    if not _AHEAD:
+        return None
+    return _AHEAD[-1].take(asked(env, spec, memory), Path(str(spec["out"])))
+
+
 # Which replays the held program may serve: given the child's environment and its spec.
 Serves = Callable[[Mapping[str, str], Mapping[str, object]], bool]
 
@@ -165,7 +229,10 @@ class Spares:
     ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
         ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``; on a
-        platform that ``keeps`` its child, none while one is kept or waits."""
+        platform that ``keeps`` its child, none while one is kept or waits; none while the
+        program is held (``hold``): it makes the replays, and holds the device."""
+        if self._holding is not None:
+            return
         env = child_env(tuple(env_flags), platform, tpu_args=tpu_args)
         if not keeps(platform):
             waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
@@ -250,7 +317,11 @@ class Spares:
         lines = reply.output.splitlines(keepends=True)
         output = "".join(line for line in lines if not line.startswith(protocol.STARTS))
         status = int(reply.answer.split()[-1])
-        return proc.Completed(status, output, reply.timed_out, reply.duration)
+        done = proc.Completed(status, output, reply.timed_out, reply.duration)
+        if _AHEAD:
+            memory = json.loads(request).get("memory_limit")
+            _AHEAD[-1].keep(asked(env, spec, memory), done, Path(str(spec["out"])))
+        return done
 
     def let_go(self) -> None:
         """Stop the kept child, if any, and let the held program go on to its exit:

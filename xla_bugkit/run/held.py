@@ -43,6 +43,7 @@ class Held:
         self._write: int | None = None
         self._pending = b""
         self.pid: int | None = None
+        self.ended_it = False  # a request ended the program: it crashed, or hung and was killed
         for fifo in (self.requests, self.answers):
             with contextlib.suppress(FileNotFoundError):
                 fifo.unlink()
@@ -86,10 +87,11 @@ class Held:
         while True:
             line = self._line(deadline)
             if line is not None and line.startswith(NOT_HERE.encode()):
-                kept.append(line)  # why nothing is served here
-                line = None
+                kept.append(line)  # why nothing is served here: it goes on to its exit
+                self.let_go()
+                return Reply(b"".join(kept).decode(), None, None, False, 0.0)
             if line is None:
-                timed_out = line is None and deadline is not None and time.monotonic() >= deadline
+                timed_out = deadline is not None and time.monotonic() >= deadline
                 self._end(kill=timed_out)
                 output = b"".join(kept).decode("utf-8", "replace")
                 return Reply(output, None, None, timed_out, time.monotonic() - started)
@@ -120,6 +122,7 @@ class Held:
         return line + b"\n"
 
     def _end(self, *, kill: bool) -> None:
+        self.ended_it = True
         if kill and self.pid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pid, signal.SIGKILL)

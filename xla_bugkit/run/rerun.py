@@ -6,10 +6,11 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -105,6 +106,22 @@ def _hook_sets_flags(command: Sequence[str], framework: frameworks.Framework | N
     return True
 
 
+class AtMainEnd(NamedTuple):
+    """What runs once the program's main module has finished: ``then`` (``main_end``), and
+    after it ``while_held``, given the program's pid and the run's record so far
+    (``_Said.held``): a program whose environment asked it to serve replays there
+    (``held``) waits for them, and goes on when they are done."""
+
+    then: ends.Then | None = None
+    while_held: WhileHeld | None = None
+
+
+# Given the held program's pid, the run's record so far and the moment the run's timeout
+# ends it (monotonic; None: never); True where serving ended the program (a served replay
+# crashed it, or hung and it was killed): the run's record is then the one so far.
+WhileHeld = Callable[[int, RunRecord, float | None], bool]
+
+
 class Ending(NamedTuple):
     """When collect ends a run before its own end: after ``timeout`` seconds; for a part of
     a job, ``job_grace`` seconds after its output shows that its job ended it."""
@@ -124,7 +141,7 @@ def rerun(
     processes: Path | None = None,
     capture: Capture = DEFAULT_CAPTURE,
     pass_re: str | None = None,
-    at_main_end: ends.Then | None = None,
+    at_main_end: ends.Then | AtMainEnd | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
     (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
@@ -132,7 +149,7 @@ def rerun(
     each one that starts an XLA backend dumps into a subfolder of ``dump_dir`` named by its
     pid (``hook.process_dump_dir``). ``at_main_end`` runs in a thread once the
     program's main module has finished, while it tears itself down (``main_end``); the run
-    returns after it has.
+    returns after it has. With an ``AtMainEnd``, its ``while_held`` runs after it.
 
     A run stopped by ``ending.timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy
     is a hang; how long it ran and went without output before the stop go into its failure.
@@ -165,11 +182,24 @@ def rerun(
     pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
     pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
     hooked = hook.ENV_PROCESSES in env
-    main_end = (
-        ends.MainEnd(processes, at_main_end) if at_main_end and hooked else contextlib.nullcontext()
-    )
+    said = _Said(command, log_path, processes, hide, base)
+    ended_serving: list[RunRecord] = []  # the record so far of a program serving ended
+    work = at_main_end if isinstance(at_main_end, AtMainEnd) else AtMainEnd(at_main_end)
+    timed_log = _TimedLog(log_path, deadline)
+
+    def then(pid: int, exited: Callable[[], bool]) -> None:
+        if work.then is not None:
+            work.then(pid, exited)
+        if work.while_held is not None and isinstance(main_end, ends.MainEnd):
+            timed_log.flush()
+            so_far = said.held(main_end.status, started, merged)
+            if work.while_held(pid, so_far, deadline):
+                ended_serving.append(so_far)
+
+    wanted = work.then is not None or work.while_held is not None
+    main_end = ends.MainEnd(processes, then) if wanted and hooked else contextlib.nullcontext()
     job_end = JobEnd(job_grace) if job_grace is not None else None
-    with main_end, pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
+    with main_end, pruner, timed_log as log, _stops_on_signals(log):
         if isinstance(main_end, ends.MainEnd) and main_end.env_value is not None:
             env[ends.ENV] = main_end.env_value
         done = proc.run(
@@ -188,6 +218,8 @@ def rerun(
         )
     ended_at = time.time()
     ask.forget(processes)
+    if ended_serving:
+        return _as_at_main_end(ended_serving[0])
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
             f"{pruner.removed} older XLA snapshots removed while the program ran "
@@ -198,8 +230,6 @@ def rerun(
     # The program's own caches, which the hook kept unread and unwritten.
     merged = replace(merged, notes=(*merged.notes, *caches.notes(processes)))
     from xla_bugkit.failure.classify import classify
-    from xla_bugkit.run.processes import failing
-    from xla_bugkit.run.weigh import weigh
 
     stop = None
     if done.timed_out or done.interrupted:
@@ -216,22 +246,60 @@ def rerun(
         failure = _ended_by_its_job(done.output, failure, done.duration)
         if failure.peer is not None:
             merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
-    # What the failing process recorded of itself outweighs what its output let through.
-    culprit = failing(evidence_files.read(processes))
-    return RunRecord(
-        command=tuple(command),
-        exit_status=done.returncode,
-        timed_out=done.timed_out,
-        interrupted=done.interrupted,
-        duration=done.duration,
-        log=log_path,
-        output=done.output,
-        xla_flags=merged,
-        failure=weigh(failure, culprit, ended_at=ended_at),
-        culprit=culprit,
-        hidden=hide.pattern.decode("latin-1") if hide is not None else None,
-        tpu_args=flags.tpu_args(base.get(flags.TPU_ENV)),
+    return said.record(done, failure, merged, ended_at)
+
+
+class _Said(NamedTuple):
+    """What a run's record says besides how it ended."""
+
+    command: Sequence[str]
+    log_path: Path
+    processes: Path
+    hide: re.Pattern[bytes] | None
+    base: Mapping[str, str]
+
+    def record(
+        self, done: proc.Completed, failure: Failure, merged: flags.MergedFlags, ended_at: float
+    ) -> RunRecord:
+        from xla_bugkit.run.processes import failing
+        from xla_bugkit.run.weigh import weigh
+
+        # What the failing process recorded of itself outweighs what its output let through.
+        culprit = failing(evidence_files.read(self.processes))
+        return RunRecord(
+            command=tuple(self.command),
+            exit_status=done.returncode,
+            timed_out=done.timed_out,
+            interrupted=done.interrupted,
+            duration=done.duration,
+            log=self.log_path,
+            output=done.output,
+            xla_flags=merged,
+            failure=weigh(failure, culprit, ended_at=ended_at),
+            culprit=culprit,
+            hidden=self.hide.pattern.decode("latin-1") if self.hide is not None else None,
+            tpu_args=flags.tpu_args(self.base.get(flags.TPU_ENV)),
+        )
+
+    def held(self, status: int | None, started: float, merged: flags.MergedFlags) -> RunRecord:
+        """The record of a run whose program is held at its main module's end: its output
+        so far, and the status its hook foresees; what its teardown adds is not in it."""
+        from xla_bugkit.failure.classify import classify
+
+        output = self.log_path.read_bytes().decode("utf-8", "replace")
+        done = proc.Completed(status, output, False, time.monotonic() - started)
+        failure = classify(output, exit_status=status)
+        return self.record(done, failure, merged, time.time())
+
+
+def _as_at_main_end(run: RunRecord) -> RunRecord:
+    """The record of a program that a replay served in its process ended: its own end is
+    lost, the record at its main module's end stands, and says so."""
+    note = (
+        "the program's process ended while it served a replay at its main module's end: "
+        "its record is as it was then (its own teardown never ran)"
     )
+    return replace(run, xla_flags=replace(run.xla_flags, notes=(*run.xla_flags.notes, note)))
 
 
 def _ended_by_its_job(output: str, killed: Failure, ran: float) -> Failure:

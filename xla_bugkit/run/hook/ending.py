@@ -30,9 +30,20 @@ def watch(recorder: Any) -> None:
     _tell_main_end(recorder)
 
 
+_STATUSES: list[int] = []
+
+
+def _foreseen() -> int:
+    """The status the process will exit with, as far as its main module's end shows it: an
+    uncaught exception's 1, sys.exit's own, else 0 (its teardown may yet change it)."""
+    if getattr(sys, "last_value", None) is not None:
+        return 1
+    return _STATUSES[-1] if _STATUSES else 0
+
+
 def _record_exit(recorder: Any) -> None:
     """The ``exit`` record, at atexit: how the interpreter is leaving."""
-    statuses: list[int] = []  # what the program asked sys.exit for, the last call last
+    statuses = _STATUSES  # what the program asked sys.exit for, the last call last
     original = sys.exit
 
     def noting_exit(status: object = None, /) -> Any:
@@ -157,13 +168,15 @@ def _tell_main_end(recorder: Any) -> None:
         if os.getpid() != pid:
             return
         requests = _open_requests()  # before the word: collect asks once it hears it
+        if requests is not None:
+            _drained()
         try:
             fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody listens
         except OSError:
             fd = None
         if fd is not None:
             try:
-                os.write(fd, str(pid).encode())
+                os.write(fd, f"{pid} {_foreseen()}".encode())
             except OSError:
                 pass
             finally:
@@ -182,6 +195,32 @@ _SERVE_HERE = "XLA_BUGKIT_SERVE_HERE"
 _SERVE_PATH = "XLA_BUGKIT_SERVE_PATH"
 _SERVER = "xla_bugkit.replay.child.in_program"
 _NOT_HERE = "XLA_BUGKIT_NOT_HERE: "
+
+
+def _drained(bound: float = 1.0) -> None:
+    """Until collect has read what this process wrote to its stdout and stderr (pipes: the
+    bytes still in them, FIONREAD), at most ``bound`` seconds: the record collect makes at
+    the word reads the output so far."""
+    try:
+        import fcntl
+        import struct
+        import termios
+        import time
+    except ImportError:  # not on this system: the record may miss the last lines
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    deadline = time.monotonic() + bound
+    for fd in (1, 2):
+        while time.monotonic() < deadline:
+            try:
+                left = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+            except OSError:  # not a pipe
+                break
+            if left == 0:
+                break
+            time.sleep(0.002)
 
 
 def _open_requests() -> int | None:
