@@ -31,7 +31,7 @@ from xla_bugkit.replay import UNRECORDED, ReplayOptions, Spares, protocol
 from xla_bugkit.replay.children import Serves
 from xla_bugkit.run.held import BOUND, Held
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import Ending, rerun
+from xla_bugkit.run.rerun import AtMainEnd, Ending, rerun
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
 
@@ -68,10 +68,10 @@ def held_run(
     served = Served()
     dump_dir = work / "dump"
 
-    def at_end(pid: int, exited: object) -> None:
+    def at_end(pid: int, so_far: RunRecord, deadline: float | None) -> bool:
         served.dump_before = set(dump_dir.rglob("*"))
         if not any(root.iterdir()):
-            return
+            return False
         assert held.open(pid)
         served.pids.append(pid)
         chosen = tuple(Chosen(m, ("chosen",), 0) for m in dumps.index(root).modules)
@@ -82,6 +82,7 @@ def held_run(
             served.verdicts = list(replays.verdicts)
             served.in_program = list(spares.in_program)
             served.dump_after = set(dump_dir.rglob("*"))
+        return held.ended_it
 
     base = {**os.environ, **held.env(PACKAGE_PARENT)}
     try:
@@ -92,7 +93,7 @@ def held_run(
             ending=Ending(600),
             echo=False,
             base_env=base,
-            at_main_end=at_end,
+            at_main_end=AtMainEnd(while_held=at_end),
         )
     finally:
         held.close()
@@ -139,10 +140,15 @@ def test_a_served_replay_that_crashes_the_program_is_replayed_in_a_fresh_child(
     crashed = program_runs["compile_crash"].completed
     failure = classify(crashed.output, exit_status=crashed.returncode)
     fresh, _ = staged(root, failure, monkeypatch, "0")
-    _, served = held_run(tmp_path, "runtime_error.py", root, failure)
+    run, served = held_run(tmp_path, "runtime_error.py", root, failure)
     assert said(served.verdicts) == said(fresh)
     # The first served; the crash ended the program, so it and the third ran in children.
     assert len(served.in_program) == 1, served.in_program
+    # The run's record is the program's as its main module ended, not the crash's.
+    plain = plain_run(tmp_path, "runtime_error.py")
+    assert (run.exit_status, run.failure.kind) == (plain.exit_status, plain.failure.kind)
+    assert run.failure.signature == plain.failure.signature
+    assert any("ended while it served a replay" in n for n in run.xla_flags.notes)
 
 
 def test_a_replay_the_program_may_not_serve_lets_it_go_and_runs_in_a_child(
