@@ -22,7 +22,7 @@ import contextlib
 import io
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,16 +94,16 @@ def replay_ahead(
     work: Path,
     held: Held,
     pid: int,
-    run: RunRecord,
+    so_far: Callable[[], RunRecord],
     options: CollectOptions,
     deadline: float | None,
 ) -> bool:
-    """The replay stage's replays of ``run`` (its record at the main module's end), made by
+    """The replay stage's replays of the run (its record at the main module's end), made by
     the program ``pid``, ``held`` there, each within the run's ``deadline``; then the
     program goes on to its exit. Whether a replay ended the program. Nothing here is said
     to the user: the stages after the run say what they find."""
     try:
-        if held.open(pid) and run.failure.kind.is_failure and options.replay:
+        if held.open(pid) and options.replay and (run := so_far()).failure.kind.is_failure:
             _replay_stage(work, held, run, options, deadline)
     finally:
         held.let_go()
@@ -136,9 +136,9 @@ def _replay_stage(
         timeout = min(replaying.options.timeout, left)
         replaying = replace(replaying, options=replace(replaying.options, timeout=timeout))
     with Spares() as spares:
-        spares.hold(held, _own_flags)
+        spares.hold(held, _own_flags, alone=True)
         for chosen in selection.chosen:
-            if not spares.holding:  # the program has gone: the stages' children do the rest
+            if not spares.held:  # the program has gone: the stages' children do the rest
                 return
             replay_stage(dump_dir, (chosen,), run.failure, replaying, ui=quiet, spares=spares)
 

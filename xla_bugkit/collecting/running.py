@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,9 +27,9 @@ def run_program(
     held, asks = ahead.held(work)
     base = {**os.environ, **asks} if held is not None else None
 
-    def while_held(pid: int, run: RunRecord, deadline: float | None) -> bool:
+    def while_held(pid: int, so_far: Callable[[], RunRecord], deadline: float | None) -> bool:
         assert held is not None
-        return ahead.replay_ahead(work, held, pid, run, options, deadline)
+        return ahead.replay_ahead(work, held, pid, so_far, options, deadline)
 
     try:
         return rerun(

@@ -205,6 +205,7 @@ class Spares:
         self._waiting: deque[tuple[dict[str, str], proc.Waiting | serving.Serving]] = deque()
         self._kept: _Kept | None = None
         self._holding: _Holding | None = None
+        self._only_held = False
         self.in_program: list[str] = []  # the ``out`` of each replay the program served
 
     def __enter__(self) -> Spares:
@@ -273,6 +274,8 @@ class Spares:
         served = self._in_program(env, spec, request.encode(), timeout)
         if served is not None:
             return served
+        if self._only_held:
+            return proc.Completed(None, "", False, 0.0)  # not replayed: no child starts
         kept, self._kept = self._kept, None
         if kept is not None and (kept.argv, kept.env, kept.memory) != (argv, env, memory):
             kept.child.stop()  # one child holds the device at a time
@@ -286,15 +289,24 @@ class Spares:
         status = reply.returncode if reply.answer is None else int(reply.answer.split()[-1])
         return proc.Completed(status, output, reply.timed_out, reply.duration)
 
-    def hold(self, held: Held, serves: Serves) -> None:
+    def hold(self, held: Held, serves: Serves, *, alone: bool = False) -> None:
         """Ask the program's own process, ``held`` at its main module's end, for the
         replays it ``serves`` (``serve``) until ``let_go``; the others go to children,
-        once the program has let go of the device."""
+        once the program has let go of the device. ``alone``: no child ever starts, and
+        a replay the program does not make is not made (its ``Completed`` never started:
+        for replays made ahead, which a later stage makes where these did not)."""
         self.let_go()
         self._holding = _Holding(held, serves)
+        self._only_held = alone
 
     @property
     def holding(self) -> bool:
+        """Whether replays go to the held program (or, ``alone``, nowhere else)."""
+        return self._holding is not None or self._only_held
+
+    @property
+    def held(self) -> bool:
+        """Whether the held program still makes replays."""
         return self._holding is not None
 
     def _in_program(

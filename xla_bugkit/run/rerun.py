@@ -116,10 +116,11 @@ class AtMainEnd(NamedTuple):
     while_held: WhileHeld | None = None
 
 
-# Given the held program's pid, the run's record so far and the moment the run's timeout
-# ends it (monotonic; None: never); True where serving ended the program (a served replay
-# crashed it, or hung and it was killed): the run's record is then the one so far.
-WhileHeld = Callable[[int, RunRecord, float | None], bool]
+# Given the held program's pid, the run's record so far (made when first asked) and the
+# moment the run's timeout ends it (monotonic; None: never); True where serving ended the
+# program (a served replay crashed it, or hung and it was killed): the run's record is then
+# the one so far.
+WhileHeld = Callable[[int, Callable[[], RunRecord], float | None], bool]
 
 
 class Ending(NamedTuple):
@@ -182,25 +183,14 @@ def rerun(
     pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
     pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
     hooked = hook.ENV_PROCESSES in env
-    said = _Said(command, log_path, processes, hide, base)
-    ended_serving: list[RunRecord] = []  # the record so far of a program serving ended
-    work = at_main_end if isinstance(at_main_end, AtMainEnd) else AtMainEnd(at_main_end)
     timed_log = _TimedLog(log_path, deadline)
-
-    def then(pid: int, exited: Callable[[], bool]) -> None:
-        if work.then is not None:
-            work.then(pid, exited)
-        if work.while_held is not None and isinstance(main_end, ends.MainEnd):
-            timed_log.flush()
-            so_far = said.held(main_end.status, started, merged)
-            if work.while_held(pid, so_far, deadline):
-                ended_serving.append(so_far)
-
-    wanted = work.then is not None or work.while_held is not None
-    main_end = ends.MainEnd(processes, then) if wanted and hooked else contextlib.nullcontext()
+    said = _Said(command, log_path, processes, hide, base)
+    at_end = _AtEnd(at_main_end, said, timed_log, started, deadline, merged)
+    main_end = ends.MainEnd(processes, at_end) if at_end.wanted and hooked else None
+    at_end.main_end = main_end
     job_end = JobEnd(job_grace) if job_grace is not None else None
-    with main_end, pruner, timed_log as log, _stops_on_signals(log):
-        if isinstance(main_end, ends.MainEnd) and main_end.env_value is not None:
+    with main_end or contextlib.nullcontext(), pruner, timed_log as log, _stops_on_signals(log):
+        if main_end is not None and main_end.env_value is not None:
             env[ends.ENV] = main_end.env_value
         done = proc.run(
             command,
@@ -218,8 +208,8 @@ def rerun(
         )
     ended_at = time.time()
     ask.forget(processes)
-    if ended_serving:
-        return _as_at_main_end(ended_serving[0])
+    if at_end.ended_serving is not None:
+        return _as_at_main_end(at_end.ended_serving)
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
             f"{pruner.removed} older XLA snapshots removed while the program ran "
@@ -290,6 +280,46 @@ class _Said(NamedTuple):
         done = proc.Completed(status, output, False, time.monotonic() - started)
         failure = classify(output, exit_status=status)
         return self.record(done, failure, merged, time.time())
+
+
+class _AtEnd:
+    """What runs at the program's main module's end (``AtMainEnd``), for one run: the
+    record so far is made when first asked; ``ended_serving`` keeps it where serving ended
+    the program."""
+
+    def __init__(
+        self,
+        work: ends.Then | AtMainEnd | None,
+        said: _Said,
+        log: _TimedLog,
+        started: float,
+        deadline: float | None,
+        merged: flags.MergedFlags,
+    ) -> None:
+        self.work = work if isinstance(work, AtMainEnd) else AtMainEnd(work)
+        self.said, self.log, self.merged = said, log, merged
+        self.started, self.deadline = started, deadline
+        self.main_end: ends.MainEnd | None = None
+        self.ended_serving: RunRecord | None = None
+        self._so_far: RunRecord | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return self.work.then is not None or self.work.while_held is not None
+
+    def __call__(self, pid: int, exited: Callable[[], bool]) -> None:
+        if self.work.then is not None:
+            self.work.then(pid, exited)
+        if self.work.while_held is not None and self.main_end is not None:
+            self.log.flush()
+            if self.work.while_held(pid, self.so_far, self.deadline):
+                self.ended_serving = self.so_far()
+
+    def so_far(self) -> RunRecord:
+        if self._so_far is None:
+            status = self.main_end.status if self.main_end is not None else None
+            self._so_far = self.said.held(status, self.started, self.merged)
+        return self._so_far
 
 
 def _as_at_main_end(run: RunRecord) -> RunRecord:

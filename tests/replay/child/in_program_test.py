@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,7 +68,7 @@ def held_run(
     served = Served()
     dump_dir = work / "dump"
 
-    def at_end(pid: int, so_far: RunRecord, deadline: float | None) -> bool:
+    def at_end(pid: int, so_far: Callable[[], RunRecord], deadline: float | None) -> bool:
         served.dump_before = set(dump_dir.rglob("*"))
         if not any(root.iterdir()):
             return False
