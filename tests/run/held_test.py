@@ -80,3 +80,14 @@ def test_a_program_that_cannot_load_the_server_says_why_and_is_not_ended(
         assert not held.ended_it
     finally:
         held.close()
+
+
+def test_the_hook_spells_the_words_as_collect_does() -> None:
+    from xla_bugkit.replay.child import in_program
+    from xla_bugkit.run import held
+    from xla_bugkit.run.hook import ending
+
+    assert (ending._SERVE_HERE, ending._SERVE_PATH, ending._NOT_HERE) == (
+        held.SERVE_HERE, held.SERVE_PATH, held.NOT_HERE
+    )  # fmt: skip
+    assert in_program.__name__ == ending._SERVER

@@ -13,6 +13,7 @@ its own exit.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from xla_bugkit.proc.serving import Reply
 
-# "<requests FIFO>:<answers FIFO>:<bound, seconds>" and the folder the program imports the
+# JSON, [requests FIFO, answers FIFO, bound in seconds], and the folder the program imports the
 # server from: read by the hook (``hook.ending``, which spells them itself).
 SERVE_HERE = "XLA_BUGKIT_SERVE_HERE"
 SERVE_PATH = "XLA_BUGKIT_SERVE_PATH"
@@ -52,7 +53,7 @@ class Held:
 
     def env(self, package_parent: Path) -> dict[str, str]:
         """What the program's environment needs to serve here."""
-        where = f"{self.requests}:{self.answers}:{self._bound:g}"
+        where = json.dumps([str(self.requests), str(self.answers), self._bound])
         return {SERVE_HERE: where, SERVE_PATH: str(package_parent)}
 
     @property

@@ -189,7 +189,7 @@ def _tell_main_end(recorder: Any) -> None:
         register(tell)
 
 
-# "<requests FIFO>:<answers FIFO>:<bound, seconds>": collect's replays are served here
+# JSON, [requests FIFO, answers FIFO, bound in seconds]: collect's replays are served here
 # (``xla_bugkit.replay.child.in_program``, imported from ``_SERVE_PATH``).
 _SERVE_HERE = "XLA_BUGKIT_SERVE_HERE"
 _SERVE_PATH = "XLA_BUGKIT_SERVE_PATH"
@@ -225,24 +225,29 @@ def _drained(bound: float = 1.0) -> None:
 
 def _open_requests() -> int | None:
     """The requests FIFO's reading end, where collect asked for replays here."""
-    requests = os.environ.get(_SERVE_HERE, "").split(":")[0]
-    if not requests:
-        return None
     try:
+        requests = _asked()[0]
         return os.open(requests, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+    except (OSError, ValueError, IndexError, TypeError):  # not asked, or not as it should be
         return None
+
+
+def _asked() -> list[Any]:
+    import json
+
+    asked = json.loads(os.environ.get(_SERVE_HERE) or "[]")
+    return asked if isinstance(asked, list) else []
 
 
 def _serve(requests: int, recorder: Any) -> None:
     """Serve collect's replays in this process (loaded by name: this package's server,
     from the folder collect gave, never the program's own path), then go on to the exit.
     Whatever fails here ends the serving, never the program."""
-    _, answers_path, bound = (os.environ.get(_SERVE_HERE, "") + "::").split(":")[:3]
     folder = os.environ.get(_SERVE_PATH, "")
     try:
+        _, answers_path, bound = _asked()
         answers = os.open(answers_path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: collect is gone
-    except OSError:
+    except (OSError, ValueError, TypeError):
         os.close(requests)
         return
     try:
@@ -264,7 +269,7 @@ def _serve(requests: int, recorder: Any) -> None:
             threading._SHUTTING_DOWN = shutting  # type: ignore[attr-defined]
             with contextlib.suppress(ValueError):
                 sys.path.remove(folder)
-        server.serve(requests, answers, float(bound or 60), recorder)
+        server.serve(requests, answers, float(bound), recorder)
     except Exception:  # the program's own exit goes on
         pass
     finally:
