@@ -3,6 +3,7 @@ errors said as the user reads them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xla_bugkit import frameworks
-from xla_bugkit.collecting import job, running, warm, workdir
+from xla_bugkit.collecting import ahead, job, running, warm, workdir
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.collecting.options import (
     CollectOptions,
@@ -51,8 +52,10 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
         from xla_bugkit.bundle import devices
 
         devices.start_device_probe()
+    scope = contextlib.ExitStack()
     try:
         first_capture = options.capture
+        scope.enter_context(ahead.replays_ahead(work))
         with warm.importing(prepare=lambda: warm.redactor(command, work)):
             options, run = running.run_stage(work, command, options, ui)
         from xla_bugkit.collecting import bundling  # imported while the program ran
@@ -99,6 +102,7 @@ def collect(command: Sequence[str], options: CollectOptions, ui: Ui | None = Non
             raise
         raise error from None
     finally:
+        scope.close()
         if not keep:
             # Once the bundle is written, the dumps' deletion need not hold up the user;
             # after a stop or an error, it is done before returning.

@@ -85,11 +85,13 @@ def replay_stage(
     *,
     ui: Ui,
     arrays: Path | None = None,
+    spares: Spares | None = None,
 ) -> Replays:
     """Replay each of ``chosen`` (modules of the dump folder ``root``) in a child process,
     each as ``replaying`` says (``replay_module``: the process that compiled them, its
     flags, its memory cap, its framework); ``arrays``: a folder to keep each replay's arrays
-    in, one subfolder per module label.
+    in, one subfolder per module label; ``spares``: the children (and the program held at
+    its main module's end, ``Spares.hold``) the caller keeps, left to it at the end.
 
     Ctrl-C (or SIGTERM) stops the stage: the replay child's process group is stopped and the
     verdicts so far are kept. A second one raises ``KeyboardInterrupt`` once the child is
@@ -99,7 +101,8 @@ def replay_stage(
     verdicts: list[Verdict] = []
     inputs = [_input(root, c, replaying) for c in chosen]
     try:
-        with interrupts.installed(), Spares() as spares:
+        own = Spares() if spares is None else contextlib.nullcontext(spares)
+        with interrupts.installed(), own as spares:
             for i, c in enumerate(chosen):
                 # The next module's child imports jax while this one replays.
                 following = inputs[i + 1] if i + 1 < len(inputs) else None

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from xla_bugkit.collecting import job, warm, workdir
+from xla_bugkit.collecting import ahead, job, warm, workdir
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.run.job_end import JOB
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import Ending, rerun
+from xla_bugkit.run.rerun import AtMainEnd, Ending, rerun
 from xla_bugkit.ui import Ui
 
 
@@ -22,19 +22,37 @@ def run_program(
     command: Sequence[str], work: Path, options: CollectOptions, *, echo: bool = False
 ) -> RunRecord:
     """Rerun ``command`` with dumps into ``work/dump`` and its output into ``work/run.log``;
-    ``echo`` streams the output to the terminal as it arrives."""
-    return rerun(
-        command,
-        dump_dir=work / workdir.DUMP,
-        log_path=work / workdir.LOG,
-        ending=Ending(options.timeout, options.job_grace if options.job_part is not None else None),
-        echo=echo,
-        capture=options.capture,
-        pass_re=options.dump_passes,
-        at_main_end=lambda pid, exited: warm.at_main_end(
-            command, work, pid, exited, max_size=options.max_size
-        ),
-    )
+    ``echo`` streams the output to the terminal as it arrives. Where asked (``ahead``), the
+    program makes the replay stage's replays at its main module's end."""
+    held, asks = ahead.held(work)
+    base = {**os.environ, **asks} if held is not None else None
+
+    def while_held(pid: int, so_far: Callable[[], RunRecord], deadline: float | None) -> bool:
+        assert held is not None
+        return ahead.replay_ahead(work, held, pid, so_far, options, deadline)
+
+    try:
+        return rerun(
+            command,
+            dump_dir=work / workdir.DUMP,
+            log_path=work / workdir.LOG,
+            ending=Ending(
+                options.timeout, options.job_grace if options.job_part is not None else None
+            ),
+            echo=echo,
+            base_env=base,
+            capture=options.capture,
+            pass_re=options.dump_passes,
+            at_main_end=AtMainEnd(
+                lambda pid, exited: warm.at_main_end(
+                    command, work, pid, exited, max_size=options.max_size
+                ),
+                while_held if held is not None else None,
+            ),
+        )
+    finally:
+        if held is not None:
+            held.close()
 
 
 def run_stage(

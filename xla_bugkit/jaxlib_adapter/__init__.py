@@ -8,7 +8,9 @@ jaxlib's objects from jaxlib alone (``alone``), without jax, when its module all
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -257,7 +259,27 @@ def _compile_options(
         # fast-math override flips a NaN-sensitive result either way), which lets one process
         # compile under the recorded flags and under the conservative ones.
         options.env_option_overrides = [*recorded, *overrides]
+    if _DUMP_TO:
+        # Set on the options themselves: an override (env_option_overrides) moves XLA's
+        # own dumps, but not the compile's inputs that PJRT dumps beside them.
+        options.executable_build_options.debug_options.xla_dump_to = _DUMP_TO[-1]
     return options
+
+
+# Where this process's compiles dump for now (``dumping_to``); empty: where XLA_FLAGS says.
+_DUMP_TO: list[str] = []
+
+
+@contextlib.contextmanager
+def dumping_to(folder: Path) -> Iterator[None]:
+    """Every compile made here in the block dumps into ``folder``, not where the process's
+    XLA_FLAGS say (a replay served by the program's own process, whose run's dump folder
+    XLA_FLAGS names)."""
+    _DUMP_TO.append(str(folder))
+    try:
+        yield
+    finally:
+        _DUMP_TO.pop()
 
 
 def compile_options_layout(serialized: bytes) -> tuple[int, int]:

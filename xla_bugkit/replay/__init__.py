@@ -30,6 +30,7 @@ __all__ = [
     "PLAIN",
     "PROCESS_FLAGS",
     "UNRECORDED",
+    "Ahead",
     "Comparison",
     "CompilerRelease",
     "Interpreted",
@@ -48,6 +49,7 @@ __all__ = [
     "failed",
     "fallback_note",
     "judged",
+    "made_ahead",
     "marker",
     "memory_limit",
     "module_files",
@@ -88,6 +90,8 @@ _HOMES = {
     "memory_limit": "xla_bugkit.replay.limits",
     "capped": "xla_bugkit.replay.limits",
     "Spares": "xla_bugkit.replay.children",
+    "Ahead": "xla_bugkit.replay.children",
+    "made_ahead": "xla_bugkit.replay.children",
     "split_flags": "xla_bugkit.replay.spawn",
     "child_spec": "xla_bugkit.replay.spawn",
     "PROCESS_FLAGS": "xla_bugkit.replay.spawn",
@@ -106,7 +110,7 @@ _HOMES = {
 
 if TYPE_CHECKING:
     from xla_bugkit.replay.batch import env_flags, replay_batch
-    from xla_bugkit.replay.children import Spares
+    from xla_bugkit.replay.children import Ahead, Spares, made_ahead
     from xla_bugkit.replay.compare import Comparison, compare_outputs
     from xla_bugkit.replay.context import UNRECORDED, RunContext, replay_module
     from xla_bugkit.replay.dump import as_found, failed, replay_dump

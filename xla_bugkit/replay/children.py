@@ -5,6 +5,7 @@ kept for the next module where opening the platform is costly (``keeps``)."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -12,14 +13,18 @@ import shutil
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_bugkit import platforms, proc
 from xla_bugkit.hlo import flags
 from xla_bugkit.proc import serving
 from xla_bugkit.replay import protocol
+
+if TYPE_CHECKING:
+    from xla_bugkit.run.held import Held
 
 
 def child_env(
@@ -100,6 +105,81 @@ def keeps(platform: str) -> bool:
     return found is not None and found.costly_start
 
 
+class Ahead:
+    """Replays made ahead of the stage that asks for them (by the program held at its main
+    module's end, before its run's record is final): how each ended and a copy of what it
+    left in its ``out``, by what it was asked. A stage whose replay is asked exactly so
+    (the same spec but its ``out``, its files unchanged, the same environment and memory
+    limit) takes it from here (``spawn``); any other replays as always."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._done: dict[str, tuple[proc.Completed, Path]] = {}
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def keep(self, key: str, done: proc.Completed, out: Path) -> None:
+        copy = self.folder / str(len(self._done))
+        shutil.copytree(out, copy)
+        self._done[key] = (done, copy)
+
+    def take(self, key: str, out: Path) -> proc.Completed | None:
+        found = self._done.get(key)
+        if found is None:
+            return None
+        done, copy = found
+        shutil.copytree(copy, out, dirs_exist_ok=True)
+        return done
+
+
+_AHEAD: list[Ahead] = []  # the replays made ahead in this collect (``made_ahead``)
+
+
+@contextlib.contextmanager
+def made_ahead(ahead: Ahead) -> Iterator[Ahead]:
+    """Replays served in the block are kept in ``ahead``, and taken from it."""
+    _AHEAD.append(ahead)
+    try:
+        yield ahead
+    finally:
+        _AHEAD.remove(ahead)
+
+
+def asked(env: Mapping[str, str], spec: Mapping[str, object], memory: int | None) -> str:
+    """What a replay was asked, as ``Ahead`` knows it again: its spec less its ``out``, each
+    file it names with its size and time, the environment that shapes it, the memory limit."""
+    files = {}
+    for name, value in spec.items():
+        if name != "out" and isinstance(value, str) and os.path.isfile(value):
+            st = os.stat(value)
+            files[name] = (st.st_size, st.st_mtime_ns)
+    rest = {k: v for k, v in spec.items() if k != "out"}
+    return json.dumps([rest, files, sorted(env.items()), memory], sort_keys=True, default=str)
+
+
+def taken_ahead(
+    env: Mapping[str, str], spec: Mapping[str, object], memory: int | None
+) -> proc.Completed | None:
+    """The replay of ``spec`` as it was made ahead, its files now in its ``out``; None
+    where it was not."""
+    if not _AHEAD:
+        return None
+    return _AHEAD[-1].take(asked(env, spec, memory), Path(str(spec["out"])))
+
+
+# Which replays the held program may serve: given the child's environment and its spec.
+Serves = Callable[[Mapping[str, str], Mapping[str, object]], bool]
+
+
+@dataclass(frozen=True)
+class _Holding:
+    """The program held at its main module's end, and what it may serve."""
+
+    held: Held
+    serves: Serves
+
+
 @dataclass(frozen=True)
 class _Kept:
     """A child that replayed a module and waits for the next, and what it started with."""
@@ -124,11 +204,17 @@ class Spares:
     def __init__(self) -> None:
         self._waiting: deque[tuple[dict[str, str], proc.Waiting | serving.Serving]] = deque()
         self._kept: _Kept | None = None
+        self._holding: _Holding | None = None
+        self._only_held = False
+        self.in_program: list[str] = []  # the ``out`` of each replay the program served
 
     def __enter__(self) -> Spares:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._holding is not None:  # nothing after the block needs its device
+            self._holding.held.let_go()
+            self._holding = None
         self.let_go()
         while self._waiting:
             self._waiting.popleft()[1].stop()
@@ -144,7 +230,10 @@ class Spares:
     ) -> None:
         """Start a child for a module of ``platform`` whose XLA_FLAGS at start-up are
         ``env_flags`` (``spawn.split_flags``) and LIBTPU_INIT_ARGS ``tpu_args``; on a
-        platform that ``keeps`` its child, none while one is kept or waits."""
+        platform that ``keeps`` its child, none while one is kept or waits; none while the
+        program is held (``hold``): it makes the replays, and holds the device."""
+        if self._holding is not None:
+            return
         env = child_env(tuple(env_flags), platform, tpu_args=tpu_args)
         if not keeps(platform):
             waiting = proc.start_waiting([*WORKER, protocol.SPEC_ON_STDIN], env=env)
@@ -181,12 +270,17 @@ class Spares:
         unless it crashed or hung: how the module's replay ended, as a child of its own
         would have ended with it (its status, its part of the output)."""
         argv = (*worker, protocol.SPECS_ON_STDIN)
+        request = json.dumps({**spec, "memory_limit": memory})
+        served = self._in_program(env, spec, request.encode(), timeout)
+        if served is not None:
+            return served
+        if self._only_held:
+            return proc.Completed(None, "", False, 0.0)  # not replayed: no child starts
         kept, self._kept = self._kept, None
         if kept is not None and (kept.argv, kept.env, kept.memory) != (argv, env, memory):
             kept.child.stop()  # one child holds the device at a time
             kept = None
         child = kept.child if kept is not None else self._spare(argv, env) or _serving(argv, env)
-        request = json.dumps({**spec, "memory_limit": memory})
         reply = child.ask(request.encode(), timeout=timeout)
         if child.alive:
             self._kept = _Kept(argv, env, memory, child)
@@ -195,8 +289,58 @@ class Spares:
         status = reply.returncode if reply.answer is None else int(reply.answer.split()[-1])
         return proc.Completed(status, output, reply.timed_out, reply.duration)
 
+    def hold(self, held: Held, serves: Serves, *, alone: bool = False) -> None:
+        """Ask the program's own process, ``held`` at its main module's end, for the
+        replays it ``serves`` (``serve``) until ``let_go``; the others go to children,
+        once the program has let go of the device. ``alone``: no child ever starts, and
+        a replay the program does not make is not made (its ``Completed`` never started:
+        for replays made ahead, which a later stage makes where these did not)."""
+        self.let_go()
+        self._holding = _Holding(held, serves)
+        self._only_held = alone
+
+    @property
+    def holding(self) -> bool:
+        """Whether replays go to the held program (or, ``alone``, nowhere else)."""
+        return self._holding is not None or self._only_held
+
+    @property
+    def held(self) -> bool:
+        """Whether the held program still makes replays."""
+        return self._holding is not None
+
+    def _in_program(
+        self, env: dict[str, str], spec: Mapping[str, object], request: bytes, timeout: float
+    ) -> proc.Completed | None:
+        """The replay as the held program served it; None where it may not serve it, or
+        ended without an answer (a crash, a hang: it is ended, and the replay runs again in
+        a fresh child, which the judge reads as it reads every child's end)."""
+        holding = self._holding
+        if holding is None:
+            return None
+        if not holding.serves(env, spec):
+            self.let_go()  # the device is the child's now
+            return None
+        reply = holding.held.ask(request, timeout=timeout)
+        if reply.answer is None:  # it has ended, or was ended
+            self.let_go()
+            return None
+        self.in_program.append(str(spec.get("out")))
+        lines = reply.output.splitlines(keepends=True)
+        output = "".join(line for line in lines if not line.startswith(protocol.STARTS))
+        status = int(reply.answer.split()[-1])
+        done = proc.Completed(status, output, reply.timed_out, reply.duration)
+        if _AHEAD:
+            memory = json.loads(request).get("memory_limit")
+            _AHEAD[-1].keep(asked(env, spec, memory), done, Path(str(spec["out"])))
+        return done
+
     def let_go(self) -> None:
-        """Stop the kept child, if any: another process is about to open its device."""
+        """Stop the kept child, if any, and let the held program go on to its exit:
+        another process is about to open its device."""
+        holding, self._holding = self._holding, None
+        if holding is not None:
+            holding.held.let_go(wait=True)  # until it has let go of the device
         kept, self._kept = self._kept, None
         if kept is not None:
             kept.child.stop()

@@ -16,7 +16,7 @@ from xla_bugkit.failure.classify import Phase
 from xla_bugkit.hlo import flags
 from xla_bugkit.hlo.generated import SEED
 from xla_bugkit.replay import protocol
-from xla_bugkit.replay.children import Spares, child_env, keeps, worker
+from xla_bugkit.replay.children import Spares, child_env, keeps, taken_ahead, worker
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.protocol import marker
 
@@ -69,8 +69,10 @@ def _spawn(
     library = inp.compiler.library if inp.compiler is not None else None
     env = child_env(tuple(env_flags), inp.platform, inp.python, release, tpu_args, library)
     memory = limits["limits"].memory_bytes if limits["limits"] is not None else None
+    if (ahead := taken_ahead(env, spec, memory)) is not None:
+        return child_of(ahead, out)  # served by the program before its run's record was final
     # A libtpu release's probe (bisect) gets a child of its own: one that cannot load says so.
-    if spares is not None and keeps(inp.platform) and inp.compiler is None:
+    if spares is not None and (keeps(inp.platform) or spares.holding) and inp.compiler is None:
         served = spares.serve(worker(inp.python), env, memory, spec, timeout=limits["timeout"])
         return child_of(served, out)
     # Spares run this interpreter, jaxlib and compiler: a replay under another starts afresh.

@@ -35,6 +35,7 @@ class MainEnd:
         self.path = (folder / FIFO).absolute()  # the program may change its folder
         self.then = then
         self.heard: int | None = None  # the pid that said its main module had finished
+        self.status: int | None = None  # the exit status it foresaw then
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -77,9 +78,13 @@ class MainEnd:
         finally:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if self._closing.is_set() or not said.isdigit():
+        # "<pid>", or "<pid> <status>": the status it foresees (``hook.ending``).
+        words = said.split()
+        if self._closing.is_set() or not words or not words[0].isdigit():
             return
-        self.heard = int(said)
+        self.heard = int(words[0])
+        with contextlib.suppress(IndexError, ValueError):
+            self.status = int(words[1])
         with contextlib.suppress(Exception):  # the stages after the run do it again, and say
             self.then(self.heard, self._closing.is_set)
 

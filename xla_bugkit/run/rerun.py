@@ -6,10 +6,11 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,7 @@ from xla_bugkit.run.record import RunRecord
 
 if TYPE_CHECKING:
     from xla_bugkit.failure.classify import Failure, Stop
+    from xla_bugkit.run.processes import Culprit
 
 # What reads the run once it has ended (classify, processes, weigh) is imported then: the
 # program starts without waiting for it (collect imports it meanwhile: ``warm``).
@@ -105,6 +107,23 @@ def _hook_sets_flags(command: Sequence[str], framework: frameworks.Framework | N
     return True
 
 
+class AtMainEnd(NamedTuple):
+    """What runs once the program's main module has finished: ``then`` (``main_end``), and
+    after it ``while_held``, given the program's pid and the run's record so far
+    (``_Said.held``): a program whose environment asked it to serve replays there
+    (``held``) waits for them, and goes on when they are done."""
+
+    then: ends.Then | None = None
+    while_held: WhileHeld | None = None
+
+
+# Given the held program's pid, the run's record so far (made when first asked) and the
+# moment the run's timeout ends it (monotonic; None: never); True where serving ended the
+# program (a served replay crashed it, or hung and it was killed): the run's record is then
+# the one so far.
+WhileHeld = Callable[[int, Callable[[], RunRecord], float | None], bool]
+
+
 class Ending(NamedTuple):
     """When collect ends a run before its own end: after ``timeout`` seconds; for a part of
     a job, ``job_grace`` seconds after its output shows that its job ended it."""
@@ -124,7 +143,7 @@ def rerun(
     processes: Path | None = None,
     capture: Capture = DEFAULT_CAPTURE,
     pass_re: str | None = None,
-    at_main_end: ends.Then | None = None,
+    at_main_end: ends.Then | AtMainEnd | None = None,
 ) -> RunRecord:
     """Run ``command`` with dumps into ``dump_dir``; its output goes live to the terminal
     (``echo``) and to ``log_path`` as it arrives. Each Python process of the run records
@@ -132,7 +151,7 @@ def rerun(
     each one that starts an XLA backend dumps into a subfolder of ``dump_dir`` named by its
     pid (``hook.process_dump_dir``). ``at_main_end`` runs in a thread once the
     program's main module has finished, while it tears itself down (``main_end``); the run
-    returns after it has.
+    returns after it has. With an ``AtMainEnd``, its ``while_held`` runs after it.
 
     A run stopped by ``ending.timeout`` or by the user (Ctrl-C, SIGTERM) while XLA was busy
     is a hang; how long it ran and went without output before the stop go into its failure.
@@ -165,12 +184,14 @@ def rerun(
     pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
     pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
     hooked = hook.ENV_PROCESSES in env
-    main_end = (
-        ends.MainEnd(processes, at_main_end) if at_main_end and hooked else contextlib.nullcontext()
-    )
+    timed_log = _TimedLog(log_path, deadline)
+    said = _Said(command, log_path, processes, hide, base)
+    at_end = _AtEnd(at_main_end, said, timed_log, started, deadline, merged)
+    main_end = ends.MainEnd(processes, at_end) if at_end.wanted and hooked else None
+    at_end.main_end = main_end
     job_end = JobEnd(job_grace) if job_grace is not None else None
-    with main_end, pruner, _TimedLog(log_path, deadline) as log, _stops_on_signals(log):
-        if isinstance(main_end, ends.MainEnd) and main_end.env_value is not None:
+    with main_end or contextlib.nullcontext(), pruner, timed_log as log, _stops_on_signals(log):
+        if main_end is not None and main_end.env_value is not None:
             env[ends.ENV] = main_end.env_value
         done = proc.run(
             command,
@@ -188,6 +209,8 @@ def rerun(
         )
     ended_at = time.time()
     ask.forget(processes)
+    if at_end.ended_serving is not None:
+        return _as_at_main_end(at_end.ended_serving)
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
             f"{pruner.removed} older XLA snapshots removed while the program ran "
@@ -199,7 +222,6 @@ def rerun(
     merged = replace(merged, notes=(*merged.notes, *caches.notes(processes)))
     from xla_bugkit.failure.classify import classify
     from xla_bugkit.run.processes import asked_exit, failing
-    from xla_bugkit.run.weigh import weigh
 
     stop = None
     if done.timed_out or done.interrupted:
@@ -220,20 +242,105 @@ def rerun(
         failure = _ended_by_its_job(done.output, failure, done.duration)
         if failure.peer is not None:
             merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
-    return RunRecord(
-        command=tuple(command),
-        exit_status=done.returncode,
-        timed_out=done.timed_out,
-        interrupted=done.interrupted,
-        duration=done.duration,
-        log=log_path,
-        output=done.output,
-        xla_flags=merged,
-        failure=weigh(failure, culprit, ended_at=ended_at),
-        culprit=culprit,
-        hidden=hide.pattern.decode("latin-1") if hide is not None else None,
-        tpu_args=flags.tpu_args(base.get(flags.TPU_ENV)),
+    return said.record(done, failure, merged, ended_at, culprit)
+
+
+class _Said(NamedTuple):
+    """What a run's record says besides how it ended."""
+
+    command: Sequence[str]
+    log_path: Path
+    processes: Path
+    hide: re.Pattern[bytes] | None
+    base: Mapping[str, str]
+
+    def record(
+        self,
+        done: proc.Completed,
+        failure: Failure,
+        merged: flags.MergedFlags,
+        ended_at: float,
+        culprit: Culprit | None,
+    ) -> RunRecord:
+        from xla_bugkit.run.weigh import weigh
+
+        return RunRecord(
+            command=tuple(self.command),
+            exit_status=done.returncode,
+            timed_out=done.timed_out,
+            interrupted=done.interrupted,
+            duration=done.duration,
+            log=self.log_path,
+            output=done.output,
+            xla_flags=merged,
+            failure=weigh(failure, culprit, ended_at=ended_at),
+            culprit=culprit,
+            hidden=self.hide.pattern.decode("latin-1") if self.hide is not None else None,
+            tpu_args=flags.tpu_args(self.base.get(flags.TPU_ENV)),
+        )
+
+    def held(self, status: int | None, started: float, merged: flags.MergedFlags) -> RunRecord:
+        """The record of a run whose program is held at its main module's end: its output
+        so far, and the status its hook foresees; what its teardown adds is not in it."""
+        from xla_bugkit.failure.classify import classify
+        from xla_bugkit.run.processes import failing
+
+        output = self.log_path.read_bytes().decode("utf-8", "replace")
+        done = proc.Completed(status, output, False, time.monotonic() - started)
+        failure = classify(output, exit_status=status)
+        # What the failing process recorded of itself outweighs what its output let through.
+        culprit = failing(evidence_files.read(self.processes))
+        return self.record(done, failure, merged, time.time(), culprit)
+
+
+class _AtEnd:
+    """What runs at the program's main module's end (``AtMainEnd``), for one run: the
+    record so far is made when first asked; ``ended_serving`` keeps it where serving ended
+    the program."""
+
+    def __init__(
+        self,
+        work: ends.Then | AtMainEnd | None,
+        said: _Said,
+        log: _TimedLog,
+        started: float,
+        deadline: float | None,
+        merged: flags.MergedFlags,
+    ) -> None:
+        self.work = work if isinstance(work, AtMainEnd) else AtMainEnd(work)
+        self.said, self.log, self.merged = said, log, merged
+        self.started, self.deadline = started, deadline
+        self.main_end: ends.MainEnd | None = None
+        self.ended_serving: RunRecord | None = None
+        self._so_far: RunRecord | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return self.work.then is not None or self.work.while_held is not None
+
+    def __call__(self, pid: int, exited: Callable[[], bool]) -> None:
+        if self.work.then is not None:
+            self.work.then(pid, exited)
+        if self.work.while_held is not None and self.main_end is not None:
+            self.log.flush()
+            if self.work.while_held(pid, self.so_far, self.deadline):
+                self.ended_serving = self.so_far()
+
+    def so_far(self) -> RunRecord:
+        if self._so_far is None:
+            status = self.main_end.status if self.main_end is not None else None
+            self._so_far = self.said.held(status, self.started, self.merged)
+        return self._so_far
+
+
+def _as_at_main_end(run: RunRecord) -> RunRecord:
+    """The record of a program that a replay served in its process ended: its own end is
+    lost, the record at its main module's end stands, and says so."""
+    note = (
+        "the program's process ended while it served a replay at its main module's end: "
+        "its record is as it was then (its own teardown never ran)"
     )
+    return replace(run, xla_flags=replace(run.xla_flags, notes=(*run.xla_flags.notes, note)))
 
 
 def _ended_by_its_job(output: str, killed: Failure, ran: float) -> Failure:

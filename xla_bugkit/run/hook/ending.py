@@ -28,12 +28,23 @@ def watch(recorder: Any) -> None:
     _record_exit(recorder)
     _record_uncaught(recorder)
     _stack_at_own_exit(recorder)
-    _tell_main_end()
+    _tell_main_end(recorder)
+
+
+_STATUSES: list[int] = []
+
+
+def _foreseen() -> int:
+    """The status the process will exit with, as far as its main module's end shows it: an
+    uncaught exception's 1, sys.exit's own, else 0 (its teardown may yet change it)."""
+    if getattr(sys, "last_value", None) is not None:
+        return 1
+    return _STATUSES[-1] if _STATUSES else 0
 
 
 def _record_exit(recorder: Any) -> None:
     """The ``exit`` record, at atexit: how the interpreter is leaving."""
-    statuses: list[int] = []  # what the program asked sys.exit for, the last call last
+    statuses = _STATUSES  # what the program asked sys.exit for, the last call last
     original = sys.exit
 
     def noting_exit(status: object = None, /) -> Any:
@@ -155,13 +166,14 @@ def _note(recorder: Any, where: str, kind: Any, value: Any) -> None:
         pass
 
 
-def _tell_main_end() -> None:
+def _tell_main_end(recorder: Any) -> None:
     """Tell collect when the program's main module has finished, through the FIFO that
     ``XLA_BUGKIT_MAIN_END`` names (``<collect's pid>:<path>``): Python then waits for the
     program's threads and runs its atexit functions (jax's own teardown: a tenth of a
     second or more), which collect spends on the bundle's first stages. Only the process
     collect started tells: a worker's end is not the program's. Writes this pid, or
-    nothing when collect no longer listens."""
+    nothing when collect no longer listens. Where collect asked (``_SERVE_HERE``), the
+    process then serves collect's replays before it goes on (``_serve``)."""
     parent, _, path = os.environ.get("XLA_BUGKIT_MAIN_END", "").partition(":")
     # Run by threading's shutdown, before atexit's functions (CPython 3.9 and later).
     register = getattr(threading, "_register_atexit", None)
@@ -172,17 +184,112 @@ def _tell_main_end() -> None:
     def tell() -> None:
         if os.getpid() != pid:
             return
+        requests = _open_requests()  # before the word: collect asks once it hears it
+        if requests is not None:
+            _drained()
         try:
             fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody listens
         except OSError:
-            return
-        try:
-            os.write(fd, str(pid).encode())
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            fd = None
+        if fd is not None:
+            try:
+                os.write(fd, f"{pid} {_foreseen()}".encode())
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        if requests is not None:
+            _serve(requests, recorder)
 
     with contextlib.suppress(RuntimeError):  # already shutting down
         register(tell)
+
+
+# JSON, [requests FIFO, answers FIFO, bound in seconds]: collect's replays are served here
+# (``xla_bugkit.replay.child.in_program``, imported from ``_SERVE_PATH``).
+_SERVE_HERE = "XLA_BUGKIT_SERVE_HERE"
+_SERVE_PATH = "XLA_BUGKIT_SERVE_PATH"
+_SERVER = "xla_bugkit.replay.child.in_program"
+_NOT_HERE = "XLA_BUGKIT_NOT_HERE: "
+
+
+def _drained(bound: float = 1.0) -> None:
+    """Until collect has read what this process wrote to its stdout and stderr (pipes: the
+    bytes still in them, FIONREAD), at most ``bound`` seconds: the record collect makes at
+    the word reads the output so far."""
+    try:
+        import fcntl
+        import struct
+        import termios
+        import time
+    except ImportError:  # not on this system: the record may miss the last lines
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    deadline = time.monotonic() + bound
+    for fd in (1, 2):
+        while time.monotonic() < deadline:
+            try:
+                left = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+            except OSError:  # not a pipe
+                break
+            if left == 0:
+                break
+            time.sleep(0.002)
+
+
+def _open_requests() -> int | None:
+    """The requests FIFO's reading end, where collect asked for replays here."""
+    try:
+        requests = _asked()[0]
+        return os.open(requests, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError, IndexError, TypeError):  # not asked, or not as it should be
+        return None
+
+
+def _asked() -> list[Any]:
+    import json
+
+    asked = json.loads(os.environ.get(_SERVE_HERE) or "[]")
+    return asked if isinstance(asked, list) else []
+
+
+def _serve(requests: int, recorder: Any) -> None:
+    """Serve collect's replays in this process (loaded by name: this package's server,
+    from the folder collect gave, never the program's own path), then go on to the exit.
+    Whatever fails here ends the serving, never the program."""
+    folder = os.environ.get(_SERVE_PATH, "")
+    try:
+        _, answers_path, bound = _asked()
+        answers = os.open(answers_path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: collect is gone
+    except (OSError, ValueError, TypeError):
+        os.close(requests)
+        return
+    try:
+        os.set_blocking(answers, True)
+        sys.path.insert(0, folder)
+        # threading's shutdown has begun: a module that registers its own exit with it
+        # (concurrent.futures) would refuse to load. Its exit is not run (the list was read
+        # before), and the server leaves no thread of its own behind it.
+        shutting = getattr(threading, "_SHUTTING_DOWN", False)
+        try:
+            import importlib
+
+            threading._SHUTTING_DOWN = False  # type: ignore[attr-defined]
+            server = importlib.import_module(_SERVER)
+        except Exception as e:
+            os.write(answers, f"{_NOT_HERE}{type(e).__name__}: {e}\n".encode())
+            return
+        finally:
+            threading._SHUTTING_DOWN = shutting  # type: ignore[attr-defined]
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
+        server.serve(requests, answers, float(bound), recorder)
+    except Exception:  # the program's own exit goes on
+        pass
+    finally:
+        for fd in (requests, answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)

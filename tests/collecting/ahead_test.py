@@ -1,0 +1,77 @@
+"""collect with its replays made by the program's own process at its main module's end
+(``ahead``, forced on the CPU by its switch): the same verdicts, exit code and record as
+collect with a child per replay, on a runtime error and a wrong result, with the replay
+stage's replays taken from those the program made."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.programs import PROGRAMS
+from xla_bugkit.collecting import ahead
+from xla_bugkit.collecting.driver import collect
+from xla_bugkit.collecting.options import CollectOptions, CollectResult
+from xla_bugkit.proc import Completed
+from xla_bugkit.replay import spawn
+from xla_bugkit.ui import Ui
+
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
+
+TAKEN_AHEAD = spawn.taken_ahead  # what the stages ask, watched below
+
+
+def collected(
+    tmp_path: Path, program: str, switch: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[CollectResult, list[Completed]]:
+    """collect of ``program`` with the switch at ``switch``; the replays taken from those
+    the program made ahead."""
+    monkeypatch.setenv(ahead.IN_PROGRAM, switch)
+    taken: list[Completed] = []
+
+    def counted(*args: object) -> Completed | None:
+        found = TAKEN_AHEAD(*args)  # type: ignore[arg-type]
+        if found is not None:
+            taken.append(found)
+        return found
+
+    monkeypatch.setattr(spawn, "taken_ahead", counted)
+    out = tmp_path / f"{switch}.zip"
+    options = CollectOptions(output=out, timeout=600)
+    result = collect([sys.executable, str(PROGRAMS / program)], options, Ui(verbosity=-1))
+    return result, taken
+
+
+def said(result: CollectResult) -> tuple[object, ...]:
+    verdicts = [
+        (v.module, v.outcome.value, v.failure.signature if v.failure else v.evidence, v.inputs)
+        for v in result.verdicts
+    ]
+    run = result.run
+    assert run is not None
+    return (result.exit_code, verdicts, run.exit_status, run.failure.kind, run.failure.headline)
+
+
+# The replay stage's replays are made ahead where the record at the main module's end shows
+# the failure: a runtime error's traceback and status 1 do. wrong_result.py ends with
+# ``raise SystemExit(message)``, whose status only its exit shows: its record then says
+# success, nothing is made ahead, and every replay is a child's, as without the switch.
+@pytest.mark.parametrize(
+    ("program", "made_ahead"), [("runtime_error.py", True), ("wrong_result.py", False)]
+)
+def test_collect_with_replays_made_by_the_program_says_what_collect_with_children_says(
+    program: str, made_ahead: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    children, none_taken = collected(tmp_path, program, "0", monkeypatch)
+    held, taken = collected(tmp_path, program, "1", monkeypatch)
+    assert none_taken == []
+    assert said(held) == said(children)
+    assert held.verdicts
+    assert bool(taken) == made_ahead, taken
+    # Each was made in the program's own process, whose pid its replay said.
+    run = held.run
+    assert run is not None and run.culprit is not None
+    pid = f"XLA_BUGKIT_PID: {run.culprit.process.pid}"
+    assert all(pid in done.output for done in taken), taken

@@ -1,0 +1,149 @@
+"""collect's replays made by the program's own process, held at its main module's end,
+before it tears itself down: where opening the device costs seconds and one process at a
+time may hold it (a TPU), the program already holds it, and no replay child need open it.
+
+At the main module's end the run's record is not final: the program's teardown may still
+print, or change its exit status. So the replay stage runs there on the record so far,
+only to make its replays (``replay.children.Ahead``); the stages after the run then run
+as always on the final record, and a replay asked exactly as one made ahead (the same
+module, inputs, flags and environment) is taken from it rather than made again. A replay
+the final record does not ask for is unused; one it asks for that was not made ahead runs
+in a child, as always. Verdicts are the judge's, from the final record, either way.
+
+Only replays under the run's own flags are served there (the program's process-wide
+XLA_FLAGS are the run's): the replay without them (``own_flags``) and the wrong value's
+search keep their children. A served replay that crashes or hangs the program is made
+again in a fresh child (``Spares``); the run's record then shows how the program ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xla_bugkit import platforms
+from xla_bugkit.collecting import workdir
+from xla_bugkit.run.held import Held
+
+if TYPE_CHECKING:
+    from xla_bugkit.collecting.options import CollectOptions
+    from xla_bugkit.run.record import RunRecord
+
+# What the stages after the run import (the replays, numpy among them) is imported only
+# where the switch is on: collect starts the program before it imports them (``warm``).
+
+# "costly": on the platforms whose row says opening them is costly (``costly_start``: a
+# TPU, a GPU); "1": on every platform (the tests force it so on the CPU); "0" or unset: on
+# none, until it has been measured on the chip.
+IN_PROGRAM = "XLA_BUGKIT_IN_PROGRAM"
+AHEAD = "ahead"  # the work dir's folder of the replays made ahead
+# Seconds of the run's timeout kept for the program's own teardown (a TPU's: about 6 s),
+# and the least a replay made here is given.
+LEFT_FOR_ITS_EXIT = 30.0
+MIN_REPLAY = 10.0
+
+
+def asked() -> bool:
+    """Whether the program is asked, before it starts, to serve replays at its end."""
+    return os.environ.get(IN_PROGRAM, "") in ("1", "costly")
+
+
+def held(work: Path) -> tuple[Held | None, dict[str, str]]:
+    """Where asked, the FIFOs the program is asked over, and what its environment needs."""
+    if not asked():
+        return None, {}
+    from xla_bugkit.replay.protocol import ENDED
+
+    fifos = Held(work, ENDED)
+    return fifos, fifos.env(_PACKAGE_PARENT)
+
+
+# Where the program imports the replay server from: the folder this package is in.
+_PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def replays_ahead(work: Path) -> Iterator[None]:
+    """The replays the program makes at its main module's end are kept for the stages
+    after the run while the block runs (``replay.Ahead``)."""
+    if not asked():
+        yield
+        return
+    from xla_bugkit.replay import Ahead, made_ahead
+
+    folder = work / AHEAD
+    folder.mkdir(exist_ok=True)
+    with made_ahead(Ahead(folder)):
+        yield
+
+
+def serves(platform: str) -> bool:
+    """Whether replays of ``platform``'s modules are served by the program."""
+    said = os.environ.get(IN_PROGRAM, "")
+    found = platforms.find(platform)
+    return said == "1" or (said == "costly" and found is not None and found.costly_start)
+
+
+def replay_ahead(
+    work: Path,
+    held: Held,
+    pid: int,
+    so_far: Callable[[], RunRecord],
+    options: CollectOptions,
+    deadline: float | None,
+) -> bool:
+    """The replay stage's replays of the run (its record at the main module's end), made by
+    the program ``pid``, ``held`` there, each within the run's ``deadline``; then the
+    program goes on to its exit. Whether a replay ended the program. Nothing here is said
+    to the user: the stages after the run say what they find."""
+    try:
+        if held.open(pid) and options.replay and (run := so_far()).failure.kind.is_failure:
+            _replay_stage(work, held, run, options, deadline)
+    finally:
+        held.let_go()
+    return held.ended_it
+
+
+def _replay_stage(
+    work: Path, held: Held, run: RunRecord, options: CollectOptions, deadline: float | None
+) -> None:
+    from xla_bugkit.collecting.replays import Replaying, replay_stage
+    from xla_bugkit.collecting.stages import choose, index_dumps
+    from xla_bugkit.replay import Spares
+    from xla_bugkit.run import processes
+    from xla_bugkit.ui import Ui
+
+    quiet = Ui(verbosity=-1, stream=io.StringIO())
+    dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
+    found = index_dumps(dump_dir, run)
+    selection = choose(found.index, run, options, run.culprit_evidence)
+    if not selection.chosen or not serves(selection.chosen[0].module.platform):
+        return
+    names = (c.module.name for c in selection.chosen)
+    replaying = Replaying.of_run(run, options).of_modules(run, names)
+    if deadline is not None:
+        # The run's timeout counts the time held: every replay ends well before it, or is
+        # not made here (the stages after the run make it, in a child).
+        left = deadline - time.monotonic() - LEFT_FOR_ITS_EXIT
+        if left < MIN_REPLAY:
+            return
+        timeout = min(replaying.options.timeout, left)
+        replaying = replace(replaying, options=replace(replaying.options, timeout=timeout))
+    with Spares() as spares:
+        spares.hold(held, _own_flags, alone=True)
+        for chosen in selection.chosen:
+            if not spares.held:  # the program has gone: the stages' children do the rest
+                return
+            replay_stage(dump_dir, (chosen,), run.failure, replaying, ui=quiet, spares=spares)
+
+
+def _own_flags(env: Mapping[str, str], spec: Mapping[str, object]) -> bool:
+    """Only a replay under the run's own flags is served there: the program's XLA_FLAGS
+    are the run's for the whole process."""
+    return not spec.get("flags_given")
