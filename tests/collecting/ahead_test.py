@@ -75,3 +75,21 @@ def test_collect_with_replays_made_by_the_program_says_what_collect_with_childre
     assert run is not None and run.culprit is not None
     pid = f"XLA_BUGKIT_PID: {run.culprit.process.pid}"
     assert all(pid in done.output for done in taken), taken
+
+
+@pytest.mark.parametrize(("tpu_here", "platform", "served"), [
+    (True, "tpu", True), (True, "cpu", False), (False, "tpu", False), (None, "tpu", False),
+])  # fmt: skip
+def test_unset_it_is_on_where_the_machine_has_a_chip_costly_to_open(
+    monkeypatch: pytest.MonkeyPatch, tpu_here: bool | None, platform: str, served: bool
+) -> None:
+    from xla_bugkit import platforms
+
+    monkeypatch.delenv(ahead.IN_PROGRAM, raising=False)
+    monkeypatch.setattr(
+        platforms, "devices_here", lambda p, *_: tpu_here if p.name == "tpu" else None
+    )
+    assert ahead.asked() is bool(tpu_here)
+    assert ahead.serves(platform) is served
+    monkeypatch.setenv(ahead.IN_PROGRAM, "0")  # said off: off on a TPU machine too
+    assert not ahead.asked() and not ahead.serves("tpu")

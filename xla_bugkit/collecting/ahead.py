@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 # where the switch is on: collect starts the program before it imports them (``warm``).
 
 # "costly": on the platforms whose row says opening them is costly (``costly_start``: a
-# TPU, a GPU); "1": on every platform (the tests force it so on the CPU); "0" or unset: on
-# none, until it has been measured on the chip.
+# TPU, a GPU); "1": on every platform (the tests force it so on the CPU); "0": on none.
+# Unset: "costly" on a machine that has such a chip on its PCI bus (a TPU: measured on a v5e,
+# benchmarks/TPU.md), "0" elsewhere.
 IN_PROGRAM = "XLA_BUGKIT_IN_PROGRAM"
 AHEAD = "ahead"  # the work dir's folder of the replays made ahead
 # Seconds of the run's timeout kept for the program's own teardown (a TPU's: about 6 s),
@@ -49,9 +50,18 @@ LEFT_FOR_ITS_EXIT = 30.0
 MIN_REPLAY = 10.0
 
 
+def _mode() -> str:
+    """``IN_PROGRAM``'s value, or what its absence means on this machine."""
+    said = os.environ.get(IN_PROGRAM, "")
+    if said:
+        return said
+    here = (platforms.devices_here(p) for p in platforms.PLATFORMS if p.costly_start)
+    return "costly" if any(here) else "0"
+
+
 def asked() -> bool:
     """Whether the program is asked, before it starts, to serve replays at its end."""
-    return os.environ.get(IN_PROGRAM, "") in ("1", "costly")
+    return _mode() in ("1", "costly")
 
 
 def held(work: Path) -> tuple[Held | None, dict[str, str]]:
@@ -85,7 +95,7 @@ def replays_ahead(work: Path) -> Iterator[None]:
 
 def serves(platform: str) -> bool:
     """Whether replays of ``platform``'s modules are served by the program."""
-    said = os.environ.get(IN_PROGRAM, "")
+    said = _mode()
     found = platforms.find(platform)
     return said == "1" or (said == "costly" and found is not None and found.costly_start)
 
