@@ -211,10 +211,9 @@ def entry_values(
     try:
         for instruction in module.entry:
             value = _evaluate(module, instruction, values, shapes, args, run)
-            if unordered is not None and _is_sum(module, instruction):
+            summed = _is_sum(module, instruction) or _is_products(instruction)
+            if unordered is not None and summed:
                 value = _settle(module, instruction, value, values, shapes, run, unordered)
-            if unordered is not None and _is_products(instruction):
-                value = _settle_products(module, instruction, value, values, shapes, run, unordered)
             values[instruction.name] = value
     finally:
         if isinstance(run, CompilingRunner):
@@ -277,28 +276,45 @@ def _settle(
     run: Runner,
     unordered: list[str],
 ) -> Value:
-    """``value``, a sum's, NaN where it has terms of both signs and those of one sign add
-    past its type's largest value: there adding that sign's first overflows and adding them
-    in turn need not, and XLA may take either order. (Terms of one sign that overflow do in
-    any order; infinite terms are what they are in any order.) Said in ``unordered``."""
+    """``value``, a sum's or a dot's (or a convolution's, a sum of products), NaN where the
+    order XLA adds its terms in decides whether it overflows; said in ``unordered``."""
     if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
         return value
-    terms = [leaf for o in dict.fromkeys(instruction.operands) for leaf in leaves(values[o])]
-    if any(t.dtype.kind != "f" for t in terms) or _bounded(terms, value.dtype):
-        return value
     text = tiny_module(module, instruction, shapes)
-    (up,) = run(text, [_sign(t, 1) for t in terms])
-    (down,) = run(text, [_sign(t, -1) for t in terms])
-    open_order = (np.isinf(up) | np.isinf(down)) & (up > 0) & (down > 0)
-    if not open_order.any():
+    if instruction.opcode in _PRODUCTS:
+        found = _open_products(instruction, values, value.dtype, lambda args: run(text, args))
+        what = "products"
+    else:
+        found = _open_sum(instruction, values, value.dtype, lambda args: run(text, args))
+        what = "finite terms"
+    if found is None or not found.any():
         return value
     unordered.append(
-        f"{instruction.name} ({instruction.opcode}): at {int(open_order.sum())} of "
-        f"{open_order.size} elements its finite terms of one sign add past {value.dtype}'s "
+        f"{instruction.name} ({instruction.opcode}): at {int(found.sum())} of "
+        f"{found.size} elements its {what} of one sign add past {value.dtype}'s "
         "largest value and those of the other pull back, so the order XLA adds them in "
         "decides whether it overflows"
     )
-    return np.where(open_order, np.nan, value).astype(value.dtype)
+    return np.where(found, np.nan, value).astype(value.dtype)
+
+
+# The instruction alone, run on arguments of its operands' shapes.
+RunAlone = Callable[[list[np.ndarray]], list[np.ndarray]]
+
+
+def _open_sum(
+    instruction: Instruction, values: dict[str, Value], dtype: np.dtype, run: RunAlone
+) -> np.ndarray | None:
+    """Where a sum has terms of both signs and those of one sign add past ``dtype``'s
+    largest value: there adding that sign's first overflows and adding them in turn need
+    not, and XLA may take either order. (Terms of one sign that overflow do in any order;
+    infinite terms are what they are in any order.) None: it cannot."""
+    terms = [leaf for o in dict.fromkeys(instruction.operands) for leaf in leaves(values[o])]
+    if any(t.dtype.kind != "f" for t in terms) or _bounded(terms, dtype):
+        return None
+    (up,) = run([_sign(t, 1) for t in terms])
+    (down,) = run([_sign(t, -1) for t in terms])
+    return np.asarray((np.isinf(up) | np.isinf(down)) & (up > 0) & (down > 0))
 
 
 def _is_products(instruction: Instruction) -> bool:
@@ -312,47 +328,29 @@ def _is_products(instruction: Instruction) -> bool:
     )
 
 
-def _settle_products(
-    module: Module,
-    instruction: Instruction,
-    value: Value,
-    values: dict[str, Value],
-    shapes: dict[str, str],
-    run: Runner,
-    unordered: list[str],
-) -> Value:
-    """``value``, a dot's or a convolution's, NaN where its finite products of one sign add
-    past its type's largest value while there are products of the other: as for a sum
-    (``_settle``), the order XLA adds them in (its tiling, a fusion's) decides whether a
-    partial sum overflows. The products of each sign are the op run on the operands split
-    by sign (a+ b+ and a- b- are the positive ones). A product that overflows alone counts
-    as such a sum too: the reference then proves nothing there. Said in ``unordered``."""
-    if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
-        return value
+def _open_products(
+    instruction: Instruction, values: dict[str, Value], dtype: np.dtype, run: RunAlone
+) -> np.ndarray | None:
+    """Where a dot's or a convolution's finite products of one sign add past ``dtype``'s
+    largest value while there are products of the other: as for a sum, the order XLA adds
+    them in (its tiling, a fusion's) decides whether a partial sum overflows. The products
+    of each sign are the op run on the operands split by sign (a+ b+ and a- b- are the
+    positive ones). A product that overflows alone counts as such a sum too: the reference
+    then proves nothing there. None: it cannot."""
     a, b = (values[o] for o in instruction.operands[:2])
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        return value
-    if a.dtype.kind != "f" or b.dtype.kind != "f" or _products_bounded(a, b, value.dtype):
-        return value
-    text = tiny_module(module, instruction, shapes)
+        return None
+    if a.dtype.kind != "f" or b.dtype.kind != "f" or _products_bounded(a, b, dtype):
+        return None
 
     def part(sign_a: int, sign_b: int) -> np.ndarray:
-        (out,) = run(text, [_sign(a, sign_a), _sign(b, sign_b)])
+        (out,) = run([_sign(a, sign_a), _sign(b, sign_b)])
         return np.asarray(out).astype(np.float64)
 
-    top = float(np.finfo(value.dtype).max)
+    top = float(np.finfo(dtype).max)
     with np.errstate(over="ignore", invalid="ignore"):
         up, down = part(1, 1) + part(-1, -1), part(1, -1) + part(-1, 1)
-        open_order = ((up > top) | (down > top)) & (up > 0) & (down > 0)
-    if not open_order.any():
-        return value
-    unordered.append(
-        f"{instruction.name} ({instruction.opcode}): at {int(open_order.sum())} of "
-        f"{open_order.size} elements its products of one sign add past {value.dtype}'s "
-        "largest value and those of the other pull back, so the order XLA adds them in "
-        "decides whether it overflows"
-    )
-    return np.where(open_order, np.nan, value).astype(value.dtype)
+        return np.asarray(((up > top) | (down > top)) & (up > 0) & (down > 0))
 
 
 def _products_bounded(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> bool:
