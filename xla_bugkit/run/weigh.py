@@ -13,7 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.callback import callback_failed, running_in_callback
+from xla_bugkit.failure.callback import (
+    CallbackCrash,
+    callback_failed,
+    crashed_in_callback,
+    running_in_callback,
+)
 from xla_bugkit.failure.classify import (
     Failure,
     Kind,
@@ -65,6 +70,8 @@ def weigh(  # noqa: C901
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
         return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
+    if crashed is not None and (killer := crashed_in_callback(p.stack or "")) is not None:
+        return _crashed_in_callback(failure, crashed, killer, busy, culprit)
     if crashed is not None and not _captured(failure.kind):
         return _crashed(failure, crashed, busy, culprit)
     if KINDS[failure.kind].dies and busy is not None:
@@ -140,6 +147,30 @@ def _crashed(failure: Failure, signal: str, busy: Event | None, culprit: Culprit
         evidence=rests_on,
     )
     return _with_busy(weighed, busy) if busy is not None else weighed
+
+
+def _crashed_in_callback(
+    failure: Failure, signal: str, killer: CallbackCrash, busy: Event | None, culprit: Culprit
+) -> Failure:
+    """The failing process died on ``signal`` inside the program's own host callback (its
+    ``os.abort()``, say): XLA was running the computation that called it, and only waiting."""
+    inside = f" while {_call(busy)} ran it" if busy is not None and busy.kind == "execute" else ""
+    headline = f"the process died inside {killer.said}{inside}"
+    return replace(
+        failure,
+        kind=Kind.CRASH,
+        phase=Phase.RUN,
+        headline=headline,
+        signature=normalise(f"{signal} in host callback {killer.callback.split(' (')[0]}"),
+        signal=signal,
+        message_lost=False,
+        exception=None,
+        executing=_name(busy) if busy is not None and busy.kind == "execute" else None,
+        callback=killer.callback,
+        evidence=f"{culprit.label}'s Python stack at the {signal} shows the thread it hit "
+        f"inside {killer.said}, which jax called{inside}: the program's Python died there, "
+        "not XLA's code",
+    )
 
 
 def _caught(failure: Failure, raised: Event, culprit: Culprit) -> Failure:
