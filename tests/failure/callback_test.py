@@ -107,6 +107,5 @@ def test_an_exception_raised_in_a_helper_names_the_callback_jax_called() -> None
     assert raised.where == "_edge_index (gradnorm_monitor.py:22)"
     assert raised.line == "ValueError: gradient norm 146 is beyond the last histogram edge 100"
     assert raised.said == (
-        "raised in _edge_index (gradnorm_monitor.py:22), from the host callback "
-        "record_grad_norm"
+        "raised in _edge_index (gradnorm_monitor.py:22), from the host callback record_grad_norm"
     )
