@@ -307,6 +307,30 @@ def test_a_hang_inside_the_programs_own_callback_is_not_called_xlas() -> None:
     assert sentence(judged, f).startswith("**This does not look like an XLA bug:** the program")
 
 
+def test_an_abort_inside_the_programs_own_callback_is_not_called_xlas() -> None:
+    """tests/programs/callback_abort.py: no fatal line in the output (the hook keeps
+    faulthandler's stack), the process's real stack at its SIGABRT shows the callback."""
+    died = classify("framedec: bad magic 0x00000000; aborting\n", exit_status=-6)
+    busy = Event("execute", 16, "jit_normalise", 15, started=2.0)
+    stack = (STACKS / "pure_callback_abort.txt").read_text()
+    p = ProcessEvidence(7, 1, ("python",), (busy,), platform="cpu", stack=stack)
+    f = weigh(died, failing([p]))
+    refused = replace(CALLBACK_REFUSED, module="module_0014.jit_normalise")
+    judged = triage(f, [refused])
+    assert not judged.xla and judged.what == "process crash" and judged.where == "jit(normalise)"
+    assert judged.reason.startswith(
+        "the process died on SIGABRT inside the program's own host callback _check_header "
+        "(callback_abort.py:25) while jit(normalise) ran it: not XLA's."
+    )
+    assert "no replay ran: the replay of module_0014.jit_normalise could not run" in judged.reason
+    assert title(judged, f, "cpu") == (
+        "The program's own callback _check_header dies on SIGABRT in jit(normalise) "
+        "(no sign of an XLA bug)"
+    )
+    assert "XLA CPU crash" not in title(judged, f, "cpu")
+    assert sentence(judged, f).startswith("**This does not look like an XLA bug:** the process")
+
+
 HUNG_REPLAY = Verdict(
     "module_0006.jit_recalibrate",
     Outcome.NOT_REPRODUCED,

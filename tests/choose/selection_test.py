@@ -46,6 +46,20 @@ def assert_others_complete(idx: DumpIndex, selection: Selection) -> None:
     assert list(selection.others) == [m.label for m in idx.modules if m.label not in chosen]
 
 
+def test_a_log_line_of_another_process_names_none_of_the_failing_ones_modules(
+    program_runs: ProgramRuns,
+) -> None:
+    """A parent's XLA log in the run's output, its worker's dumps in the index: the two
+    number their modules from 0 alike, and only the name tells them apart."""
+    idx, failure, output = dumped(program_runs, "compile_crash")
+    crashed = next(m for m in idx.modules if m.name == "jit_add_noise")
+    parents = output.replace(f"{crashed.label}.", f"module_{crashed.id:04d}.jit_plan_shards.")
+    assert parents != output
+    first = select(idx, failure, parents).chosen[0]
+    assert first.module.name == "jit_add_noise"  # JAX's compile log still names it
+    assert not any(r.startswith("XLA's log") for r in first.reasons), first.reasons
+
+
 def test_compile_crash_chooses_the_function_jax_was_compiling(
     program_runs: ProgramRuns,
 ) -> None:

@@ -404,3 +404,32 @@ def test_a_program_that_ended_itself_inside_its_own_callback_is_its_own_hang() -
     )
     assert weighed.evidence is not None
     assert weighed.evidence.startswith("pid 7's Python stack at its own os._exit shows")
+
+
+def test_a_worker_that_aborted_in_the_programs_own_callback_crashed_there() -> None:
+    """benchmarks/heldout5/tile_pipeline.py: the parent prints its worker's last words and
+    exits 1; the worker's stack at its SIGABRT shows its own callback calling os.abort()."""
+    run = classify(
+        "pipeline aborted: tile worker for shard 2 failed (killed by SIGABRT); its last words:\n"
+        "tiledec: bad magic 0x00000000 (expected 0x54494c45); aborting\n"
+        "2 of 4 shards done; rerun with --resume\n",
+        exit_status=1,
+    )
+    stack = (STACKS / "pure_callback_abort_in_worker.txt").read_text()
+    worker = process(9, running(12, "tone_map"), stack=stack)
+    healthy = process(8, running(1, "tone_map", ended=2.0), exited=True, exit_status=0)
+    weighed = weigh(run, failing([healthy, worker]))
+    assert weighed.kind is Kind.CRASH and weighed.signal == "SIGABRT"
+    assert weighed.callback == "_decoder_check_header (tile_worker.py:32)"
+    assert weighed.executing == "tone_map" and weighed.exception is None
+    assert weighed.headline == (
+        "the process died inside the program's own host callback _decoder_check_header "
+        "(tile_worker.py:32) while jit(tone_map) ran it"
+    )
+    assert str(weighed.evidence).startswith("pid 9's Python stack at the SIGABRT shows")
+
+
+def test_a_crash_in_xlas_own_code_while_no_callback_ran_names_none() -> None:
+    run = classify("", exit_status=-11)
+    weighed = weigh(run, failing([process(7, running(1, "step"), stack=SEGFAULT)]))
+    assert weighed.kind is Kind.CRASH and weighed.callback is None

@@ -84,7 +84,8 @@ def triage(  # noqa: C901
     if proof is not None:
         return Triage(True, _what(failure, proof), where, _reproduced(proof), proof)
     if failure.callback and failure.exception is None:
-        return Triage(False, _what(failure, None), where, _callback_running(failure, verdicts))
+        said = _callback_died if failure.kind is Kind.CRASH else _callback_running
+        return Triage(False, _what(failure, None), where, said(failure, verdicts))
     if hung is not None:
         return Triage(True, "hang", where, _hangs_too(failure, hung), hung)
     what, stuck = _what(failure, None), _stuck_in_xla(failure)
@@ -236,15 +237,6 @@ def _hangs_too(failure: Failure, hung: Verdict) -> str:
 
 def _callback_running(f: Failure, verdicts: Sequence[Verdict]) -> str:
     """A hang inside the program's own host callback, and what a replay could show of it."""
-    unreplayed = [v for v in verdicts if v.outcome is Outcome.NOT_REPLAYABLE]
-    ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
-    if ran:
-        replay = f"the replay of {', '.join(v.module for v in ran)} did not hang"
-    elif unreplayed:
-        v = unreplayed[0]
-        replay = f"no replay ran: the replay of {v.module} could not run ({v.evidence})"
-    else:
-        replay = "no replay ran"
     during = f" in jit({f.executing})" if f.executing else ""
     when, at = (
         ("it was stopped", "the stop")
@@ -255,8 +247,34 @@ def _callback_running(f: Failure, verdicts: Sequence[Verdict]) -> str:
         f"the program's own host callback {f.callback} was running{during} when {when}: "
         f"not XLA's. XLA was only waiting for the callback's Python to return (the process's "
         f"Python stack at {at} shows the callback running), so look at what the callback "
-        f"waits for; {replay}"
+        f"waits for; {_replayed(verdicts, 'did not hang')}"
     )
+
+
+def _callback_died(f: Failure, verdicts: Sequence[Verdict]) -> str:
+    """A process killed by a signal inside the program's own host callback (its own
+    ``os.abort()``, say), and what a replay could show of it."""
+    during = f" while jit({f.executing}) ran it" if f.executing else ""
+    return (
+        f"the process died on {f.signal} inside the program's own host callback {f.callback}"
+        f"{during}: not XLA's. The process's Python stack at the signal shows the thread it "
+        f"hit running the callback's Python, with XLA only waiting for it to return, so look "
+        f"at what the callback does (an os.abort(), a C extension it calls); "
+        f"{_replayed(verdicts, 'did not fail')}"
+    )
+
+
+def _replayed(verdicts: Sequence[Verdict], ran_as: str) -> str:
+    """What the replays of a failure inside a host callback could show: none can run the
+    callback; ``ran_as``, what one that ran anyway showed ("did not hang")."""
+    unreplayed = [v for v in verdicts if v.outcome is Outcome.NOT_REPLAYABLE]
+    ran = [v for v in verdicts if v.outcome is not Outcome.NOT_REPLAYABLE]
+    if ran:
+        return f"the replay of {', '.join(v.module for v in ran)} {ran_as}"
+    if unreplayed:
+        v = unreplayed[0]
+        return f"no replay ran: the replay of {v.module} could not run ({v.evidence})"
+    return "no replay ran"
 
 
 def _where(failure: Failure, proof: Verdict | None, module: str | None) -> str | None:

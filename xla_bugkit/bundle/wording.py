@@ -12,6 +12,8 @@ from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.verdict import INTERPRET_MODE, Verdict
 
+_NOT_XLA = " (no sign of an XLA bug)"  # the end of the title of a failure not XLA's
+
 
 def headline(t: Triage, failure: Failure) -> str:
     """One line for people: what happened (a wrong result the replay proved is the news,
@@ -40,7 +42,7 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
     xla = " ".join(p for p in ("XLA", (platform or "").upper()) if p)
     where = f" in {t.where}" if t.where else ""
     if not t.xla:
-        return issue.cut_title(f"{_ended(failure)} (no sign of an XLA bug)")
+        return issue.cut_title(f"{_ended(failure)}{_NOT_XLA}")
     if t.what == "wrong result" and t.verdict is not None:
         # The reference each value was checked against is the body's to say.
         counted = differences(t.verdict).split(" from the ", 1)[0]
@@ -94,6 +96,11 @@ def _ended(failure: Failure) -> str:
         # Named by the function alone: its line is the body's to say.
         name = failure.callback.split(" (", 1)[0]
         inside = f" in jit({failure.executing})" if failure.executing else ""
+        if failure.kind is Kind.CRASH:
+            died = f"The program's own callback {name} dies on {failure.signal}"
+            # The call it ran in goes where the title has room: the callback is the news.
+            fits = len(f"{died}{inside}{_NOT_XLA}") <= issue.TITLE_MAX
+            return f"{died}{inside}" if fits else died
         return f"The program's own callback {name} hangs{inside}"
     if failure.kind is Kind.HANG:
         return "The program hangs"

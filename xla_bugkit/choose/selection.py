@@ -225,12 +225,12 @@ def _log_evidence(index: DumpIndex, failure: Failure, output: str, reasons: Reas
 
 
 def _by_log_line(index: DumpIndex, line: xla_log.DumpLine) -> DumpModule | None:
-    """The module a log line names: by number; the name tells apart modules of different
-    processes that share a number."""
-    same_id = [m for m in index.modules if m.id == line.id]
-    named = [m for m in same_id if line.rest.startswith(f"{m.name}.")]
-    found = named or same_id
-    return found[-1] if len(found) == 1 or named else None
+    """The module a log line names: by number and name. Each process of a run numbers its
+    modules from 0 and the index holds the failing process's alone, while the run's output
+    carries the log of another (a parent whose worker failed): a number whose name differs
+    is that other process's module."""
+    named = [m for m in index.modules if m.id == line.id and line.rest.startswith(f"{m.name}.")]
+    return named[-1] if named else None
 
 
 def _process_evidence(

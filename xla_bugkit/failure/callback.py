@@ -15,7 +15,14 @@ so the first one found decides, and the same run always reads the same.
 A callback that never returns (it sleeps, or waits on an event nobody sets) raises
 nothing: XLA waits for it, and the hang is the program's. The process's Python stack at
 the stop (faulthandler's, one block per thread, innermost frame first) shows it: a frame of
-the program's own just inside jax's callback machinery (``running_in_callback``).
+the program's own just inside jax's callback machinery (``running_in_callback``). A
+callback that kills its process (``os.abort()``, a C extension's segfault) shows the same
+frame in the stack faulthandler writes at the fatal signal, in the block of the thread the
+signal hit (``crashed_in_callback``).
+
+The callback is the function jax called, the program's outermost frame below jax's
+machinery; the exception or the signal may come from a helper deeper in the program's code,
+which is named beside it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,11 @@ _LOOK_AHEAD = 400  # lines after XLA's words in which the callback's traceback m
 _STACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fun>\S+)\s*$')
 _JAX_CALLING = re.compile(r"[/\\]jax[/\\]_src[/\\](?:callback|debugging)\.py$")
 _JAX_OWN = re.compile(r"[/\\](?:jax|jaxlib)[/\\]")
+# Files that are not the program's: jax's, an installed package's, the standard library's.
+_NOT_PROGRAM = re.compile(r"[/\\](?:jax|jaxlib|site-packages|dist-packages|python3\.\d+)[/\\]")
+# The block of the thread a fatal signal hit: "Current thread 0x... (most recent call
+# first):", with the thread's name in brackets since Python 3.13.
+_CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-f]+\b", re.M)
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,33 @@ class CallbackError:
 
     exception: str  # its type as printed: "KeyError"
     line: str  # the exception's line: "KeyError: 7"
-    where: str  # the callback's innermost frame: "lookup_calibration (calibrate.py:46)"
+    where: str  # the innermost frame, where it raised: "_edge_index (monitor.py:22)"
+    callback: str  # the frame jax called: "record_grad_norm (monitor.py:36)"
+
+    @property
+    def said(self) -> str:
+        """Where it raised, in words: in the callback itself, or in a helper it called."""
+        if self.where == self.callback:
+            return f"raised in the program's host callback {self.callback}"
+        # The summary cuts the key line at 160 characters: the file is said once.
+        name, _, at = self.callback.partition(" (")
+        same_file = at.split(":")[0] == self.where.partition(" (")[2].split(":")[0]
+        callback = name if same_file else self.callback
+        return f"raised in {self.where}, from the host callback {callback}"
+
+
+@dataclass(frozen=True)
+class CallbackCrash:
+    """The program's own host callback a fatal signal hit: the frame jax called, and the
+    program's innermost frame when that is a helper deeper down."""
+
+    callback: str  # "_check_header (decoder.py:32)"
+    inner: str | None  # "_parse (decoder.py:12)", or None when the callback itself died
+
+    @property
+    def said(self) -> str:
+        helper = f" (in {self.inner}, which it called)" if self.inner else ""
+        return f"the program's own host callback {self.callback}{helper}"
 
 
 def callback_failed(error: str) -> bool:
@@ -61,18 +99,22 @@ def raised_in_callback(output: str) -> CallbackError | None:
     if m is None:
         return None
     lines = output[m.end() :].splitlines()[:_LOOK_AHEAD]
-    frame = None
+    frames: list[re.Match[str]] = []
     for line in lines:
         if (f := _FRAME.match(line)) is not None:
-            frame = f
+            frames.append(f)
             continue
-        if frame is None or not line.strip() or line.startswith((" ", "\t")):
+        if not frames or not line.strip() or line.startswith((" ", "\t")):
             continue
         found = _EXCEPTION.match(line.strip())
         if found is None or _XLA_TYPES.search(found.group("type")):
             return None
-        where = f"{frame.group('fun')} ({PurePath(frame.group('file')).name}:{frame.group('line')})"
-        return CallbackError(found.group("type"), line.strip()[:300], where)
+        # A traceback lists the outermost frame first: the one jax called is the last frame
+        # of the program's own after jax's callback machinery.
+        called = [i for o, i in itertools.pairwise(frames) if _called_by_jax(o, i)]
+        where = _frame(frames[-1])
+        callback = _frame(called[-1]) if called else where
+        return CallbackError(found.group("type"), line.strip()[:300], where, callback)
     return None
 
 
@@ -81,11 +123,41 @@ def running_in_callback(stack: str) -> str | None:
     ``stack``: ``fetch_gain (prog.py:30)``, the function jax called and the line it was at;
     None when no thread was in one (or only jax's own, ``jax.debug.print``'s)."""
     for block in re.split(r"\n\s*\n", stack):
-        frames = [f for line in block.splitlines() if (f := _STACK_FRAME.match(line))]
-        for inner, outer in itertools.pairwise(frames):
-            if _JAX_CALLING.search(outer.group("file")) and not _JAX_OWN.search(
-                inner.group("file")
-            ):
-                name = PurePath(inner.group("file")).name
-                return f"{inner.group('fun')} ({name}:{inner.group('line')})"
+        if (found := _callback_in(block)) is not None:
+            return _frame(found[0])
     return None
+
+
+def crashed_in_callback(stack: str) -> CallbackCrash | None:
+    """The program's own host callback that the thread a fatal signal hit was inside, from
+    faulthandler's stack at the signal; None when that thread was in none (XLA's own crash
+    while another thread waited in a callback is XLA's)."""
+    current = next((b for b in re.split(r"\n\s*\n", stack) if _CURRENT_THREAD.search(b)), None)
+    found = _callback_in(current) if current is not None else None
+    if found is None:
+        return None
+    called, innermost = found
+    inner = None if innermost is called else _frame(innermost)
+    return CallbackCrash(_frame(called), inner)
+
+
+def _callback_in(block: str) -> tuple[re.Match[str], re.Match[str]] | None:
+    """In one thread's block of faulthandler's stack (innermost frame first): the program's
+    frame that jax's callback machinery called, and the program's innermost frame above it."""
+    frames = [f for line in block.splitlines() if (f := _STACK_FRAME.match(line))]
+    for at, (inner, outer) in enumerate(itertools.pairwise(frames)):
+        if _called_by_jax(outer, inner):
+            own = [f for f in frames[: at + 1] if not _NOT_PROGRAM.search(f.group("file"))]
+            return inner, own[0] if own else inner
+    return None
+
+
+def _called_by_jax(outer: re.Match[str], inner: re.Match[str]) -> bool:
+    return bool(_JAX_CALLING.search(outer.group("file"))) and not _JAX_OWN.search(
+        inner.group("file")
+    )
+
+
+def _frame(f: re.Match[str]) -> str:
+    """``fetch_gain (prog.py:30)``: a frame's function, its file's name and the line."""
+    return f"{f.group('fun')} ({PurePath(f.group('file')).name}:{f.group('line')})"

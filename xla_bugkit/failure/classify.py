@@ -274,14 +274,14 @@ def _classified(
         )
     if status is not None and (raised := callback.raised_in_callback(output)) is not None:
         # XLA passed on what the program's own Python raised inside the computation.
-        headline = f"{raised.line}, raised in the program's host callback {raised.where}"
+        headline = f"{raised.line}, {raised.said}"
         return replace(
             base,
             kind=Kind.EXIT,
             headline=headline,
             signature=normalise(headline),
             exception=raised.exception,
-            callback=raised.where,
+            callback=raised.callback,
         )
     graph = graph_that_raised(output, status)
     # The program's own raise, worded as XLA's: its status code and "Check failed" are not XLA's.

@@ -6,8 +6,11 @@ them from the files the start-up hook writes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+_CALL = re.compile(r"^(?:jit|pmap|xla_pmap)\((?P<name>.*)\)$")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,21 @@ class Event:
     @property
     def finished(self) -> bool:
         return self.ended is not None
+
+    @property
+    def name(self) -> str:
+        """The function's name as JAX's log gives it ("train_step" of "jit(train_step)")."""
+        call = _CALL.match(self.fun)
+        if call is not None:
+            return call.group("name")
+        return self.module.removeprefix("jit_") if self.module else self.fun
+
+    @property
+    def call(self) -> str:
+        """The call as JAX's log shows it: "jit(train_step)"."""
+        if self.fun or not self.module.startswith("jit_"):
+            return self.fun or self.module
+        return f"jit({self.name})"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure.callback import callback_failed, running_in_callback
+from xla_bugkit.failure.callback import (
+    callback_failed,
+    crashed_in_callback,
+    running_in_callback,
+)
 from xla_bugkit.failure.classify import (
     Failure,
     Kind,
@@ -24,6 +28,7 @@ from xla_bugkit.failure.classify import (
 )
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.signature import normalise
+from xla_bugkit.run import in_callback
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.hook.ending import OWN_EXIT
 from xla_bugkit.run.processes import Culprit
@@ -59,12 +64,14 @@ def weigh(  # noqa: C901
         return _stopped(failure, busy, culprit, ended_at)
     callback = running_in_callback(p.stack or "")
     if failure.kind is Kind.EXIT and callback is not None and _OWN_EXIT.search(p.stack or ""):
-        return _in_callback(failure, callback, busy, culprit)
+        return in_callback.hung(failure, callback, busy, culprit)
     inside = bool(busy or _awaited(p) or callback)
     if KINDS[failure.kind].killed_shows_as and _signalled(p) and inside:
         # Stopped from outside collect (``timeout 600 python ...``): the same reading as
         # collect's own stop, where XLA was busy.
         return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
+    if crashed is not None and (killer := crashed_in_callback(p.stack or "")) is not None:
+        return in_callback.died(failure, crashed, killer, busy, culprit)
     if crashed is not None and not _captured(failure.kind):
         return _crashed(failure, crashed, busy, culprit)
     if KINDS[failure.kind].dies and busy is not None:
@@ -85,9 +92,9 @@ def weigh(  # noqa: C901
     if KINDS[failure.kind].error_status and raised is not None and not _said_busy(failure):
         if raised.kind == "compile":
             return replace(
-                failure, kind=Kind.COMPILE_ERROR, phase=Phase.COMPILE, compiling=_name(raised)
+                failure, kind=Kind.COMPILE_ERROR, phase=Phase.COMPILE, compiling=raised.name
             )
-        return replace(failure, kind=Kind.RUNTIME_ERROR, phase=Phase.RUN, executing=_name(raised))
+        return replace(failure, kind=Kind.RUNTIME_ERROR, phase=Phase.RUN, executing=raised.name)
     return failure
 
 
@@ -151,9 +158,9 @@ def _caught(failure: Failure, raised: Event, culprit: Culprit) -> Failure:
     doing = "compiling" if compiling else "running"
     return replace(
         caught,
-        compiling=_name(raised) if compiling else None,
-        executing=None if compiling else _name(raised),
-        evidence=f"{culprit.label} recorded that XLA raised while {doing} {_call(raised)}; the "
+        compiling=raised.name if compiling else None,
+        executing=None if compiling else raised.name,
+        evidence=f"{culprit.label} recorded that XLA raised while {doing} {raised.call}; the "
         f"program went on and ended with its own message: {failure.headline[:160]}",
     )
 
@@ -169,8 +176,8 @@ def _went_on(failure: Failure, thrown: Uncaught, p: ProcessEvidence, culprit: Cu
         compiling = raised.kind == "compile"
         found = replace(
             found,
-            compiling=_name(raised) if compiling else None,
-            executing=None if compiling else _name(raised),
+            compiling=raised.name if compiling else None,
+            executing=None if compiling else raised.name,
         )
     return replace(
         found,
@@ -192,11 +199,11 @@ def _ended_compiling(failure: Failure, busy: Event, culprit: Culprit) -> Failure
         failure,
         kind=Kind.COMPILE_CRASH,
         phase=Phase.COMPILE,
-        headline=f"{culprit.label} ended while XLA was compiling {_call(busy)}",
+        headline=f"{culprit.label} ended while XLA was compiling {busy.call}",
         signature="compile crash",
-        compiling=_name(busy),
+        compiling=busy.name,
         message_lost=True,
-        evidence=f"{culprit.label} recorded that XLA was compiling {_call(busy)} and never "
+        evidence=f"{culprit.label} recorded that XLA was compiling {busy.call} and never "
         "returned: the process ended inside the compile, with no exception and no fatal "
         f"signal; the run itself ended with: {failure.headline[:160]}",
     )
@@ -216,7 +223,7 @@ def _ended_running(
     """A process that ended itself (``os._exit`` from its own watchdog, say) while XLA was
     still computing a call: whatever thread waited on it, the call was running, so this is
     a hang in XLA until a replay shows the call ends."""
-    call = _call(busy)
+    call = busy.call
     running = max(ended_at - busy.started, 0.0) if ended_at is not None else None
     during = f" for {seconds(running)}" if running is not None else ""
     later = f" {seconds(running)} later," if running is not None else ","
@@ -227,7 +234,7 @@ def _ended_running(
         headline=f"XLA was still executing {call}{during} when the program ended itself "
         f"({failure.headline[:120]})",
         signature="hang",
-        executing=_name(busy),
+        executing=busy.name,
         stalled_seconds=round(running, 1) if running is not None else None,
         evidence=f"{culprit.label} dispatched {call}, and its outputs were still not computed"
         f"{later} when the process ended on its own (no exit of Python's, no fatal signal): "
@@ -241,7 +248,7 @@ def _ended_running(
 
 def _with_busy(failure: Failure, busy: Event) -> Failure:
     """``failure`` naming the compilation or execution its process never finished."""
-    name = _name(busy)
+    name = busy.name
     if busy.kind == "compile":
         return replace(failure, phase=Phase.COMPILE, compiling=name, kind=_compile_kind(failure))
     return replace(failure, phase=Phase.RUN, executing=name, compiling=None, kind=Kind.CRASH)
@@ -286,7 +293,7 @@ def _stopped(
     if (callback := running_in_callback(p.stack or "")) is not None:
         # A stop that interrupted the callback ended its execution with XLA's callback error.
         raised = next((e for e in reversed(p.events) if callback_failed(e.error or "")), None)
-        return _in_callback(failure, callback, event or raised, culprit)
+        return in_callback.hung(failure, callback, event or raised, culprit)
     if event is None:
         if failure.kind is Kind.HANG and failure.stopped_by == "user" and _said_busy(failure):
             # The output's compile log said busy; the process's own record says it had
@@ -300,7 +307,7 @@ def _stopped(
             )
         return failure
     doing = "compiling" if event.kind == "compile" else "executing"
-    name, call = _name(event), _call(event)
+    name, call = event.name, event.call
     unread = "; its arguments could not be read" if event.seen and event.args is None else ""
     rests_on = (
         f"{culprit.label} was {doing} {call} when it was stopped: {event.seen}{unread}"
@@ -325,50 +332,6 @@ def _stopped(
         executing=None if event.kind == "compile" else name,
         evidence=rests_on,
     )
-
-
-def _in_callback(failure: Failure, callback: str, event: Event | None, culprit: Culprit) -> Failure:
-    """A run stopped, or a program that ended itself, while its own host callback ran: XLA
-    was executing the computation that called it, and waiting for the program's Python."""
-    inside = f" in {_call(event)}" if event is not None else ""
-    busy = f"the program's own host callback {callback} was running{inside}"
-    headline = (
-        busy_headline(busy, failure)
-        if failure.stopped_by is not None
-        else f"{busy} when the program ended itself ({failure.headline[:120]})"
-    )
-    at = "the stop" if failure.stopped_by is not None else "its own os._exit"
-    return replace(
-        failure,
-        kind=Kind.HANG,
-        phase=Phase.RUN,
-        headline=headline,
-        signature="hang in a host callback",
-        executing=_name(event) if event is not None and event.kind == "execute" else None,
-        callback=callback,
-        exception=None,  # a stop's KeyboardInterrupt in the callback is the stop's, not news
-        evidence=f"{culprit.label}'s Python stack at {at} shows a thread inside the "
-        f"program's own host callback {callback}, which jax called{inside}: XLA was waiting "
-        "for the program's Python to return",
-    )
-
-
-_CALL = re.compile(r"^(?:jit|pmap|xla_pmap)\((?P<name>.*)\)$")
-
-
-def _name(event: Event) -> str:
-    """The function's name as JAX's log gives it ("train_step" of "jit(train_step)")."""
-    call = _CALL.match(event.fun)
-    if call is not None:
-        return call.group("name")
-    return event.module.removeprefix("jit_") if event.module else event.fun
-
-
-def _call(event: Event) -> str:
-    """The call as JAX's log shows it: "jit(train_step)"."""
-    if event.fun or not event.module.startswith("jit_"):
-        return event.fun or event.module
-    return f"jit({_name(event)})"
 
 
 def _said_busy(failure: Failure) -> bool:
