@@ -808,3 +808,30 @@ def test_two_bare_deaths_on_one_signal_are_one_way_of_dying_whatever_python_was_
     assert not run.same_bug(check)
     assert not run.same_bug(Record(Kind.CRASH, Phase.RUN, "killed by SIGABRT",
                                    "killed by SIGABRT", signal="SIGABRT"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("said", "headline"),
+    [
+        (  # logging's "%(asctime)s %(levelname)s %(name)s: %(message)s"
+            "2026-12-07 01:50:13,893 ERROR ctr: loss is nan at hour 07; refusing to write a "
+            "checkpoint",
+            "ERROR ctr: loss is nan at hour 07; refusing to write a checkpoint",
+        ),
+        (  # an ISO time in brackets, as structured loggers print it
+            "[2026-12-07T01:50:13.893Z] eval: accuracy mismatch against the golden file",
+            "eval: accuracy mismatch against the golden file",
+        ),
+        (
+            "2026-12-07 01:50:13 - trainer - ERROR - loss is NaN after step 40",
+            "trainer - ERROR - loss is NaN after step 40",
+        ),
+    ],
+)
+def test_a_programs_log_time_is_not_part_of_its_failure(said: str, headline: str) -> None:
+    """The time differs on every run: kept, it made every run's title and signature new."""
+    output = f"step 1 ok\n{said}\n"
+    failure = classify(output, exit_status=1)
+    assert failure.headline == headline, failure
+    again = classify(output.replace("01:50:13", "02:07:55"), exit_status=1)
+    assert again.signature == failure.signature

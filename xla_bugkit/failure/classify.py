@@ -421,7 +421,7 @@ def _last_nonempty_line(output: str) -> str:
     a jax.distributed job logs as it exits); such a line only when there is no other."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     said = [line for line in lines if not _LOGGED.match(line)]
-    return (said or lines or [""])[-1][:300]
+    return value_check.without_timestamp((said or lines or [""])[-1])[:300]
 
 
 # A line XLA's logging (or gloo's) writes at INFO or WARNING.

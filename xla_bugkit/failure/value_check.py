@@ -32,6 +32,18 @@ _NOT_A_VALUE = re.compile(r"\b(?:shape|dtype|type|rank|ndim|length|size)s?\b", r
 _VALUE_EXCEPTIONS = re.compile(r"(?:^|\.)(?:AssertionError|FloatingPointError)$")
 # Lines no program prints about its values: glog lines and JAX's compile log.
 _LOG_LINE = re.compile(r"^[IWEF]\d{4} |^(?:Compiling|Finished) ")
+# A date and time before a program's own log line ("2026-12-07 01:50:13,893 ERROR ctr: ...",
+# "[2026-12-07T01:50:13.893Z] ..."): different on every run, it says nothing of the failure.
+_TIMESTAMP = re.compile(
+    r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[\s|:-]*"
+)
+
+
+def without_timestamp(line: str) -> str:
+    """``line`` without the date and time a program's logging put before it."""
+    return _TIMESTAMP.sub("", line, count=1) or line
+
+
 # A bare ``assert`` ends its traceback with "AssertionError" alone; the line above is the code.
 _BARE_ASSERT_RE = re.compile(r"^ +(?P<code>\S[^\n]*)\n(?:[ ^~]+\n)?AssertionError$", re.M)
 
@@ -127,7 +139,7 @@ def _wrong_line(output: str) -> str | None:
             continue
         found = _wrong_words(line)
         if found and found >= strength:
-            best, strength = line[:300], found
+            best, strength = without_timestamp(line)[:300], found
     return best
 
 
