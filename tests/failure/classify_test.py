@@ -835,3 +835,34 @@ def test_a_programs_log_time_is_not_part_of_its_failure(said: str, headline: str
     assert failure.headline == headline, failure
     again = classify(output.replace("01:50:13", "02:07:55"), exit_status=1)
     assert again.signature == failure.signature
+
+
+# np.testing's message as a program prints it after catching the AssertionError (numpy 2.x,
+# a real run's last lines): its exception line is not in the output.
+CAUGHT_ALLCLOSE = """\
+   max drawdown:       15169.12        14190.94        16083.06        14652.81
+PARITY CHECK FAILED - not publishing to dashboard
+
+Not equal to tolerance rtol=1e-06, atol=0
+max drawdown drifted from reference
+Mismatched elements: 4 / 4 (100%)
+Mismatch at indices:
+ [0]: 15169.125 (ACTUAL), 15169.291891872883 (DESIRED)
+ [1]: 14190.9375 (ACTUAL), 14190.982472147793 (DESIRED)
+Max absolute difference among violations: 0.16689187
+Max relative difference among violations: 1.10019554e-05
+ ACTUAL: array([15169.125 , 14190.9375, 16083.0625, 14652.8125], dtype=float32)
+ DESIRED: array([15169.291892, 14190.982472, 16083.09147 , 14652.864591])
+"""
+
+
+def test_np_testings_message_printed_by_the_program_is_the_headline() -> None:
+    failure = classify(CAUGHT_ALLCLOSE, exit_status=1)
+    assert failure.kind is Kind.WRONG_RESULT
+    assert failure.headline == (
+        "Not equal to tolerance rtol=1e-06, atol=0; max drawdown drifted from reference; "
+        "Mismatched elements: 4 / 4 (100%)"
+    )
+    # Without np.testing's first line, a heading ("Mismatch at indices:") is never the line.
+    rest = CAUGHT_ALLCLOSE.replace("Not equal to tolerance rtol=1e-06, atol=0\n", "")
+    assert classify(rest, exit_status=1).headline != "Mismatch at indices:"

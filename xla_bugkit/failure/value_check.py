@@ -39,6 +39,11 @@ _TIMESTAMP = re.compile(
 )
 
 
+# The first line of np.testing's message ("Not equal to tolerance rtol=1e-06, atol=0", "Arrays
+# are not equal", "Arrays are not almost equal to 7 decimals").
+_NP_TESTING = re.compile(r"^(?:Not equal to tolerance|Arrays are not (?:almost )?equal)\b")
+
+
 def without_timestamp(line: str) -> str:
     """``line`` without the date and time a program's logging put before it."""
     return _TIMESTAMP.sub("", line, count=1) or line
@@ -131,11 +136,18 @@ def _wrong_words(line: str) -> int:
 
 
 def _wrong_line(output: str) -> str | None:
-    """The line that says most strongly that a value is wrong; the last of equals."""
+    """The line that says most strongly that a value is wrong; the last of equals. Where the
+    program printed np.testing's message without its exception line (it caught it), that
+    message: what was compared and how many elements differ."""
+    lines = output.splitlines()
+    block = [i for i, line in enumerate(lines) if _NP_TESTING.match(line.strip())]
+    if block:
+        return _joined(lines[block[-1] :])[:300]
     best, strength = None, 0
-    for line in output.splitlines():
+    for line in lines:
         line = line.strip()
-        if not line or _LOG_LINE.search(line):
+        # A heading of what follows ("Mismatch at indices:") says less than what it heads.
+        if not line or _LOG_LINE.search(line) or line.endswith(":"):
             continue
         found = _wrong_words(line)
         if found and found >= strength:
