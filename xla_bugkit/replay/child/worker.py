@@ -171,9 +171,9 @@ def work(spec: dict[str, Any]) -> int:
     if printing:
         module_bytes = jaxlib_adapter.hlo_text_to_module_bytes(text)
         spec["mlir"] = None  # the run's StableHLO still holds them
-        which = "callback that only prints" if printing == 1 else "callbacks that only print"
-        said = "or log (jax.debug.print, jax.debug.callback): left out of the replay"
-        say(WITHHELD, f"{printing} host {which} {said}")
+        which = "callback" if printing == 1 else "callbacks"
+        said = "whose result the module does not read (jax.debug.print, jax.debug.callback)"
+        say(WITHHELD, f"{printing} host {which} {said}: left out of the replay")
     targets = set(custom_call_targets(text)) - replayable.INTERNAL_TARGETS
     targets -= replayable.lowered(platform)
     if targets - jaxlib_adapter.custom_call_targets(platform):
