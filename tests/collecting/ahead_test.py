@@ -93,3 +93,22 @@ def test_unset_it_is_on_where_the_machine_has_a_chip_costly_to_open(
     assert ahead.serves(platform) is served
     monkeypatch.setenv(ahead.IN_PROGRAM, "0")  # said off: off on a TPU machine too
     assert not ahead.asked() and not ahead.serves("tpu")
+
+
+def test_the_replay_without_the_runs_own_flags_is_made_by_the_program_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program's own fast-math flags (its XLA_FLAGS, the whole process's) make the wrong
+    value: the replay without them, each set back to its default outright, is made by the
+    program as well, and says what a child says: without them the result agrees."""
+    program = "nan_fast_math_assert.py"
+    children, _ = collected(tmp_path, program, "0", monkeypatch)
+    held, taken = collected(tmp_path, program, "1", monkeypatch)
+    assert said(held) == said(children)
+    assert held.run is not None and children.run is not None
+    assert held.run.own_flags == children.run.own_flags
+    assert held.run.relaxed_by == children.run.relaxed_by != ()
+    # The module as it ran, without the run's two own flags, and with each of them alone.
+    assert len(taken) == 4, taken
+    pid = f"XLA_BUGKIT_PID: {held.run.culprit.process.pid}" if held.run.culprit else "?"
+    assert all(pid in done.output for done in taken), taken

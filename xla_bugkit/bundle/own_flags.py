@@ -127,6 +127,20 @@ def kept_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tupl
     return tuple(f for f in flags.admit(recorded).flags if flag_name(f) not in drop)
 
 
+def without_flags(recorded: Sequence[str], drop: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """``kept_flags``, and each dropped flag that the module's debug options hold as a
+    boolean set back to its default, said outright (``--xla_foo=false``). The debug options
+    list only what differs from XLA's defaults, so a boolean there is the opposite of its
+    default. Said outright, it holds where the process's own XLA_FLAGS still set it (a
+    replay made in the program's process, whose flags are the run's)."""
+    resets = []
+    for f in flags.admit(recorded).flags:
+        value = (flags.value_of(f) or "").lower()
+        if flag_name(f) in drop and value in ("true", "false"):
+            resets.append(f"{flag_name(f)}={'false' if value == 'true' else 'true'}")
+    return (*kept_flags(recorded, drop), *resets)
+
+
 def starts_process(flag: str) -> bool:
     """Whether ``flag`` is read once, as the backend starts (the device count): it changes
     no result XLA computes."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from xla_bugkit.bundle import issue, triage, wording
 from xla_bugkit.bundle.manifest import ModuleEntry
-from xla_bugkit.bundle.own_flags import OwnFlags, flag_name, is_finding, kept_flags
+from xla_bugkit.bundle.own_flags import OwnFlags, flag_name, is_finding, without_flags
 from xla_bugkit.bundle.parts import Part
 from xla_bugkit.bundle.stitch import Stitched
 from xla_bugkit.choose.dumps import Role
@@ -156,7 +156,7 @@ def _without_own_flags(
         return None
     names = {flag_name(f) for f in (*own, *options)}
     as_run = context.input(inp)
-    less = replace(as_run, xla_flags=kept_flags(as_run.xla_flags, names), flags_given=True)
+    less = replace(as_run, xla_flags=without_flags(as_run.xla_flags, names), flags_given=True)
     failure = Failure.from_json(manifest["failure"])
     wrong = proof.outcome is Outcome.REPRODUCED_WRONG
     with ui.phase(f"replaying {module['label']} without the run's own XLA flags"):

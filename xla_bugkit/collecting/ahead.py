@@ -34,6 +34,7 @@ from xla_bugkit.run.held import Held
 if TYPE_CHECKING:
     from xla_bugkit.collecting.options import CollectOptions
     from xla_bugkit.run.record import RunRecord
+    from xla_bugkit.verdict import Verdict
 
 # What the stages after the run import (the replays, numpy among them) is imported only
 # where the switch is on: collect starts the program before it imports them (``warm``).
@@ -145,15 +146,40 @@ def _replay_stage(
             return
         timeout = min(replaying.options.timeout, left)
         replaying = replace(replaying, options=replace(replaying.options, timeout=timeout))
+    from xla_bugkit.collecting import own_flags
+
+    verdicts: list[Verdict] = []
     with Spares() as spares:
-        spares.hold(held, _own_flags, alone=True)
+        spares.hold(held, _servable(run), alone=True)
         for chosen in selection.chosen:
             if not spares.held:  # the program has gone: the stages' children do the rest
                 return
-            replay_stage(dump_dir, (chosen,), run.failure, replaying, ui=quiet, spares=spares)
+            replays = replay_stage(
+                dump_dir, (chosen,), run.failure, replaying, ui=quiet, spares=spares
+            )
+            verdicts.extend(replays.verdicts)
+        if spares.held and not replays.interrupted:
+            # The question the run's own flags ask, as the stage after the run asks it.
+            served = replace(replaying, options=replace(replaying.options, spares=spares))
+            own_flags.probe(dump_dir, selection, run, verdicts, served, ui=quiet)
 
 
-def _own_flags(env: Mapping[str, str], spec: Mapping[str, object]) -> bool:
-    """Only a replay under the run's own flags is served there: the program's XLA_FLAGS
-    are the run's for the whole process."""
-    return not spec.get("flags_given")
+def _servable(run: RunRecord) -> Callable[[Mapping[str, str], Mapping[str, object]], bool]:
+    """Which replays the program may make: those under the run's own flags, and those
+    without some of them where each of the run's own XLA flags (its XLA_FLAGS, the whole
+    process's) is said outright in the replay's own (``own_flags.without_flags`` sets a
+    boolean back to its default); a flag it cannot set back keeps the replay in a child."""
+    from xla_bugkit.bundle.own_flags import flag_name, starts_process
+    from xla_bugkit.collecting.own_flags import own_xla_flags
+
+    # The device count stays the program's, as the module is partitioned for it.
+    process = {flag_name(f) for f in own_xla_flags(run) if not starts_process(f)}
+
+    def servable(env: Mapping[str, str], spec: Mapping[str, object]) -> bool:
+        if not spec.get("flags_given"):
+            return True
+        said = spec.get("flags")
+        given = {flag_name(str(f)) for f in said} if isinstance(said, list) else set()
+        return process <= given
+
+    return servable

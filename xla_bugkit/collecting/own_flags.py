@@ -19,9 +19,9 @@ from xla_bugkit.bundle import excused
 from xla_bugkit.bundle.own_flags import (
     OwnFlags,
     flag_name,
-    kept_flags,
     set_own,
     starts_process,
+    without_flags,
 )
 from xla_bugkit.choose.dumps import DumpModule
 from xla_bugkit.choose.selection import Selection
@@ -75,7 +75,7 @@ def probe(
     """Replay the first module that reproduced the failure without the XLA flags that the
     run set (its XLA_FLAGS in force, less the dump flags and the device count), otherwise as
     the replay stage did (``replaying``); None when it set none, or nothing reproduced."""
-    own = _own(run)
+    own = own_xla_flags(run)
     failing = _failing(root, selection, verdicts)
     if failing is None:
         return None
@@ -179,8 +179,9 @@ def _failing(root: Path, selection: Selection, verdicts: Sequence[Verdict]) -> _
 
 
 def _xla_flags_kept(as_run: ReplayInput, drop: set[str]) -> ReplayInput:
-    """``as_run`` (the module as the run ran it) less the XLA flags named in ``drop``."""
-    return replace(as_run, xla_flags=kept_flags(as_run.xla_flags, drop), flags_given=True)
+    """``as_run`` (the module as the run ran it) less the XLA flags named in ``drop``: a
+    boolean one set back to its default outright (``own_flags.without_flags``)."""
+    return replace(as_run, xla_flags=without_flags(as_run.xla_flags, drop), flags_given=True)
 
 
 def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | None:
@@ -203,7 +204,7 @@ def unproven_wrong_result(run: RunRecord, verdicts: Sequence[Verdict]) -> str | 
     )
 
 
-def _own(run: RunRecord) -> tuple[str, ...]:
+def own_xla_flags(run: RunRecord) -> tuple[str, ...]:
     """The XLA flags the run set itself: those in force, less the dump flags. The device
     count is one of them: dropped, a replay gives the module only the devices it is
     partitioned for (``DEVICES_SAID``)."""
@@ -211,5 +212,5 @@ def _own(run: RunRecord) -> tuple[str, ...]:
 
 
 def _compiler_flags(run: RunRecord) -> tuple[str, ...]:
-    """``_own`` less the device count, which changes no result XLA computes."""
-    return tuple(f for f in _own(run) if not starts_process(f))
+    """``own_xla_flags`` less the device count, which changes no result XLA computes."""
+    return tuple(f for f in own_xla_flags(run) if not starts_process(f))
