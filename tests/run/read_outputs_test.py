@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.programs import PROGRAMS, run_collect
+from tests.helpers.programs import PROGRAMS, hooked_env, run, run_collect
 from xla_bugkit.cli.main import main
-from xla_bugkit.run import evidence_files
+from xla_bugkit.run import evidence_files, hook
 
 OOM = "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 2784000000 bytes."
 
@@ -95,3 +95,63 @@ def test_a_caught_out_of_memory_read_from_the_outputs_reproduces_as_out_of_memor
     result = json.loads(capsys.readouterr().out)
     assert result["reproduced"]
     assert result["modules"][0]["verdict"]["outcome"] == "reproduced: error"
+
+
+ASYNC_OOM = (
+    "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 2039591771319067904 bytes."
+)
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["block_until_ready", "jax.block_until_ready"])
+def test_an_error_met_at_the_programs_own_wait_is_recorded_as_the_calls_error(
+    how: str, tmp_path: Path
+) -> None:
+    """tests/programs/caught_async_oom.py: ``jit(_init)`` returns before XLA fails to
+    allocate its output (its input is still being computed), and the error surfaces only at
+    the program's wait, which catches it and returns from ``main`` (dropping the output)
+    before sys.exit. Before, the watcher's ``ready`` had no error and nothing read it
+    later: the call's error was lost."""
+    env = {**hooked_env(tmp_path), hook.ENV_ARGS_BUDGET: str(1_000_000)}
+    done = run([sys.executable, str(PROGRAMS / "caught_async_oom.py"), how], env, tmp_path)
+    assert done.returncode == 78, done.stderr
+    assert "could not materialise the table (RESOURCE_EXHAUSTED: Out of memory" in done.stderr
+    (jsonl,) = (tmp_path / evidence_files.PROCESSES).glob("*.jsonl")
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    (n,) = [r["n"] for r in records if r["e"] == "execute" and r["module"] == "jit__init"][1:]
+    # The path taken: dispatch returned with the device still at work, no error at the call,
+    # the input (over the budget) neither saved nor waited on.
+    (executed,) = [r for r in records if r["e"] == "executed" and r["n"] == n]
+    assert executed.get("pending") is True and "error" not in executed, executed
+    assert any(r["e"] == "args_skipped" and r["n"] == n for r in records)
+    # The error, as the call's own: what the program's wait met.
+    errors = [r["error"] for r in records if r["e"] == "ready" and r["n"] == n and "error" in r]
+    assert errors == [ASYNC_OOM]
+    (p,) = evidence_files.load(tmp_path)
+    (call,) = [e for e in p.events if e.n == n]
+    assert call.error == ASYNC_OOM and call.finished and not call.on_device
+    assert p.raised == call
+
+
+@pytest.mark.jax
+@pytest.mark.slow
+def test_an_out_of_memory_met_only_at_the_wait_reproduces_as_that_out_of_memory(
+    tmp_path: Path,
+) -> None:
+    """The run of held-out program embedding_bootstrap where the error surfaced only at the
+    wait: its verdict is the out-of-memory, reproduced by the replay, not the program's own
+    ERROR line with a replay "failed differently"."""
+    program = [sys.executable, str(PROGRAMS / "caught_async_oom.py")]
+    c = run_collect(tmp_path / "b.zip", program, "--max-dump-size", "1MB")
+    assert c.returncode == 0, c.stderr
+    failure = c.manifest()["failure"]
+    assert failure["kind"] == "runtime error", failure
+    assert failure["status_code"] == "RESOURCE_EXHAUSTED"
+    assert failure["headline"] == ASYNC_OOM.split(": ", 1)[1]
+    assert failure["executing"] == "_init"
+    assert "could not materialise the table" in failure["evidence"]
+    chosen = [m for m in c.manifest()["modules"] if m["label"].endswith("jit__init")]
+    assert [m["replay"]["outcome"] for m in chosen] == ["reproduced: error"], chosen
+    assert "this does not look like an XLA bug: XLA could not allocate" in c.stderr
+    assert "failed differently" not in c.stderr

@@ -71,7 +71,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                device was still computing as dispatch returned), are computed; ``error`` when
                computing them raised (the call's error, met when the program read them).
                Also written, with ``error``, when a later call took outputs of ``n`` that
-               held its error (``hook.outputs``)
+               held its error (``hook.outputs``), and where the program's own wait on them
+               (``block_until_ready``, a read to the host) raised it (``hook.ready``)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
                "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
 ``exiting``    the program's main thread called sys.exit: the ``status`` it asked for, written

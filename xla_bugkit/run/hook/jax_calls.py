@@ -135,6 +135,7 @@ def patch_execute(recorder: Any) -> None:
     first_arguments = bool(getattr(recorder, "first_arguments", False))
     ready = recorder.load_sibling("ready")
     outputs = recorder.load_sibling("outputs")
+    ready.patch_waits(recorder, outputs)
     # The run collect starts for a Pallas kernel's reference keeps one call's outputs.
     interpret = (
         recorder.load_sibling("pallas_interpret")
@@ -225,6 +226,13 @@ def _save_arguments(
         # each with its place in the global array (``shards``), for merge to stitch.
         if not all(getattr(a, "is_fully_addressable", True) for a in params):
             recorder.load_sibling("shards").save(recorder, n, params, *which)
+            return
+        # Arguments over the whole budget are not saved, and so not waited on: a wait would
+        # hold the call until its inputs are computed, which the program's own dispatch
+        # does not (an error of the call's own then surfaces where the program waits).
+        size = sum(int(getattr(a, "nbytes", 0) or 0) for a in params)
+        if size > recorder.budget():
+            recorder.write("args_skipped", n=n, bytes=size)
             return
         # An argument that an earlier computation failed to produce (out of memory) aborts
         # the process when read (raw_buffer.h: buffer_.IsConcrete()); waiting on it raises

@@ -46,6 +46,13 @@ def makers(args: tuple[Any, ...]) -> list[int]:
     return sorted(found)
 
 
+def maker(array: Any) -> int | None:
+    """The execution that made ``array``, when the hook saw it return it."""
+    with _LOCK:
+        entry = _MADE.get(id(array))
+    return entry[0] if entry is not None and entry[1]() is array else None
+
+
 def failures(args: tuple[Any, ...], ready: Any) -> list[tuple[int, str]]:
     """(n, error) for each execution that made any of ``args`` whose computed outputs hold
     the error XLA raised computing them (``ready.failed``); never waits on one still being

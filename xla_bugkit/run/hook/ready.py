@@ -8,7 +8,11 @@ daemon thread polls them and writes ``ready`` once they are (with the ``error`` 
 computing them, which the program meets only when it reads them): an
 execution with ``pending`` and no ``ready`` record was still running on the device when the
 process ended (a hang in a worker thread that the program's own watchdog ended with
-``os._exit``, say).
+``os._exit``, say). Where the program itself waits on outputs (``block_until_ready``,
+``jax.block_until_ready``, ``np.asarray``, ``float``, ``.item()``, ``jax.device_get``) and
+the wait raises XLA's error, the ``ready`` record with that ``error`` is written there and
+then (``patch_waits``): a program that catches it and drops the outputs before it exits
+leaves nothing for a later pass to read.
 
 Loaded by file path from ``jax_calls`` (as the recorder's siblings are), inside the
 program's process: it holds only weak references to the outputs, so it never keeps an
@@ -82,6 +86,76 @@ def _wait(recorder: Any) -> None:
                 _WATCHED.append(first)
 
 
+def patch_waits(recorder: Any, outputs: Any) -> None:
+    """Record XLA's error where the program's own wait on an execution's outputs raises it
+    (``met``): ``jax.Array.block_until_ready`` (and ``jax.block_until_ready`` of one array),
+    the batched wait of ``jax.block_until_ready`` over several, the host copy of
+    ``jax.device_get``, and ``_value``, under ``np.asarray``, ``float``, ``.item()``,
+    ``.tolist()``. Each patch does what the original did, and raises what it raised."""
+    from jax._src import array as jax_array
+
+    cls = jax_array.ArrayImpl
+    _WAIT[:] = [cls.block_until_ready]
+
+    def raising_met(original: Any) -> Any:
+        def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(self, *args, **kwargs)
+            except Exception as e:
+                met(recorder, outputs, [self], e)
+                raise
+
+        return wait
+
+    for name in ("block_until_ready", "copy_to_host_async"):
+        if callable(original := getattr(cls, name, None)):
+            setattr(cls, name, raising_met(original))
+    value = cls.__dict__.get("_value")
+    if isinstance(value, property) and value.fget is not None:
+        setattr(cls, "_value", property(raising_met(value.fget), doc=value.__doc__))  # noqa: B010
+    from jaxlib import xla_client
+
+    batched = getattr(xla_client, "batched_block_until_ready", None)
+    if callable(batched):
+
+        def batched_block_until_ready(arrays: Any, *rest: Any, **kwargs: Any) -> Any:
+            try:
+                return batched(arrays, *rest, **kwargs)
+            except Exception as e:
+                met(recorder, outputs, [a for a in arrays if not pending([a])], e)
+                raise
+
+        setattr(xla_client, "batched_block_until_ready", batched_block_until_ready)  # noqa: B010
+
+
+def met(recorder: Any, outputs: Any, arrays: list[Any], e: Exception) -> None:
+    """The program's wait on ``arrays`` raised ``e``: where it is XLA's error, a ``ready``
+    record with it for each execution (that the hook saw return them) whose outputs among
+    ``arrays`` hold an error, once each. Never raises into the program."""
+    try:
+        if type(e).__name__ not in _XLA_ERRORS:
+            return
+        for array in arrays:
+            n = outputs.maker(array)
+            if n is None or n in _MET:
+                continue
+            error = said(e) if len(arrays) == 1 else failed([array])
+            if error is None:
+                continue
+            with _SETTLING:
+                _MET.add(n)
+            recorder.write("ready", n=n, error=error)
+    except Exception:  # a record lost is better than a program broken
+        pass
+
+
+# The wait of jax's own (``block_until_ready`` as jax defined it), which the hook's reads use:
+# the program's (``patch_waits``) records what it meets. The executions whose error the
+# program's own wait met and a ``ready`` record said.
+_WAIT: list[Any] = []
+_MET: set[int] = set()
+
+
 # The executions whose outputs were being computed at the last pass; those the watcher found
 # computed, whose error (if any) a pass from the program's own thread reads; the lock of a
 # pass (the watcher's, or one from the program's thread: its sys.exit, atexit).
@@ -97,6 +171,8 @@ def settle(recorder: Any) -> None:
     _settle(recorder, errors=True)
     with _SETTLING:
         for n, refs in _UNREAD:
+            if n in _MET:
+                continue
             if (error := failed([a for ref in refs if (a := ref()) is not None])) is not None:
                 recorder.write("ready", n=n, error=error)
         _UNREAD.clear()
@@ -112,6 +188,8 @@ def _settle(recorder: Any, *, errors: bool) -> bool:
                 _WATCHED.append(_PENDING.get_nowait())
         still = []
         for n, refs in _WATCHED:
+            if n in _MET:  # the program's own wait met its error, and said it
+                continue
             if not _computed(refs):
                 still.append((n, refs))
             elif not errors:
@@ -152,12 +230,18 @@ def failed(arrays: list[Any]) -> str | None:
     ``executed`` record's ``error``. Waiting on an array that is ready returns at once."""
     for array in arrays:
         try:
-            array.block_until_ready()
+            _WAIT[0](array) if _WAIT else array.block_until_ready()
         except Exception as e:  # a deleted array raises too: only XLA's errors count
             if type(e).__name__ in _XLA_ERRORS:
-                first = str(e).strip().splitlines()
-                return f"{type(e).__name__}: {first[0][:300] if first else ''}"
+                return said(e)
     return None
+
+
+def said(e: Exception) -> str:
+    """An error as an ``executed`` or ``ready`` record's ``error`` says it: its type's name
+    and its first line."""
+    first = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {first[0][:300] if first else ''}"
 
 
 # What jax (and, before 0.5, jaxlib) raise for an XLA status.
