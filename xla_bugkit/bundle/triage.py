@@ -171,15 +171,33 @@ def _as_lowered(f: Failure, verdicts: Sequence[Verdict]) -> str | None:
     if agreed is None:
         return None
     references = str(agreed.numbers["reference"])
-    reason = (
-        f"the program's own check found a wrong value, but XLA computes "
-        f"{function_name(module_name(agreed.module))} on the recorded inputs as its "
-        f"references do ({references}): the values the check rejected are what the module "
-        "computes as JAX lowered it, so look at the function's jaxpr (in the bundle) and at "
-        "the check before XLA's passes (a wrong op that the references share would not show "
-        "here)"
-    )
+    function = function_name(module_name(agreed.module))
+    if (checked := _JAX_CHECK.search(f.headline)) is not None:
+        value, op = ("a NaN" if checked["value"] == "nan" else "an Inf"), checked["op"]
+        reason = (
+            f"jax_debug_{checked['value']}s stopped the program at {value} that {op} made "
+            f"in {function}, and XLA computes {function} on the recorded inputs as its "
+            f"references do ({references}): {value} is what {op} gives on the values "
+            "the function computed from the program's own inputs (outside its domain: "
+            "a negative number under a square root, say), not XLA's doing"
+        )
+    else:
+        reason = (
+            f"the program's own check found a wrong value, but XLA computes {function} on "
+            f"the recorded inputs as its references do ({references}): the values the "
+            "check rejected are what the module computes as JAX lowered it, so look at the "
+            "function's jaxpr (in the bundle) and at the check before XLA's passes (a wrong "
+            "op that the references share would not show here)"
+        )
     return f"{reason}; {f.check_note}" if f.check_note else reason
+
+
+# jax's own NaN (Inf) check (jax_debug_nans, jax_debug_infs), as its error names the op whose
+# result it rejected, after running the function again op by op: numpy's (np.seterr) says
+# "invalid value encountered in sqrt", without the value.
+_JAX_CHECK = re.compile(
+    r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<op>[\w.]+)"
+)
 
 
 def _agreed(v: Verdict) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xla_bugkit.choose.dumps import DumpIndex, DumpModule, is_helper, loose_name
 from xla_bugkit.failure.classify import Failure, Phase
-from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.evidence import Event, ProcessEvidence, debug_check
 
 
 def reason(
@@ -27,6 +27,8 @@ def reason(
         if event is busy:
             seen = f": {event.seen}" if event.seen else ""
             return module, True, f"XLA was {doing} it{_call(event)} when {who} stopped{seen}"
+        if (option := debug_check(event.error)) is not None:
+            return module, True, _checked(process, event, option)
         error = event.error or ""
         same = _raised_before(index, process, event)
         error = f"{error[:120]}…" if len(error) > 120 else error
@@ -86,6 +88,18 @@ def _raised_before(index: DumpIndex, process: ProcessEvidence, event: Event) -> 
             if m is not None and m.label not in labels:
                 labels.append(m.label)
     return labels
+
+
+def _checked(process: ProcessEvidence, event: Event, option: str) -> str:
+    """Why the call whose outputs jax's own check rejected is chosen: what the check found,
+    and where jax's de-optimized rerun of it stopped (the op that made the value)."""
+    value = "a NaN" if option == "jax_debug_nans" else "an Inf"
+    why = f"the program's {option} found {value} in the outputs of this call{_call(event)}"
+    last = next((e for e in reversed(process.events) if e.error), None)
+    if last is not None and last is not event:
+        op = last.fun or last.module
+        why += f"; jax then ran it again op by op (de-optimized), and the check stopped at {op}"
+    return why
 
 
 def _met(process: ProcessEvidence, event: Event) -> str:

@@ -130,9 +130,28 @@ class ProcessEvidence:
     def raised(self) -> Event | None:
         """The compilation or execution whose error the process met last: the call that
         raised it, or, where that call only met the error of an earlier execution whose
-        outputs it took (jax dispatches asynchronously), the first such execution."""
+        outputs it took (jax dispatches asynchronously), the first such execution; where it
+        is jax's own NaN (or Inf) check's, the call whose outputs the check first rejected,
+        not the calls of jax's de-optimized rerun of it (``checked_call``)."""
         last = next((e for e in reversed(self.events) if e.error), None)
-        return None if last is None else self.made_error(last)
+        return None if last is None else self.made_error(self.checked_call(last))
+
+    def checked_call(self, event: Event) -> Event:
+        """Under ``jax_debug_nans`` (``jax_debug_infs``), a jitted call whose outputs hold a
+        NaN raises jax's check's error, and jax runs the function again de-optimized, op by
+        op, each op a call of its own (``jit(sqrt)``) that the check rejects in turn: the
+        first of the calls the check rejected, with no other error after it, up to
+        ``event``; ``event`` itself where its error is not the check's."""
+        if debug_check(event.error) is None:
+            return event
+        first = event
+        for e in reversed(self.events[: self.events.index(event)]):
+            if e.error is None:
+                continue
+            if debug_check(e.error) is None:
+                break
+            first = e
+        return first
 
     def made_error(self, event: Event) -> Event:
         """The first execution, among those whose outputs ``event`` took (directly or
@@ -148,3 +167,21 @@ class ProcessEvidence:
             failed += [maker] if maker.error else []
             todo += maker.fed_by
         return min(failed, key=lambda e: e.n, default=event)
+
+
+# jax's check of a jitted call's outputs (``jax_debug_nans``, ``jax_debug_infs``): its error
+# as a record says it, "InternalFloatingPointError: ('jit(f)', 'nan')" (jax 0.4.36 and later),
+# or "FloatingPointError: invalid value (nan) encountered in jit(f)" (earlier releases).
+_DEBUG_CHECK = re.compile(
+    r"^(?:InternalFloatingPointError: \('[^']*', '(?P<new>nan|inf)'\)"
+    r"|FloatingPointError: invalid value \((?P<old>nan|inf)\) encountered in )"
+)
+
+
+def debug_check(error: str | None) -> str | None:
+    """The jax option whose check raised ``error`` (``jax_debug_nans``, ``jax_debug_infs``);
+    None where ``error`` is not that check's."""
+    found = _DEBUG_CHECK.match(error or "")
+    if found is None:
+        return None
+    return f"jax_debug_{found['new'] or found['old']}s"
