@@ -187,11 +187,15 @@ def _still_computing(types: list[str], compiled: dict[int, Any]) -> tuple[int, A
 
 
 def _programs_frame(frame: Any) -> Any:
-    """The innermost frame of the program's own code: outside jax, jaxlib and numpy."""
-    libraries = tuple(
-        os.path.dirname(getattr(sys.modules.get(name), "__file__", None) or "") + os.sep
-        for name in ("jax", "jaxlib", "numpy")
-        if sys.modules.get(name) is not None
+    """The innermost frame of the program's own code: outside jax, jaxlib, numpy and the
+    hook's own patches (a wait of the program's goes through ``ready.patch_waits``)."""
+    libraries = (
+        *(
+            os.path.dirname(getattr(sys.modules.get(name), "__file__", None) or "") + os.sep
+            for name in ("jax", "jaxlib", "numpy")
+            if sys.modules.get(name) is not None
+        ),
+        os.path.dirname(os.path.abspath(__file__)) + os.sep,
     )
     for _ in range(_FRAMES):
         if frame is None:
