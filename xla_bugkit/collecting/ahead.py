@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -33,6 +34,7 @@ from xla_bugkit.run.held import Held
 
 if TYPE_CHECKING:
     from xla_bugkit.collecting.options import CollectOptions
+    from xla_bugkit.failure.classify import Failure
     from xla_bugkit.run.record import RunRecord
     from xla_bugkit.verdict import Verdict
 
@@ -114,11 +116,25 @@ def replay_ahead(
     program goes on to its exit. Whether a replay ended the program. Nothing here is said
     to the user: the stages after the run say what they find."""
     try:
-        if held.open(pid) and options.replay and (run := so_far()).failure.kind.is_failure:
+        if held.open(pid) and options.replay and _servable_failure((run := so_far()).failure):
             _replay_stage(work, held, run, options, deadline)
     finally:
         held.let_go()
     return held.ended_it
+
+
+def _servable_failure(failure: Failure) -> bool:
+    """A failure whose replays the program's own process may make. Not one of memory (a
+    device or host out of it, RESOURCE_EXHAUSTED): the program's arrays still fill the
+    process's memory, so a replay there runs out as the run did where a process of its own
+    would not (a TPU's HBM run-time out-of-memory beside the program's 12 GiB)."""
+    if not failure.kind.is_failure:
+        return False
+    said = f"{failure.status_code or ''} {failure.headline}"
+    return _MEMORY.search(said) is None
+
+
+_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|\bOOM\b|allocat", re.I)
 
 
 def _replay_stage(
