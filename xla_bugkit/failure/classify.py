@@ -284,8 +284,16 @@ def _classified(
             callback=raised.callback,
         )
     graph = graph_that_raised(output, status)
-    # The program's own raise, worded as XLA's: its status code and "Check failed" are not XLA's.
-    own = own_raise.raised_by_program(output, _exception_line(status)) if status else None
+    # The program's own raise, worded as XLA's: its status code and "Check failed" are not
+    # XLA's. (An exception in no words of XLA's is the program's anyway, said as it is.)
+    worded = status is not None and (
+        status[1] is not None or _XLA_HINTS.search(f"{status[0]} {status[2]}") is not None
+    )
+    own = (
+        own_raise.raised_by_program(output, _exception_line(status))
+        if status is not None and worded
+        else None
+    )
     from_xla = (
         status is not None
         and own is None
