@@ -58,13 +58,13 @@ def said(result: CollectResult) -> tuple[object, ...]:
 
 # The replay stage's replays are made ahead where the record at the main module's end shows
 # the failure: a compile error's traceback and status 1 do. wrong_result.py ends with
-# ``raise SystemExit(message)``, whose status only its exit shows: its record then says
-# success, nothing is made ahead, and every replay is a child's, as without the switch.
+# ``raise SystemExit(message)``: the hook notes the interpreter's own write of the message,
+# so the record so far says status 1, and the search's replays are made ahead too.
 # runtime_error.py runs out of memory: a replay in the program's process, whose arrays still
 # hold its memory, proves nothing of that; nothing is made ahead.
 @pytest.mark.parametrize(
     ("program", "made_ahead"),
-    [("compile_error.py", True), ("wrong_result.py", False), ("runtime_error.py", False)],
+    [("compile_error.py", True), ("wrong_result.py", True), ("runtime_error.py", False)],
 )
 def test_collect_with_replays_made_by_the_program_says_what_collect_with_children_says(
     program: str, made_ahead: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

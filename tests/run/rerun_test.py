@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,38 @@ def test_the_program_says_when_its_main_module_has_finished(
     # Once, by the program itself: os._exit runs no teardown, so it tells nothing.
     assert heard == ([] if ending == "leaves by os._exit" else [program.pid])
     assert not (tmp_path / "processes" / main_end.FIFO).exists()
+
+
+# How the main module ends, and the status the record at its end foresees (the program's
+# real exit status, every time): ``raise SystemExit(message)`` calls no sys.exit and leaves
+# no traceback; the interpreter's own write of the message says it.
+_FORESEEN = {
+    "raise SystemExit(message)": ("raise SystemExit('values disagree: max error 0.01')\n", 1),
+    "exit(message)": ("exit('values disagree')\n", 1),
+    "sys.exit(2)": ("sys.exit(2)\n", 2),
+    "its own stderr, then returns": ("print('max error 0.01', file=sys.stderr)\n", 0),
+    "raise SystemExit(None)": ("raise SystemExit\n", 0),
+}
+
+
+@pytest.mark.parametrize("ending", list(_FORESEEN))
+def test_the_record_at_the_main_modules_end_foresees_its_exit_status(
+    user_env: dict[str, str], tmp_path: Path, ending: str
+) -> None:
+    text, status = _FORESEEN[ending]
+    program_text = (
+        "import sys\nimport jax, jax.numpy as jnp\n"
+        "print(jax.jit(lambda x: x + 1)(jnp.ones(3)).sum(), flush=True)\n" + text
+    )
+    so_far: list[RunRecord] = []
+
+    def held(pid: int, record: Callable[[], RunRecord], deadline: float | None) -> bool:
+        so_far.append(record())
+        return False
+
+    record = _rerun_script(tmp_path, program_text, rerun.AtMainEnd(while_held=held))
+    assert record.exit_status == status, record.output
+    assert [r.exit_status for r in so_far] == [status], record.output
 
 
 WENT_ON = """\

@@ -146,3 +146,18 @@ def test_a_compile_error_in_the_same_words_is_not_a_run_time_shortfall() -> None
     failure, output = _failure_of("tpu_prefix_same_line.txt")
     compiling = replace(failure, kind=Kind.COMPILE_ERROR)
     assert excused.run_time_shortfall(compiling, output) is None
+
+
+def test_a_compiles_out_of_hbm_is_replayed_in_the_program_one_at_run_time_is_not() -> None:
+    """The program's own process may replay a module whose compile ran out of the chip's
+    memory (the compiler weighs it against the whole chip, not what the program left free),
+    never one whose run did (its arrays still hold the chip): the recorded runs of both."""
+    from xla_bugkit.collecting import ahead
+
+    with zipfile.ZipFile(RECORDED / "hbm_oom.zip") as z:
+        compiling = Failure.from_json(json.loads(z.read("manifest.json"))["failure"])
+    running, _, _ = _recorded()
+    assert compiling.kind is Kind.COMPILE_ERROR and "exceeds available HBM" in compiling.headline
+    assert ahead._servable_failure(compiling)
+    assert running.kind is Kind.RUNTIME_ERROR
+    assert not ahead._servable_failure(running)

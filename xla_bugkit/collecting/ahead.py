@@ -30,9 +30,13 @@ from typing import TYPE_CHECKING
 
 from xla_bugkit import platforms
 from xla_bugkit.collecting import workdir
+from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.run.held import Held
+from xla_bugkit.ui import Ui
 
 if TYPE_CHECKING:
+    from xla_bugkit.choose.dumps import DumpIndex
+    from xla_bugkit.choose.selection import Selection
     from xla_bugkit.collecting.options import CollectOptions
     from xla_bugkit.failure.classify import Failure
     from xla_bugkit.run.record import RunRecord
@@ -117,19 +121,24 @@ def replay_ahead(
     to the user: the stages after the run say what they find."""
     try:
         if held.open(pid) and options.replay and _servable_failure((run := so_far()).failure):
-            _replay_stage(work, held, run, options, deadline)
+            with Ui(verbosity=-1).timed("ahead"):
+                _replay_stage(work, held, run, options, deadline)
     finally:
         held.let_go()
     return held.ended_it
 
 
 def _servable_failure(failure: Failure) -> bool:
-    """A failure whose replays the program's own process may make. Not one of memory (a
-    device or host out of it, RESOURCE_EXHAUSTED): the program's arrays still fill the
-    process's memory, so a replay there runs out as the run did where a process of its own
-    would not (a TPU's HBM run-time out-of-memory beside the program's 12 GiB)."""
+    """A failure whose replays the program's own process may make. Not one of memory at run
+    time (a device or host out of it, RESOURCE_EXHAUSTED, an allocation): the program's
+    arrays still fill the process's memory, so a replay there runs out as the run did where
+    a process of its own would not (a TPU's HBM run-time out-of-memory beside the program's
+    12 GiB). A compile's is served: the compiler weighs the module against the chip's whole
+    memory ("exceeds available HBM (15.75G)"), not against what the program left free."""
     if not failure.kind.is_failure:
         return False
+    if not KINDS[failure.kind].out_of_memory_running:
+        return True
     said = f"{failure.status_code or ''} {failure.headline}"
     return _MEMORY.search(said) is None
 
@@ -140,20 +149,25 @@ _MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|\bOOM\b|allocat", re.I)
 def _replay_stage(
     work: Path, held: Held, run: RunRecord, options: CollectOptions, deadline: float | None
 ) -> None:
+    """The replays the stages after the run would make, made here: for a wrong result the
+    search's first, then the replay stage's and the replay without the run's own flags."""
     from xla_bugkit.collecting.replays import Replaying, replay_stage
-    from xla_bugkit.collecting.stages import choose, index_dumps
-    from xla_bugkit.replay import Spares
-    from xla_bugkit.run import processes
-    from xla_bugkit.ui import Ui
+    from xla_bugkit.collecting.stages import choose, index_dumps, search_wrong_value
+    from xla_bugkit.replay import Spares, differential
+    from xla_bugkit.run import arguments, evidence_files, processes
 
     quiet = Ui(verbosity=-1, stream=io.StringIO())
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
+    # The snapshots of the arguments the hook saved, as the stages after the run write them
+    # (they keep those written here): the replays are asked on the same files.
+    arguments.write_snapshots(dump_dir, run.culprit_evidence or evidence_files.load(work))
     found = index_dumps(dump_dir, run)
     selection = choose(found.index, run, options, run.culprit_evidence)
-    if not selection.chosen or not serves(selection.chosen[0].module.platform):
+    platform = _platform(found.index, selection)
+    if platform is None or not serves(platform):
         return
-    names = (c.module.name for c in selection.chosen)
-    replaying = Replaying.of_run(run, options).of_modules(run, names)
+    replaying = Replaying.of_run(run, options)
+    budget = options.budget
     if deadline is not None:
         # The run's timeout counts the time held: every replay ends well before it, or is
         # not made here (the stages after the run make it, in a child).
@@ -162,22 +176,47 @@ def _replay_stage(
             return
         timeout = min(replaying.options.timeout, left)
         replaying = replace(replaying, options=replace(replaying.options, timeout=timeout))
+        budget = min(budget, left)
     from xla_bugkit.collecting import own_flags
 
     verdicts: list[Verdict] = []
     with Spares() as spares:
         spares.hold(held, _servable(run), alone=True)
+        searching = replace(options, budget=budget)
+        search = search_wrong_value(
+            dump_dir, found.index, run, searching, replaying, quiet, spares=spares
+        )
+        if search is not None:
+            selection = differential.merged(selection, search, limit=options.limit)
+        if not selection.chosen:
+            return
+        known = differential.known_verdicts(search if options.data else None, selection.chosen)
+        verdicts.extend(known.values())
+        replaying = replaying.of_modules(run, (c.module.name for c in selection.chosen))
+        interrupted = False
         for chosen in selection.chosen:
             if not spares.held:  # the program has gone: the stages' children do the rest
                 return
+            if chosen.module.label in known:
+                continue
             replays = replay_stage(
                 dump_dir, (chosen,), run.failure, replaying, ui=quiet, spares=spares
             )
             verdicts.extend(replays.verdicts)
-        if spares.held and not replays.interrupted:
+            interrupted = interrupted or replays.interrupted
+        if spares.held and not interrupted:
             # The question the run's own flags ask, as the stage after the run asks it.
             served = replace(replaying, options=replace(replaying.options, spares=spares))
-            own_flags.probe(dump_dir, selection, run, verdicts, served, ui=quiet)
+            with quiet.timed("ahead without own flags"):
+                own_flags.probe(dump_dir, selection, run, verdicts, served, ui=quiet)
+
+
+def _platform(index: DumpIndex, selection: Selection) -> str | None:
+    """The platform of the modules the stages would replay: the chosen first's, else (a
+    wrong result, its modules found by the search) the first module's."""
+    if selection.chosen:
+        return selection.chosen[0].module.platform
+    return index.modules[0].platform if index.modules else None
 
 
 def _servable(run: RunRecord) -> Callable[[Mapping[str, str], Mapping[str, object]], bool]:

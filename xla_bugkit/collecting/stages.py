@@ -19,6 +19,7 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import differential, fallback_note
+from xla_bugkit.replay.children import Spares
 from xla_bugkit.run import evidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
@@ -104,10 +105,12 @@ def search_wrong_value(
     replaying: Replaying,
     ui: Ui,
     arrays: Path | None = None,
+    spares: Spares | None = None,
 ) -> differential.Differential | None:
     """For a wrong result, the modules whose replay differs from the op-by-op reference
     (``differential.search``); None when the run failed otherwise, when the replay is off,
-    or when the user chose the modules (--module, --symbol)."""
+    or when the user chose the modules (--module, --symbol). ``spares``: the children (or
+    the program held at its main module's end) that replay."""
     if run.failure.kind is not Kind.WRONG_RESULT or not options.replay:
         return None
     if options.module_re is not None or options.symbol is not None:
@@ -125,6 +128,7 @@ def search_wrong_value(
             # given its wrong value and compute the right function of it.
             limit=1,
             context=replaying.context,
+            spares=spares,
         )
 
 

@@ -146,6 +146,11 @@ def made_ahead(ahead: Ahead) -> Iterator[Ahead]:
         _AHEAD.remove(ahead)
 
 
+def any_made_ahead() -> bool:
+    """Whether replays made ahead wait to be taken (``taken_ahead``)."""
+    return bool(_AHEAD) and len(_AHEAD[-1]) > 0
+
+
 def asked(env: Mapping[str, str], spec: Mapping[str, object], memory: int | None) -> str:
     """What a replay was asked, as ``Ahead`` knows it again: its spec less its ``out``, each
     file it names with its size and time, the environment that shapes it, the memory limit."""

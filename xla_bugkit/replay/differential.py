@@ -14,6 +14,7 @@ the other way round.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from xla_bugkit.choose.selection import Chosen, Selection
 from xla_bugkit.failure.classify import Failure
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.batch import env_flags, replay_batch
+from xla_bugkit.replay.children import Spares, any_made_ahead, keeps
 from xla_bugkit.replay.context import UNRECORDED, RunContext
 from xla_bugkit.replay.inputs import ReplayInput, module_files, replay_input
 from xla_bugkit.replay.judge import replay
@@ -140,6 +142,7 @@ def search(
     arrays: Path | None = None,
     limit: int = 3,
     context: RunContext = UNRECORDED,
+    spares: Spares | None = None,
 ) -> Differential:
     """Replay the ``candidates`` of the dump folder ``root`` against the op-by-op reference
     until ``limit`` of them differ, all are checked, or the ``pace``'s budget is spent.
@@ -152,22 +155,32 @@ def search(
     stage applies them (``replay.context``), so a module replays here as it would there; the
     search replays under jaxlib, whose children it shares between modules. Ctrl-C stops the
     search, not collect: the heuristics choose then.
+
+    Where a platform keeps its replay child (a TPU: ``children.keeps``), where ``spares``
+    are given (the program held at its main module's end, ``Spares.hold``), or where
+    replays were made ahead, each module is replayed alone, through them where given, the
+    kept child serving the next: that way a replay made ahead by the program
+    (``children.Ahead``) is taken, which a batch's child never asks.
     """
     pool = candidates(index)
     limits = _Limits(timeout, context)
     run = _Search(root, expected, ui, arrays, len(pool), limits, pace.budget, pace.clock)
     queue = list(pool)
-    try:
-        while queue and len(run.found) < limit and not run.stopped:
-            group = _group(queue, pace.batch, run.input_of)
-            if len(group) == 1:
-                run.solo(group[0], number=len(pool) - len(queue))
-                continue
-            run.batch(group, number=len(pool) - len(queue) - len(group) + 1, limit=limit)
-            # The modules the child did not reach go back to the front of the queue.
-            queue[:0] = [m for m in group if m.label not in run.done]
-    except KeyboardInterrupt:
-        run.stopped = "it was interrupted"
+    with contextlib.ExitStack() as stack:
+        if spares is None and (any_made_ahead() or any(keeps(m.platform) for m in pool)):
+            spares = stack.enter_context(Spares())
+        run.spares = spares
+        try:
+            while queue and len(run.found) < limit and not run.stopped:
+                group = _group(queue, 1 if spares is not None else pace.batch, run.input_of)
+                if len(group) == 1:
+                    run.solo(group[0], number=len(pool) - len(queue))
+                    continue
+                run.batch(group, number=len(pool) - len(queue) - len(group) + 1, limit=limit)
+                # The modules the child did not reach go back to the front of the queue.
+                queue[:0] = [m for m in group if m.label not in run.done]
+        except KeyboardInterrupt:
+            run.stopped = "it was interrupted"
     unchecked = sum(protocol.KERNEL_ONLY in v.evidence for v in run.verdicts)
     note = "" if run.found else _fell_back(len(run.verdicts), len(pool), run.stopped, unchecked)
     if note:
@@ -213,6 +226,7 @@ class _Search:
         self.done: set[str] = set()
         self.stopped = ""
         self._inputs: dict[str, ReplayInput | None] = {}
+        self.spares: Spares | None = None  # the children (or the held program) replaying
 
     def input_of(self, module: DumpModule) -> ReplayInput | None:
         if module.label not in self._inputs:
@@ -247,7 +261,10 @@ class _Search:
             inp,
             expected=self.expected,
             options=ReplayOptions(
-                timeout=timeout, memory_limit=self._memory(inp), keep_arrays=self._keep(module)
+                timeout=timeout,
+                memory_limit=self._memory(inp),
+                keep_arrays=self._keep(module),
+                spares=self.spares,
             ),
         )
         if self.clock() - self.started >= self.budget and not verdict.reproduced:

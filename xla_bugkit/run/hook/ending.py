@@ -26,6 +26,7 @@ _JAX_OWN = re.compile(r"[/\\](?:jax|jaxlib)[/\\]")
 def watch(recorder: Any) -> None:
     """Record how ``recorder``'s process exits, and tell collect when its main module ends."""
     _record_exit(recorder)
+    _note_exit_message()
     _record_uncaught(recorder)
     _stack_at_own_exit(recorder)
     _tell_main_end(recorder)
@@ -39,7 +40,40 @@ def _foreseen() -> int:
     uncaught exception's 1, sys.exit's own, else 0 (its teardown may yet change it)."""
     if getattr(sys, "last_value", None) is not None:
         return 1
-    return _STATUSES[-1] if _STATUSES else 0
+    if _STATUSES:
+        return _STATUSES[-1]
+    return 1 if _EXIT_MESSAGE else 0
+
+
+# Set when the interpreter itself, outside every frame, wrote to stderr in the main thread:
+# ``raise SystemExit(message)`` ends the main module so (Python prints the message, exits 1).
+_EXIT_MESSAGE: list[bool] = []
+
+
+def _note_exit_message() -> None:
+    """Note a write to ``sys.stderr`` that no Python frame made, in the main thread: by the
+    main module's end only the interpreter writes so, printing the message of the
+    ``SystemExit`` that ended it (``raise SystemExit(message)``, ``exit(message)``: no
+    sys.exit call to note, no traceback). An uncaught exception's traceback is written so
+    too, and shows already (``sys.last_value``). The stream's own ``write`` is shadowed on
+    the instance, and the write done by it as before; a stream that takes no attribute is
+    left alone."""
+    stream = sys.stderr
+    original = getattr(stream, "write", None)
+    if original is None:
+        return
+    main = threading.main_thread()
+
+    def write(text: Any) -> Any:
+        try:
+            sys._getframe(1)
+        except ValueError:  # no caller frame: the interpreter's own write
+            if threading.current_thread() is main and not _EXIT_MESSAGE:
+                _EXIT_MESSAGE.append(True)
+        return original(text)
+
+    with contextlib.suppress(AttributeError, TypeError):
+        stream.write = write  # type: ignore[method-assign]  # on this instance only
 
 
 def _record_exit(recorder: Any) -> None:
