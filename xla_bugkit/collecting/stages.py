@@ -18,8 +18,7 @@ from xla_bugkit.collecting.replays import Replaying, Replays, replay_stage
 from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
-from xla_bugkit.replay import differential, fallback_note
-from xla_bugkit.replay.children import Spares
+from xla_bugkit.replay import Spares, differential, fallback_note
 from xla_bugkit.run import evidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui

@@ -32,21 +32,16 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from xla_bugkit.failure.pytraceback import FRAME, JAX_OWN, NOT_PROGRAM, XLA_TYPE
+
 # XLA's words when a host callback raised, on CPU and on accelerators.
 _CALLBACK_ERROR = re.compile(r"(?:Cpu|Gpu|Tpu)?Callback error calling callback", re.I)
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fun>\S+)\s*$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s*(?P<message>.*))?$")
-# An exception of XLA's or jax's own inside the callback (a jitted call that failed in it)
-# is not the program's fault alone.
-_XLA_TYPES = re.compile(r"XlaRuntimeError|JaxRuntimeError|jaxlib|^jax\.errors\.", re.I)
 _LOOK_AHEAD = 400  # lines after XLA's words in which the callback's traceback must end
 # faulthandler's line for one frame, and the modules through which jax calls a host
 # callback (pure_callback and io_callback in callback.py, debug.callback in debugging.py).
 _STACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fun>\S+)\s*$')
 _JAX_CALLING = re.compile(r"[/\\]jax[/\\]_src[/\\](?:callback|debugging)\.py$")
-_JAX_OWN = re.compile(r"[/\\](?:jax|jaxlib)[/\\]")
-# Files that are not the program's: jax's, an installed package's, the standard library's.
-_NOT_PROGRAM = re.compile(r"[/\\](?:jax|jaxlib|site-packages|dist-packages|python3\.\d+)[/\\]")
 # The block of the thread a fatal signal hit: "Current thread 0x... (most recent call
 # first):", with the thread's name in brackets since Python 3.13.
 _CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-f]+\b", re.M)
@@ -101,13 +96,15 @@ def raised_in_callback(output: str) -> CallbackError | None:
     lines = output[m.end() :].splitlines()[:_LOOK_AHEAD]
     frames: list[re.Match[str]] = []
     for line in lines:
-        if (f := _FRAME.match(line)) is not None:
+        if (f := FRAME.match(line)) is not None:
             frames.append(f)
             continue
         if not frames or not line.strip() or line.startswith((" ", "\t")):
             continue
         found = _EXCEPTION.match(line.strip())
-        if found is None or _XLA_TYPES.search(found.group("type")):
+        # XLA's or jax's own exception inside the callback (a jitted call that failed in
+        # it) is not the program's fault alone.
+        if found is None or XLA_TYPE.search(found.group("type")):
             return None
         # A traceback lists the outermost frame first: the one jax called is the last frame
         # of the program's own after jax's callback machinery.
@@ -147,13 +144,13 @@ def _callback_in(block: str) -> tuple[re.Match[str], re.Match[str]] | None:
     frames = [f for line in block.splitlines() if (f := _STACK_FRAME.match(line))]
     for at, (inner, outer) in enumerate(itertools.pairwise(frames)):
         if _called_by_jax(outer, inner):
-            own = [f for f in frames[: at + 1] if not _NOT_PROGRAM.search(f.group("file"))]
+            own = [f for f in frames[: at + 1] if not NOT_PROGRAM.search(f.group("file"))]
             return inner, own[0] if own else inner
     return None
 
 
 def _called_by_jax(outer: re.Match[str], inner: re.Match[str]) -> bool:
-    return bool(_JAX_CALLING.search(outer.group("file"))) and not _JAX_OWN.search(
+    return bool(_JAX_CALLING.search(outer.group("file"))) and not JAX_OWN.search(
         inner.group("file")
     )
 

@@ -12,18 +12,11 @@ from it prints XLA's exception first, in the same chain. Either is XLA's error a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-# A frame of a Python traceback, and the exception line that ends one.
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fun>\S+)\s*$')
-# XLA's errors as jax and jaxlib raise them, anywhere in the output (a chained cause).
-_XLA_RAISED = re.compile(
-    r"^(?:[\w.]*\.)?(?:XlaRuntimeError|JaxRuntimeError)\b|^jax\.errors\.\w+:", re.M
-)
-# Files that are not the program's: an installed package's, or jax's own source.
-_NOT_OWN = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]|[/\\](?:jax|jaxlib)[/\\]")
+from xla_bugkit.failure.pytraceback import FRAME, NOT_PROGRAM, XLA_RAISED
+
 _FRAMES_LOOKED_AT = 60  # lines above the exception line in which its last frame must be
 
 
@@ -38,18 +31,18 @@ def raised_by_program(output: str, exception_line: str) -> OwnRaise | None:
     """Where the program's own ``raise`` raised the exception of ``exception_line`` (its
     last line in ``output``), or None: its last frame is not a ``raise`` in a file of the
     program's, or XLA's exception is in the output (a cause the program wrapped)."""
-    if _XLA_RAISED.search(output):
+    if XLA_RAISED.search(output):
         return None
     lines = output.splitlines()
     at = _last_index(lines, exception_line)
     if at is None:
         return None
     for i in range(at - 1, max(at - _FRAMES_LOOKED_AT, 0) - 1, -1):
-        frame = _FRAME.match(lines[i])
+        frame = FRAME.match(lines[i])
         if frame is None:
             continue
         source = lines[i + 1].strip() if i + 1 < at else ""
-        if not source.startswith("raise ") or _NOT_OWN.search(frame["file"]):
+        if not source.startswith("raise ") or NOT_PROGRAM.search(frame["file"]):
             return None
         return OwnRaise(f"{frame['fun']} ({PurePath(frame['file']).name}:{frame['line']})")
     return None
