@@ -393,3 +393,76 @@ def test_an_unpacked_bundles_modules_index_as_their_dump_did(tmp_path: Path) -> 
         roles = {f.role for f in module.files}
         assert {Role.BEFORE_TEXT, Role.BEFORE_PROTO, Role.PJRT_MLIR, Role.COMPILE_OPTIONS} <= roles
         assert all((root / f.rel).is_file() for f in module.files)
+
+
+# --- one compile under two numbers (a TPU's) --------------------------------------------------
+
+TPU_LISTING = Path(__file__).parent / "data" / "tpu_one_compile_two_numbers.txt"
+
+
+def tpu_dump(root: Path) -> DumpIndex:
+    """The TPU's dump of ``TPU_LISTING``, its files made empty under ``root``."""
+    for line in TPU_LISTING.read_text("utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("/"):
+            touch(
+                root, *(f"{line}{f}" for f in ("compile_options.pb", "module.mlir", "topology.pb"))
+            )
+        else:
+            touch(root, line)
+    return index(root)
+
+
+def test_a_compile_the_tpu_dumped_under_two_numbers_is_one_module(tmp_path: Path) -> None:
+    idx = tpu_dump(tmp_path)
+    normal = [m for m in idx.modules if m.name == "jit__normal.cl_933746096"]
+    # Two compiles, each one module under its first number, compiled, with its own
+    # before-optimizations module and its after-optimizations files and buffer assignment.
+    assert [m.id for m in normal] == [19, 52]
+    for module, second in zip(normal, (22, 55), strict=True):
+        assert module.compiled
+        before, after = module.first(Role.BEFORE_PROTO), module.first(Role.AFTER_PROTO)
+        assert before is not None and before.name.startswith(f"module_{module.id:04d}.")
+        assert after is not None and after.name.startswith(f"module_{second:04d}.")
+        assert module.first(Role.BUFFER_ASSIGNMENT) is not None
+        assert module.platform == "tpu"
+        # Its own debug options first: what the replay applies.
+        options = module.first(Role.DEBUG_OPTIONS)
+        assert options is not None and options.name.startswith(f"module_{module.id:04d}.")
+    # The compile that failed stays unfinished, alone.
+    step = only(idx, "module_0090.jit_step.cl_933746096")
+    assert not step.compiled
+    assert [m.id for m in idx.modules] == [19, 52, 90]
+
+
+def test_a_compile_that_did_not_finish_is_not_joined_to_a_later_ones_files(tmp_path: Path) -> None:
+    # The first jit_f died part-way; it was compiled again (numbers 3 and 4 for that one).
+    touch(
+        tmp_path,
+        "module_0001.jit_f.before_optimizations.txt",
+        "module_0003.jit_f.before_optimizations.txt",
+        "module_0004.jit_f.after_optimizations.txt",
+    )
+    idx = index(tmp_path)
+    assert [(m.id, m.compiled) for m in idx.modules] == [(1, False), (3, True)]
+
+
+def test_the_tpus_failed_compile_is_chosen_alone_not_its_finished_neighbours(
+    tmp_path: Path,
+) -> None:
+    """bf16_train_step's recorded run (its failure and output): before the two numbers were
+    one module, the jit__normal modules were chosen beside jit_step as compiles that "did
+    not finish" (and replayed against their references)."""
+    import json
+    import zipfile
+
+    from xla_bugkit.choose.selection import select
+    from xla_bugkit.failure.classify import Failure
+
+    recorded = Path(__file__).parents[1] / "tpu" / "recorded" / "bf16_train_step.zip"
+    with zipfile.ZipFile(recorded) as z:
+        failure = Failure.from_json(json.loads(z.read("manifest.json"))["failure"])
+        output = z.read("log.txt").decode()
+    chosen = select(tpu_dump(tmp_path), failure, output).chosen
+    assert [c.module.label for c in chosen] == ["module_0090.jit_step.cl_933746096"]

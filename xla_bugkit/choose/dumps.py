@@ -267,7 +267,40 @@ def index(root: Path) -> DumpIndex:
         DumpModule(mod_id, name, tuple(sorted(files, key=lambda f: f.rel)))
         for (mod_id, name), files in sorted(known.items())
     )
-    return DumpIndex(root, modules, tuple(stray))
+    return DumpIndex(root, _paired(modules), tuple(stray))
+
+
+_BEFORE_ROLES = (Role.BEFORE_TEXT, Role.BEFORE_PROTO)
+
+
+def _paired(modules: tuple[DumpModule, ...]) -> tuple[DumpModule, ...]:
+    """``modules`` (in id order) with each module that has after-optimizations files but
+    no before-optimizations ones joined to the module of its name dumped before it with
+    only before-optimizations ones: one compile, dumped under two numbers. The TPU compiler
+    does so for some modules (seen on a v5e, libtpu 0.0.42.1: ``module_0052.jit__normal``
+    with its before-optimizations files, debug options and PJRT folder, then
+    ``module_0055.jit__normal`` with its after-optimizations files, buffer assignment and
+    codegen). Joined, the module is one: compiled, replayable, its files bundled together
+    under the first number, which is the one a compile's record is matched to
+    (``run.module_ids``, by the before-optimizations files). A module of the name with
+    before-optimizations files in between ends the wait: a compile that did not finish
+    stays so."""
+    joined: list[DumpModule] = []
+    waiting: dict[str, int] = {}  # name -> where in ``joined`` its before-only module is
+    for m in modules:
+        before = any(f.role in _BEFORE_ROLES for f in m.files)
+        if not before and m.compiled and m.name in waiting:
+            at = waiting.pop(m.name)
+            first = joined[at]
+            files = tuple(sorted((*first.files, *m.files), key=lambda f: f.rel))
+            joined[at] = DumpModule(first.id, first.name, files)
+            continue
+        if before:
+            waiting.pop(m.name, None)
+            if not m.compiled:
+                waiting[m.name] = len(joined)
+        joined.append(m)
+    return tuple(joined)
 
 
 def _bundle_layout(parts: tuple[str, ...]) -> tuple[str, ...] | str | None:
