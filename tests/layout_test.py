@@ -19,6 +19,7 @@ NOT_UNITS = {
     "helpers": "what the tests share: programs run once a session, bundles, dumps, archives",
     "programs": "the failing programs the tests run under collect, not tests themselves",
     "tpu": "the on-chip tier (-m tpu) across the stages, with what was recorded on a chip",
+    "choose/data": "file names of real dumps, read by choose/'s tests",
     "failure/data": "real outputs of failing runs, read by failure/'s tests",
     "frameworks/data": "real outputs of TensorFlow and PyTorch/XLA runs",
     "run/data": "records of real runs, read by run/'s tests",
