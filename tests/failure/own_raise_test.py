@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,20 @@ def test_a_real_program_raising_its_own_status_words() -> None:
     assert failure.headline.startswith("RuntimeError: INTERNAL: Check failed: layout_ok")
     said = ", raised by the program itself in verify (own_status_words.py:25)"
     assert failure.headline.endswith(said), failure.headline
+
+
+def test_a_raise_in_the_standard_library_is_not_the_programs(tmp_path: Path) -> None:
+    """The traceback's last frame is a ``raise`` in subprocess's own source, which the
+    program called: not a raise of the program's (before, "run (subprocess.py:571)")."""
+    program = tmp_path / "export.py"
+    program.write_text(
+        "import subprocess, sys\n\n"
+        "subprocess.run([sys.executable, '-c', 'raise SystemExit(1)'], check=True)\n"
+    )
+    done = subprocess.run([sys.executable, str(program)], env=clean_env(), capture_output=True,
+                          text=True, timeout=READY_TIMEOUT)  # fmt: skip
+    text = done.stderr
+    line = text.strip().splitlines()[-1]
+    assert line.startswith("subprocess.CalledProcessError: "), text
+    assert re.search(r'subprocess\.py", line \d+, in run\n\s+raise ', text), text
+    assert raised_by_program(text, line) is None
