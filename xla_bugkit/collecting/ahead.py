@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -30,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from xla_bugkit import platforms
 from xla_bugkit.collecting import workdir
-from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.run.held import Held
 from xla_bugkit.ui import Ui
 
@@ -135,15 +133,7 @@ def _servable_failure(failure: Failure) -> bool:
     a process of its own would not (a TPU's HBM run-time out-of-memory beside the program's
     12 GiB). A compile's is served: the compiler weighs the module against the chip's whole
     memory ("exceeds available HBM (15.75G)"), not against what the program left free."""
-    if not failure.kind.is_failure:
-        return False
-    if not KINDS[failure.kind].out_of_memory_running:
-        return True
-    said = f"{failure.status_code or ''} {failure.headline}"
-    return _MEMORY.search(said) is None
-
-
-_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|\bOOM\b|allocat", re.I)
+    return failure.kind.is_failure and not failure.out_of_memory_running
 
 
 def _replay_stage(

@@ -13,6 +13,9 @@ from typing import Any
 from xla_bugkit.failure.kinds import KINDS, Kind
 from xla_bugkit.failure.signature import comparable
 
+# What an allocation that failed says: the status code, or the allocator's own words.
+_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|out of memory|\bOOM\b|allocat", re.I)
+
 
 class Phase(StrEnum):
     """Where the process was when it stopped, as far as the output tells."""
@@ -100,6 +103,15 @@ class Failure:
         if self.kind is not Kind.HANG or self.stalled_seconds is None:
             return limit
         return min(limit, max(self.stalled_seconds, 0.0) + HANG_REPLAY_START_SECONDS)
+
+    @property
+    def out_of_memory_running(self) -> bool:
+        """An allocation that failed as a module ran (a device or the host out of memory,
+        RESOURCE_EXHAUSTED): its kind may show one (``KindInfo.out_of_memory_running``),
+        and its status or headline says so."""
+        if not KINDS[self.kind].out_of_memory_running:
+            return False
+        return _MEMORY.search(f"{self.status_code or ''} {self.headline}") is not None
 
     def same_bug(self, other: Failure) -> bool:
         """Whether ``other`` shows this failure: same family and same normalised key line.
