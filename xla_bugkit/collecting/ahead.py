@@ -142,15 +142,20 @@ def _replay_stage(
     """The replays the stages after the run would make, made here: for a wrong result the
     search's first, then the replay stage's and the replay without the run's own flags."""
     from xla_bugkit.collecting.replays import Replaying, replay_stage
-    from xla_bugkit.collecting.stages import choose, index_dumps, search_wrong_value
+    from xla_bugkit.collecting.stages import (
+        choose,
+        index_dumps,
+        search_wrong_value,
+        write_recorded_inputs,
+    )
     from xla_bugkit.replay import Spares, differential
-    from xla_bugkit.run import arguments, evidence_files, processes
+    from xla_bugkit.run import processes
 
     quiet = Ui(verbosity=-1, stream=io.StringIO())
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
-    # The snapshots of the arguments the hook saved, as the stages after the run write them
-    # (they keep those written here): the replays are asked on the same files.
-    arguments.write_snapshots(dump_dir, run.culprit_evidence or evidence_files.load(work))
+    # The run's inputs as the stages after the run write them (they keep these, and say
+    # what cannot serve): the replays are asked on the same files.
+    write_recorded_inputs(work, dump_dir, run)
     found = index_dumps(dump_dir, run)
     selection = choose(found.index, run, options, run.culprit_evidence)
     platform = _platform(found.index, selection)

@@ -28,12 +28,13 @@ from xla_bugkit.collecting.stages import (
     replay_modules,
     search_wrong_value,
     write_bundle,
+    write_recorded_inputs,
 )
 from xla_bugkit.errors import ExitCode
 from xla_bugkit.failure.classify import Failure, Kind
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.replay import differential
-from xla_bugkit.run import arguments, evidence_files, processes, shards
+from xla_bugkit.run import evidence_files, processes
 from xla_bugkit.run.evidence import ProcessEvidence
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.run.weigh import weigh
@@ -72,11 +73,8 @@ def bundle_from(
     # The failing process's own dumps (each process of a run dumps into its own folder).
     dump_dir = processes.dump_folder(work / workdir.DUMP, run.culprit)
     stage_dir = work / workdir.STAGE
-    # XLA writes no snapshot of a multi-device execution, TensorFlow none on CPU: the
-    # arguments the hook saved. A TensorFlow process starts no backend the hook sees, so
-    # without a culprit every process's records are read.
-    saved = run.culprit_evidence or evidence_files.load(work)
-    for note in [*arguments.write_snapshots(dump_dir, saved), *shards.write_files(dump_dir, saved)]:
+    saved, notes = write_recorded_inputs(work, dump_dir, run)
+    for note in notes:
         ui.warn(note)
     with ui.phase("indexing dumps"), ui.timed("index"):
         found = index_dumps(dump_dir, run)

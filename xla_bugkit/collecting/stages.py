@@ -19,10 +19,25 @@ from xla_bugkit.errors import BugkitError, ExitCode
 from xla_bugkit.failure.classify import Kind
 from xla_bugkit.redact import Redactor, command_note
 from xla_bugkit.replay import Spares, differential, fallback_note
-from xla_bugkit.run import evidence
+from xla_bugkit.run import arguments, evidence, evidence_files, shards
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
+
+
+def write_recorded_inputs(
+    work: Path, dump_dir: Path, run: RunRecord
+) -> tuple[Sequence[evidence.ProcessEvidence], list[str]]:
+    """The processes' records the run's inputs come from, and a note for each input of
+    theirs that cannot serve: each set of arguments and each process's shards the hook saved
+    is written into ``dump_dir`` as its module's snapshot or shards file (one already written
+    is kept as it is: the replays the program makes at its main module's end write them
+    first, and the stages after the run then ask for the same files). XLA writes no snapshot
+    of a multi-device execution, TensorFlow none on CPU. A TensorFlow process starts no
+    backend the hook sees, so without a culprit every process's records are read."""
+    saved = run.culprit_evidence or evidence_files.load(work)
+    notes = [*arguments.write_snapshots(dump_dir, saved), *shards.write_files(dump_dir, saved)]
+    return saved, notes
 
 
 def index_dumps(dump_dir: Path, run: RunRecord) -> Dumps:
