@@ -82,12 +82,23 @@ class Ui:
         try:
             yield
         finally:
-            line = {"stage": stage, "wall": time.perf_counter() - wall, "cpu": _cpu_seconds() - cpu}
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line) + "\n")
+            note_timing(stage, time.perf_counter() - wall, _cpu_seconds() - cpu)
 
 
 TIMINGS_ENV = "XLA_BUGKIT_TIMINGS"
+
+
+def note_timing(stage: str, wall: float, cpu: float | None = None) -> None:
+    """Append one stage's seconds to the ``XLA_BUGKIT_TIMINGS`` file, where it is set (for
+    benchmarks; a replay's own phases come here from the process that runs it)."""
+    path = os.environ.get(TIMINGS_ENV)
+    if not path:
+        return
+    line: dict[str, object] = {"stage": stage, "wall": wall}
+    if cpu is not None:
+        line["cpu"] = cpu
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def _cpu_seconds() -> float:

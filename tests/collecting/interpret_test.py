@@ -49,14 +49,18 @@ PROGRAM = textwrap.dedent(
 
 
 def interpreted(
-    tmp_path: Path, *args: str, program: str = PROGRAM, timeout: float | None = None
+    tmp_path: Path,
+    *args: str,
+    program: str = PROGRAM,
+    timeout: float | None = None,
+    stream: io.StringIO | None = None,
 ) -> Interpreted:
     (tmp_path / "program.py").write_text(program)
     run = run_record("", WRONG, command=(sys.executable, str(tmp_path / "program.py"), *args))
     work = tmp_path / "work"
     work.mkdir()
     module = DumpModule(0, "jit_head.cl_933746096", ())
-    stream = io.StringIO()
+    stream = stream or io.StringIO()
     options = CollectOptions(output=tmp_path / "b.zip", timeout=timeout)
     found = interpret.interpreted(work, run, module, options, Ui(stream=stream))
     assert found is not None  # no first run's arguments here: nothing says they differ
@@ -88,6 +92,28 @@ def test_the_kernels_outputs_under_interpret_mode_are_kept_as_a_replays_arrays(
     # A bundle made again from the kept work dir reads the same, the check's outcome unknown.
     again = interpret.kept(tmp_path / "work", run_record("", WRONG), DumpModule(0, "jit_head", ()))
     assert again == Interpreted(found.outputs, "", None)
+
+
+@pytest.mark.slow
+def test_a_program_that_cannot_run_on_the_cpu_runs_under_the_mode_on_its_own_platform(
+    tmp_path: Path,
+) -> None:
+    # The mode runs on the CPU first (JAX_PLATFORMS=cpu); a program that asks for its own
+    # platform (here, as `jax.devices("tpu")` would on a TPU machine, by that variable) and
+    # so ends before the call there runs again without it.
+    program = PROGRAM.replace(
+        'if "--before"',
+        "import os\nif os.environ.get('JAX_PLATFORMS') == 'cpu':\n"
+        "    raise RuntimeError('this program runs on its accelerator only')\nif \"--before\"",
+    )
+    stream = io.StringIO()
+    found = interpreted(tmp_path, program=program, stream=stream)
+    assert (found.error, found.passed) == ("", True) and found.outputs is not None
+    said = " ".join(stream.getvalue().split())
+    assert (
+        "on the CPU, the program ended before it called jit_head (RuntimeError: this program "
+        "runs on its accelerator only): running it under the mode on its own platform"
+    ) in said
 
 
 @pytest.mark.slow

@@ -41,6 +41,9 @@ OUTPUTS = "interpreted.npz"  # the call's outputs, laid out as the replay's arra
 # are those of the kernel's first call, often early in the program.
 SLOWER = 20.0
 MIN_SECONDS = 300.0
+# The run on the CPU, tried first: at least CPU_SECONDS, or CPU_SLOWER times the first run.
+CPU_SECONDS = 60.0
+CPU_SLOWER = 5.0
 
 
 def reference(
@@ -82,9 +85,13 @@ def interpreted(
 ) -> Interpreted | None:
     """Run the program again, every Pallas kernel in TPU interpret mode, keeping the outputs
     of ``module``'s first call; in ``work/interpret``. None where that call took other
-    inputs than in ``run``: its outputs are then no reference."""
-    folder = work / workdir.INTERPRET
-    shutil.rmtree(folder, ignore_errors=True)
+    inputs than in ``run``: its outputs are then no reference.
+
+    The mode simulates the chip's memories and DMAs on the CPU, so the program runs there
+    first (``JAX_PLATFORMS=cpu``): no chip to open or shut down, which on a TPU machine is
+    most of a run's time. Where that run cannot stand for the program's (it ended before the
+    call, or gave it other inputs: a program that asks for the TPU, or computes them with
+    the chip's own arithmetic), it runs again on the program's own platform."""
     name = program_name(module.name)
     timeout = options.timeout or max(MIN_SECONDS, run.duration * SLOWER)
     ui.say(
@@ -92,41 +99,75 @@ def interpreted(
         "running the program again with Pallas's TPU interpret mode forced on it, whose "
         f"outputs of {name} are the kernel's reference (at most {timeout:.0f} s)"
     )
+    # The CPU's run is bounded by the program's own pace too: a program the chip runs in
+    # seconds may take the CPU long, and its run on the chip is what is left then.
+    on_cpu = min(timeout, max(CPU_SECONDS, run.duration * CPU_SLOWER))
     with ui.phase("running under Pallas's interpret mode"), ui.timed("interpret"):
-        again = rerun(
-            run.command,
-            dump_dir=folder / workdir.DUMP,
-            log_path=folder / workdir.LOG,
-            ending=Ending(timeout),
-            echo=False,
-            base_env={
-                **os.environ,
-                hook.ENV_PALLAS_INTERPRET: name,
-                hook.ENV_PALLAS_SHAPES: _shapes(run, module),
-            },
-            processes=folder / workdir.PROCESSES,
-            capture=options.capture,
+        found, stopped, other = _interpret_run(work, run, module, options, on_cpu, cpu=True)
+        if other:
+            ui.say(f"on the CPU, {other}: running it under the mode on its own platform")
+            found, stopped, other = _interpret_run(work, run, module, options, timeout, cpu=False)
+    if other:
+        # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
+        # file that changed): outputs of other inputs would make right values look wrong.
+        ui.warn(
+            f"not judged by Pallas's interpret mode: {name} took other inputs in the run under "
+            "it than in the first run (the program does not give a function the same inputs "
+            "from one run to the next)"
         )
+        return None
+    ui.say(_said(found, stopped))
+    return found
+
+
+def _interpret_run(
+    work: Path,
+    run: RunRecord,
+    module: DumpModule,
+    options: CollectOptions,
+    timeout: float,
+    *,
+    cpu: bool,
+) -> tuple[Interpreted, str, str]:
+    """One run of the program under the interpret mode (on the CPU where ``cpu``): what it
+    kept of ``module``'s first call, how it was stopped if it was, and why it cannot stand
+    for the program's run where it cannot ("" where it can, or where no other platform
+    would change that)."""
+    folder = work / workdir.INTERPRET
+    shutil.rmtree(folder, ignore_errors=True)
+    name = program_name(module.name)
+    env = {
+        **os.environ,
+        hook.ENV_PALLAS_INTERPRET: name,
+        hook.ENV_PALLAS_SHAPES: _shapes(run, module),
+    }
+    if cpu:
+        env["JAX_PLATFORMS"] = "cpu"
+    again = rerun(
+        run.command,
+        dump_dir=folder / workdir.DUMP,
+        log_path=folder / workdir.LOG,
+        ending=Ending(timeout),
+        echo=False,
+        base_env=env,
+        processes=folder / workdir.PROCESSES,
+        capture=options.capture,
+    )
     # A program stopped before its end never ran its check: whether it passes is not known.
     stopped = _stopped(again, timeout)
     found = read(folder, name, passed=None if stopped else not again.failure.kind.is_failure)
     if not same_arguments(_arguments(run.culprit_evidence, module), _kept_arguments(folder)):
-        # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
-        # file that changed): outputs of other inputs would make right values look wrong.
-        ui.warn(
-            f"not judged by Pallas's interpret mode: {name} took other inputs in the run "
-            "under it than in the first run (the program does not give a function the same "
-            "inputs from one run to the next)"
-        )
-        return None
+        return found, stopped, f"{name} took other inputs than in the first run"
     if found.outputs is None and not found.error:
         # The program ended before the call: its own failure is why (a kernel the mode
         # cannot run raises as the program traces it).
         why = again.failure.headline.strip() if again.failure.kind.is_failure else ""
         why = f"the program was {stopped}, before it called {name}" if stopped else why
         found = Interpreted(None, why or f"the program never called {name} under it")
-    ui.say(_said(found, stopped))
-    return found
+        if cpu and not again.interrupted:
+            ended = f"the program ended before it called {name} ({found.error[:200]})"
+            return found, stopped, found.error if stopped else ended
+    return found, stopped, ""
 
 
 def _stopped(again: RunRecord, timeout: float) -> str:

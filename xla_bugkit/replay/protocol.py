@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
+
+from xla_bugkit.ui import note_timing
 
 MARKER = "XLA_BUGKIT"
 PHASE = f"{MARKER}_PHASE: "  # compile | run | reference | done
@@ -78,6 +81,28 @@ def error_path(out: Path, stem: str) -> Path:
 def say(marker: str, value: object) -> None:
     # Flushed at once: the parent reads the markers even when XLA aborts right after.
     print(f"{marker}{value}", flush=True)
+    if marker in (PID, PHASE):
+        _phase_timed(str(value) if marker == PHASE else "")
+
+
+_PHASE: list[tuple[str, float]] = []  # the replay's phase under way, and when it began
+
+
+def _phase_timed(phase: str) -> None:
+    """Note how long the replay's previous phase took (``ui.note_timing``, for benchmarks:
+    "replay compile", "replay reference", ...); a replay's first marker (its pid) starts
+    the "replay inputs" one, which lasts to its compile."""
+    now = time.perf_counter()
+    if _PHASE and phase:
+        name, began = _PHASE.pop()
+        note_timing(f"replay {name}", now - began)
+    _PHASE[:] = [] if phase == "done" else [(phase or "inputs", now)]
+
+
+def phase_ended() -> None:
+    """The replay ended, whether or not it said so: its phase under way is timed (a compile
+    that raised times as "replay compile")."""
+    _phase_timed("done")
 
 
 def run_and_exit(main: Callable[[], int]) -> NoReturn:

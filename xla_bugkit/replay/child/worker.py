@@ -64,6 +64,7 @@ from xla_bugkit.replay.protocol import (
     UNDER,
     WITHHELD,
     arrays_path,
+    phase_ended,
     run_and_exit,
     save_arrays,
     say,
@@ -268,6 +269,8 @@ def replay(spec: dict[str, Any]) -> int:
     except compiled.FlagRejected as e:
         say(REJECTED_FLAG, e.name)
         return EXIT_REJECTED_FLAG
+    finally:
+        phase_ended()
 
 
 def serve() -> int:
