@@ -104,9 +104,11 @@ def interpreted(
     on_cpu = min(timeout, max(CPU_SECONDS, run.duration * CPU_SLOWER))
     with ui.phase("running under Pallas's interpret mode"), ui.timed("interpret"):
         found, stopped, other = _interpret_run(work, run, module, options, on_cpu, cpu=True)
+        where = "on the CPU"
         if other:
             ui.say(f"on the CPU, {other}: running it under the mode on its own platform")
             found, stopped, other = _interpret_run(work, run, module, options, timeout, cpu=False)
+            where = f"on the {module.platform.upper()}"
     if other:
         # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
         # file that changed): outputs of other inputs would make right values look wrong.
@@ -116,7 +118,7 @@ def interpreted(
             "from one run to the next)"
         )
         return None
-    ui.say(_said(found, stopped))
+    ui.say(_said(found, stopped, where))
     return found
 
 
@@ -245,10 +247,12 @@ def kept(work: Path, run: RunRecord, module: DumpModule) -> Interpreted | None:
     return read(folder, program_name(module.name), passed=None)
 
 
-def _said(found: Interpreted, stopped: str) -> str:
-    """What the run under the interpret mode showed; ``stopped``: how it was stopped, if it
-    was (its check then never ran)."""
+def _said(found: Interpreted, stopped: str, where: str) -> str:
+    """What the run under the interpret mode showed (``where``: "on the CPU"); ``stopped``:
+    how it was stopped, if it was (its check then never ran)."""
     if found.outputs is None:
         return f"Pallas's interpret mode cannot run the kernel: {found.error}"
     check = {True: "passes", False: "fails", None: f"was {stopped or 'stopped'}"}[found.passed]
-    return f"under Pallas's interpret mode the program {check}; the call's outputs are kept"
+    return (
+        f"under Pallas's interpret mode, {where}, the program {check}; the call's outputs are kept"
+    )

@@ -81,6 +81,9 @@ def replay(
             reference=o.reference,
             extreme_set=o.extreme_set,
         )
+        # No XLA failure shows (a wrong value, the program's own): the run compiled and ran
+        # the module, so no crash is expected of it, and its references may start beside it.
+        spec[protocol.EARLY_REFERENCES] = KINDS[_expected_kind(expected)].needs_reference
         dropped: list[str] = []
         child, ran = spawn.spawn_settled(inp, spec, limits, o.spares, dropped)
         if o.keep_arrays is not None:

@@ -21,6 +21,9 @@ import numpy as np
 from xla_bugkit.ui import note_timing
 
 MARKER = "XLA_BUGKIT"
+# The spec's key that lets a TPU module's references start beside its test (``child.early``):
+# set where the run compiled and ran the module, so no crash is expected of the replay.
+EARLY_REFERENCES = "early_references"
 PHASE = f"{MARKER}_PHASE: "  # compile | run | reference | done
 NOT_REPLAYABLE = f"{MARKER}_NOT_REPLAYABLE: "
 NEEDS_DEVICES = f"{MARKER}_NEEDS_DEVICES: "

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from xla_bugkit import jaxlib_adapter, platforms
-from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay.child import compiled, opbyop, replayable, tpu_reference
+from xla_bugkit.replay.child.early import Early
 from xla_bugkit.replay.protocol import (
     CONSERVATIVE,
     KERNEL_ONLY,
@@ -40,14 +40,17 @@ def _partitioned_conservative(
 
 
 def _conservative(
-    spec: dict[str, Any], module_bytes: bytes, args: list[Any]
+    spec: dict[str, Any], module_bytes: bytes, args: list[Any], early: Early | None
 ) -> list[jaxlib_adapter.Override]:
-    """Run the whole module under the conservative flags; returns the overrides this jaxlib
-    knows (an older one lacks some), for the op-by-op reference to use too."""
+    """Run the whole module under the conservative flags (compiled ``early``, where it was);
+    returns the overrides this jaxlib knows (an older one lacks some), for the op-by-op
+    reference to use too."""
     mlir = jaxlib_adapter.hlo_proto_to_stablehlo(module_bytes)
 
     def run(chosen: Sequence[jaxlib_adapter.Override]) -> list[np.ndarray]:
-        exe = jaxlib_adapter.compile(mlir, platform=spec["platform"], overrides=chosen)
+        exe = early.take(chosen) if early is not None else None
+        if exe is None:
+            exe = jaxlib_adapter.compile(mlir, platform=spec["platform"], overrides=chosen)
         return jaxlib_adapter.execute(exe, [np.asarray(a) for a in args])
 
     return _conservative_run(Path(spec["out"]), compiled.overrides(spec["conservative"]), run)
@@ -81,12 +84,12 @@ def run_reference(
     text: str,
     args: list[Any],
     layout: tuple[int, int] = (1, 1),
+    early: Early | None = None,
 ) -> None:
     """Save the references of ``spec``'s module (``text``, run on ``args``) in its ``out``
-    folder, or why it has none."""
+    folder, or why it has none; ``early``: those started beside the test."""
     out = Path(spec["out"])
-    manual = [t for t in custom_call_targets(text) if t.startswith("xla.sdy.")]
-    manual = [t for t in manual if t not in replayable.INTERNAL_TARGETS]
+    manual = replayable.manual_targets(text)
     if manual:
         # Op by op runs the unpartitioned module on one device; a per-shard body has no
         # meaning there, and the markers around it have no one-device implementation. The
@@ -98,18 +101,20 @@ def run_reference(
         error_path(out, OPBYOP).write_text(reason)
         _partitioned_conservative(spec, module_bytes, args, layout)
         return
-    if replayable.lowered(spec["platform"]) & set(custom_call_targets(text)):
+    if not replayable.plain_references(spec["platform"], text):
         # A kernel only its platform's compiler lowers (a Pallas kernel on a TPU) runs
         # nowhere else: neither reference can.
         for stem in (OPBYOP, CONSERVATIVE):
             error_path(out, stem).write_text(KERNEL_ONLY)
         return
-    chosen = _conservative(spec, module_bytes, args)
+    chosen = _conservative(spec, module_bytes, args, early)
     found = platforms.find(spec["platform"])
     if found is not None and found.cpu_reference:
-        tpu_reference.run(
-            out, spec["platform"], compiled.overrides(spec["conservative"]), text, args
-        )
+        if early is None:
+            tpu_reference.op_by_op(out, compiled.overrides(spec["conservative"]), text, args)
+        else:
+            early.settle()
+        tpu_reference.highest(out, spec["platform"], text, args)
         return
     try:
         runner = opbyop.compile_and_run(spec["platform"], chosen)

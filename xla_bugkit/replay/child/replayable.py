@@ -142,3 +142,17 @@ def lowered(platform: str) -> frozenset[str]:
     its row's ``compiler_targets``; none for a platform without a row."""
     found = platforms.find(platform)
     return found.compiler_targets if found is not None else frozenset()
+
+
+def manual_targets(text: str) -> list[str]:
+    """The module's Shardy manual-computation markers (shard_map, pmap): it runs only
+    partitioned, so op by op has no meaning for it."""
+    manual = [t for t in custom_call_targets(text) if t.startswith("xla.sdy.")]
+    return [t for t in manual if t not in INTERNAL_TARGETS]
+
+
+def plain_references(platform: str, text: str) -> bool:
+    """Whether both of the module's references run as for any module: it is not partitioned
+    by hand, and holds no kernel only ``platform``'s compiler lowers (which no reference can
+    run: a Pallas kernel on a TPU)."""
+    return not manual_targets(text) and not lowered(platform) & set(custom_call_targets(text))

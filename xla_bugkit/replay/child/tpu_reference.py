@@ -21,21 +21,21 @@ from xla_bugkit.replay.child import opbyop
 from xla_bugkit.replay.protocol import HIGHEST, OPBYOP, arrays_path, error_path, save_arrays
 
 
-def run(
-    out: Path,
-    platform: str,
-    conservative: Sequence[jaxlib_adapter.Override],
-    text: str,
-    args: list[Any],
+def op_by_op(
+    out: Path, conservative: Sequence[jaxlib_adapter.Override], text: str, args: list[Any]
 ) -> None:
-    """Save the op-by-op reference, run on the CPU under the ``conservative`` overrides, and
-    where the module's dots run at the default precision, the module at HIGHEST on
-    ``platform``; a reference that fails leaves its ``<name>.error`` in ``out``."""
+    """Save the op-by-op reference, run on the CPU under the ``conservative`` overrides; one
+    that fails leaves its ``opbyop.error`` in ``out``."""
     try:
         runner = opbyop.compile_and_run("cpu", conservative)
         save_arrays(arrays_path(out, OPBYOP), opbyop.run_op_by_op(text, args, runner))
     except Exception as e:  # the reference is best effort; the parent reports why
         error_path(out, OPBYOP).write_text(str(e))
+
+
+def highest(out: Path, platform: str, text: str, args: list[Any]) -> None:
+    """Where the module's dots run at the default precision, save the module run at HIGHEST
+    on ``platform``; one that fails leaves its ``highest.error`` in ``out``."""
     if not precision.at_default(text):
         return
     try:

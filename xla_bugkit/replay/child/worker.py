@@ -44,7 +44,7 @@ from xla_bugkit.hlo.compile_options import for_replay
 from xla_bugkit.hlo.generated import generated
 from xla_bugkit.hlo.parser import custom_call_targets
 from xla_bugkit.replay import extreme
-from xla_bugkit.replay.child import compiled, opbyop, references, replayable
+from xla_bugkit.replay.child import compiled, early, opbyop, references, replayable
 from xla_bugkit.replay.protocol import (
     ENDED,
     EXIT_NEEDS_DEVICES,
@@ -196,10 +196,15 @@ def work(spec: dict[str, Any]) -> int:
         say(NEEDS_DEVICES, f"{layout[0] * layout[1]} {jaxlib_adapter.device_count(platform)}")
         return EXIT_NEEDS_DEVICES
     args = load_inputs(spec, module_bytes, out)
-    run_module(spec, module_bytes, args, layout)
+    started = early.start(spec, module_bytes, text, args) if layout == (1, 1) else None
+    try:
+        run_module(spec, module_bytes, args, layout)
+    finally:
+        if started is not None:
+            started.settle()  # a test that raised: nothing of the replay runs on after it
     if spec["reference"]:
         say(PHASE, "reference")
-        references.run_reference(spec, module_bytes, text, args, layout)
+        references.run_reference(spec, module_bytes, text, args, layout, started)
     say(PHASE, "done")
     return 0
 
