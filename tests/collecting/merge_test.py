@@ -39,15 +39,18 @@ def _job(
     named: bool = True,
     program: Path = JOB,
     grace: str | None = None,
+    ready: Path | None = None,
 ) -> list[Collected]:
     """Every process of a job under its own collect, all at once; each one's Collected.
     ``program`` takes RANK N PORT, then ``mode``; ``heartbeat``: the job's heartbeat
     timeout, in seconds; ``named``: each collect is told its part (--job-part), else it
     learns it from jax.distributed once its program has run; ``grace``: each collect's
-    --job-grace."""
+    --job-grace; ``ready``: the program's JOB_STEP_READY folder."""
     folder.mkdir(parents=True, exist_ok=True)
     port, started = str(_port()), []
     env = {**clean_env(), "JOB_STEP_HEARTBEAT": heartbeat}
+    if ready is not None:
+        env["JOB_STEP_READY"] = str(ready)
     for rank in range(processes):
         part = ["--job-part", f"{rank}/{processes}"] if named else []
         part += ["--job-grace", grace] if grace is not None else []
@@ -196,8 +199,11 @@ def test_parts_that_do_not_belong_together_are_refused(
 def test_a_job_whose_every_process_fails_the_same_way(tmp_path: Path) -> None:
     # On a loaded machine a process may still be compiling when the first one's crash ends
     # the job, and a short grace would end it before its own crash: each part is given the
-    # time to fail by itself, which is what this test is about.
-    parts = _job(tmp_path / "all", 3, "crash-all", grace="120s")
+    # time to fail by itself, which is what this test is about. Process 0, whose crash ends
+    # the job's coordination service, compiles the step after the others have begun to.
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    parts = _job(tmp_path / "all", 3, "crash-all", grace="120s", ready=ready)
     for part in parts:
         assert part.returncode == ExitCode.OK, part.stderr[-3000:]
     done = _merge("-o", str(tmp_path / "job.zip"), *(str(p.bundle) for p in parts))

@@ -12,7 +12,10 @@ and exits with that one's status). MODE says what goes wrong:
   (buffer_assignment_util.cc: const_instr == nullptr; see compile_options_crash.py). The other
   processes compiled the step, and block in its all-reduce until the job's coordination
   service ends them.
-- ``crash-all``: every process has that environment; each aborts the same way.
+- ``crash-all``: every process has that environment; each aborts the same way. With
+  ``JOB_STEP_READY`` (a folder), process 0 compiles the step only once the others are
+  compiling it: its crash ends the job's coordination service, and with it any process that
+  had not crashed yet.
 - ``wrong``: jax#39103 inside the sharded step (see sharded_wrong.py): every device's shard of
   a float64 row-norm holds 16385 rows, and XLA's YNNPACK fusion in jaxlib 0.10.2 on CPU reads
   another row for the element just past its output's first 128 KiB. Process 0 checks the
@@ -30,6 +33,8 @@ import signal
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 
 def launch(processes: int, mode: str) -> int:
@@ -159,8 +164,20 @@ def train_step(params: jax.Array, batch: jax.Array, key: jax.Array) -> jax.Array
     return params - 0.1 * jax.grad(loss)(params)
 
 
+keys = [jax.random.key(step) for step in range(3)]
+ready = os.environ.get("JOB_STEP_READY")
+if mode == "crash-all" and ready:
+    # Process 0 hosts the job's coordination service, and its crash ends every process
+    # still running: it compiles the step only once every other process is compiling it,
+    # so that each one crashes by itself (each says so in a file of JOB_STEP_READY).
+    here = Path(ready)
+    if rank:
+        (here / f"{rank}.compiling").touch()
+    else:
+        while not all((here / f"{r}.compiling").exists() for r in range(1, processes)):
+            time.sleep(0.05)
 for step in range(3):
-    params = train_step(params, batch, jax.random.key(step))
+    params = train_step(params, batch, keys[step])
 print(f"process {rank}: loss step done, {float(jnp.sum(params)):.4f}")
 multihost_utils.sync_global_devices("done")
 print(f"process {rank} done")
