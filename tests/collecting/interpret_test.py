@@ -20,6 +20,8 @@ from xla_bugkit.collecting import interpret, workdir
 from xla_bugkit.collecting.options import CollectOptions
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import Interpreted, protocol
+from xla_bugkit.run.evidence import Event, ProcessEvidence
+from xla_bugkit.run.processes import Culprit
 from xla_bugkit.ui import Ui
 
 WRONG = Failure(Kind.WRONG_RESULT, Phase.UNKNOWN, "AssertionError", "AssertionError", 1)
@@ -73,7 +75,7 @@ def interpreted(
     if found.outputs is not None:
         check = "passes" if found.passed else "fails"
         # Run on the CPU first; again on its own platform only where the CPU's run said why.
-        where = "on the CPU" if "on its own platform" not in said else "on the "
+        where = "on the CPU" if "on its own platform" not in said else "on its platform"
         assert f"under Pallas's interpret mode, {where}" in said, said
         assert f", the program {check}; the call's outputs are kept" in said
     else:
@@ -117,6 +119,46 @@ def test_a_program_that_cannot_run_on_the_cpu_runs_under_the_mode_on_its_own_pla
         "on the CPU, the program ended before it called jit_head (RuntimeError: this program "
         "runs on its accelerator only): running it under the mode on its own platform"
     ) in said
+
+
+@pytest.mark.slow
+def test_a_call_given_other_inputs_on_the_cpu_runs_under_the_mode_on_its_own_platform(
+    tmp_path: Path,
+) -> None:
+    # A program whose kernel's inputs come out otherwise on the CPU (as a value computed by
+    # the chip's own arithmetic would): the CPU's run is no reference for the first run's
+    # call, and the run on the program's own platform, with the first run's inputs, is.
+    program = PROGRAM.replace(
+        "got = head((jnp.arange(8 * 128) % 64)",
+        "import os\nshift = 1 if os.environ.get('JAX_PLATFORMS') == 'cpu' else 0\n"
+        "got = head((jnp.arange(8 * 128) % 64 + shift)",
+    )
+    assert program != PROGRAM
+    (tmp_path / "program.py").write_text(program)
+    command = (sys.executable, str(tmp_path / "program.py"))
+    module = DumpModule(0, "jit_head.cl_933746096", ())
+    options = CollectOptions(output=tmp_path / "b.zip")
+    # The first run's arguments, as the hook saved them in a run without the CPU forced.
+    first = tmp_path / "first"
+    first.mkdir()
+    interpret._interpret_run(first, run_record("", WRONG, command=command), module, options,
+                             300, cpu=False)  # fmt: skip
+    kept = interpret._kept_arguments(first / workdir.INTERPRET)
+    assert kept is not None
+    call = Event("execute", 1, "jit_head", 0, args=kept)
+    culprit = Culprit(ProcessEvidence(1, 0, command, (call,)), "the failing process")
+    run = run_record("", WRONG, command=command, culprit=culprit)
+    work = tmp_path / "work"
+    work.mkdir()
+    stream = io.StringIO()
+    found = interpret.interpreted(work, run, module, options, Ui(stream=stream))
+    assert found is not None and found.outputs is not None and found.passed is True
+    said = " ".join(stream.getvalue().split())
+    assert (
+        "on the CPU, jit_head took other inputs than in the first run: running it under the "
+        "mode on its own platform"
+    ) in said
+    assert "under Pallas's interpret mode, on its platform, the program passes" in said
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def interpreted(
         if other:
             ui.say(f"on the CPU, {other}: running it under the mode on its own platform")
             found, stopped, other = _interpret_run(work, run, module, options, timeout, cpu=False)
-            where = f"on the {module.platform.upper()}"
+            where = f"on the {module.platform.upper()}" if module.platform else "on its platform"
     if other:
         # Its inputs came from elsewhere than the program's code (unseeded random numbers, a
         # file that changed): outputs of other inputs would make right values look wrong.
