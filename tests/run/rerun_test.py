@@ -308,6 +308,13 @@ def test_the_record_at_the_main_modules_end_foresees_its_exit_status(
     record = _rerun_script(tmp_path, program_text, rerun.AtMainEnd(while_held=held))
     assert record.exit_status == status, record.output
     assert [r.exit_status for r in so_far] == [status], record.output
+    # The process's own exit record says the same, and how (none said by a raise without
+    # a message, or a main module that returns: status 0).
+    program = next(p for p in evidence_files.read(tmp_path / "processes") if p.started_backend)
+    assert program.exited and program.exit_status == (status or None), program
+    how = {"sys.exit(2)": "sys.exit", "raise SystemExit(message)": "SystemExit"}
+    how["exit(message)"] = "SystemExit"
+    assert program.exit_how == how.get(ending, ""), program
 
 
 WENT_ON = """\

@@ -120,6 +120,12 @@ def test_runs_in_sequence_are_judged_by_the_last() -> None:
     culprit = failing([first, second])
     assert culprit is not None and culprit.process.pid == 4
     assert culprit.why == "it exited with status 1 (sys.exit)"
+    # `raise SystemExit(message)`: no sys.exit call, and no uncaught exception either.
+    raised = process(4, Event("execute", 1, "jit_step", 1, started=5.0, ended=6.0),
+                     exited=True, exit_status=1, exit_how="SystemExit", exited_at=7.0)  # fmt: skip
+    by_message = failing([first, raised])
+    assert by_message is not None
+    assert by_message.why == "it exited with status 1 (SystemExit with a message)"
     # Two that passed: the last one ran last, not the first to start XLA.
     passed = process(4, Event("execute", 1, "jit_step", 1, started=5.0, ended=6.0),
                      exited=True, exit_status=0, exited_at=7.0)  # fmt: skip

@@ -99,7 +99,7 @@ class ProcessEvidence:
     stack: str | None = None  # faulthandler's Python stack at a fatal signal or Ctrl-C
     exited: bool = False  # the interpreter reached a normal exit
     exit_status: int | None = None  # 1: it exited with an uncaught exception; None: unknown
-    exit_how: str = ""  # "exception", "sys.exit", or "" (not known)
+    exit_how: str = ""  # "exception", "sys.exit", "SystemExit" (a message), or "" (not known)
     exited_at: float | None = None  # when it began its normal exit
     # The status the program's main thread last asked sys.exit for, written as it asked
     # (``exiting``), with no call of XLA begun after it; None where it never asked.

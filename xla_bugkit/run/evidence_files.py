@@ -74,7 +74,8 @@ Records (key ``e``; every record also has ``t``, seconds since the epoch):
                held its error (``hook.outputs``), and where the program's own wait on them
                (``block_until_ready``, a read to the host) raised it (``hook.ready``)
 ``exit``       the interpreter is exiting normally: ``status`` when known, and ``how``:
-               "exception" (an uncaught one: status 1) or "sys.exit" (the status it asked for)
+               "exception" (an uncaught one: status 1), "sys.exit" (the status it asked for)
+               or "SystemExit" (one raised with a message, which Python printed: status 1)
 ``exiting``    the program's main thread called sys.exit: the ``status`` it asked for, written
                at the call (its ``exit`` record may never come: a job's coordination
                service can abort the process at the shutdown barrier its exit waits at)

@@ -67,6 +67,8 @@ def ending(p: ProcessEvidence) -> tuple[int, str]:
         return 2, "it did not exit normally"
     if p.exit_status and p.exit_how == "sys.exit":
         return 1, f"it exited with status {p.exit_status} (sys.exit)"
+    if p.exit_status and p.exit_how == "SystemExit":
+        return 1, f"it exited with status {p.exit_status} (SystemExit with a message)"
     if p.exit_status:
         return 1, "it exited with an uncaught exception"
     return 0, "it exited normally"

@@ -97,6 +97,8 @@ def _record_exit(recorder: Any) -> None:
             recorder.write("exit", status=1, how="exception")
         elif statuses:
             recorder.write("exit", status=statuses[-1], how="sys.exit")
+        elif _EXIT_MESSAGE:  # the interpreter printed a SystemExit's message: status 1
+            recorder.write("exit", status=1, how="SystemExit")
         else:
             recorder.write("exit", status=None)
 
