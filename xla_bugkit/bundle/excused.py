@@ -104,11 +104,10 @@ _TAIL = 1 << 16
 
 def run_time_shortfall(f: Failure, output: str) -> tuple[str, str] | None:
     """(asked, free) when ``f`` is the TPU runtime out of device memory as a computation
-    started (RESOURCE_EXHAUSTED; JAX's headline is its error code, "E0100:
-    RuntimeBufferAllocationFailure:", the sizes follow on the next line of ``output``)."""
-    if not KINDS[f.kind].out_of_memory_running:
-        return None
-    if f.status_code != "RESOURCE_EXHAUSTED" and "RESOURCE_EXHAUSTED" not in f.headline:
+    started (``Failure.out_of_memory_running``: RESOURCE_EXHAUSTED; JAX's headline is its
+    error code, "E0100: RuntimeBufferAllocationFailure:", the sizes follow on the next line of
+    ``output``, in the TPU allocator's words)."""
+    if not f.out_of_memory_running:
         return None
     # The output holds the headline and what follows it; without it, the headline alone.
     return allocation.short_at_run_time(output[-_TAIL:] or f.headline)
