@@ -56,7 +56,9 @@ def test_the_snapshot_and_its_redacted_copy_are_made_before_the_run_returns(
     # Staging links the copy made then, which holds what redacting now would write.
     staged = tmp_path / "staged.pb"
     copied = warm.redactor(command, work).copy_binary(step, staged)
-    ahead = [p for p in (work / workdir.AHEAD).iterdir() if p.stat().st_ino == staged.stat().st_ino]
+    ahead = [
+        p for p in (work / workdir.REDACTED).iterdir() if p.stat().st_ino == staged.stat().st_ino
+    ]
     assert len(ahead) == 1 and copied.left == ()
     # The same bytes as redacting a copy of the snapshot now, which nothing was made for.
     again = tmp_path / "again.pb"

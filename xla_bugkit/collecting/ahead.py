@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 # Unset: "costly" on a machine that has such a chip on its PCI bus (a TPU: measured on a v5e,
 # benchmarks/TPU.md), "0" elsewhere.
 IN_PROGRAM = "XLA_BUGKIT_IN_PROGRAM"
-AHEAD = "ahead"  # the work dir's folder of the replays made ahead
 # Seconds of the run's timeout kept for the program's own teardown (a TPU's: about 6 s),
 # and the least a replay made here is given.
 LEFT_FOR_ITS_EXIT = 30.0
@@ -92,7 +91,7 @@ def replays_ahead(work: Path) -> Iterator[None]:
         return
     from xla_bugkit.replay import Ahead, made_ahead
 
-    folder = work / AHEAD
+    folder = work / workdir.AHEAD
     folder.mkdir(exist_ok=True)
     with made_ahead(Ahead(folder)):
         yield

@@ -100,7 +100,7 @@ def at_main_end(
             return
         if max_size is not None and snapshot.stat().st_size > max_size:
             continue
-        copy = redacting.copy_ahead(snapshot, work / workdir.AHEAD)
+        copy = redacting.copy_ahead(snapshot, work / workdir.REDACTED)
         hash_ahead(copy)
         if copy.stat().st_size >= packing.DENSE_FROM:
             packing.weigh_ahead(copy)

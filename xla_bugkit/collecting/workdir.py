@@ -40,10 +40,12 @@ from xla_bugkit.run.record import RunRecord
 DUMP, LOG, RECORD, STAGE = "dump", "run.log", "run.json", "bundle"
 PROCESSES = "processes"  # what each process recorded (``capture.evidence``)
 # Redacted copies made while the program tore itself down, for staging to link (``filememo``).
+REDACTED = "redacted"
+# The replays the program's own process made at its main module's end (``ahead``).
 AHEAD = "ahead"
 # The program's run under Pallas's interpret mode, for a kernel's reference (``interpret``).
 INTERPRET = "interpret"
-NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES, AHEAD, INTERPRET)
+NAMES = (DUMP, LOG, RECORD, STAGE, PROCESSES, REDACTED, AHEAD, INTERPRET)
 RECORD_SCHEMA = 1
 
 
