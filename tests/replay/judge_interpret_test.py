@@ -15,7 +15,8 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import KERNEL_ONLY, protocol
 from xla_bugkit.replay.inputs import Interpreted, ReplayInput
-from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.judge_result import judge_result
 from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE, Outcome
@@ -56,7 +57,7 @@ def kernel(tmp_path: Path, interpreted: Interpreted | None) -> ReplayInput:
 
 def test_a_compiled_kernel_that_differs_from_its_interpret_mode_reproduces(tmp_path: Path) -> None:
     inp = kernel(tmp_path, interpreted(tmp_path, RIGHT, passed=True))
-    verdict = _judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
+    verdict = judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert verdict.evidence.startswith(
         "the compiled kernel differs from its interpret mode: 255/256 elements differ"
@@ -69,7 +70,7 @@ def test_a_kernel_whose_interpret_mode_gives_the_same_values_is_its_own_codes(
     tmp_path: Path,
 ) -> None:
     inp = kernel(tmp_path, interpreted(tmp_path, ZEROS, passed=False))
-    verdict = _judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
+    verdict = judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence == (
         "ran to completion; the kernel's own code: its interpret mode gives the same values, "
@@ -84,7 +85,7 @@ def test_agreement_where_the_program_passed_under_interpret_mode_blames_no_kerne
     # The call replayed agrees, yet the program passed under the interpret mode: the wrong
     # value comes from elsewhere, and nothing here says the kernel's code is at fault.
     inp = kernel(tmp_path, interpreted(tmp_path, RIGHT, passed=True))
-    verdict = _judge_result(inp, replayed(tmp_path, RIGHT), CHECKED, 300)
+    verdict = judge_result(inp, replayed(tmp_path, RIGHT), CHECKED, 300)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.evidence == "ran to completion; result agrees with interpret mode"
     assert "kernel" not in verdict.numbers
@@ -93,14 +94,14 @@ def test_agreement_where_the_program_passed_under_interpret_mode_blames_no_kerne
 def test_a_kernel_the_interpret_mode_cannot_run_says_so_plainly(tmp_path: Path) -> None:
     error = "NotImplementedError: interpret mode does not support this DMA"
     inp = kernel(tmp_path, Interpreted(None, error=error, passed=False))
-    verdict = _judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
+    verdict = judge_result(inp, replayed(tmp_path, ZEROS), CHECKED, 300)
     assert verdict.outcome is Outcome.NOT_REPLAYABLE, verdict.evidence
     assert KERNEL_ONLY in verdict.evidence  # still a kernel nothing checked
     assert verdict.evidence.endswith(f"; Pallas's interpret mode cannot run the kernel: {error}")
 
 
 def test_without_an_interpret_mode_run_the_kernel_stays_unchecked(tmp_path: Path) -> None:
-    verdict = _judge_result(kernel(tmp_path, None), replayed(tmp_path, ZEROS), CHECKED, 300)
+    verdict = judge_result(kernel(tmp_path, None), replayed(tmp_path, ZEROS), CHECKED, 300)
     assert verdict.outcome is Outcome.NOT_REPLAYABLE
     assert verdict.evidence == f"ran to completion on the TPU; no reference: {KERNEL_ONLY}"
 

@@ -21,7 +21,8 @@ from xla_bugkit.hlo.hlo_proto import HloProto
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.children import Spares
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.judge_result import judge_result
 from xla_bugkit.replay.options import ReplayOptions
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import Outcome, Verdict
@@ -250,7 +251,7 @@ def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -
     done = proc.Completed(0, "", False, 0.0)
     child = Child(done, tmp_path, Phase.RUN, "snapshot", None, tested=True)
     inp = ReplayInput("jit_f", tmp_path / "m.hlo.pb")
-    verdict = _judge_result(inp, child, None, 300)
+    verdict = judge_result(inp, child, None, 300)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["reference"] == "op-by-op"
     assert verdict.evidence.startswith(
@@ -260,7 +261,7 @@ def test_op_by_op_agreement_outweighs_a_whole_module_reference(tmp_path: Path) -
     # Without the op-by-op reference, the conservative one alone still decides.
     (tmp_path / "opbyop.npz").unlink()
     (tmp_path / "opbyop.error").write_text("no op-by-op here")
-    verdict = _judge_result(inp, child, None, 300)
+    verdict = judge_result(inp, child, None, 300)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert verdict.numbers["reference"] == "conservative flags"
 

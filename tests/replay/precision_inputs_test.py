@@ -25,7 +25,7 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.replay import extreme, protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import _judge_result
+from xla_bugkit.replay.judge_result import judge_result
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import Outcome, Verdict
 
@@ -90,7 +90,7 @@ def test_inputs_beyond_bfloat16_prove_nothing_of_a_default_precision_tpu_module(
 ) -> None:
     out, test, reference, highest = on_max
     why = extreme.out_of_range("max")
-    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, why)
+    verdict = judge_result(INP, _child(out, test, reference, highest), None, 300, why)
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["precision"] == "default"
     assert verdict.numbers["inputs"] == extreme.OUT_OF_RANGE
@@ -105,7 +105,7 @@ def test_the_same_difference_on_inputs_within_range_is_a_wrong_result(
     """Where HIGHEST does not agree with the reference either and the inputs are within
     bfloat16's range, the difference is the module's: reproduced, as before."""
     out, test, reference, highest = on_max
-    verdict = _judge_result(INP, _child(out, test, reference, highest), None, 300, None)
+    verdict = judge_result(INP, _child(out, test, reference, highest), None, 300, None)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert "precision" not in verdict.numbers
 
@@ -117,7 +117,7 @@ def test_a_cpu_module_is_judged_as_before_on_any_inputs(
     stands."""
     out, test, reference, _ = on_max
     cpu = ReplayInput("jit_dense", Path("m.hlo.pb"), platform="cpu")
-    verdict = _judge_result(cpu, _child(out, test, reference, None), None, 300, "beyond")
+    verdict = judge_result(cpu, _child(out, test, reference, None), None, 300, "beyond")
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert "32768 NaN where the reference has a number" in verdict.evidence
 
@@ -130,7 +130,7 @@ def test_highest_agreeing_still_excuses_real_inputs(tmp_path: Path) -> None:
     w = rng.standard_normal((64, 16)).astype(np.float32)
     exact = (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
     child = _child(tmp_path, _tpu_default(x, w), exact, exact.copy())
-    verdict = _judge_result(INP, child, None, 300, extreme.out_of_range("huge"))
+    verdict = judge_result(INP, child, None, 300, extreme.out_of_range("huge"))
     assert verdict.outcome is Outcome.NOT_REPRODUCED, verdict.evidence
     assert verdict.numbers["precision"] == "default" and "inputs" not in verdict.numbers
     assert "with every dot at precision HIGHEST the result agrees with it" in verdict.evidence

@@ -23,7 +23,8 @@ from xla_bugkit import proc
 from xla_bugkit.failure.classify import Kind, Phase, classify
 from xla_bugkit.replay import protocol
 from xla_bugkit.replay.inputs import ReplayInput
-from xla_bugkit.replay.judge import _judge_result, replay
+from xla_bugkit.replay.judge import replay
+from xla_bugkit.replay.judge_result import judge_result
 from xla_bugkit.replay.options import PLAIN
 from xla_bugkit.replay.spawn import Child
 from xla_bugkit.verdict import Outcome
@@ -88,7 +89,7 @@ def test_a_wrong_element_beside_an_unordered_sum_is_still_judged(tmp_path: Path)
     protocol.error_path(tmp_path, protocol.CONSERVATIVE).write_text("not asked")
     done = proc.Completed(0, f"{protocol.UNORDERED}{said}\n", False, 0.0)
     child = Child(done, tmp_path, Phase.RUN, "extreme values: max (seed 42)", None, tested=True)
-    verdict = _judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
+    verdict = judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
     assert verdict.outcome is Outcome.REPRODUCED_WRONG, verdict.evidence
     assert verdict.numbers["first_indices"] == [[1, 1]]
     assert verdict.evidence.endswith(
@@ -98,7 +99,7 @@ def test_a_wrong_element_beside_an_unordered_sum_is_still_judged(tmp_path: Path)
     # Without the child's line, on inputs made to overflow, an infinity against a NaN is
     # not judged either: which one an overflow ends in depends on the order.
     child = replace(child, done=proc.Completed(0, "", False, 0.0))
-    verdict = _judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
+    verdict = judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
     assert verdict.numbers["first_indices"] == [[1, 1]]
     assert verdict.evidence.endswith(
         "; 1 element is not judged, an infinity or NaN in both the result and the reference "
@@ -106,7 +107,7 @@ def test_a_wrong_element_beside_an_unordered_sum_is_still_judged(tmp_path: Path)
     )
     # On ordinary inputs the NaN reference judges the infinity.
     child = replace(child, inputs="generated (seed 42)")
-    verdict = _judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
+    verdict = judge_result(ReplayInput("jit_total", tmp_path / "m.hlo.pb"), child, None, 300)
     assert verdict.numbers["first_indices"] == [[0], [1, 1]]
 
 
