@@ -19,6 +19,7 @@ from xla_bugkit.failure import xla_log
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.hlo import flags
 from xla_bugkit.run import evidence_files, main_end, rerun
+from xla_bugkit.run.at_main_end import AtMainEnd
 from xla_bugkit.run.record import RunRecord
 
 pytestmark = pytest.mark.jax  # real jax programs, replay children or jax itself
@@ -305,7 +306,7 @@ def test_the_record_at_the_main_modules_end_foresees_its_exit_status(
         so_far.append(record())
         return False
 
-    record = _rerun_script(tmp_path, program_text, rerun.AtMainEnd(while_held=held))
+    record = _rerun_script(tmp_path, program_text, AtMainEnd(while_held=held))
     assert record.exit_status == status, record.output
     assert [r.exit_status for r in so_far] == [status], record.output
     # The process's own exit record says the same, and how (none said by a raise without

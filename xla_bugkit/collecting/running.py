@@ -12,9 +12,10 @@ from pathlib import Path
 from xla_bugkit.collecting import ahead, job, warm, workdir
 from xla_bugkit.collecting.job import JobPart
 from xla_bugkit.collecting.options import CollectOptions
+from xla_bugkit.run.at_main_end import AtMainEnd
 from xla_bugkit.run.job_end import JOB
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import AtMainEnd, Ending, rerun
+from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
 
 

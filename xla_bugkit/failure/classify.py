@@ -1,7 +1,8 @@
 """Classify how a run failed and reduce it to a stable, comparable signature.
 
 The record itself (``Failure``, ``Phase``, ``Stop``) is in ``record`` and its ``Kind`` in
-``kinds``; they are imported from here too, where the code that makes one lives.
+``kinds``; they are imported from here too, where the code that makes one lives. A crash's
+fatal line and signal are read in ``fatal``, a run stopped from outside in ``stopped``.
 
 The same engine reads the user's rerun (``collect``) and each replay child (``replay``),
 so "the replay failed the same way" is a comparison of two ``Failure`` records.
@@ -10,20 +11,21 @@ so "the replay failed the same way" is a comparison of two ``Failure`` records.
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import replace
 
 from xla_bugkit.failure import callback, own_raise, peers, ptxla_log, value_check, xla_log
-from xla_bugkit.failure.compile_log import (
-    COMPILING_RE,
-    FINISHED_RE,
-    Busy,
-    busy_in_xla,
-    compile_open,
+from xla_bugkit.failure.compile_log import COMPILING_RE, FINISHED_RE, compile_open
+from xla_bugkit.failure.fatal import (
+    fatal_in_compile,
+    first_fatal,
+    python_fatal_at,
+    says_only_signal,
+    signal_name,
 )
 from xla_bugkit.failure.kinds import Kind
 from xla_bugkit.failure.record import HANG_REPLAY_START_SECONDS, Failure, Phase, Stop
 from xla_bugkit.failure.signature import normalise
+from xla_bugkit.failure.stopped import stopped_run
 from xla_bugkit.failure.xla_status import (
     DISPATCH,
     Status,
@@ -40,38 +42,16 @@ __all__ = [
     "Kind",
     "Phase",
     "Stop",
-    "busy_headline",
     "classify",
-    "seconds",
     "unprefixed",
 ]
 
-# glog/absl fatal line: "F1202 09:49:08.829582  1892 buffer_assignment_util.cc:46] Check failed: .."
-# or the dated form of TensorFlow's and PyTorch/XLA's logging:
-# "2026-12-02 17:51:18.336598: F external/xla/xla/map_util.h:50] Check failed: ...". A build
-# with Bazel modules names XLA's folder "external/xla+/" (Bazel 7: "external/xla~/").
-_CHECK_RE = re.compile(
-    r"^(?:F\d{4} [\d:.]+\s+\d+|\d{4}-\d\d-\d\d [\d:.]+: F) (?P<site>[\w./+~-]+:\d+)\] (?P<msg>.*)$",
-    re.M,
-)
 _RET_CHECK_RE = re.compile(r"RET_CHECK failure \((?P<site>[^)\s]+:\d+)\)\s*(?P<msg>[^\n]*)")
-_TERMINATE_RE = re.compile(
-    r"^terminate called after throwing an instance of '(?P<what>[^']+)'", re.M
-)
-_LLVM_OPTION_RE = re.compile(r"^xla: (?P<msg>Unknown command line argument [^\n]*)$", re.M)
-_FATAL_PY_RE = re.compile(r"^Fatal Python error: (?P<msg>[^\n]*)$", re.M)
-# faulthandler's words for the fatal signals: a line that says no more than the exit status.
-_SIGNAL_ONLY = re.compile(
-    r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception|"
-    r"Illegal instruction)$"
-)
 _XLA_HINTS = re.compile(
     r"xla|XlaRuntimeError|JaxRuntimeError|jaxlib|HloModule|Check failed|RET_CHECK|StreamExecutor|"
     r"pjrt|PjRt",
     re.I,
 )
-# Frames in a fatal error's stack trace that only appear while compiling.
-_COMPILE_FRAMES = re.compile(r"Compiler::|CompileAndLoad|::Compile\w*\(|RunHloPasses|RunBackend")
 # Python frames of JAX's compile path (a traceback printed with JAX_TRACEBACK_FILTERING=off).
 _COMPILE_PY_FRAMES = re.compile(r", in (?:backend_compile\w*|compile_or_get_cached)$", re.M)
 
@@ -124,7 +104,7 @@ def classify(
         Kind.SUCCESS, phase, "", "", exit_status, signal_name(exit_status), compiling=compiling
     )
     if timed_out or interrupted:
-        return _stopped(output, base, by="timeout" if timed_out else "user", stop=stop)
+        return stopped_run(output, base, by="timeout" if timed_out else "user", stop=stop)
     if exit_status == 0:
         return base
     if asked_exit and asked_exit != exit_status:
@@ -136,7 +116,7 @@ def _ended_itself(output: str, base: Failure, asked: int) -> Failure:
     """The program called sys.exit(``asked``), and its exit was then cut short: in a job,
     the coordination service's abort at jax.distributed's shutdown barrier, which reads as
     another process's failure. Its failure is what it printed before that end."""
-    ends = [peers.job_end(output), _line_at(output, _FATAL_PY_RE.search(output))]
+    ends = [peers.job_end(output), python_fatal_at(output)]
     cut = min((at for at in ends if at is not None), default=len(output))
     ended = _classify_failure(output[:cut], replace(base, exit_status=asked, signal=None))
     how = base.signal or f"exit status {base.exit_status}"
@@ -151,78 +131,8 @@ _ENDED_ITSELF = (
 )
 
 
-def _line_at(output: str, found: re.Match[str] | None) -> int | None:
-    return None if found is None else output.rfind("\n", 0, found.start()) + 1
-
-
-def _stopped(output: str, base: Failure, *, by: str, stop: Stop | None) -> Failure:
-    """A run stopped by its timeout or by the user: a hang when XLA was busy at the stop, so
-    that Ctrl-C on a program stuck in XLA reports the hang it is."""
-    base = replace(
-        base,
-        stopped_by=by,
-        ran_seconds=round(stop.ran, 1) if stop else None,
-        stalled_seconds=round(stop.stalled, 1) if stop else None,
-    )
-    how = "killed after the timeout" if by == "timeout" else "stopped by the user"
-    busy = busy_in_xla(output) or _graph_in_xla(output)
-    if busy is None:
-        if by == "user":
-            return replace(base, kind=Kind.INTERRUPTED, headline=how, signature="interrupted")
-        return replace(base, kind=Kind.HANG, headline=how, signature="hang")
-    phase = Phase.COMPILE if busy.compiling else Phase.RUN
-    doing = "compiling" if busy.compiling else "executing"
-    return replace(
-        base,
-        kind=Kind.HANG,
-        phase=phase,
-        headline=busy_headline(f"{busy.who} was {doing} {busy.call}", base),
-        signature="hang",
-        compiling=(busy.name or None) if busy.compiling else base.compiling,
-        executing=None if busy.compiling else (busy.name or None),
-    )
-
-
-# How a run was stopped, by ``Failure.stopped_by`` (the timeout's words depend on the figures).
-_STOPPED_BY = {
-    "user": "stopped by the user",
-    "signal": "stopped by a SIGTERM or SIGINT from outside collect",
-}
-
-
-def busy_headline(busy: str, stopped: Failure) -> str:
-    """A hang's headline: what was ``busy`` ("XLA was executing jit(f)"), how long without
-    output and how the run was stopped, from ``stopped``'s record of the stop."""
-    if stopped.ran_seconds is None or stopped.stalled_seconds is None:
-        how = (
-            "killed after the timeout"
-            if stopped.stopped_by == "timeout"
-            else _STOPPED_BY.get(stopped.stopped_by or "", "stopped by the user")
-        )
-        return f"{busy}; {how}"
-    how = "killed by the timeout" if stopped.stopped_by == "timeout" else "stopped by the user"
-    return (
-        f"{busy} with no output for {seconds(stopped.stalled_seconds)}; "
-        f"{how} after {seconds(stopped.ran_seconds)}"
-    )
-
-
-def _graph_in_xla(output: str) -> Busy | None:
-    """PyTorch/XLA's graph log: the graph it started compiling or executing and never
-    logged ``done!`` for (JAX's compile log says nothing of torch_xla's graphs)."""
-    graph = ptxla_log.unfinished(output)
-    if graph is None:
-        return None
-    return Busy(graph.compiling, "", graph.describe, who="PyTorch/XLA")
-
-
-def seconds(value: float) -> str:
-    """A duration as the summaries print it: \"12 s\", \"0.4 s\"."""
-    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
-
-
 def _classify_failure(output: str, base: Failure) -> Failure:
-    fatal = _first_fatal(output)
+    fatal = first_fatal(output)
     status = framework_status(output, last_status(output))
     failure = _classified(output, base, fatal, status)
     if not peers.mentions_job(output):
@@ -257,7 +167,7 @@ def _classified(
 ) -> Failure:
     """The failure that ``output`` shows: ``fatal``, its first fatal line, and ``status``,
     the framework's or XLA's status it ended with, read once by the caller."""
-    if fatal is not None and base.signal is not None and _SIGNAL_ONLY.match(fatal[0]):
+    if fatal is not None and base.signal is not None and says_only_signal(fatal[0]):
         fatal = None  # faulthandler's line names the signal, not what raised it
     if base.signal is not None or fatal is not None:
         headline, site = fatal if fatal else (f"killed by {base.signal}", None)
@@ -367,10 +277,7 @@ def _phase_from_output(output: str, compiling: str | None) -> Phase:
     graph = ptxla_log.unfinished(output)  # PyTorch/XLA's graph log
     if graph is not None:
         return Phase.COMPILE if graph.compiling else Phase.RUN
-    fatal_at = _CHECK_RE.search(output)
-    if fatal_at and _COMPILE_FRAMES.search(output, fatal_at.end()):
-        return Phase.COMPILE
-    if _LLVM_OPTION_RE.search(output):
+    if fatal_in_compile(output):
         return Phase.COMPILE
     last_traceback = output.rfind("Traceback (most recent call last)")
     if last_traceback >= 0 and _COMPILE_PY_FRAMES.search(output, last_traceback):
@@ -378,49 +285,6 @@ def _phase_from_output(output: str, compiling: str | None) -> Phase:
     if FINISHED_RE.search(output) or COMPILING_RE.search(output):
         return Phase.RUN
     return Phase.UNKNOWN
-
-
-def _first_fatal(output: str) -> tuple[str, str | None] | None:
-    """The line that killed the process: a CHECK, an uncaught C++ exception, LLVM's exit. A
-    CHECK of its own counts before the JAX distributed service's end of it: the service may
-    end a process (another one had died) a moment before the compile it was in aborts."""
-    checks = list(_CHECK_RE.finditer(output))
-    own = [m for m in checks if peers.TERMINATED not in m.group("msg")]
-    m = own[0] if own else checks[0] if checks else None
-    if m:
-        site = m.group("site").rsplit("/", 1)[-1]
-        return f"{site}] {m.group('msg')}", site
-    m = _TERMINATE_RE.search(output)
-    if m:
-        what = _first_line_after(output, m.end(), prefix="  what():")
-        return f"terminate called after throwing an instance of '{m.group('what')}'{what}", None
-    m = _LLVM_OPTION_RE.search(output)
-    if m:
-        return f"xla: {m.group('msg')}", None
-    m = _FATAL_PY_RE.search(output)
-    if m:
-        return f"Fatal Python error: {m.group('msg')}", None
-    return None
-
-
-def _first_line_after(output: str, pos: int, *, prefix: str) -> str:
-    rest = output[pos:].lstrip("\n").split("\n", 1)[0]
-    return f" ({rest.strip()})" if rest.startswith(prefix) else ""
-
-
-def signal_name(exit_status: int | None) -> str | None:
-    """The signal a return code says killed the process (``SIGABRT``); None for an exit."""
-    if exit_status is None:
-        return None
-    # A shell reports a child's death by signal N as exit status 128 + N.
-    shell_signal = 128 < exit_status <= 128 + 64  # 255 is exit(-1), not a signal
-    number = -exit_status if exit_status < 0 else exit_status - 128 if shell_signal else 0
-    if number <= 0:
-        return None
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _last_nonempty_line(output: str) -> str:

@@ -208,7 +208,7 @@ def first_error(
 ) -> tuple[int, str] | None:
     """Where the output shows the process's first error, and its text: its own fatal line
     (a CHECK of its own counts before the JAX distributed service's end of it, see
-    classify's ``_first_fatal``) or a status it raised, whichever came first; a status only
+    ``fatal.first_fatal``) or a status it raised, whichever came first; a status only
     logged (the coordination service's) when there is neither, and only before the JAX
     client's abort (a status in that abort is the abort's). A raised status counts wherever
     its traceback is: the abort comes from another thread at the moment the job loses a

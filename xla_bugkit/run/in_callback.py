@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xla_bugkit.failure.callback import CallbackCrash
-from xla_bugkit.failure.classify import Failure, Kind, Phase, busy_headline
+from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.signature import normalise
+from xla_bugkit.failure.stopped import busy_headline
 from xla_bugkit.run.evidence import Event
 from xla_bugkit.run.processes import Culprit
 

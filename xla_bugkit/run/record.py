@@ -142,7 +142,7 @@ class RunRecord:
     def signal_elsewhere(self) -> str | None:
         """When a process the program started died on the failure's signal and the program
         itself exited: "SIGABRT in pid 4242; the program exited with status 1"."""
-        from xla_bugkit.failure.classify import signal_name  # read once the run has ended
+        from xla_bugkit.failure.fatal import signal_name  # read once the run has ended
 
         sig = self.failure.signal
         if not sig or self.exit_status is None or signal_name(self.exit_status) == sig:

@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
-import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple
 
 from xla_bugkit import frameworks, proc
 from xla_bugkit.failure import xla_log
 from xla_bugkit.hlo import flags
-from xla_bugkit.run import adapt, ask, caches, evidence_files, hook
+from xla_bugkit.run import adapt, ask, caches, evidence_files, hook, stops
 from xla_bugkit.run import main_end as ends
+from xla_bugkit.run.at_main_end import AtEnd, AtMainEnd, Said, as_at_main_end
 from xla_bugkit.run.capture import DEFAULT_CAPTURE, NEWEST_KEPT, Capture, Pruner
 from xla_bugkit.run.job_end import JOB, JobEnd
 from xla_bugkit.run.record import RunRecord
 
 if TYPE_CHECKING:
-    from xla_bugkit.failure.classify import Failure, Stop
-    from xla_bugkit.run.processes import Culprit
+    from xla_bugkit.failure.classify import Failure
 
 # What reads the run once it has ended (classify, processes, weigh) is imported then: the
 # program starts without waiting for it (collect imports it meanwhile: ``warm``).
@@ -107,23 +102,6 @@ def _hook_sets_flags(command: Sequence[str], framework: frameworks.Framework | N
     return True
 
 
-class AtMainEnd(NamedTuple):
-    """What runs once the program's main module has finished: ``then`` (``main_end``), and
-    after it ``while_held``, given the program's pid and the run's record so far
-    (``_Said.held``): a program whose environment asked it to serve replays there
-    (``held``) waits for them, and goes on when they are done."""
-
-    then: ends.Then | None = None
-    while_held: WhileHeld | None = None
-
-
-# Given the held program's pid, the run's record so far (made when first asked) and the
-# moment the run's timeout ends it (monotonic; None: never); True where serving ended the
-# program (a served replay crashed it, or hung and it was killed): the run's record is then
-# the one so far.
-WhileHeld = Callable[[int, Callable[[], RunRecord], float | None], bool]
-
-
 class Ending(NamedTuple):
     """When collect ends a run before its own end: after ``timeout`` seconds; for a part of
     a job, ``job_grace`` seconds after its output shows that its job ended it."""
@@ -184,13 +162,18 @@ def rerun(
     pruning = flags.SNAPSHOTS in map(flags.name_of, merged.flags)
     pruner = Pruner(dump_dir, capture.budget) if pruning else contextlib.nullcontext()
     hooked = hook.ENV_PROCESSES in env
-    timed_log = _TimedLog(log_path, deadline)
-    said = _Said(command, log_path, processes, hide, base)
-    at_end = _AtEnd(at_main_end, said, timed_log, started, deadline, merged)
+    timed_log = stops.TimedLog(log_path, deadline)
+    said = Said(command, log_path, processes, hide, base)
+    at_end = AtEnd(at_main_end, said, timed_log, started, deadline, merged)
     main_end = ends.MainEnd(processes, at_end) if at_end.wanted and hooked else None
     at_end.main_end = main_end
     job_end = JobEnd(job_grace) if job_grace is not None else None
-    with main_end or contextlib.nullcontext(), pruner, timed_log as log, _stops_on_signals(log):
+    with (
+        main_end or contextlib.nullcontext(),
+        pruner,
+        timed_log as log,
+        stops.stops_on_signals(log),
+    ):
         if main_end is not None and main_end.env_value is not None:
             env[ends.ENV] = main_end.env_value
         done = proc.run(
@@ -210,7 +193,7 @@ def rerun(
     ended_at = time.time()
     ask.forget(processes)
     if at_end.ended_serving is not None:
-        return _as_at_main_end(at_end.ended_serving)
+        return as_at_main_end(at_end.ended_serving)
     if isinstance(pruner, Pruner) and pruner.removed:
         note = (
             f"{pruner.removed} older XLA snapshots removed while the program ran "
@@ -226,7 +209,7 @@ def rerun(
     stop = None
     if done.timed_out or done.interrupted:
         by = "timeout" if done.timed_out else "user"
-        stop = _stop(log, by, started, deadline if done.timed_out else None)
+        stop = stops.stop(log, by, started, deadline if done.timed_out else None)
     # What the failing process recorded of itself outweighs what its output let through.
     culprit = failing(evidence_files.read(processes))
     asked = asked_exit(culprit.process) if culprit is not None else None
@@ -243,104 +226,6 @@ def rerun(
         if failure.peer is not None:
             merged = replace(merged, notes=(*merged.notes, _ended_early_note(job_end, failure)))
     return said.record(done, failure, merged, ended_at, culprit)
-
-
-class _Said(NamedTuple):
-    """What a run's record says besides how it ended."""
-
-    command: Sequence[str]
-    log_path: Path
-    processes: Path
-    hide: re.Pattern[bytes] | None
-    base: Mapping[str, str]
-
-    def record(
-        self,
-        done: proc.Completed,
-        failure: Failure,
-        merged: flags.MergedFlags,
-        ended_at: float,
-        culprit: Culprit | None,
-    ) -> RunRecord:
-        from xla_bugkit.run.weigh import weigh
-
-        return RunRecord(
-            command=tuple(self.command),
-            exit_status=done.returncode,
-            timed_out=done.timed_out,
-            interrupted=done.interrupted,
-            duration=done.duration,
-            log=self.log_path,
-            output=done.output,
-            xla_flags=merged,
-            failure=weigh(failure, culprit, ended_at=ended_at),
-            culprit=culprit,
-            hidden=self.hide.pattern.decode("latin-1") if self.hide is not None else None,
-            tpu_args=flags.tpu_args(self.base.get(flags.TPU_ENV)),
-        )
-
-    def held(self, status: int | None, started: float, merged: flags.MergedFlags) -> RunRecord:
-        """The record of a run whose program is held at its main module's end: its output
-        so far, and the status its hook foresees; what its teardown adds is not in it."""
-        from xla_bugkit.failure.classify import classify
-        from xla_bugkit.run.processes import failing
-
-        output = self.log_path.read_bytes().decode("utf-8", "replace")
-        done = proc.Completed(status, output, False, time.monotonic() - started)
-        failure = classify(output, exit_status=status)
-        # What the failing process recorded of itself outweighs what its output let through.
-        culprit = failing(evidence_files.read(self.processes))
-        return self.record(done, failure, merged, time.time(), culprit)
-
-
-class _AtEnd:
-    """What runs at the program's main module's end (``AtMainEnd``), for one run: the
-    record so far is made when first asked; ``ended_serving`` keeps it where serving ended
-    the program."""
-
-    def __init__(
-        self,
-        work: ends.Then | AtMainEnd | None,
-        said: _Said,
-        log: _TimedLog,
-        started: float,
-        deadline: float | None,
-        merged: flags.MergedFlags,
-    ) -> None:
-        self.work = work if isinstance(work, AtMainEnd) else AtMainEnd(work)
-        self.said, self.log, self.merged = said, log, merged
-        self.started, self.deadline = started, deadline
-        self.main_end: ends.MainEnd | None = None
-        self.ended_serving: RunRecord | None = None
-        self._so_far: RunRecord | None = None
-
-    @property
-    def wanted(self) -> bool:
-        return self.work.then is not None or self.work.while_held is not None
-
-    def __call__(self, pid: int, exited: Callable[[], bool]) -> None:
-        if self.work.then is not None:
-            self.work.then(pid, exited)
-        if self.work.while_held is not None and self.main_end is not None:
-            self.log.flush()
-            if self.work.while_held(pid, self.so_far, self.deadline):
-                self.ended_serving = self.so_far()
-
-    def so_far(self) -> RunRecord:
-        if self._so_far is None:
-            status = self.main_end.status if self.main_end is not None else None
-            self._so_far = self.said.held(status, self.started, self.merged)
-        return self._so_far
-
-
-def _as_at_main_end(run: RunRecord) -> RunRecord:
-    """The record of a program that a replay served in its process ended: its own end is
-    lost, the record at its main module's end stands, and says so."""
-    note = (
-        "the program's process ended while it served a replay at its main module's end: "
-        "its record is as it was then (its own teardown never ran)"
-    )
-    return replace(run, xla_flags=replace(run.xla_flags, notes=(*run.xla_flags.notes, note)))
 
 
 def _ended_by_its_job(output: str, killed: Failure, ran: float) -> Failure:
@@ -370,61 +255,3 @@ def _ended_early_note(job_end: JobEnd, failure: Failure) -> str:
         f"collect ended the program {job_end.grace:g} s after its output showed that its job "
         f"had ended it ({failure.peer}), rather than wait for the job's heartbeat timeout"
     )
-
-
-class _TimedLog(io.BufferedWriter):
-    """The run's log file, noting when output last arrived before the run was stopped: how
-    long a program went without printing anything is how a hang shows."""
-
-    def __init__(self, path: Path, deadline: float | None) -> None:
-        super().__init__(io.FileIO(path, "w"))
-        self.deadline = deadline  # when the timeout stops the run
-        self.last: float | None = None  # when output last arrived
-        self.stopped_at: float | None = None  # when a signal stopped the run
-        self.last_at_stop: float | None = None  # ``last`` at the stop
-
-    def stop_now(self) -> None:
-        if self.stopped_at is None:
-            self.stopped_at, self.last_at_stop = time.monotonic(), self.last
-
-    def arrived(self) -> None:
-        """Output arrived (the log itself gets it a whole line at a time)."""
-        now = time.monotonic()
-        stopped = self.stopped_at is not None
-        if not stopped and (self.deadline is None or now <= self.deadline):
-            self.last = now  # output after the stop is the stop's doing (a traceback, say)
-
-
-def _stop(log: _TimedLog, by: str, started: float, deadline: float | None) -> Stop:
-    """When the run was stopped (at its ``deadline``, or by a signal)."""
-    from xla_bugkit.failure.classify import Stop
-
-    # Without a moment noted (a signal handler of someone else's), the end has to do.
-    at = deadline if deadline is not None else log.stopped_at or time.monotonic()
-    last = log.last_at_stop if log.stopped_at is not None else log.last
-    stalled = at - (last if last is not None else started)
-    return Stop(by=by, ran=max(at - started, 0.0), stalled=max(stalled, 0.0))
-
-
-@contextlib.contextmanager
-def _stops_on_signals(log: _TimedLog) -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP note the moment in ``log``, then interrupt as Ctrl-C does
-    (proc stops the child on ``KeyboardInterrupt``)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        log.stop_now()
-        raise KeyboardInterrupt
-
-    # Only the main thread gets signals; a handler of someone else's is left alone.
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-    for sig in proc.INTERRUPTS:
-        if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-            previous[sig] = signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -18,16 +18,10 @@ from xla_bugkit.failure.callback import (
     crashed_in_callback,
     running_in_callback,
 )
-from xla_bugkit.failure.classify import (
-    Failure,
-    Kind,
-    Phase,
-    busy_headline,
-    classify,
-    seconds,
-)
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.failure.signature import normalise
+from xla_bugkit.failure.stopped import busy_headline, seconds
 from xla_bugkit.run import in_callback
 from xla_bugkit.run.evidence import Event, ProcessEvidence, Uncaught
 from xla_bugkit.run.hook.ending import OWN_EXIT

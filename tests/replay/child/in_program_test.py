@@ -29,9 +29,10 @@ from xla_bugkit.collecting.replays import Replaying, replay_stage
 from xla_bugkit.failure.classify import Failure, classify
 from xla_bugkit.replay import UNRECORDED, ReplayOptions, Spares, protocol
 from xla_bugkit.replay.children import Serves
+from xla_bugkit.run.at_main_end import AtMainEnd
 from xla_bugkit.run.held import BOUND, Held
 from xla_bugkit.run.record import RunRecord
-from xla_bugkit.run.rerun import AtMainEnd, Ending, rerun
+from xla_bugkit.run.rerun import Ending, rerun
 from xla_bugkit.ui import Ui
 from xla_bugkit.verdict import Verdict
 
