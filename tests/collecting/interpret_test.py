@@ -7,6 +7,7 @@ outputs where there are none. The compiled kernel's side needs a TPU
 from __future__ import annotations
 
 import io
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -99,7 +100,17 @@ def test_the_kernels_outputs_under_interpret_mode_are_kept_as_a_replays_arrays(
     assert again == Interpreted(found.outputs, "", None)
 
 
+@pytest.fixture
+def unset_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's environment without the JAX and XLA settings a test before may have
+    left in it: the run "on its own platform" has only the program's own."""
+    for name in list(os.environ):
+        if name.startswith(("JAX_", "XLA_", "LIBTPU_", "TPU_")):
+            monkeypatch.delenv(name)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("unset_platform")
 def test_a_program_that_cannot_run_on_the_cpu_runs_under_the_mode_on_its_own_platform(
     tmp_path: Path,
 ) -> None:
@@ -122,6 +133,7 @@ def test_a_program_that_cannot_run_on_the_cpu_runs_under_the_mode_on_its_own_pla
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("unset_platform")
 def test_a_call_given_other_inputs_on_the_cpu_runs_under_the_mode_on_its_own_platform(
     tmp_path: Path,
 ) -> None:
