@@ -10,7 +10,7 @@ import pytest
 
 from xla_bugkit import proc
 from xla_bugkit.failure.classify import Failure, Kind, Phase
-from xla_bugkit.replay import judge, protocol
+from xla_bugkit.replay import judge, judge_result, protocol
 from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.verdict import Outcome
 
@@ -40,7 +40,7 @@ def test_outputs_over_the_memory_share_are_not_loaded(
     protocol.save_arrays(protocol.arrays_path(tmp_path, protocol.OPBYOP), [np.zeros(4096)])
     done = proc.Completed(0, f"{protocol.PHASE}done\n", timed_out=False, duration=1.0)
     # As if this machine had 8 pages of memory: the 32 kB of outputs are over its share.
-    monkeypatch.setattr(judge.os, "sysconf", lambda name: 4096 if "PAGE_SIZE" in name else 8)
+    monkeypatch.setattr(judge_result.os, "sysconf", lambda name: 4096 if "PAGE_SIZE" in name else 8)
     monkeypatch.setattr(protocol, "load_arrays", lambda path: pytest.fail("loaded"))
     crash = judge.judged(INP, done, tmp_path, CRASH, timeout=60)
     assert crash.outcome is Outcome.NOT_REPRODUCED  # it ran through: no crash here
