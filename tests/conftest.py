@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import shared
 from tests.helpers.programs import ProgramRuns
 
 # Started in the background by a shell without job control (`cmd &` in a script, under
@@ -25,7 +26,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 @pytest.fixture(scope="session")
 def program_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProgramRuns]:
-    runs = ProgramRuns(tmp_path_factory.mktemp("program_runs"))
+    runs = ProgramRuns(shared.shared_folder(tmp_path_factory, "program_runs"))
     try:
         yield runs
     finally:

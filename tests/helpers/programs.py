@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,12 +26,13 @@ import time
 import zipfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tests.helpers import shared
 from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
@@ -231,6 +233,15 @@ class ProgramRun:
     def output(self) -> str:
         return self.completed.output
 
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "completed": asdict(self.completed),
+                "dump_dir": str(self.dump_dir), "env": dict(self.env)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProgramRun:
+        completed = proc.Completed(**data["completed"])
+        return cls(data["name"], completed, Path(data["dump_dir"]), data["env"])
+
 
 def log_env(base: Mapping[str, str]) -> dict[str, str]:
     """The environment collect's classification relies on, without dumps."""
@@ -238,16 +249,29 @@ def log_env(base: Mapping[str, str]) -> dict[str, str]:
 
 
 class ProgramRuns:
-    """Runs every variant once, two at a time (this machine has two cores)."""
+    """Runs every variant once per session, for every xdist worker (``shared.once``): two
+    at a time in the background outside xdist (this machine has two cores), one per worker
+    under it, each worker starting at a variant of its own."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        (root / "two_functions.py").write_text(TWO_FUNCTIONS, "utf-8")
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="program-run")
+        two = root / "two_functions.py"
+        if not two.exists():
+            partial = two.with_suffix(f".{os.getpid()}")
+            partial.write_text(TWO_FUNCTIONS, "utf-8")
+            partial.replace(two)
+        workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="program-run")
+        names = list(VARIANTS)
+        start = shared.worker_index() % len(names)
         self._runs: dict[str, Future[ProgramRun]] = {
-            name: self._pool.submit(self._run, name, v) for name, v in VARIANTS.items()
+            name: self._pool.submit(self._shared, name) for name in names[start:] + names[:start]
         }
+
+    def _shared(self, name: str) -> ProgramRun:
+        done = shared.once(self.root, name, lambda: self._run(name, VARIANTS[name]).to_json())
+        return ProgramRun.from_json(done)
 
     def _run(self, name: str, variant: Variant) -> ProgramRun:
         if variant.script == "two_functions":
@@ -255,6 +279,7 @@ class ProgramRuns:
         else:
             script = PROGRAMS / variant.script
         dump_dir = self.root / name / variant.dump_subdir
+        shutil.rmtree(dump_dir.parent, ignore_errors=True)  # a run that raised midway
         dump_dir.mkdir(parents=True)
         base = clean_env(variant.xla_flags)
         # With JAX's compile log on, as a user who turns it on has it: these runs test
