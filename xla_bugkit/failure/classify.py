@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from xla_bugkit.failure import callback, own_raise, peers, ptxla_log, value_check, xla_log
+from xla_bugkit.failure import callback, jax_use, own_raise, peers, ptxla_log, value_check, xla_log
 from xla_bugkit.failure.compile_log import COMPILING_RE, FINISHED_RE, compile_open
 from xla_bugkit.failure.fatal import (
     fatal_in_compile,
@@ -192,6 +192,16 @@ def _classified(
             signature=normalise(headline),
             exception=raised.exception,
             callback=raised.callback,
+        )
+    if status is not None and (why := jax_use.misuse(_exception_line(status))) is not None:
+        # jax's error about the program's use of it, in XLA's words or under XLA's name.
+        headline = f"{_exception_line(status)[:300]}, raised by jax: {why}"
+        return replace(
+            base,
+            kind=Kind.EXIT,
+            headline=headline,
+            signature=normalise(_exception_line(status)),
+            exception=status[0] or None,
         )
     graph = graph_that_raised(output, status)
     # The program's own raise, worded as XLA's: its status code and "Check failed" are not

@@ -15,7 +15,13 @@ JAX_OWN = re.compile(r"[/\\](?:jax|jaxlib)[/\\]")
 NOT_PROGRAM = re.compile(r"[/\\](?:jax|jaxlib|site-packages|dist-packages|python3\.\d+)[/\\]")
 # XLA's errors as jax and jaxlib raise them: an exception line anywhere in an output (a
 # chained cause included), and an exception's type name.
-XLA_RAISED = re.compile(
-    r"^(?:[\w.]*\.)?(?:XlaRuntimeError|JaxRuntimeError)\b|^jax\.errors\.\w+:", re.M
+# Only jax's and jaxlib's own classes: checkify's ``jax._src.checkify.JaxRuntimeError`` is
+# named like XLA's and raised by jax's Python for the program's failed check (``jax_use``).
+_XLA_CLASS = (
+    r"(?:(?:jax\.errors|jaxlib(?:\.\w+)*|jax\._src\.lib(?:\.\w+)*)\.)?"
+    r"(?:XlaRuntimeError|JaxRuntimeError)"
 )
+XLA_RAISED = re.compile(rf"^{_XLA_CLASS}\b|^jax\.errors\.\w+:", re.M)
+# An exception's type name that is XLA's error as jax or jaxlib raise it.
+XLA_EXCEPTION = re.compile(rf"^{_XLA_CLASS}$")
 XLA_TYPE = re.compile(r"XlaRuntimeError|JaxRuntimeError|jaxlib|^jax\.errors\.", re.I)

@@ -137,8 +137,8 @@ def met(recorder: Any, outputs: Any, arrays: list[Any], e: Exception) -> None:
             return
         for array in arrays:
             n = outputs.maker(array)
-            if n is None or n in _MET:
-                continue
+            if n is None or n in _MET or deleted(array):
+                continue  # a wait on a donated or deleted array: the program's use of jax
             error = said(e) if len(arrays) == 1 else failed([array])
             if error is None:
                 continue
@@ -229,12 +229,25 @@ def failed(arrays: list[Any]) -> str | None:
     the program meets when it reads them (``block_until_ready``, ``np.asarray``), said as an
     ``executed`` record's ``error``. Waiting on an array that is ready returns at once."""
     for array in arrays:
+        if deleted(array):
+            continue  # donated to a later call, or deleted: nothing of its own to read
         try:
             _WAIT[0](array) if _WAIT else array.block_until_ready()
         except Exception as e:  # a deleted array raises too: only XLA's errors count
-            if type(e).__name__ in _XLA_ERRORS:
+            # The program may donate it between the check and the wait: the error the
+            # hook's own wait then meets is the hook's, never the computation's.
+            if type(e).__name__ in _XLA_ERRORS and not deleted(array):
                 return said(e)
     return None
+
+
+def deleted(array: Any) -> bool:
+    """Whether ``array``'s buffers are gone (donated to a call, or deleted): waiting on it
+    raises an error of the waiter's, not of the execution that computed it."""
+    try:
+        return bool(array.is_deleted())
+    except Exception:
+        return False
 
 
 def said(e: Exception) -> str:
