@@ -29,13 +29,15 @@ REINSTALL = (
 
 # What each code means, for the table in docs/exit-codes.md (a test keeps the two equal).
 MEANINGS: dict[ExitCode, str] = {
-    ExitCode.OK: "`collect`: bundle written and the failure reproduced by replay; `verify`: the "
+    ExitCode.OK: "`collect`: bundle written, and a replay outside the program reproduced a "
+    "failure that points at XLA; `verify`: the "
     "recorded failure reproduces here; `replay`: the module failed; `shrink`: the shrunk module "
     "fails the same way",
     ExitCode.ERROR: "an error, explained in one line (bad arguments, unreadable input, disk "
     "full, ...)",
     ExitCode.USAGE: "a bad command line",
-    ExitCode.NOT_REPRODUCED: "bundle written or opened, but the failure did not reproduce",
+    ExitCode.NOT_REPRODUCED: "bundle written or opened, but the failure did not reproduce "
+    "(`collect`: or it did and is not XLA's doing)",
     ExitCode.BAD_BUNDLE: "the bundle is corrupt, hostile, or fails its integrity check",
     ExitCode.NO_FAILURE: '`collect`: the program ran without failing ("no failure seen")',
     ExitCode.UNVERIFIED: "`verify`: the bundle's modules need a platform this machine lacks (a "
@@ -50,16 +52,20 @@ MEANINGS: dict[ExitCode, str] = {
 # What each code means for one command, in the order its help lists them.
 COMMAND_MEANINGS: dict[str, dict[ExitCode, str]] = {
     "collect": {
-        ExitCode.OK: "bundle written and the failure reproduced by replay",
-        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced; or the program failed "
+        ExitCode.OK: "bundle written, and a replay outside the program reproduced a failure "
+        "that points at XLA",
+        ExitCode.NOT_REPRODUCED: "bundle written, not shown to be XLA's (not reproduced, or "
+        "reproduced and not XLA's doing); or the program failed "
         "before XLA compiled anything (no bundle: nothing of XLA's to replay)",
         ExitCode.NO_FAILURE: "no failure seen",
         ExitCode.ERROR: "error",
         ExitCode.INTERRUPTED: "interrupted",
     },
     "bundle": {
-        ExitCode.OK: "bundle written and the failure reproduced by replay",
-        ExitCode.NOT_REPRODUCED: "bundle written, not reproduced",
+        ExitCode.OK: "bundle written, and a replay outside the program reproduced a failure "
+        "that points at XLA",
+        ExitCode.NOT_REPRODUCED: "bundle written, not shown to be XLA's (not reproduced, or "
+        "reproduced and not XLA's doing)",
         ExitCode.NO_FAILURE: "bundle written of a run that did not fail",
         ExitCode.ERROR: "error",
         ExitCode.INTERRUPTED: "interrupted",

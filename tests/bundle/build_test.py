@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers.programs import PROGRAMS, XLA_BUGKIT, Collected, clean_env, run_collect
 from xla_bugkit import proc
+from xla_bugkit.bundle.issue import TITLE_MAX
 from xla_bugkit.bundle.triage import triage
 from xla_bugkit.failure.classify import Failure
 
@@ -118,6 +119,19 @@ def test_a_python_error_is_not_an_xla_bug(bundles: Callable[..., Collected]) -> 
     assert not c.manifest()["title"].startswith("XLA")
 
 
+def test_the_hooks_wait_on_a_donated_output_is_never_the_programs_error(
+    bundles: Callable[..., Collected],
+) -> None:
+    """Every step's outputs but the last were donated to the next step when the program's
+    own KeyError ended it: the hook's end-of-run wait on them must not become the failure."""
+    c = bundles("donated_then_keyerror")
+    assert c.returncode == 3, c.stderr
+    assert "deleted or donated buffer" not in c.stderr
+    assert f"{NOT_XLA}: the program raised KeyError, a Python error" in c.stderr
+    assert c.manifest()["failure"]["headline"] == "KeyError: 'step7'"
+    assert_no_issue_link(c)
+
+
 def test_a_check_tighter_than_float32_is_traced_to_the_module_as_lowered(
     bundles: Callable[..., Collected],
 ) -> None:
@@ -163,8 +177,15 @@ def test_no_replay_claims_no_replay_result(bundles: Callable[..., Collected]) ->
     assert "did not reproduce" not in issue
     assert "The replay was skipped (`--no-replay`)" in issue
     assert "None: the replay was skipped (--no-replay)." in issue
-    # XLA's CHECK is evidence enough: the report is ready to file.
-    assert "issues/new?template=none&title=XLA%20CPU%20compile%20crash" in c.stderr
+    # XLA's CHECK points at XLA, but nothing outside the program showed it: no link yet,
+    # no "XLA" in the title, and what would prove it.
+    assert "unproven: XLA's CHECK at buffer_assignment_util.cc:46 failed" in c.stderr
+    assert "To prove it: collect again without --no-replay" in c.stderr
+    assert_no_issue_link(c)
+    title = c.manifest()["title"]
+    assert title.startswith("CPU compile crash: Check failed: const_instr == nullptr"), title
+    assert title.endswith(" (not shown to be XLA's yet)") and len(title) <= TITLE_MAX
+    assert "**Not shown to be an XLA bug yet:** XLA's CHECK at" in issue
     # A compile crash ran nothing: no snapshot, so no claim of real inputs.
     assert c.manifest()["data"] == "no real inputs: XLA recorded no execution of the chosen modules"
     assert "inputs: real inputs" not in c.stderr

@@ -142,14 +142,21 @@ def test_the_title_keeps_the_numbers_the_signature_stands_n_for() -> None:
         signature="RESOURCE_EXHAUSTED: Out of memory allocating N bytes.",
         status_code="RESOURCE_EXHAUSTED",
     )
-    judged = triage(oom, [])
+    proof = Verdict("module_0001.jit_f", Outcome.REPRODUCED_ERROR, oom.headline, "snapshot")
+    judged = triage(oom, [proof])
     assert title(judged, oom, "cpu") == (
         "XLA CPU runtime error: RESOURCE_EXHAUSTED: Out of memory allocating 1890253528 bytes."
+    )
+    # Not reproduced outside the program: no "XLA" ahead, and the number kept whole.
+    unproven = title(triage(oom, []), oom, "cpu")
+    assert unproven == (
+        "CPU runtime error: RESOURCE_EXHAUSTED: Out of memory allocating… (not shown to be "
+        "XLA's yet)"
     )
     # A headline that does not line up with its signature is quoted as the run printed it.
     odd = Failure(**{**oom.__dict__, "headline": "INTERNAL: Error dispatching computation: "
                      "Out of memory allocating 7 bytes."})  # fmt: skip
-    assert title(triage(odd, []), odd, "cpu").endswith(
+    assert title(triage(odd, [proof]), odd, "cpu").endswith(
         "INTERNAL: Error dispatching computation: Out of memory allocating 7 bytes."
     )
 
@@ -402,3 +409,37 @@ def test_a_process_that_exited_with_xla_still_running_is_not_said_not_busy() -> 
     assert "the capture hook saw XLA executing jit(solve) as the process ended" in reason
     idle = replace(run, culprit=failing([replace(p, events=(replace(busy, ended=5.0),))]))
     assert "XLA was not busy at the end" in of_run(idle, [ran]).reason
+
+
+def _hung_replay(busy: float) -> Verdict:
+    """A replay its bound stopped, the CPU cores it kept busy in its last seconds measured."""
+    return replace(HUNG_REPLAY, outcome=Outcome.REPRODUCED_HANG, numbers={"busy": busy},
+                   evidence="no result after 64.3 s while running")  # fmt: skip
+
+
+def test_a_replay_that_ran_past_its_bound_computing_proves_no_hang() -> None:
+    """A loop whose condition never turns false, or one longer than the bound, keeps its
+    replay computing: no proof of XLA's hang, no link, no "XLA" in the title."""
+    said = "XLA was still executing jit(recalibrate) for 20 s when the program ended itself"
+    hang = Failure(Kind.HANG, Phase.RUN, said, "hang", exit_status=75, executing="recalibrate")
+    judged = triage(hang, [_hung_replay(0.93)])
+    assert judged.xla and judged.unproven and not judged.proven and judged.verdict is None
+    assert judged.reason.startswith(
+        "the replay of module_0006.jit_recalibrate gave no result in its time either, but it "
+        "was computing all along (0.93 CPU cores busy in its last seconds), not waiting"
+    )
+    assert "a loop whose condition never turns false" in judged.reason
+    assert title(judged, hang, "cpu") == "CPU hang (not shown to be XLA's yet)"
+    assert sentence(judged, hang).startswith("**Not shown to be an XLA bug yet:** the replay")
+    # Where the program ended itself, a busy replay does not outweigh its own words either.
+    own = classify(f"{WATCHDOG}\n", exit_status=75)
+    assert triage(own, [_hung_replay(0.93)]).verdict is None
+
+
+def test_a_replay_that_waits_idle_past_its_bound_proves_the_hang() -> None:
+    said = "XLA was still executing jit(recalibrate) for 20 s when the program ended itself"
+    hang = Failure(Kind.HANG, Phase.RUN, said, "hang", exit_status=75, executing="recalibrate")
+    idle = _hung_replay(0.0)
+    judged = triage(hang, [idle])
+    assert judged.proven and judged.verdict is idle
+    assert title(judged, hang, "cpu") == "XLA CPU hang in jit(recalibrate)"

@@ -303,11 +303,16 @@ def test_a_pallas_wrong_value_is_not_run_again_for_later_inputs(tmp_path: Path) 
     assert driver._needs_newest_inputs(replace(result, verdicts=(checked,)), options)
 
 
-def test_what_an_unproven_verdict_rests_on_is_said_before_the_link(tmp_path: Path) -> None:
+def test_an_unproven_verdict_says_what_it_rests_on_and_gives_no_link(tmp_path: Path) -> None:
+    """A Pallas kernel nothing off the chip checks points at XLA, but no replay outside the
+    program reproduced its wrong value: no issue link, and what would prove it."""
     judged = _triage("pallas_dma_zeros")
+    assert judged.unproven and not judged.proven
     lines = _summary._next_steps(tmp_path / "b.zip", "title", "jax-ml/jax", judged)
-    assert lines[0].startswith("  unproven by replay: the program's own check found a wrong")
-    assert lines[1].startswith("  next: read ISSUE.md")
+    assert lines[0].startswith("  unproven: the program's own check found a wrong")
+    assert lines[1].startswith("  no issue link: no replay outside the program has shown")
+    assert "To prove it: collect again" in lines[1]
+    assert not any("issues/new" in line for line in lines)
 
 
 def test_verify_on_a_tpu_says_a_pallas_kernel_ran_but_nothing_checks_it() -> None:

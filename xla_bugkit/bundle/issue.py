@@ -229,8 +229,10 @@ def _jaxpr_block(ctx: IssueContext) -> str:
     )
 
 
-def title_for(failure_kind: str, signature: str, *, platform: str | None = None) -> str:
-    """A concise issue title (at most ``TITLE_MAX`` characters).
+def title_for(
+    failure_kind: str, signature: str, *, platform: str | None = None, limit: int = TITLE_MAX
+) -> str:
+    """A concise issue title (at most ``limit`` characters).
 
     ``title_for("compile-time crash", "buffer_assignment_util.cc:46 Check failed: x",
     platform="cpu")`` gives ``"XLA CPU compile-time crash: Check failed: x
@@ -241,15 +243,15 @@ def title_for(failure_kind: str, signature: str, *, platform: str | None = None)
         kind = " ".join(p for p in ("XLA", (platform or "").upper(), kind) if p)
     msg, site = _split_site(" ".join(_GLOG_PREFIX.sub("", signature.strip()).split()))
     suffix = f" ({site})" if site else ""
-    room = TITLE_MAX - len(kind) - len(": ") - len(suffix)
+    room = limit - len(kind) - len(": ") - len(suffix)
     if not msg:
-        return kind[:TITLE_MAX]
+        return kind[:limit]
     if len(msg) > room:
         cut = msg[: max(room - 1, 0)]
         # At a word's end where one is near: "rfind("x…" reads as a different call.
         space = cut.rfind(" ")
         msg = (cut[:space] if space > room * 2 // 3 else cut).rstrip() + "…"
-    return f"{kind}: {msg}{suffix}"[:TITLE_MAX]
+    return f"{kind}: {msg}{suffix}"[:limit]
 
 
 def fenced(text: str, lang: str = "") -> str:

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_bugkit.bundle import excused, pallas
+from xla_bugkit.failure import jax_use
 from xla_bugkit.failure.classify import Failure, Kind, Phase
 from xla_bugkit.failure.kinds import KINDS
+from xla_bugkit.failure.pytraceback import XLA_EXCEPTION
 from xla_bugkit.hlo.names import function_name, module_name
 from xla_bugkit.run.record import RunRecord
 from xla_bugkit.verdict import NO_REFERENCE, Outcome, Verdict
 
-# Python exception types that jax/jaxlib raise for an XLA status.
-_XLA_EXCEPTIONS = re.compile(r"(?:JaxRuntimeError|XlaRuntimeError)$")
 # Signals a program gets from outside (the user, a supervisor, the OOM killer), not from a
 # fault of its own: they say nothing about XLA.
 _OUTSIDE_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGPIPE", "SIGQUIT"})
@@ -38,6 +38,18 @@ class Triage:
     where: str | None  # "jit(f)": the function JAX was compiling or the replayed module's
     reason: str  # one line: the evidence for XLA, or why nothing points at it
     verdict: Verdict | None = None  # the replay that reproduced the failure, if one did
+
+    @property
+    def proven(self) -> bool:
+        """XLA is named (the title, "an XLA bug", an issue link, exit 0) only here: what
+        points at XLA, and a replay outside the program, on what the bundle holds, that
+        reproduced the failure. Pointing at XLA without that replay is "unproven"."""
+        return self.xla and self.verdict is not None
+
+    @property
+    def unproven(self) -> bool:
+        """Something points at XLA, but no replay outside the program reproduced it."""
+        return self.xla and self.verdict is None
 
 
 # Complex on purpose: the rules that say whether a failure points at XLA, in the order one
@@ -64,7 +76,8 @@ def triage(  # noqa: C901
     and runs without them; ``largest_buffers``: the chosen module's largest, for want of
     device memory; ``busy_at_end``: what the failing process's hook saw XLA doing as it ended
     ("executing jit(f)"), if anything; ``output``: the run's, for what the allocator said."""
-    proof = next((v for v in verdicts if v.reproduced), None)
+    # A replay that ran past its bound computing all along proves no hang (``computing``).
+    proof = next((v for v in verdicts if v.reproduced and not v.computing), None)
     hung = _replay_hung(failure, verdicts)
     where = _where(failure, proof or hung, module)
     capped = excused.reason(
@@ -86,6 +99,8 @@ def triage(  # noqa: C901
     if failure.callback and failure.exception is None:
         said = _callback_died if failure.kind is Kind.CRASH else _callback_running
         return Triage(False, _what(failure, None), where, said(failure, verdicts))
+    if (busy := _computing(verdicts)) is not None:
+        return Triage(True, "hang", where, busy)
     if hung is not None:
         return Triage(True, "hang", where, _hangs_too(failure, hung), hung)
     what, stuck = _what(failure, None), _stuck_in_xla(failure)
@@ -222,12 +237,31 @@ def _stuck_in_xla(f: Failure) -> str | None:
     return None
 
 
+def _computing(verdicts: Sequence[Verdict]) -> str | None:
+    """What a replay that ran past its bound busy shows: a computation that did not end in
+    that time, which a hang and a long or endless loop of the program's own both are."""
+    busy = next((v for v in verdicts if v.failure and v.failure.kind is Kind.HANG
+                 and v.computing), None)  # fmt: skip
+    if busy is None:
+        return None
+    return (
+        f"the replay of {busy.module} gave no result in its time either, but it was computing "
+        f"all along ({busy.numbers['busy']} CPU cores busy in its last seconds), not waiting: "
+        "a computation longer than the replay's bound, or a loop whose condition never turns "
+        "false, looks just the same (check the loop's condition in the function's jaxpr, in "
+        "the bundle); only a replay that waits idle, as in a deadlock, shows a hang of XLA's"
+    )
+
+
 def _replay_hung(failure: Failure, verdicts: Sequence[Verdict]) -> Verdict | None:
     """A replay that hung where the run showed no hang of its own: stopped by the user (no
     timeout to compare with), or ended by the program itself (its own watchdog's exit)."""
     if not KINDS[failure.kind].may_hide_a_hang:
         return None
-    return next((v for v in verdicts if v.failure and v.failure.kind is Kind.HANG), None)
+    return next(
+        (v for v in verdicts if v.failure and v.failure.kind is Kind.HANG and not v.computing),
+        None,
+    )
 
 
 def _reproduced(proof: Verdict) -> str:
@@ -324,7 +358,7 @@ def _record_evidence(f: Failure) -> str | None:
         return f"XLA's {check} at {f.site} failed"
     if f.status_code:
         return f"XLA returned the status {f.status_code}"
-    if f.exception and _XLA_EXCEPTIONS.search(f.exception):
+    if f.exception and XLA_EXCEPTION.search(f.exception):
         return f"XLA raised {f.exception}"
     if f.evidence and KINDS[f.kind].ended_inside:
         return f.evidence  # the failing process's own record
@@ -345,6 +379,8 @@ def _why_not(f: Failure, verdicts: Sequence[Verdict], busy_at_end: str | None) -
         )
     if f.kind is Kind.WRONG_RESULT:
         ended = "the program's own check found a wrong value"
+    elif f.kind is Kind.EXIT and f.exception and (why := jax_use.misuse(f.headline)):
+        ended = f"jax raised {f.exception} about the program's own use of it: {why}"
     elif f.kind is Kind.EXIT and f.exception:
         ended = f"the program raised {f.exception}, a Python error"
     elif f.kind is Kind.HANG:

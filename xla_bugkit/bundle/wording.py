@@ -13,6 +13,9 @@ from xla_bugkit.failure.kinds import KINDS
 from xla_bugkit.verdict import INTERPRET_MODE, Verdict
 
 _NOT_XLA = " (no sign of an XLA bug)"  # the end of the title of a failure not XLA's
+# The end of the title of a failure that points at XLA where no replay outside the program
+# reproduced it: XLA is named only where one did (``Triage.proven``).
+UNPROVEN = " (not shown to be XLA's yet)"
 
 
 def headline(t: Triage, failure: Failure) -> str:
@@ -43,6 +46,8 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
     where = f" in {t.where}" if t.where else ""
     if not t.xla:
         return issue.cut_title(f"{_ended(failure)}{_NOT_XLA}")
+    if t.unproven:
+        return _unproven_title(t, failure, platform)
     if t.what == "wrong result" and t.verdict is not None:
         # The reference each value was checked against is the body's to say.
         counted = differences(t.verdict).split(" from the ", 1)[0]
@@ -64,6 +69,19 @@ def title(t: Triage, failure: Failure, platform: str | None) -> str:
         )
     message = _with_numbers(failure.signature, failure.headline) or failure.headline
     return issue.title_for(failure.kind.value, message, platform=platform)
+
+
+def _unproven_title(t: Triage, failure: Failure, platform: str | None) -> str:
+    """A failure that points at XLA, not yet shown by a replay: what happened, in the run's
+    own words, on which platform, with no "XLA" ahead of it."""
+    what = "hang" if t.what == "hang" or KINDS[failure.kind].stopped else failure.kind.value
+    message = _with_numbers(failure.signature, failure.headline) or failure.headline
+    if message.startswith("killed by ") or what == "hang":
+        message = ""  # said by the kind alone
+    # Cut as an XLA title of that room would be (at a word), then "XLA " dropped.
+    room = issue.TITLE_MAX - len(UNPROVEN) + len("XLA ")
+    body = issue.title_for(what, message, platform=platform, limit=room).removeprefix("XLA ")
+    return body + UNPROVEN
 
 
 def _with_numbers(signature: str, headline: str) -> str:
@@ -115,6 +133,12 @@ def sentence(t: Triage, failure: Failure) -> str:
     """The description's first sentence, in Markdown; all program text is escaped."""
     if not t.xla:
         return f"**This does not look like an XLA bug:** {issue.plain(t.reason)}."
+    if t.unproven:
+        return (
+            f"**Not shown to be an XLA bug yet:** {issue.plain(t.reason)}. No replay outside "
+            "the program has shown the failure to be XLA's, so nothing yet tells XLA's part "
+            f"from the program's. {UNPROVEN_TRY}."
+        )
     at = f" {issue.code_span(t.where)}" if t.where else ""
     sig = f" ({failure.signal})" if failure.signal else ""
     if t.what == "wrong result" and t.verdict is not None:
@@ -147,3 +171,11 @@ def _how_ended(failure: Failure) -> str:
         still = " while XLA still ran" if failure.kind is Kind.HANG else ""
         return f"ended itself (exit status {failure.exit_status}){still}"
     return "was stopped after the timeout"
+
+
+# What a reporter can do about a failure that points at XLA that no replay has shown.
+UNPROVEN_TRY = (
+    "To prove it: collect again without --no-replay, with --snapshots every (the failing "
+    "call's own inputs) or a longer --replay-timeout, or shrink the program until a replay "
+    "of its module shows the failure"
+)

@@ -137,8 +137,9 @@ def bundle_from(
                 manifest, size = write_bundle(stage_dir, findings, options, fmt, replaying, ui)
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)  # a copy of what the archive holds
+    judged = triage.of_run(run, replays.verdicts, module=_first(selection))
     return CollectResult(
-        exit_code(run, replays.verdicts, replay_interrupted=replays.interrupted),
+        exit_code(run, judged, replay_interrupted=replays.interrupted),
         run,
         selection,
         replays.verdicts,
@@ -149,7 +150,7 @@ def bundle_from(
         fmt,
         replay_interrupted=replays.interrupted,
         own_flags=said,
-        judged=triage.of_run(run, replays.verdicts, module=_first(selection)),
+        judged=judged,
         tracker=trackers.destination(
             frameworks.of_record(manifest.get("framework")), replays.verdicts, options.repo
         ),

@@ -23,7 +23,6 @@ from xla_bugkit.errors import (
     DISK_FULL_ERRNOS,
     BugkitError,
     DiskFullError,
-    ExitCode,
     RerunNeeded,
 )
 from xla_bugkit.proc import leftovers
@@ -159,7 +158,7 @@ def _needs_newest_inputs(result: CollectResult, options: CollectOptions) -> bool
     return (
         options.snapshots is None
         and options.replay
-        and result.exit_code == ExitCode.NOT_REPRODUCED
+        and not any(v.reproduced for v in result.verdicts)
         and result.run.failure.kind is Kind.WRONG_RESULT
         and not (result.verdicts and all(KERNEL_ONLY in v.evidence for v in result.verdicts))
         and not any(v.numbers.get("kernel") == OWN_CODE for v in result.verdicts)

@@ -11,6 +11,7 @@ from pathlib import Path
 from xla_bugkit import archive, config
 from xla_bugkit.bundle import build, envinfo, layout
 from xla_bugkit.bundle.manifest import Manifest
+from xla_bugkit.bundle.triage import Triage
 from xla_bugkit.choose import dumps
 from xla_bugkit.choose.selection import Selection, select
 from xla_bugkit.collecting.options import CollectOptions, Dumps, Findings
@@ -325,16 +326,15 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-def exit_code(
-    run: RunRecord, verdicts: Sequence[Verdict], *, replay_interrupted: bool = False
-) -> ExitCode:
+def exit_code(run: RunRecord, judged: Triage, *, replay_interrupted: bool = False) -> ExitCode:
+    """0 only where the triage names XLA (``Triage.proven``: a replay outside the program
+    reproduced a failure that points at XLA); a failure reproduced and still not XLA's (an
+    allocation no machine could give) or not reproduced at all is 3."""
     if run.failure.kind is Kind.INTERRUPTED or replay_interrupted:
         return ExitCode.INTERRUPTED
     if not run.failure.kind.is_failure:
         return ExitCode.NO_FAILURE
-    if any(v.reproduced for v in verdicts):
-        return ExitCode.OK
-    return ExitCode.NOT_REPRODUCED
+    return ExitCode.OK if judged.proven else ExitCode.NOT_REPRODUCED
 
 
 def shrink_written(bundle: Path, options: CollectOptions, ui: Ui) -> ExitCode | None:

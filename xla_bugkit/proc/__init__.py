@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from xla_bugkit.errors import ProcessError
-from xla_bugkit.proc import starting, streams
+from xla_bugkit.proc import busy, starting, streams
 from xla_bugkit.proc.starting import Limits as Limits  # callers name it proc.Limits
 from xla_bugkit.proc.starting import Started
 
@@ -42,6 +42,9 @@ class Completed:
     duration: float
     interrupted: bool = False
     ended_early: bool = False  # stopped because its output asked (``EndWhen``)
+    # Cut short by its timeout: the CPU cores its process group kept busy on average in its
+    # last seconds (``busy.window``), None where not measured.
+    busy: float | None = None
 
 
 # Reads a child's whole lines as they arrive; the seconds of grace after which the child's
@@ -79,23 +82,35 @@ def _wait(
     proc: subprocess.Popen[bytes],
     timeout: float | None,
     before_stop: Callable[[], object] | None = None,
-) -> tuple[bool, bool]:
-    """Wait for the child; returns (timed_out, interrupted). Ctrl-C stops the child too;
-    ``before_stop`` runs first, while the child still runs (a second Ctrl-C cuts it short)."""
+) -> tuple[bool, bool, float | None]:
+    """Wait for the child; returns (timed_out, interrupted, busy): ``busy``, for a child its
+    timeout stopped, is the CPU cores its group kept busy in the last seconds before it
+    (``busy.window``). Ctrl-C stops the child too; ``before_stop`` runs first, while the
+    child still runs (a second Ctrl-C cuts it short)."""
+    first: busy.Sample | None = None
     try:
-        proc.wait(timeout=timeout)
-        return False, False
+        if timeout is None:
+            proc.wait()
+            return False, False, None
+        last = busy.window(timeout)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout - last)
+            return False, False, None
+        first = busy.sample(proc.pid)
+        proc.wait(timeout=last)
+        return False, False, None
     except subprocess.TimeoutExpired:
+        cores = busy.cores_busy(first, proc.pid)
         if before_stop is not None:
             before_stop()
         stop_group(proc, signal.SIGTERM)
-        return True, False
+        return True, False, cores
     except KeyboardInterrupt:
         # The child runs in its own session, so the terminal's SIGINT reached only us.
         if before_stop is not None:
             before_stop()
         stop_group(proc, signal.SIGINT)
-        return False, True
+        return False, True, None
 
 
 @dataclass(frozen=True)
@@ -205,12 +220,12 @@ def _follow(
                 reader = threading.Thread(target=streams.pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
-            timed_out, interrupted = _wait(popen, timeout, before_stop)
+            timed_out, interrupted, cores = _wait(popen, timeout, before_stop)
         except KeyboardInterrupt:
             # Before the wait began (the exec, the readers' start: on a loaded machine, or
             # with another thread holding the GIL, that can take a while): the same stop.
             stop_group(popen, signal.SIGINT)
-            timed_out, interrupted = False, True
+            timed_out, interrupted, cores = False, True, None
     finally:
         if popen.returncode is None:  # something cut the wait short
             stop_group(popen, signal.SIGKILL)
@@ -221,7 +236,8 @@ def _follow(
             reader.join(timeout=GRACE_SECONDS)
             pipe.close()
     output = b"".join(merged.kept).decode("utf-8", errors="replace")
-    return Completed(popen.returncode, output, timed_out, time.monotonic() - started, interrupted)
+    duration = time.monotonic() - started
+    return Completed(popen.returncode, output, timed_out, duration, interrupted, busy=cores)
 
 
 def _shown(terminal: BinaryIO, echo: Echo | None) -> BinaryIO | streams.Hiding | None:

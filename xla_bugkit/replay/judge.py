@@ -26,10 +26,7 @@ from xla_bugkit.replay.inputs import ReplayInput
 from xla_bugkit.replay.judge_result import expected_kind, judge_result, wrong_result_suspected
 from xla_bugkit.replay.options import PLAIN, ReplayOptions
 from xla_bugkit.replay.protocol import marker
-from xla_bugkit.verdict import (
-    Outcome,
-    Verdict,
-)
+from xla_bugkit.verdict import BUSY_CORES, Outcome, Verdict
 
 
 def _under(asked: ReplayInput, ran: ReplayInput, child: spawn.Child) -> str:
@@ -184,9 +181,13 @@ def _judge_failure(
         hang = expected_kind(expected) is Kind.HANG
         outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
         evidence = f"no result after {timeout:g} s while {where}"
+        numbers = _busy(inp, done)
+        if (cores := numbers.get("busy")) is not None:
+            evidence += ", computing all along" if cores >= BUSY_CORES else ", waiting idle"
+            evidence += f" ({cores:.2f} CPU cores busy in its last seconds)"
         if not hang:
             evidence += f" (a hang, though {expected_kind(expected).value} was expected)"
-        return Verdict(inp.name, outcome, evidence, child.inputs, failure)
+        return Verdict(inp.name, outcome, evidence, child.inputs, failure, numbers=numbers)
     if not failure.kind.is_failure:
         return None
     if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
@@ -211,6 +212,15 @@ def _judge_failure(
     differently = "differently" if expected is not None and expected.kind.is_failure else ""
     evidence = f"the replay failed {differently} while {where}: {failure.describe}"
     return Verdict(inp.name, base.outcome, " ".join(evidence.split()), child.inputs, failure)
+
+
+def _busy(inp: ReplayInput, done: proc.Completed) -> dict[str, float]:
+    """A replay its timeout stopped: ``{"busy": cores}``, the CPU cores its process kept busy
+    in its last seconds, where the module ran on this host's CPU (on an accelerator the host
+    waits idle either way, and says nothing); {} where not measured."""
+    if done.busy is None or inp.platform != "cpu":
+        return {}
+    return {"busy": round(done.busy, 2)}
 
 
 def _lost_here(expected: Failure) -> bool:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from xla_bugkit import _lazy
 
 __all__ = [
+    "BUSY_CORES",
     "CANNOT_INTERPRET",
     "COMPILED_DIFFERS",
     "INTERPRET_MODE",
@@ -26,6 +27,7 @@ _HOMES = {name: "xla_bugkit.verdict.record" for name in __all__}
 
 if TYPE_CHECKING:
     from xla_bugkit.verdict.record import (
+        BUSY_CORES,
         CANNOT_INTERPRET,
         COMPILED_DIFFERS,
         INTERPRET_MODE,

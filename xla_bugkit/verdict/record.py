@@ -26,6 +26,10 @@ OWN_CODE_GIVES = (
     "check fails under it too (not XLA's, not Mosaic's)"
 )
 CANNOT_INTERPRET = "Pallas's interpret mode cannot run the kernel"
+# A replay its timeout stopped that kept at least this many CPU cores busy in its last
+# seconds was computing, not waiting: a long computation, or a loop whose condition never
+# turns false, looks just so, and only a replay that waits idle (a deadlock) proves a hang.
+BUSY_CORES = 0.1
 
 
 class Outcome(StrEnum):
@@ -58,6 +62,19 @@ class Verdict:
     @property
     def reproduced(self) -> bool:
         return self.outcome.name.startswith("REPRODUCED")
+
+    @property
+    def computing(self) -> bool:
+        """A replay that ran past its bound with the module computing all along (the CPU
+        cores it kept busy, its ``busy`` number), which proves no hang by itself."""
+        busy = self.numbers.get("busy")
+        return isinstance(busy, (int, float)) and busy >= BUSY_CORES
+
+    @property
+    def idle(self) -> bool:
+        """A replay that ran past its bound waiting idle: blocked, as in a deadlock."""
+        busy = self.numbers.get("busy")
+        return isinstance(busy, (int, float)) and busy < BUSY_CORES
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; ``from_json`` reads it back."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla_bugkit import config
-from xla_bugkit.bundle import framework_text, github, members
+from xla_bugkit.bundle import framework_text, github, members, wording
 from xla_bugkit.bundle.manifest import Manifest
 from xla_bugkit.bundle.source import SOURCE_DIR
 from xla_bugkit.bundle.triage import Triage
@@ -129,13 +129,18 @@ def _next_steps(path: Path | None, title: str, repo: str, judged: Triage) -> lis
             "  no issue link: look into the program first; the bundle is written anyway "
             f"(xla-bugkit show --issue {shown})",
         ]
-    # No replay proved it: what points at XLA is said before the link, as ISSUE.md says it.
-    rests_on = [] if judged.verdict is not None else [f"  unproven by replay: {judged.reason}"]
+    if judged.unproven:
+        # What points at XLA, but no replay outside the program showed it: no link yet.
+        return [
+            f"  unproven: {judged.reason}",
+            "  no issue link: no replay outside the program has shown the failure to be "
+            f"XLA's. {wording.UNPROVEN_TRY}; the bundle is written anyway (xla-bugkit show "
+            f"--issue {shown})",
+        ]
     # A link with the whole body runs to kilobytes: the terminal gets the title-only one.
     link = github.new_issue_url(repo, title, github.BODY_PLACEHOLDER)
     gh = github.gh_command(repo, title, "-")
     return [
-        *rests_on,
         f"  next: read ISSUE.md (xla-bugkit show --issue {shown}), open a new issue",
         f"    on {repo}, paste ISSUE.md and attach the bundle: {link.url}",
         f"    or with GitHub's CLI: xla-bugkit show --issue {shown} | {gh}",
