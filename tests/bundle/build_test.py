@@ -119,6 +119,19 @@ def test_a_python_error_is_not_an_xla_bug(bundles: Callable[..., Collected]) -> 
     assert not c.manifest()["title"].startswith("XLA")
 
 
+def test_a_nan_the_ynn_fusion_drops_is_proven_against_references_without_it(
+    bundles: Callable[..., Collected],
+) -> None:
+    """The references turn the YNN fusion off and propagate the input's NaN: a reference
+    NaN where the inputs hold one is judged, and XLA's 1.0 there is the wrong result."""
+    c = bundles("ynn_max_nan")
+    assert c.returncode == 0, c.stderr
+    [module] = c.manifest()["modules"]
+    assert module["replay"]["outcome"] == "reproduced: wrong result", c.stderr
+    assert c.manifest()["title"].startswith("XLA CPU wrong result in jit(worst_loss)")
+    assert "issues/new" in c.stderr
+
+
 def test_the_hooks_wait_on_a_donated_output_is_never_the_programs_error(
     bundles: Callable[..., Collected],
 ) -> None:

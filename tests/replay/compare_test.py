@@ -62,6 +62,19 @@ def test_nan_rules() -> None:
     assert missing.mismatches == 0 and missing.unreferenced == 1 and missing.close
 
 
+def test_a_nan_reference_is_judged_where_the_inputs_hold_a_nan() -> None:
+    """The YNN reduce fusion's max drops the input's NaN (jaxlib 0.10.2): the reference's
+    NaN is IEEE's propagation, and the number there is the wrong value."""
+    dropped = compare_arrays(np.array(1.0, np.float32), np.array(NAN, np.float32),
+                             nan_inputs=True)  # fmt: skip
+    assert dropped.mismatches == 1 and dropped.unreferenced == 0
+    kept = compare_outputs([np.array([NAN, 2.0])], [np.array([NAN, 2.0])], nan_inputs=True)
+    assert kept.close
+    # The op-by-op reference of an unordered sum has no value there, inputs or not.
+    opened = compare_arrays(np.array([5.0]), np.array([NAN]), nan_inputs=True, open_nan=True)
+    assert opened.close and opened.unreferenced == 1
+
+
 def test_a_nan_reference_proves_nothing_where_the_output_is_a_number() -> None:
     # An op-by-op reference on huge generated inputs: exp overflows to inf and inf - inf is
     # NaN, where the compiled module, which rewrote the expression, gave numbers.

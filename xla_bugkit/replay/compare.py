@@ -136,6 +136,7 @@ def compare_arrays(
     every_element: bool = False,
     open_nan: bool = False,
     finite_only: bool = False,
+    nan_inputs: bool = False,
 ) -> Comparison:
     """Compare one output array with its reference; ``output`` prefixes reported indices;
     ``scaled``: ``abs_bound`` follows the reference's scale (else it is taken as it is);
@@ -144,7 +145,9 @@ def compare_arrays(
     even an infinity (the reference has no value there); ``finite_only``: an element
     infinite or NaN on both sides is not judged (inputs made to overflow: which infinity or
     NaN an overflow ends in, ``inf - inf`` or not, depends on the order of operations, which
-    XLA chooses), and is counted as ``overflowed``; a number on either side is judged."""
+    XLA chooses), and is counted as ``overflowed``; a number on either side is judged;
+    ``nan_inputs``: the inputs hold a NaN, which a reference's NaN may be propagating (a
+    max over them), so a number where the reference is NaN mismatches."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(notes=(f"output {output}: shape {actual.shape} vs {expected.shape}",))
@@ -156,7 +159,7 @@ def compare_arrays(
         # mismatch, and not the largest error either.
         no_reference = np.isnan(_as_float(expected))
         no_reference &= open_nan | np.isfinite(_as_float(actual))
-        no_reference &= not every_element
+        no_reference &= not every_element and (open_nan or not nan_inputs)
         abs_err = np.where(no_reference, 0.0, abs_err)
         rel_err = np.where(no_reference, 0.0, rel_err)
         unreferenced = int(np.count_nonzero(no_reference))
@@ -228,9 +231,10 @@ def compare_outputs(
     every_element: bool = False,
     open_nan: bool = False,
     finite_only: bool = False,
+    nan_inputs: bool = False,
 ) -> Comparison:
     """Compare every output with its reference and combine the results (``every_element``,
-    ``open_nan``, ``finite_only``: as ``compare_arrays``)."""
+    ``open_nan``, ``finite_only``, ``nan_inputs``: as ``compare_arrays``)."""
     if len(actual) != len(expected):
         return Comparison(notes=(f"{len(actual)} outputs vs {len(expected)}",))
     atol = ABS_BOUND if tolerance.atol is None else tolerance.atol
@@ -245,6 +249,7 @@ def compare_outputs(
             every_element=every_element,
             open_nan=open_nan,
             finite_only=finite_only,
+            nan_inputs=nan_inputs,
         )
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]

@@ -121,6 +121,8 @@ def judge_result(  # noqa: C901, PLR0915
     unordered = protocol.markers(test.done.output, protocol.UNORDERED)
     # Inputs made to overflow: only what stays finite on both sides is judged.
     overflowing = extreme.overflowing(test.inputs)
+    # Inputs holding a NaN: a NaN in a reference may be what IEEE arithmetic propagates.
+    nan_inputs = protocol.marker(test.done.output, protocol.NAN_INPUTS) is not None
     wrong: tuple[str, Comparison] | None = None
     agreeing: list[str] = []
     unjudged = ""
@@ -134,6 +136,7 @@ def judge_result(  # noqa: C901, PLR0915
             tolerance=tolerance,
             open_nan=open_nan,
             finite_only=overflowing is not None,
+            nan_inputs=nan_inputs,
         )
         if comparison.close:
             agreeing.append(label)

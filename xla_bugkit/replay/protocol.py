@@ -34,6 +34,10 @@ UNDER = f"{MARKER}_UNDER: "  # the XLA the child compiles with: "jaxlib 0.10.2"
 WITHHELD = f"{MARKER}_WITHHELD: "
 # A sum whose order decides whether it overflows: the op-by-op reference is NaN there.
 UNORDERED = f"{MARKER}_UNORDERED: "
+# The module's inputs hold a NaN (the number of inputs that do): a NaN in a reference is
+# then what IEEE arithmetic propagates, to be judged like any value, not a reference whose
+# own arithmetic broke down.
+NAN_INPUTS = f"{MARKER}_NAN_INPUTS: "
 
 # The child's exit status when it stops on purpose (anything else is XLA's doing).
 EXIT_NOT_REPLAYABLE = 3

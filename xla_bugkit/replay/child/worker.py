@@ -51,6 +51,7 @@ from xla_bugkit.replay.protocol import (
     EXIT_NOT_REPLAYABLE,
     EXIT_REJECTED_FLAG,
     INPUTS,
+    NAN_INPUTS,
     NEEDS_DEVICES,
     NOT_REPLAYABLE,
     PHASE,
@@ -86,6 +87,8 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
             raise replayable.NotReplayable(str(e)) from e
         if _fits(args, module_bytes):
             say(INPUTS, "snapshot")
+            if (holding := _holding_nan(args)) > 0:
+                say(NAN_INPUTS, holding)
             return args
         # XLA's snapshot of a module partitioned over several processes holds this
         # process's shards: they are not the module's inputs, and run on nothing.
@@ -97,6 +100,17 @@ def load_inputs(spec: dict[str, Any], module_bytes: bytes, out: Path) -> list[An
         return extreme.arrays(types, spec["extreme"], int(spec["seed"]))
     say(INPUTS, f"generated (seed {spec['seed']})")
     return generated(jaxlib_adapter.parameter_types(module_bytes), int(spec["seed"]))
+
+
+def _holding_nan(args: list[Any]) -> int:
+    """How many of the recorded ``args`` hold a NaN."""
+    import numpy as np
+
+    def nan(a: Any) -> bool:
+        value = np.asarray(a)
+        return value.dtype.kind in "fc" and bool(np.isnan(value).any())
+
+    return sum(1 for a in args if nan(a))
 
 
 def _fits(args: list[Any], module_bytes: bytes) -> bool:
