@@ -132,6 +132,23 @@ def test_a_nan_the_ynn_fusion_drops_is_proven_against_references_without_it(
     assert "issues/new" in c.stderr
 
 
+def test_a_segfault_in_the_programs_own_ctypes_call_is_not_xlas(
+    bundles: Callable[..., Collected],
+) -> None:
+    """XLA may be running the jitted step on its own threads as the program's ctypes call
+    reads unmapped memory: the thread the signal hit says whose the crash is."""
+    c = bundles("ctypes_segfault")
+    assert c.returncode == 3, c.stderr
+    said = " ".join(c.stderr.split())
+    assert (
+        f"{NOT_XLA}: the process died on SIGSEGV in the program's own code, string_at "
+        "(ctypes/__init__.py:"
+    ) in said
+    assert "from <module> (ctypes_segfault.py:29)" in said
+    assert c.manifest()["failure"]["native"].startswith("string_at (ctypes/__init__.py:")
+    assert_no_issue_link(c)
+
+
 def test_the_hooks_wait_on_a_donated_output_is_never_the_programs_error(
     bundles: Callable[..., Collected],
 ) -> None:

@@ -22,6 +22,7 @@ import pytest
 from xla_bugkit.failure.callback import (
     CallbackCrash,
     crashed_in_callback,
+    crashed_outside_jax,
     raised_in_callback,
     running_in_callback,
 )
@@ -109,3 +110,26 @@ def test_an_exception_raised_in_a_helper_names_the_callback_jax_called() -> None
     assert raised.said == (
         "raised in _edge_index (gradnorm_monitor.py:22), from the host callback record_grad_norm"
     )
+
+
+def test_a_signal_in_the_programs_own_native_call_is_placed_there() -> None:
+    """The thread the SIGSEGV hit was in ctypes.string_at, called from the program, with no
+    jax frame on it (jaxlib 0.10.2's faulthandler stack of a real run)."""
+    stack = (STACKS / "ctypes_segfault.txt").read_text()
+    assert crashed_outside_jax(stack) == (
+        "string_at (ctypes/__init__.py:519) from <module> (ctypes_crash.py:14)"
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "helper_segfault_py313.txt",  # the same call, inside a host callback jax called
+        "pure_callback_abort.txt",
+        "xla_executing_no_callback.txt",  # no thread of Python's was hit: XLA's own
+    ],
+)
+def test_a_thread_with_a_jax_frame_or_none_hit_is_not_the_programs_native_code(
+    name: str,
+) -> None:
+    assert crashed_outside_jax((STACKS / name).read_text()) is None

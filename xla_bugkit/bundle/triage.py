@@ -99,6 +99,8 @@ def triage(  # noqa: C901
     if failure.callback and failure.exception is None:
         said = _callback_died if failure.kind is Kind.CRASH else _callback_running
         return Triage(False, _what(failure, None), where, said(failure, verdicts))
+    if failure.native is not None:
+        return Triage(False, _what(failure, None), where, _native_died(failure, verdicts))
     if (busy := _computing(verdicts)) is not None:
         return Triage(True, "hang", where, busy)
     if hung is not None:
@@ -313,6 +315,17 @@ def _callback_died(f: Failure, verdicts: Sequence[Verdict]) -> str:
         f"hit running the callback's Python, with XLA only waiting for it to return, so look "
         f"at what the callback does (an os.abort(), a C extension it calls); "
         f"{_replayed(verdicts, 'did not fail')}"
+    )
+
+
+def _native_died(f: Failure, verdicts: Sequence[Verdict]) -> str:
+    """A process killed by a signal in the program's own native code, and what the replays
+    showed of the module XLA may have been running beside it."""
+    beside = f" (jit({f.executing}) was running on XLA's own threads)" if f.executing else ""
+    return (
+        f"the process died on {f.signal} in the program's own code, {f.native}: the thread "
+        f"the signal hit was running none of jax{beside}, so look at that call (a pointer, a "
+        f"buffer's size, a library's version); {_replayed(verdicts, 'did not crash')}"
     )
 
 

@@ -158,3 +158,31 @@ def _called_by_jax(outer: re.Match[str], inner: re.Match[str]) -> bool:
 def _frame(f: re.Match[str]) -> str:
     """``fetch_gain (prog.py:30)``: a frame's function, its file's name and the line."""
     return f"{f.group('fun')} ({PurePath(f.group('file')).name}:{f.group('line')})"
+
+
+def crashed_outside_jax(stack: str) -> str | None:
+    """Where a fatal signal hit a thread of the program's that was running none of jax: its
+    innermost frame and the program's own frame that called it ("string_at
+    (ctypes/__init__.py:519) from <module> (train.py:14)"), from faulthandler's stack at
+    the signal; None when the thread it hit had a jax frame, was not a Python thread (XLA's
+    own threads are not), or faulthandler wrote no stack."""
+    current = next((b for b in re.split(r"\n\s*\n", stack) if _CURRENT_THREAD.search(b)), None)
+    if current is None:
+        return None
+    frames = [f for line in current.splitlines() if (f := _STACK_FRAME.match(line))]
+    if not frames or any(JAX_OWN.search(f.group("file")) for f in frames):
+        return None
+    innermost = frames[0]
+    own = next((f for f in frames if not NOT_PROGRAM.search(f.group("file"))), None)
+    where = _library_frame(innermost)
+    if own is None or own is innermost:
+        return where
+    return f"{where} from {_frame(own)}"
+
+
+def _library_frame(f: re.Match[str]) -> str:
+    """A frame named with its file's folder too where that says the library
+    (``ctypes/__init__.py``)."""
+    path = PurePath(f.group("file"))
+    name = f"{path.parent.name}/{path.name}" if path.name == "__init__.py" else path.name
+    return f"{f.group('fun')} ({name}:{f.group('line')})"

@@ -67,6 +67,9 @@ class Failure:
     # A process of a multi-process job that the job took down after another of its processes
     # failed (``failure.peers``): what happened, in words.
     peer: str | None = None
+    # A fatal signal that hit the program's own native code (a ctypes or cffi call, an
+    # extension of its own), with no jax frame on the thread it hit: where, in words.
+    native: str | None = None
 
     @property
     def describe(self) -> str:

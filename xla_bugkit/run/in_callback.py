@@ -63,3 +63,26 @@ def died(
         f"inside {killer.said}, which jax called{inside}: the program's Python died there, "
         "not XLA's code",
     )
+
+
+def died_natively(
+    failure: Failure, signal: str, native: str, busy: Event | None, culprit: Culprit
+) -> Failure:
+    """The failing process died on ``signal`` in a thread of the program's running none of
+    jax (``native``: its ctypes call, say), while XLA perhaps ran a computation elsewhere."""
+    running = busy if busy is not None and busy.kind == "execute" else None
+    beside = f", while {running.call} ran on XLA's threads" if running is not None else ""
+    return replace(
+        failure,
+        kind=Kind.CRASH,
+        phase=Phase.RUN,
+        headline=f"the process died on {signal} in the program's own code: {native}",
+        signature=normalise(f"{signal} in {native.split(' (')[0]}"),
+        signal=signal,
+        message_lost=False,
+        exception=None,
+        executing=running.name if running is not None else None,
+        native=native,
+        evidence=f"{culprit.label}'s Python stack at the {signal} shows the thread it hit "
+        f"in {native}, with no frame of jax's on it{beside}",
+    )

@@ -16,6 +16,7 @@ from dataclasses import replace
 from xla_bugkit.failure.callback import (
     callback_failed,
     crashed_in_callback,
+    crashed_outside_jax,
     running_in_callback,
 )
 from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
@@ -66,6 +67,8 @@ def weigh(  # noqa: C901
         return _stopped(replace(failure, stopped_by="signal"), busy, culprit, ended_at)
     if crashed is not None and (killer := crashed_in_callback(p.stack or "")) is not None:
         return in_callback.died(failure, crashed, killer, busy, culprit)
+    if crashed is not None and (native := crashed_outside_jax(p.stack or "")) is not None:
+        return in_callback.died_natively(failure, crashed, native, busy, culprit)
     if crashed is not None and not _captured(failure.kind):
         return _crashed(failure, crashed, busy, culprit)
     if KINDS[failure.kind].dies and busy is not None:
