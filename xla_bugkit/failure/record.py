@@ -107,6 +107,16 @@ class Failure:
             return limit
         return min(limit, max(self.stalled_seconds, 0.0) + HANG_REPLAY_START_SECONDS)
 
+    def running_bound(self) -> float | None:
+        """For a hang: how long a replay runs the module before it is taken for hung, counted
+        from when it starts running it (a readiness signal, not from its start: importing
+        jax and compiling vary with the machine's load). As long as the run went without
+        progress, half again, and ``HANG_REPLAY_MARGIN_SECONDS`` more; None for any other
+        failure, or a hang whose stall was not measured."""
+        if self.kind is not Kind.HANG or self.stalled_seconds is None:
+            return None
+        return max(self.stalled_seconds, 0.0) * 1.5 + HANG_REPLAY_MARGIN_SECONDS
+
     @property
     def out_of_memory_running(self) -> bool:
         """An allocation that failed as a module ran (a device or the host out of memory,
@@ -166,6 +176,9 @@ class Failure:
 # What a hang's replay child gets on top of the run's time without progress: importing jax
 # alone takes up to ~15 s on a loaded machine, and the module must compile before it can hang.
 HANG_REPLAY_START_SECONDS = 60.0
+# What a hang's replay gets on top of the run's stall once it runs the module (a machine
+# slower than the run's, a module that runs a while before it hangs).
+HANG_REPLAY_MARGIN_SECONDS = 10.0
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,43 @@ class Watch:
     end_when: EndWhen | None = None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A timeout counted from a line of the child's output, a readiness signal: once a line
+    starts with ``marker`` (a replay child's "it runs the module now"), the child has
+    ``seconds`` more, never past its whole timeout."""
+
+    marker: bytes
+    seconds: float
+
+
+class _Deadline:
+    """When a child's time is up: its timeout, brought forward by its ``Bound``; and the
+    last seconds before it, over which how busy the child was is measured."""
+
+    def __init__(self, started: float, timeout: float | None, bound: Bound | None) -> None:
+        self.at = None if timeout is None else started + timeout
+        self.span = 0.0 if timeout is None else busy.window(timeout)
+        self._bound = bound
+
+    @property
+    def pending(self) -> bool:
+        """A bound that the child's output has not set off yet."""
+        return self._bound is not None
+
+    def read(self, lines: bytes) -> None:
+        bound = self._bound
+        if bound is None or not any(line.startswith(bound.marker) for line in lines.splitlines()):
+            return
+        self._bound = None  # the first such line only
+        at = time.monotonic() + bound.seconds
+        if self.at is None or at < self.at:
+            self.at, self.span = at, busy.window(bound.seconds)
+
+    def left(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+
 def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIGTERM) -> None:
     """Stop the child's whole process group: ``first``, then SIGKILL after a grace period."""
     for sig in (first, signal.SIGKILL):
@@ -80,27 +117,23 @@ def stop_group(proc: subprocess.Popen[bytes], first: signal.Signals = signal.SIG
 
 def _wait(
     proc: subprocess.Popen[bytes],
-    timeout: float | None,
+    deadline: _Deadline,
     before_stop: Callable[[], object] | None = None,
 ) -> tuple[bool, bool, float | None]:
     """Wait for the child; returns (timed_out, interrupted, busy): ``busy``, for a child its
-    timeout stopped, is the CPU cores its group kept busy in the last seconds before it
+    deadline stopped, is the CPU cores its group kept busy in the last seconds before it
     (``busy.window``). Ctrl-C stops the child too; ``before_stop`` runs first, while the
     child still runs (a second Ctrl-C cuts it short)."""
-    first: busy.Sample | None = None
+    first: tuple[float | None, busy.Sample | None] = (None, None)  # for which deadline
     try:
-        if timeout is None:
-            proc.wait()
-            return False, False, None
-        last = busy.window(timeout)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=timeout - last)
-            return False, False, None
-        first = busy.sample(proc.pid)
-        proc.wait(timeout=last)
-        return False, False, None
-    except subprocess.TimeoutExpired:
-        cores = busy.cores_busy(first, proc.pid)
+        while (left := deadline.left()) is None or left > 0:
+            if left is not None and left <= deadline.span and first[0] != deadline.at:
+                first = (deadline.at, busy.sample(proc.pid))  # its last seconds begin
+            poll = left is not None or deadline.pending
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=min(left or _POLL_SECONDS, _POLL_SECONDS) if poll else None)
+                return False, False, None
+        cores = busy.cores_busy(first[1], proc.pid)
         if before_stop is not None:
             before_stop()
         stop_group(proc, signal.SIGTERM)
@@ -111,6 +144,10 @@ def _wait(
             before_stop()
         stop_group(proc, signal.SIGINT)
         return False, True, None
+
+
+# How often a waiting parent looks at its child's deadline (which its output may move).
+_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -132,6 +169,7 @@ def run(
     log: BinaryIO | None = None,
     stdin: int | None = subprocess.DEVNULL,
     watch: Watch | None = None,
+    bound: Bound | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group, keeping its combined output.
 
@@ -142,9 +180,9 @@ def run(
     as ``interrupted``; the timeout and these call ``watch.before_stop`` first, while the
     group still runs. ``watch.end_when`` reads the output's whole lines as they arrive: once
     it gives a grace, the group is killed that many seconds later (unless it ended by then),
-    and the run is ``ended_early``. Whatever
-    else ends this call (or this process) early stops the group too, and the group never
-    outlives the run.
+    and the run is ``ended_early``. ``bound``: a line of the output after which the child
+    has only so long (``Bound``). Whatever else ends this call (or this process) early
+    stops the group too, and the group never outlives the run.
     """
     # From before the child starts: a signal at any point stops it as Ctrl-C does.
     with sigterm_as_interrupt():
@@ -154,13 +192,25 @@ def run(
         )
         watch = watch or Watch()
         ending = _Ending(child.popen, watch.end_when) if watch.end_when is not None else None
-        merged = streams.Merged(log, watch.on_output, ending.read if ending else None)
+        deadline = _Deadline(started, timeout, bound)
+        merged = streams.Merged(log, watch.on_output, _readers(ending, deadline))
         try:
-            done = _follow(child, argv, timeout, echo, merged, started, watch.before_stop)
+            done = _follow(child, argv, deadline, echo, merged, started, watch.before_stop)
         finally:
             if ending is not None:
                 ending.cancel()
         return replace(done, ended_early=ending is not None and ending.ended)
+
+
+def _readers(ending: _Ending | None, deadline: _Deadline) -> Callable[[bytes], None]:
+    """What reads a child's whole lines as they arrive: its ``EndWhen``, its deadline."""
+
+    def read(lines: bytes) -> None:
+        if ending is not None:
+            ending.read(lines)
+        deadline.read(lines)
+
+    return read
 
 
 class _Ending:
@@ -200,7 +250,7 @@ class _Ending:
 def _follow(
     child: Started,
     argv: Sequence[str],
-    timeout: float | None,
+    deadline: _Deadline,
     echo: Echo | None,
     merged: streams.Merged,
     started: float,
@@ -220,7 +270,7 @@ def _follow(
                 reader = threading.Thread(target=streams.pump, args=args, daemon=True)
                 reader.start()
                 readers.append((reader, pipe))
-            timed_out, interrupted, cores = _wait(popen, timeout, before_stop)
+            timed_out, interrupted, cores = _wait(popen, deadline, before_stop)
         except KeyboardInterrupt:
             # Before the wait began (the exec, the readers' start: on a loaded machine, or
             # with another thread holding the GIL, that can take a while): the same stop.
@@ -254,13 +304,15 @@ def run_captured(
     timeout: float | None = None,
     cwd: Path | None = None,
     limits: Limits | None = None,
+    bound: Bound | None = None,
 ) -> Completed:
-    """Run a child quietly (a replay, a probe), returning its output and status.
+    """Run a child quietly (a replay, a probe), returning its output and status; ``bound``:
+    as ``run``'s.
 
     An interrupt (Ctrl-C, SIGTERM, SIGHUP) stops the child's group and is raised again as
     ``KeyboardInterrupt``: the command ends, instead of judging a child cut short.
     """
-    done = run(argv, env=env, cwd=cwd, timeout=timeout, limits=limits)
+    done = run(argv, env=env, cwd=cwd, timeout=timeout, limits=limits, bound=bound)
     if done.interrupted:
         raise KeyboardInterrupt
     return done
@@ -275,9 +327,12 @@ class Waiting:
     def __init__(self, argv: Sequence[str], child: Started) -> None:
         self._argv, self._child, self._open = list(argv), child, True
 
-    def finish(self, data: bytes, *, timeout: float | None = None) -> Completed:
+    def finish(
+        self, data: bytes, *, timeout: float | None = None, bound: Bound | None = None
+    ) -> Completed:
         """Write ``data`` to the child's stdin, close it, and wait for the child's end (an
-        interrupt stops its group and is raised again, as in ``run_captured``)."""
+        interrupt stops its group and is raised again, as in ``run_captured``; ``bound``:
+        as ``run``'s)."""
         if not self._open:
             raise ProcessError("this child has already been finished or stopped")
         self._open = False
@@ -288,13 +343,15 @@ class Waiting:
                 stdin.write(data)
             with contextlib.suppress(OSError):
                 stdin.close()
+            started = time.monotonic()
+            deadline = _Deadline(started, timeout, bound)
             done = _follow(
                 self._child,
                 self._argv,
-                timeout,
+                deadline,
                 None,
-                streams.Merged(None, None),
-                time.monotonic(),
+                streams.Merged(None, None, deadline.read),
+                started,
             )
         if done.interrupted:
             raise KeyboardInterrupt

@@ -60,6 +60,7 @@ def replay(
     limits: dict[str, Any] = {
         "timeout": o.timeout,
         "limits": proc.Limits(memory_bytes=o.memory_limit) if o.memory_limit else None,
+        "bound": _hang_bound(expected),
     }
     with tempfile.TemporaryDirectory(prefix="xla-bugkit-replay-") as tmp:
         spec = spawn.child_spec(
@@ -120,6 +121,16 @@ def replay(
     return extreme.retry(verdict, expected, on_extremes)
 
 
+def _hang_bound(expected: Failure | None) -> proc.Bound | None:
+    """A hang's replay is taken for hung a while after it starts running the module (its
+    "run" phase line), as long as the run went without progress and more
+    (``Failure.running_bound``), not only at its whole timeout."""
+    seconds = expected.running_bound() if expected is not None else None
+    if seconds is None:
+        return None
+    return proc.Bound(f"{protocol.PHASE}run".encode(), seconds)
+
+
 def judged(
     inp: ReplayInput,
     done: proc.Completed,
@@ -178,16 +189,7 @@ def _judge_failure(
         )
         return Verdict(inp.name, Outcome.NOT_REPLAYABLE, evidence, child.inputs)
     if done.timed_out:
-        hang = expected_kind(expected) is Kind.HANG
-        outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
-        evidence = f"no result after {timeout:g} s while {where}"
-        numbers = _busy(inp, done)
-        if (cores := numbers.get("busy")) is not None:
-            evidence += ", computing all along" if cores >= BUSY_CORES else ", waiting idle"
-            evidence += f" ({cores:.2f} CPU cores busy in its last seconds)"
-        if not hang:
-            evidence += f" (a hang, though {expected_kind(expected).value} was expected)"
-        return Verdict(inp.name, outcome, evidence, child.inputs, failure, numbers=numbers)
+        return _timed_out(inp, child, expected, timeout, failure)
     if not failure.kind.is_failure:
         return None
     if expected is not None and expected.kind.is_failure and expected.same_bug(failure):
@@ -221,6 +223,32 @@ def _busy(inp: ReplayInput, done: proc.Completed) -> dict[str, float]:
     if done.busy is None or inp.platform != "cpu":
         return {}
     return {"busy": round(done.busy, 2)}
+
+
+def _timed_out(
+    inp: ReplayInput,
+    child: spawn.Child,
+    expected: Failure | None,
+    timeout: float,
+    failure: Failure,
+) -> Verdict:
+    """A replay its time ran out on, past compiling: a hang where one was expected, with
+    how busy it kept the CPU as it went (``_busy``)."""
+    done = child.done
+    where = "compiling" if child.phase is Phase.COMPILE else "running"
+    hang = expected_kind(expected) is Kind.HANG
+    outcome = Outcome.REPRODUCED_HANG if hang else Outcome.NOT_REPRODUCED
+    bound = expected.running_bound() if expected is not None else None
+    evidence = f"no result after {timeout:g} s while {where}"
+    if bound is not None and child.phase is Phase.RUN:
+        evidence = f"no result within {bound:g} s of running it"
+    numbers = _busy(inp, done)
+    if (cores := numbers.get("busy")) is not None:
+        evidence += ", computing all along" if cores >= BUSY_CORES else ", waiting idle"
+        evidence += f" ({cores:.2f} CPU cores busy in its last seconds)"
+    if not hang:
+        evidence += f" (a hang, though {expected_kind(expected).value} was expected)"
+    return Verdict(inp.name, outcome, evidence, child.inputs, failure, numbers=numbers)
 
 
 def _lost_here(expected: Failure) -> bool:

@@ -80,7 +80,10 @@ def _spawn(
     waiting = spares.take(env) if spares is not None and ours else None
     if waiting is not None:
         text = json.dumps({**spec, "memory_limit": memory})
-        return child_of(waiting.finish(text.encode(), timeout=limits["timeout"]), out)
+        finished = waiting.finish(
+            text.encode(), timeout=limits["timeout"], bound=limits.get("bound")
+        )
+        return child_of(finished, out)
     spec_path = out / protocol.SPEC
     spec_path.write_text(json.dumps(spec))
     done = proc.run_captured([*worker(inp.python), str(spec_path)], env=env, **limits)
