@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import shared
+from tests.helpers import marks, shared
 from tests.helpers.programs import ProgramRuns
 
 # Started in the background by a shell without job control (`cmd &` in a script, under
@@ -37,7 +37,7 @@ def program_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProgramRu
 # tier (-m "not jax and not slow") starts none without anyone having to remember a marker.
 JAX_FIXTURES = frozenset(
     {"program_runs", "bundles", "shrink_bundles", "bundle", "dumps", "dump", "nan_dump",
-     "scratch_dump", "hooked", "loop_runs"}
+     "scratch_dump", "hooked", "loop_runs", "hooked_program"}
 )  # fmt: skip
 
 
@@ -45,6 +45,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if JAX_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test not marked as one that starts jax may not import it, nor start a real program
+    through the helpers (``helpers.marks``)."""
+    marks.running(item)
+    finder = marks.guard(item)
+    try:
+        return (yield)
+    finally:
+        marks.unguard(finder)
+        marks.running(None)
 
 
 @pytest.fixture(autouse=True)

@@ -48,7 +48,8 @@ def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
     options = ["--budget", "30m", *want.get("collect_args", [])]
     started = time.time()
     done = run_collect(tmp_path / "bundle.zip", argv, *options, cwd=SHAPES / shape)
-    assert done.returncode == 0, done.stderr
+    # 0 only for XLA's bug, proven; 3 where the replay shows it and it is still not XLA's.
+    assert done.returncode == want.get("exit", 0), done.stderr
     m = done.manifest()
     assert m["failure"]["kind"] == want["kind"], done.stderr
     first = m["modules"][0]
@@ -81,6 +82,11 @@ def test_the_culprit_and_the_verdict(shape: str, tmp_path: Path) -> None:
         assert "your dumps: " in done.stderr and "nothing was written there" in done.stderr
     if shape == "executor_hang":
         assert m["failure"]["evidence"].endswith("the thread that waited for them never got them")
+        # The fast-math loop computes without end: no proof of a hang of XLA's, no link.
+        assert "computing all along" in first["replay"]["evidence"], done.stderr
+        assert (
+            m["title"].endswith("(not shown to be XLA's yet)") and "issues/new" not in done.stderr
+        )
 
 
 def test_an_exception_of_the_programs_own_host_callback_is_not_called_an_xla_bug(

@@ -164,8 +164,14 @@ def test_a_collected_bundle_says_one_thing_in_every_view(
     # collect's summary and exit code say what its manifest records.
     for label, outcome in recorded.items():
         assert f"replay {label}: {outcome} (" in done.stderr, (label, outcome)
-    proven = any(o.startswith("reproduced") for o in recorded.values())
+    blame = done.manifest()["blame"]
+    proven = blame["whose"] == "xla"
+    if proven:
+        assert any(o.startswith("reproduced") for o in recorded.values())
     assert done.returncode == (ExitCode.OK if proven else ExitCode.NOT_REPRODUCED)
+    # The title names XLA, and the summary links an issue, exactly where the blame is XLA's.
+    assert done.manifest()["title"].startswith("XLA") is proven
+    assert ("issues/new" in done.stderr) is proven
     result = check_verify_views(done.bundle, capsys)
     # Verified on the machine that made it: each module's verdict is the reporter's.
     for check in result.checks:

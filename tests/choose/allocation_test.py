@@ -27,7 +27,8 @@ def test_the_size_is_the_last_allocation_xla_said_it_could_not_make() -> None:
 @pytest.mark.slow
 def test_an_asynchronous_out_of_memory_chooses_the_module_that_ran_out(tmp_path: Path) -> None:
     c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "sharded_async_oom.py")])
-    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    # Reproduced; 1 TiB is more than the machine has: not XLA's bug, so 3.
+    assert c.returncode == ExitCode.NOT_REPRODUCED, c.stderr[-3000:]
     m = c.manifest()
     first = m["modules"][0]
     # jnp.mean raised the error; the sharded computation before it ran out of memory.

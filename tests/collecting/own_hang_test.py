@@ -73,9 +73,12 @@ def test_a_hang_in_the_programs_own_callback_is_its_own(
     assert "host callbacks cannot run outside the original process" in issue
 
 
-def test_a_hang_the_replay_reproduces_is_xlas_though_the_program_ended_itself(
+def test_a_hang_whose_replay_computes_without_end_is_unproven_though_xla_ran_it(
     tmp_path: Path,
 ) -> None:
+    """The watchdog ended the program while XLA ran jit(recalibrate)'s while loop; the
+    replay runs past its bound too, computing all along: a loop that never ends, which may
+    be the program's own condition, proves no hang of XLA's. No link, no "XLA" title."""
     c = run_collect(tmp_path / "bundle.zip",
                     [sys.executable, str(PROGRAMS / "watchdog_exit_hang.py")],
                     "--replay-timeout", "120", cwd=tmp_path)  # fmt: skip
@@ -83,15 +86,14 @@ def test_a_hang_the_replay_reproduces_is_xlas_though_the_program_ended_itself(
     manifest = c.manifest()
     assert manifest["failure"]["kind"] == "hang", c.stderr
     assert manifest["failure"]["executing"] == "recalibrate"
-    assert manifest["title"] == "XLA CPU hang in jit(recalibrate)"
+    assert manifest["title"] == "CPU hang (not shown to be XLA's yet)"
     assert re.search(r"replay module_\d+\.jit_recalibrate: reproduced: hang", c.stderr), c.stderr
+    assert "computing all along" in c.stderr and manifest["blame"]["whose"] == "unproven"
+    assert c.returncode == 3 and "issues/new" not in c.stderr
     assert "XLA was not busy" not in c.stderr
     assert "not reproduced" not in c.stderr
     issue = " ".join(c.text("ISSUE.md").split())
-    assert (
-        "The program hangs in `jit(recalibrate)`: it ended itself (exit status 75) while XLA "
-        "still ran."
-    ) in issue
+    assert "**Not shown to be an XLA bug yet:** the replay of module_" in issue
     assert "called jit(recalibrate), which XLA ran inside the call" in str(
         manifest["failure"]["evidence"]
     )

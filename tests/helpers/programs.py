@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.helpers import shared
+from tests.helpers import marks, shared
 from xla_bugkit import proc
 from xla_bugkit.errors import BugkitError
 from xla_bugkit.failure.classify import Failure
@@ -150,6 +150,7 @@ def run_collect(
 ) -> Collected:
     """``XLA_FLAGS=xla_flags xla-bugkit collect -o OUT EXTRA... -- ARGV`` on the CPU, with
     ``env`` added to a clean environment."""
+    marks.require_jax("xla-bugkit collect of a program")
     command = [XLA_BUGKIT, "collect", "-o", str(out), *extra, "--", *argv]
     full_env = {**clean_env(xla_flags or None), **(env or {})}
     done = subprocess.run(command, capture_output=True, text=True, env=full_env,
@@ -356,6 +357,7 @@ def save_shards(folder: Path, body: str, **env: str) -> None:
     ``env`` added to its environment."""
     from xla_bugkit.run.hook import recorder
 
+    marks.require_jax("a jax program")
     program = _SAVES_SHARDS + textwrap.dedent(body) + '\nprint("saved")\n'
     argv = [sys.executable, "-c", program, str(folder), recorder.__file__]
     environment = {**clean_env("--xla_force_host_platform_device_count=4"), **env}

@@ -48,7 +48,8 @@ def converted(tmp: Path) -> Collected:
 
 @pytest.mark.slow
 def test_jupyter_execute_a_cell_failing_at_runtime(executed: Collected) -> None:
-    assert executed.returncode == 0, executed.stderr
+    # Reproduced; more memory than any machine has: not XLA's bug, so 3.
+    assert executed.returncode == 3, executed.stderr
     m = executed.manifest()
     # The kernel's coloured traceback, after nbclient's CellExecutionError, tells the kind.
     assert m["failure"]["kind"] == "runtime error"

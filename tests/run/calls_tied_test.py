@@ -36,7 +36,8 @@ def test_two_modules_of_one_function_compiled_at_once_keep_their_own_inputs(
 ) -> None:
     program = PROGRAMS / "concurrent_compile_oom.py"
     c = run_collect(tmp_path / "b.zip", [sys.executable, str(program)])
-    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    # Reproduced; 16 TiB is more than the machine has: not XLA's bug, so 3.
+    assert c.returncode == ExitCode.NOT_REPRODUCED, c.stderr[-3000:]
     failure = c.manifest()["failure"]
     assert (failure["kind"], failure["executing"]) == ("runtime error", "affinity")
     # The large batch's module, and the small one's where it was the last to run.
@@ -63,7 +64,8 @@ def test_an_ahead_of_time_executables_error_met_by_the_next_call_is_its_own(
     tmp_path: Path,
 ) -> None:
     c = run_collect(tmp_path / "b.zip", [sys.executable, str(PROGRAMS / "aot_pending_oom.py")])
-    assert c.returncode == ExitCode.OK, c.stderr[-3000:]
+    # Reproduced; more than the machine has: not XLA's bug, so 3.
+    assert c.returncode == ExitCode.NOT_REPRODUCED, c.stderr[-3000:]
     failure = c.manifest()["failure"]
     # spread's call raised the error; nearest_gap's execution made it.
     assert (failure["kind"], failure["executing"]) == ("runtime error", "nearest_gap")

@@ -88,12 +88,8 @@ def build(
             m["compiler_options"] = [text(o) for o in own]
     notes = [text(n) for n in (*run.xla_flags.notes, *inputs.problems)]
     first = selection.chosen[0].module.name if selection.chosen else None
-    saw = text(
-        wording.headline(
-            triage.of_run(run, verdicts, module=first),
-            run.failure,
-        )
-    )
+    judged = triage.of_run(run, verdicts, module=first)
+    saw = text(wording.headline(judged, run.failure))
     target = _target(selection.chosen, planned, verdicts, arrays)
     user_flags = [text(f) for f in run.flags_in_force]
     tpu_args = [text(f) for f in run.tpu_args_in_force]
@@ -129,7 +125,7 @@ def build(
     title, body = report.render(run, selection, verdicts, env, text, bundle_name, stage, staged)
     layout.write_text(stage, members.ISSUE, body)
     data_text = framework_text.inputs_text(framework, _data_text(data, planned, dropped, run))
-    record = _manifest(run, selection, env, text, title, modules, notes, data_text)
+    record = _manifest(run, selection, env, text, title, modules, notes, data_text, judged)
     if run.culprit is not None:
         record["process"] = process_entry(run.culprit)
         record["other_processes"] = other_process_entries(run.culprit)
@@ -221,6 +217,7 @@ def _manifest(
     modules: list[ModuleEntry],
     notes: list[str],
     data: str,
+    judged: triage.Triage,
 ) -> Manifest:
     written: Manifest = {
         "schema": manifest.SCHEMA_VERSION,
@@ -241,6 +238,7 @@ def _manifest(
         "data": data,
         "notes": notes,
         "files": [],
+        "blame": {"whose": judged.whose, "reason": text(judged.reason)},
     }
     if run.tpu_args_in_force:  # absent otherwise: older readers never see it
         written["libtpu_init_args"] = [text(f) for f in run.tpu_args_in_force]

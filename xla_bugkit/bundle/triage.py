@@ -51,6 +51,11 @@ class Triage:
         """Something points at XLA, but no replay outside the program reproduced it."""
         return self.xla and self.verdict is None
 
+    @property
+    def whose(self) -> str:
+        """The answer in one word, as the manifest's ``blame`` records it."""
+        return "xla" if self.proven else "unproven" if self.unproven else "not xla"
+
 
 # Complex on purpose: the rules that say whether a failure points at XLA, in the order one
 # outranks the next, read as one list.

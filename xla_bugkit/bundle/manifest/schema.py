@@ -87,3 +87,7 @@ class Manifest(TypedDict):
     other_processes: NotRequired[list[OtherProcessEntry]]
     shrink: NotRequired[dict[str, Any]]  # what ``xla-bugkit shrink`` found
     bisect: NotRequired[dict[str, Any]]  # what ``xla-bugkit bisect`` found across releases
+    # Whose the failure is, as the title, ISSUE.md, the summary and the exit code say it:
+    # {"whose": "xla" (proven by a replay outside the program) | "unproven" | "not xla",
+    # "reason": one line}; absent in bundles of older versions.
+    blame: NotRequired[dict[str, str]]
