@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from xla_bugkit.failure.classify import Failure, Kind, Phase
@@ -45,6 +47,10 @@ def _verdict(outcome: Outcome, failure: Failure | None = None) -> Verdict:
             "fails differently on the CPU",
         ),
         (_verdict(Outcome.NOT_REPRODUCED), "the CPU runs it correctly"),
+        (
+            replace(_verdict(Outcome.REPRODUCED_HANG), numbers={"busy": 0.9}),
+            "on the CPU too it computes past its bound",
+        ),
     ],
 )
 def test_the_cpu_run_says_what_it_shows(verdict: Verdict, line: str) -> None:

@@ -121,6 +121,11 @@ def _custom_calls(inp: ReplayInput) -> list[str]:
 
 def cpu_line(verdict: Verdict, platform: str) -> str:
     """What the CPU run of the unoptimized module says about the recorded failure."""
+    if verdict.reproduced and verdict.computing:
+        return (
+            f"on the CPU too it computes past its bound ({verdict.evidence}): a loop that "
+            "ends nowhere, which its own condition may decide, not XLA"
+        )
     if verdict.reproduced:
         return f"also fails on the CPU, the same way: {verdict.evidence}"
     if verdict.outcome is Outcome.NOT_REPLAYABLE:

@@ -38,7 +38,7 @@ from xla_bugkit.replay import (
     replay_platform,
 )
 from xla_bugkit.ui import Ui
-from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE
+from xla_bugkit.verdict import INTERPRET_MODE, OWN_CODE, Outcome, Verdict
 from xla_bugkit.verdict.tolerance import DEFAULT_TOLERANCE, Tolerance
 from xla_bugkit.verify.result import ModuleCheck, VerifyResult
 
@@ -214,13 +214,22 @@ def _unverified(
     """A module of a platform this machine lacks: what can be checked, and its unoptimized
     form run on the CPU (the CPU compiles it from scratch: no GPU pass is involved)."""
     versions = b.manifest["versions"]
-    with ui.phase(f"running {inp.name} on the CPU"):
-        cpu = replay_module(
-            replace(inp, platform="cpu"),
-            expected=failure,
-            context=context,
-            options=ReplayOptions(timeout=timeout),
+    if failure.out_of_memory_running:
+        # The device's memory ran out: this machine's CPU and memory say nothing of it, and
+        # a module that filled an accelerator's memory takes minutes to run here.
+        said = (
+            f"the {inp.platform.upper()}'s memory ran out, which a run on this machine's CPU "
+            "cannot show"
         )
+        cpu = Verdict(inp.name, Outcome.NOT_REPLAYABLE, said, "not run")
+    else:
+        with ui.phase(f"running {inp.name} on the CPU"):
+            cpu = replay_module(
+                replace(inp, platform="cpu"),
+                expected=failure,
+                context=context,
+                options=ReplayOptions(timeout=timeout),
+            )
     return Unverified(
         needs=elsewhere.needs(inp.platform, versions),
         checked=("integrity ok", *elsewhere.checks(inp)),
