@@ -15,7 +15,7 @@ import pytest
 from xla_bugkit.bundle import excused, triage
 from xla_bugkit.choose import allocation
 from xla_bugkit.cli.commands import _summary
-from xla_bugkit.failure.classify import Failure, Kind, classify
+from xla_bugkit.failure.classify import Failure, Kind, Phase, classify
 from xla_bugkit.verdict import Outcome, Verdict
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -131,6 +131,24 @@ def test_the_same_words_for_a_kernels_scoped_vmem_are_not_excused() -> None:
     assert failure.kind is Kind.RUNTIME_ERROR
     assert excused.run_time_shortfall(failure, output) is None
     assert excused.reason(failure, output=output) is None
+
+
+def test_a_pallas_kernels_block_over_the_chips_vmem_is_the_programs_own() -> None:
+    """The window of one operand a Pallas kernel's BlockSpec asks for, over the v5e's 128 MiB
+    of VMEM at compile: its replay fails the same way, and only the program's block sizes
+    change that. Without a window the same allocator's words stay XLA's (above)."""
+    output = TRACEBACK + (WORDINGS / "tpu_pallas_vmem_window.txt").read_text("utf-8")
+    failure = classify(output, exit_status=1, phase=Phase.COMPILE)
+    assert failure.kind is Kind.COMPILE_ERROR and failure.status_code == "RESOURCE_EXHAUSTED"
+    proof = Verdict("module_0007.jit_matmul.cl_933746096", Outcome.REPRODUCED_ERROR,
+                    failure.headline, "generated (seed 42)", failure)  # fmt: skip
+    judged = triage.triage(failure, [proof])
+    assert not judged.xla and judged.whose == "not xla"
+    assert judged.reason.startswith(
+        "the program's own kernel asks for a VMEM window larger than the chip has: one block "
+        "of its input 0 (f32[4096,8192] of f32[8192,8192], 2 buffers deep) needs 268,435,456 "
+        "bytes of the 134,217,728 there are"
+    )
 
 
 def test_the_gpus_bfc_out_of_memory_is_not_excused() -> None:

@@ -40,6 +40,7 @@ def reason(
         or _short_at_run_time(f, output, largest_buffers, replayed)
         or _relaxed(f, relaxed_by)
         or _own_limit(f, limited_by)
+        or _own_blocks(f)
     )
 
 
@@ -176,4 +177,35 @@ def _own_limit(f: Failure, limited_by: Sequence[str]) -> str | None:
         f"the run's own TPU {flag} (LIBTPU_INIT_ARGS {' '.join(limited_by)}) set the limit "
         f"the module exceeds: without {them} it compiles and runs. Raise that limit or drop "
         f"the {flag} (the compiler's default limit fits this module)"
+    )
+
+
+# The TPU compiler's words for a window (one grid step's block of an operand, as a Pallas
+# kernel's BlockSpec asks for it) that does not fit the chip's VMEM: "Allocation (size=N)
+# would exceed memory (size=M) :: ... space=vmem, ... tag = 'input window allocation for
+# operator input 0. The window shape is f32[4096,8192], while the full shape is ...'".
+_WINDOW_OVER_VMEM = re.compile(
+    r"Allocation \(size=(?P<need>\d+)\) would exceed memory \(size=(?P<have>\d+)\)"
+    r".*?space=(?P<space>[sv]mem)\b.*?(?P<which>input|output) window allocation for operator "
+    r"(?:input|output) (?P<operand>\d+)\. The window shape is (?P<window>\S+?), while the "
+    r"full shape is (?P<full>\S+?)\.(?:.*?(?P<levels>\d+) buffering levels)?",
+    re.S,
+)
+
+
+def _own_blocks(f: Failure) -> str | None:
+    """A compile out of VMEM (or SMEM) for one window of an operand: the block the program's
+    own kernel asks for each grid step, which only the program can make smaller."""
+    if not KINDS[f.kind].out_of_memory_compiling:
+        return None
+    found = _WINDOW_OVER_VMEM.search(f.headline)
+    if found is None:
+        return None
+    levels = f", {found['levels']} buffers deep" if found["levels"] else ""
+    return (
+        f"the program's own kernel asks for a {found['space'].upper()} window larger than the "
+        f"chip has: one block of its {found['which']} {found['operand']} "
+        f"({found['window']} of {found['full']}{levels}) needs {int(found['need']):,} bytes "
+        f"of the {int(found['have']):,} there are. The block sizes are the program's (a "
+        "Pallas kernel's BlockSpec, its grid): smaller blocks fit"
     )
