@@ -176,7 +176,10 @@ def test_hang_reproduces_when_a_hang_is_expected(dumps: dict[str, Dumped]) -> No
             break
         assert verdict.outcome is Outcome.NOT_REPLAYABLE, verdict.evidence
     assert verdict.outcome is Outcome.REPRODUCED_HANG, verdict.evidence
-    assert verdict.evidence == f"no result after {timeout:g} s while running"
+    # The loop spins: the replay computed all along, which proves no hang by itself.
+    running = f"no result after {timeout:g} s while running, computing all along ("
+    assert verdict.evidence.startswith(running), verdict.evidence
+    assert verdict.computing and not verdict.idle
 
 
 def test_host_callback_is_not_replayable(dumps: dict[str, Dumped]) -> None:
