@@ -147,6 +147,9 @@ def _exit_code(failing: Part, rejudged: stitched_replay.Rejudged) -> ExitCode:
         return ExitCode.NO_FAILURE
     if failing.taken_down or not rejudged.reproduced:
         return ExitCode.NOT_REPRODUCED
+    # 0 only for XLA's bug, proven (a part of an older version says nothing of whose).
+    if rejudged.blame is not None and rejudged.blame.get("whose") != "xla":
+        return ExitCode.NOT_REPRODUCED
     return ExitCode.OK
 
 
@@ -247,6 +250,8 @@ def _stage(
         "merged": [job_text.part_record(p, failing, same_as) for p in parts],
     }
     record["title"] = rejudged.title
+    if rejudged.blame is not None:
+        record["blame"] = rejudged.blame
     record["modules"] = [_with_inputs(m, inputs) for m in rejudged.modules]
     record["data"] = inputs.data_text(failing.manifest["data"])
     if rejudged.unstitched and not inputs.snapshots:

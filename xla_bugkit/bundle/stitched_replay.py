@@ -54,6 +54,9 @@ class Rejudged:
     # What the replay without the run's own flags showed, on the stitched inputs: it takes
     # the place of the part's own finding, made on other inputs.
     finding: str | None = None
+    # Whose the failure is (the manifest's ``blame``): merge's own triage where it replayed,
+    # else the part's (None: a part of an older version, which recorded none).
+    blame: dict[str, str] | None = None
 
     def notes(self, part_notes: Sequence[str]) -> list[str]:
         """The part's notes with merge's own-flags finding in place of the part's."""
@@ -135,7 +138,8 @@ def rejudge(failing: Part, inputs: Stitched, *, timeout: float, ui: Ui) -> Rejud
     platform = next((m["platform"] for m in modules if m["platform"]), None)
     title = wording.title(judged, failure, platform) if replayed else manifest["title"]
     finding = f"on the stitched inputs, {own.finding()}" if own is not None else None
-    return Rejudged(modules, title, lines, replayed, relaxed_by, unstitched, finding)
+    blame = {"whose": judged.whose, "reason": judged.reason} if replayed else manifest.get("blame")
+    return Rejudged(modules, title, lines, replayed, relaxed_by, unstitched, finding, blame)
 
 
 def _without_own_flags(
