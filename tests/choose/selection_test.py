@@ -502,8 +502,10 @@ def test_the_hook_names_the_sibling_that_raised(tmp_path: Path) -> None:
                        env={"TF_CPP_MIN_LOG_LEVEL": "2"})  # fmt: skip
     if not any(e.error for p in load(work) for e in p.events):
         pytest.skip("XLA ran the failing computation asynchronously here: no call raised")
-    assert done.returncode == 0, done.stderr
+    # Reproduced; 4 TiB is more than the machine has: not XLA's bug, so 3.
+    assert done.returncode == 3, done.stderr
     m = done.manifest()
+    assert m["blame"]["whose"] == "not xla"
     assert m["failure"]["kind"] == "runtime error"
     first = m["modules"][0]
     assert first["name"] == "jit__lambda"
